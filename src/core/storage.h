@@ -1,0 +1,35 @@
+// Bytes a tensor views: owned (allocated here) or borrowed (a caller's pointer, never freed
+// here). Borrowed storage is the basis of aliased I/O: the engine writes the caller's memory.
+#pragma once
+#include <cstddef>
+#include <memory>
+
+namespace inplace {
+
+class Storage {
+ public:
+  static constexpr size_t kAlignment = 64;
+
+  // Zero-filled, 64-byte aligned.
+  static std::shared_ptr<Storage> allocate(size_t nbytes);
+  static std::shared_ptr<Storage> borrow(void* data, size_t nbytes);
+
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  bool owned() const { return owned_; }
+
+  // Points a borrowed storage at new caller memory (execution contexts rebind per call).
+  void rebind(void* data, size_t nbytes);
+
+ private:
+  Storage(void* data, size_t nbytes, bool owned) : data_(data), nbytes_(nbytes), owned_(owned) {}
+  void* data_;
+  size_t nbytes_;
+  bool owned_;
+};
+
+}  // namespace inplace

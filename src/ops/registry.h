@@ -1,0 +1,102 @@
+// The op registry: one OpDef per (name, overload), built once at start-up, and the mapping
+// from every FX target spelling onto a canonical op.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ops/schema.h"
+
+namespace inplace {
+
+// Arguments bound positionally to the schema (defaults filled in).
+using Args = std::vector<Value>;
+// Runs the op eagerly: allocates its results (a Tensor, a tuple, a list, a number or None).
+// Mutating ops write their mutated arguments; view ops return views sharing storage.
+using EagerFn = std::function<Value(const Args&)>;
+// Shape/dtype work only: result metas (Tensor::meta) from arguments whose tensors may be metas.
+using InferFn = std::function<std::vector<Tensor>(const Args&)>;
+// Computes into pre-allocated results (the engine's allocation-free path).
+using OutFn = std::function<void(const Args&, const std::vector<Tensor>&)>;
+
+enum class OpKind : uint8_t {
+  kFunctional,  // fresh results, writes nothing
+  kView,        // results alias an argument, no data work
+  kMutating,    // writes one or more arguments (add_, setitem, index_put_, copy_)
+};
+
+struct OpDef {
+  Schema schema;
+  OpKind kind = OpKind::kFunctional;
+  // Mutating ops: the out-of-place twin ("add.Tensor") whose result is the new value of the
+  // first mutated argument; empty when there is none.
+  std::string functional;
+  EagerFn eager;
+  InferFn infer;  // optional
+  OutFn out;      // optional; present together with infer
+  // Results whose shape depends on data (boolean-mask indexing): no static plan.
+  bool dynamic_shape = false;
+};
+
+class Registry {
+ public:
+  static const Registry& get();
+
+  void add(OpDef def);
+  // Registers `schema` (with infer + out) and derives eager from them.
+  void add_out(const std::string& schema, InferFn infer, OutFn out);
+  void add_eager(const std::string& schema, EagerFn eager);
+  void add_view(const std::string& schema, EagerFn view);
+  // Registers a mutating op whose new value of `self` is `functional`'s result: eager runs the
+  // twin, then writes its result into self (checking the cast like torch).
+  void add_inplace(const std::string& schema, const std::string& functional);
+  // Extra spelling for a canonical name ("__iadd__" -> "add_", "transpose_" ...).
+  void add_alias(const std::string& spelling, const std::string& canonical_name);
+
+  const OpDef* find(const std::string& full_name) const;  // "add.Tensor" or "relu"
+  const std::vector<const OpDef*>& overloads(const std::string& name) const;
+  std::vector<const OpDef*> all() const;
+
+  // The canonical base name for a node target: "torch.ops.aten.add_.Tensor" -> "add_",
+  // "torch.nn.functional.relu" -> "relu", "_operator.setitem" -> "setitem". Also returns the
+  // overload when the spelling carries one. Empty if unknown.
+  std::string canonical_name(const std::string& target, std::string* overload) const;
+
+ private:
+  std::map<std::string, std::unique_ptr<OpDef>> defs_;  // by full name
+  std::map<std::string, std::vector<const OpDef*>> by_name_;
+  std::map<std::string, std::string> aliases_;
+};
+
+// Binds call arguments to a schema: positional, keywords, varargs for a trailing int list
+// (x.view(2, 3)), defaults. Returns false (with a reason) when they do not fit.
+bool bind_args(const Schema& schema, const std::vector<Value>& args,
+               const std::vector<std::pair<std::string, Value>>& kwargs, Args* out,
+               std::string* why);
+
+struct ResolvedCall {
+  const OpDef* op = nullptr;
+  Args args;
+};
+// Picks the overload of `target` that the arguments fit; `node_name` names the node in errors
+// ("[node add_1] unknown op 'foo_'").
+ResolvedCall resolve_call(const std::string& target, const std::vector<Value>& args,
+                          const std::vector<std::pair<std::string, Value>>& kwargs,
+                          const std::string& node_name);
+
+// Registration lists, one per op family (ops/<family>.cpp).
+void register_elementwise_ops(Registry& r);
+void register_reduction_ops(Registry& r);
+void register_matrix_ops(Registry& r);
+void register_creation_ops(Registry& r);
+void register_view_ops(Registry& r);
+void register_indexing_ops(Registry& r);
+void register_nn_ops(Registry& r);
+void register_misc_ops(Registry& r);
+
+// Helpers the families share.
+Value pack_results(const Schema& schema, std::vector<Tensor> results);
+
+}  // namespace inplace

@@ -1,0 +1,77 @@
+// Shared test helpers: call an op through the registry exactly as the interpreter does,
+// and compare tensors against independently computed values.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "core/value.h"
+#include "ops/registry.h"
+
+namespace inplace::testing {
+
+inline Value T(const Tensor& t) { return Value::from_tensor(t); }
+inline Value I(int64_t v) { return Value::integer(v); }
+inline Value F(double v) { return Value::floating(v); }
+inline Value B(bool v) { return Value::boolean(v); }
+inline Value L(std::vector<Value> v) { return Value::list(std::move(v)); }
+inline Value Tup(std::vector<Value> v) { return Value::tuple(std::move(v)); }
+inline Value None() { return Value::none(); }
+inline Value Sl(Value a, Value b, Value c) { return Value::slice(a, b, c); }
+
+// Resolves `target` (any FX spelling) and runs its eager kernel.
+inline Value call(const std::string& target, std::vector<Value> args,
+                  std::vector<std::pair<std::string, Value>> kwargs = {}) {
+  ResolvedCall rc = resolve_call(target, args, kwargs, "test");
+  return rc.op->eager(rc.args);
+}
+inline Tensor call_t(const std::string& target, std::vector<Value> args,
+                     std::vector<std::pair<std::string, Value>> kwargs = {}) {
+  return call(target, std::move(args), std::move(kwargs)).as_tensor("test result");
+}
+
+inline Tensor ft(std::vector<float> v, Shape s) { return Tensor::from_vector<float>(v, s); }
+inline Tensor dt(std::vector<double> v, Shape s) { return Tensor::from_vector<double>(v, s); }
+inline Tensor lt(std::vector<int64_t> v, Shape s) { return Tensor::from_vector<int64_t>(v, s); }
+inline Tensor bt(std::vector<bool> v, Shape s) {
+  Tensor t = Tensor::empty(s, DType::kBool);
+  for (size_t i = 0; i < v.size(); ++i) t.data<bool>()[i] = v[i];
+  return t;
+}
+// 0, 1, 2, ... as float32 in `shape`.
+inline Tensor iota(Shape s, DType dtype = DType::kFloat32) {
+  Tensor t = Tensor::empty(s, DType::kFloat64);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = static_cast<double>(i);
+  return t.to(dtype);
+}
+
+inline ::testing::AssertionResult tensor_near(const Tensor& got, const Shape& shape,
+                                              const std::vector<double>& want, double tol = 1e-6) {
+  if (got.shape() != shape)
+    return ::testing::AssertionFailure()
+           << "shape " << shape_str(got.shape()) << " != " << shape_str(shape);
+  if (static_cast<size_t>(got.numel()) != want.size())
+    return ::testing::AssertionFailure() << "numel " << got.numel() << " != " << want.size();
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double g = got.at(i), w = want[i];
+    bool ok = (std::isnan(g) && std::isnan(w)) || g == w ||
+              std::fabs(g - w) <= tol * std::max(1.0, std::fabs(w));
+    if (!ok)
+      return ::testing::AssertionFailure()
+             << "element " << i << ": got " << g << ", want " << w << " in " << got.to_string();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Same shape, dtype and values (bit-exact unless tol > 0).
+inline ::testing::AssertionResult tensor_equal(const Tensor& a, const Tensor& b, double tol = 0) {
+  if (a.dtype() != b.dtype())
+    return ::testing::AssertionFailure()
+           << "dtype " << dtype_name(a.dtype()) << " != " << dtype_name(b.dtype());
+  return tensor_near(a, b.shape(), b.to_double_vector(), tol);
+}
+
+}  // namespace inplace::testing
