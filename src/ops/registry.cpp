@@ -21,6 +21,7 @@ const Registry& Registry::get() {
     register_indexing_ops(*r);
     register_nn_ops(*r);
     register_misc_ops(*r);
+    register_kv_cache_ops(*r);
     return r;
   }();
   return *registry;
