@@ -163,10 +163,9 @@ Tensor Tensor::as_strided(const Shape& shape, const Shape& strides,
       overflow |= __builtin_add_overflow(last, span, &last);
     }
     IP_CHECK(!overflow && static_cast<size_t>(last + 1) * itemsize() <= storage_->nbytes(),
-             kOutOfRange,
-             "[as_strided] view ", shape_str(shape), " with strides ", shape_str(strides),
-             " at offset ", off, " reaches past the storage of ", storage_->nbytes() / itemsize(),
-             " elements");
+             kOutOfRange, "[as_strided] view ", shape_str(shape), " with strides ",
+             shape_str(strides), " at offset ", off, " reaches past the storage of ",
+             storage_->nbytes() / itemsize(), " elements");
   }
   return Tensor(storage_, off, shape, strides, dtype_);
 }
@@ -325,8 +324,8 @@ Tensor Tensor::expand(Shape shape) const {
     }
     int64_t s = shape_[i - lead];
     if (shape[i] == -1) shape[i] = s;
-    IP_CHECK(shape[i] >= 0, kShapeMismatch, "[expand] the expanded size ", shape[i],
-             " at dim ", i, " is not allowed (", shape_str(shape_), " to ", shape_str(shape), ")");
+    IP_CHECK(shape[i] >= 0, kShapeMismatch, "[expand] the expanded size ", shape[i], " at dim ", i,
+             " is not allowed (", shape_str(shape_), " to ", shape_str(shape), ")");
     IP_CHECK(s == shape[i] || s == 1, kShapeMismatch, "[expand] the expanded size ", shape[i],
              " must match the existing size ", s, " at dim ", i, " (", shape_str(shape_), " to ",
              shape_str(shape), ")");
