@@ -141,6 +141,13 @@ std::vector<const OpDef*> Registry::all() const {
 }
 
 std::string Registry::canonical_name(const std::string& target, std::string* overload) const {
+  // A full spelling may be an alias of its own: torch.nn.functional.embedding takes
+  // (input, weight) where aten.embedding takes (weight, indices).
+  auto full = aliases_.find(target);
+  if (full != aliases_.end() && by_name_.count(full->second)) {
+    if (overload) overload->clear();
+    return full->second;
+  }
   std::string t = target;
   std::string ov;
   auto strip = [&](const char* prefix) {
