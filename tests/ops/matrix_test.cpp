@@ -15,9 +15,12 @@ Tensor random_tensor(const Shape& s, DType dt, std::mt19937& g) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     double v = u(g);
     // 8-bit products stay in range so the reference needs no wrapping.
-    if (dt == DType::kInt8) v = std::round(v);
-    else if (dt == DType::kUInt8) v = std::fabs(std::round(v));
-    else if (!is_floating(dt)) v = std::round(v * 3);
+    if (dt == DType::kInt8)
+      v = std::round(v);
+    else if (dt == DType::kUInt8)
+      v = std::fabs(std::round(v));
+    else if (!is_floating(dt))
+      v = std::round(v * 3);
     t.data<double>()[i] = v;
   }
   return t.to(dt);
@@ -75,23 +78,28 @@ Ref ref_matmul(const Tensor& a0, const Tensor& b0) {
 
 double tol_for(DType dt) {
   switch (dt) {
-    case DType::kFloat32: return 1e-5;
-    case DType::kFloat64: return 1e-12;
-    case DType::kFloat16: return 2e-3;
-    case DType::kBFloat16: return 1.6e-2;
-    default: return 0;
+    case DType::kFloat32:
+      return 1e-5;
+    case DType::kFloat64:
+      return 1e-12;
+    case DType::kFloat16:
+      return 2e-3;
+    case DType::kBFloat16:
+      return 1.6e-2;
+    default:
+      return 0;
   }
 }
 
-const std::vector<DType> kDTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
+const std::vector<DType> kDTypes = {DType::kFloat32,  DType::kFloat64, DType::kFloat16,
                                     DType::kBFloat16, DType::kInt64,   DType::kInt32,
-                                    DType::kInt8,    DType::kUInt8};
+                                    DType::kInt8,     DType::kUInt8};
 
 TEST(Matrix, MmEveryDTypeAndLayout) {
   std::mt19937 g(31);
   for (DType dt : kDTypes) {
     Tensor a = random_tensor({5, 7}, dt, g), b = random_tensor({7, 3}, dt, g);
-    Tensor at = random_tensor({7, 5}, dt, g).t();           // transposed contiguous: gemm Trans
+    Tensor at = random_tensor({7, 5}, dt, g).t();  // transposed contiguous: gemm Trans
     Tensor as = random_tensor({5, 13}, dt, g).slice(1, 0, 13, 2);  // column step: packed
     Tensor bt = random_tensor({3, 7}, dt, g).t();
     for (const Tensor& x : {a, at, as})
@@ -116,10 +124,19 @@ TEST(Matrix, IntegerOverflowWrapsLikeTorch) {
 TEST(Matrix, MatmulEveryBroadcastCase) {
   std::mt19937 g(32);
   const std::vector<std::pair<Shape, Shape>> cases = {
-      {{4}, {4}},           {{4}, {4, 3}},          {{5, 4}, {4}},        {{2, 5, 4}, {4}},
-      {{4}, {2, 4, 3}},     {{5, 4}, {4, 3}},       {{2, 5, 4}, {4, 3}},  {{5, 4}, {2, 4, 3}},
-      {{2, 1, 5, 4}, {3, 4, 6}}, {{1, 5, 4}, {3, 4, 2}}, {{3, 2, 5, 4}, {3, 2, 4, 1}},
-      {{1, 4}, {4, 1}},     {{2, 3, 1, 4}, {4}},
+      {{4}, {4}},
+      {{4}, {4, 3}},
+      {{5, 4}, {4}},
+      {{2, 5, 4}, {4}},
+      {{4}, {2, 4, 3}},
+      {{5, 4}, {4, 3}},
+      {{2, 5, 4}, {4, 3}},
+      {{5, 4}, {2, 4, 3}},
+      {{2, 1, 5, 4}, {3, 4, 6}},
+      {{1, 5, 4}, {3, 4, 2}},
+      {{3, 2, 5, 4}, {3, 2, 4, 1}},
+      {{1, 4}, {4, 1}},
+      {{2, 3, 1, 4}, {4}},
   };
   for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kInt64, DType::kFloat16}) {
     for (const auto& [sa, sb] : cases) {
@@ -131,7 +148,8 @@ TEST(Matrix, MatmulEveryBroadcastCase) {
     }
   }
   // Operator spellings reach matmul too.
-  Tensor a = random_tensor({3, 4}, DType::kFloat32, g), b = random_tensor({4, 2}, DType::kFloat32, g);
+  Tensor a = random_tensor({3, 4}, DType::kFloat32, g),
+         b = random_tensor({4, 2}, DType::kFloat32, g);
   Ref r = ref_matmul(a, b);
   EXPECT_TRUE(tensor_near(call_t("_operator.matmul", {T(a), T(b)}), r.shape, r.values, 1e-5));
   EXPECT_TRUE(tensor_near(call_t("__matmul__", {T(a), T(b)}), r.shape, r.values, 1e-5));
@@ -141,9 +159,9 @@ TEST(Matrix, MatmulEveryBroadcastCase) {
 TEST(Matrix, MatmulNonContiguousBatches) {
   std::mt19937 g(33);
   Tensor base = random_tensor({4, 3, 6}, DType::kFloat32, g);
-  Tensor a = base.permute({1, 0, 2});                           // [3,4,6]: rows don't fold
-  Tensor w = random_tensor({5, 6}, DType::kFloat32, g).t();     // [6,5] transposed
-  Tensor b3 = random_tensor({3, 5, 6}, DType::kFloat32, g).transpose(1, 2);  // [3,6,5]
+  Tensor a = base.permute({1, 0, 2});                        // [3,4,6]: rows don't fold
+  Tensor w = random_tensor({5, 6}, DType::kFloat32, g).t();  // [6,5] transposed
+  Tensor b3 = random_tensor({3, 5, 6}, DType::kFloat32, g).transpose(1, 2);    // [3,6,5]
   Tensor ex = random_tensor({1, 6, 5}, DType::kFloat32, g).expand({3, 6, 5});  // stride-0 batch
   for (const Tensor& b : {w, b3, ex}) {
     Ref r = ref_matmul(a, b);
@@ -166,10 +184,11 @@ TEST(Matrix, EmptyDims) {
     EXPECT_TRUE(tensor_near(call_t("mm", {T(a), T(b)}), {3, 2}, {0, 0, 0, 0, 0, 0}));
     EXPECT_EQ(call_t("mm", {T(Tensor::empty({0, 4}, dt)), T(Tensor::empty({4, 2}, dt))}).shape(),
               (Shape{0, 2}));
-    EXPECT_TRUE(tensor_near(call_t("matmul", {T(Tensor::empty({0}, dt)), T(Tensor::empty({0}, dt))}),
-                            {}, {0}));
-    EXPECT_EQ(call_t("bmm", {T(Tensor::empty({0, 2, 3}, dt)), T(Tensor::empty({0, 3, 4}, dt))}).shape(),
-              (Shape{0, 2, 4}));
+    EXPECT_TRUE(tensor_near(
+        call_t("matmul", {T(Tensor::empty({0}, dt)), T(Tensor::empty({0}, dt))}), {}, {0}));
+    EXPECT_EQ(
+        call_t("bmm", {T(Tensor::empty({0, 2, 3}, dt)), T(Tensor::empty({0, 3, 4}, dt))}).shape(),
+        (Shape{0, 2, 4}));
   }
 }
 
@@ -192,7 +211,9 @@ TEST(Matrix, ShapeAndDTypeErrors) {
   e = error_of([&] { call("bmm", {T(iota({2, 2, 3})), T(iota({3, 3, 4}))}); });
   EXPECT_NE(e.find("[bmm] batch1 [2,2,3] and batch2 [3,3,4]"), std::string::npos) << e;
   e = error_of([&] { call("matmul", {T(iota({2, 5, 3})), T(iota({3, 4, 2}))}); });
-  EXPECT_NE(e.find("[matmul] self [2,5,3] and other [3,4,2] cannot be multiplied"), std::string::npos) << e;
+  EXPECT_NE(e.find("[matmul] self [2,5,3] and other [3,4,2] cannot be multiplied"),
+            std::string::npos)
+      << e;
   e = error_of([&] { call("matmul", {T(iota({2, 5, 3})), T(iota({3, 3, 2}))}); });
   EXPECT_NE(e.find("[matmul] self [2,5,3] and other [3,3,2]"), std::string::npos) << e;
   e = error_of([&] { call("matmul", {T(iota({})), T(iota({3}))}); });
@@ -203,21 +224,25 @@ TEST(Matrix, ShapeAndDTypeErrors) {
   e = error_of([&] { call("mm", {T(iota({2, 2}, DType::kBool)), T(iota({2, 2}, DType::kBool))}); });
   EXPECT_NE(e.find("[mm] not implemented for bool"), std::string::npos) << e;
   e = error_of([&] { call("linear", {T(iota({2, 3})), T(iota({4, 5}))}); });
-  EXPECT_NE(e.find("[linear] input [2,3] and weight [4,5] cannot be multiplied"), std::string::npos) << e;
+  EXPECT_NE(e.find("[linear] input [2,3] and weight [4,5] cannot be multiplied"), std::string::npos)
+      << e;
   e = error_of([&] { call("addmm", {T(iota({3})), T(iota({2, 4})), T(iota({4, 5}))}); });
   EXPECT_NE(e.find("[addmm]"), std::string::npos) << e;
 }
 
 TEST(Matrix, AddmmBetaAlpha) {
   std::mt19937 g(34);
-  Tensor m1 = random_tensor({4, 6}, DType::kFloat64, g), m2 = random_tensor({6, 3}, DType::kFloat64, g);
+  Tensor m1 = random_tensor({4, 6}, DType::kFloat64, g),
+         m2 = random_tensor({6, 3}, DType::kFloat64, g);
   Ref p = ref_matmul(m1, m2);
   for (const Shape& self_shape : {Shape{4, 3}, Shape{3}, Shape{4, 1}, Shape{}}) {
     Tensor self = random_tensor(self_shape, DType::kFloat64, g);
-    Tensor got = call_t("torch.addmm", {T(self), T(m1), T(m2)}, {{"beta", F(0.5)}, {"alpha", F(-2.0)}});
+    Tensor got =
+        call_t("torch.addmm", {T(self), T(m1), T(m2)}, {{"beta", F(0.5)}, {"alpha", F(-2.0)}});
     std::vector<double> want;
     for (int64_t i = 0; i < 4; ++i)
-      for (int64_t j = 0; j < 3; ++j) want.push_back(0.5 * bget(self, {i, j}) - 2.0 * p.values[i * 3 + j]);
+      for (int64_t j = 0; j < 3; ++j)
+        want.push_back(0.5 * bget(self, {i, j}) - 2.0 * p.values[i * 3 + j]);
     EXPECT_TRUE(tensor_near(got, {4, 3}, want, 1e-12)) << shape_str(self_shape);
   }
   // beta = 0 ignores self, NaN included.
@@ -226,7 +251,8 @@ TEST(Matrix, AddmmBetaAlpha) {
   EXPECT_TRUE(tensor_near(z, {4, 3}, p.values, 1e-12));
   // Integers: alpha/beta must be integral.
   Tensor i1 = lt({1, 2, 3, 4}, {2, 2});
-  Tensor ig = call_t("addmm", {T(lt({10, 20}, {2})), T(i1), T(i1)}, {{"beta", I(2)}, {"alpha", I(3)}});
+  Tensor ig =
+      call_t("addmm", {T(lt({10, 20}, {2})), T(i1), T(i1)}, {{"beta", I(2)}, {"alpha", I(3)}});
   EXPECT_TRUE(tensor_near(ig, {2, 2}, {20 + 21, 40 + 30, 20 + 45, 40 + 66}, 0));
   EXPECT_THROW(call("addmm", {T(i1), T(i1), T(i1)}, {{"alpha", F(0.5)}}), Error);
   // Half: accumulate in float, round once.
@@ -281,10 +307,11 @@ TEST(Matrix, InferOnMetas) {
   auto m = op->infer({T(Tensor::meta({7, 1, 5, 4}, DType::kFloat32)),
                       T(Tensor::meta({3, 4, 2}, DType::kFloat32))});
   EXPECT_EQ(m[0].shape(), (Shape{7, 3, 5, 2}));
-  m = op->infer({T(Tensor::meta({4}, DType::kFloat32)), T(Tensor::meta({2, 4, 3}, DType::kFloat32))});
+  m = op->infer(
+      {T(Tensor::meta({4}, DType::kFloat32)), T(Tensor::meta({2, 4, 3}, DType::kFloat32))});
   EXPECT_EQ(m[0].shape(), (Shape{2, 3}));
-  m = Registry::get().find("linear")->infer(
-      {T(Tensor::meta({2, 8, 16}, DType::kFloat32)), T(Tensor::meta({32, 16}, DType::kFloat32)), None()});
+  m = Registry::get().find("linear")->infer({T(Tensor::meta({2, 8, 16}, DType::kFloat32)),
+                                             T(Tensor::meta({32, 16}, DType::kFloat32)), None()});
   EXPECT_EQ(m[0].shape(), (Shape{2, 8, 32}));
 }
 

@@ -14,7 +14,8 @@ namespace {
 Tensor tie_tensor(const Shape& s, DType dt, std::mt19937& g) {
   std::uniform_int_distribution<int> u(0, 4);
   Tensor t = Tensor::empty(s, DType::kFloat64);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = dt == DType::kBool ? u(g) % 2 : u(g);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.data<double>()[i] = dt == DType::kBool ? u(g) % 2 : u(g);
   return t.to(dt);
 }
 
@@ -30,8 +31,10 @@ Ref ref_extreme(const Tensor& x, std::vector<int64_t> dims, bool keepdim, bool i
   for (int64_t d : dims) red[d < 0 ? d + nd : d] = true;
   Ref r;
   for (int64_t d = 0; d < nd; ++d)
-    if (!red[d]) r.shape.push_back(x.shape()[d]);
-    else if (keepdim) r.shape.push_back(1);
+    if (!red[d])
+      r.shape.push_back(x.shape()[d]);
+    else if (keepdim)
+      r.shape.push_back(1);
   const size_t n_out = static_cast<size_t>(numel_of(r.shape));
   r.values.assign(n_out, 0);
   r.indices.assign(n_out, -1);
@@ -61,10 +64,9 @@ Ref ref_extreme(const Tensor& x, std::vector<int64_t> dims, bool keepdim, bool i
   return r;
 }
 
-const std::vector<DType> kAllDTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
-                                       DType::kBFloat16, DType::kInt64,   DType::kInt32,
-                                       DType::kInt16,   DType::kInt8,    DType::kUInt8,
-                                       DType::kBool};
+const std::vector<DType> kAllDTypes = {
+    DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt64,
+    DType::kInt32,   DType::kInt16,   DType::kInt8,    DType::kUInt8,    DType::kBool};
 
 TEST(ReductionExtreme, AmaxAminEveryDType) {
   std::mt19937 g(11);
@@ -74,9 +76,8 @@ TEST(ReductionExtreme, AmaxAminEveryDType) {
       const char* op = is_max ? "torch.amax" : "torch.amin";
       for (const auto& dims : std::vector<std::vector<int64_t>>{{}, {0}, {-1}, {0, 2}}) {
         for (bool keepdim : {false, true}) {
-          Tensor got = dims.empty()
-                           ? call_t(op, {T(x)}, {{"keepdim", B(keepdim)}})
-                           : call_t(op, {T(x), Value::int_list(dims), B(keepdim)});
+          Tensor got = dims.empty() ? call_t(op, {T(x)}, {{"keepdim", B(keepdim)}})
+                                    : call_t(op, {T(x), Value::int_list(dims), B(keepdim)});
           Ref r = ref_extreme(x, dims, keepdim, is_max);
           EXPECT_EQ(got.dtype(), dt);
           EXPECT_TRUE(tensor_near(got, r.shape, r.values, 0)) << op << " " << dtype_name(dt);
@@ -93,7 +94,8 @@ TEST(ReductionExtreme, MaxDimValuesAndFirstIndex) {
     for (bool is_max : {true, false}) {
       for (int64_t d : {0, 1, -1}) {
         for (bool keepdim : {false, true}) {
-          Value res = call(is_max ? "torch.max" : "torch.min", {T(x), I(d)}, {{"keepdim", B(keepdim)}});
+          Value res =
+              call(is_max ? "torch.max" : "torch.min", {T(x), I(d)}, {{"keepdim", B(keepdim)}});
           ASSERT_EQ(res.kind, Value::Kind::kTuple);
           ASSERT_EQ(res.items.size(), 2u);
           Ref r = ref_extreme(x, {d}, keepdim, is_max);
@@ -119,7 +121,8 @@ TEST(ReductionExtreme, ArgmaxFlattensAndKeepsDims) {
       Tensor flat = call_t(op, {T(x)});
       EXPECT_EQ(flat.dtype(), DType::kInt64);
       EXPECT_TRUE(tensor_near(flat, {}, all.indices, 0));
-      EXPECT_TRUE(tensor_near(call_t(op, {T(x)}, {{"keepdim", B(true)}}), {1, 1, 1}, all.indices, 0));
+      EXPECT_TRUE(
+          tensor_near(call_t(op, {T(x)}, {{"keepdim", B(true)}}), {1, 1, 1}, all.indices, 0));
       for (int64_t d : {0, 1, -1}) {
         Ref r = ref_extreme(x, {d}, true, is_max);
         EXPECT_TRUE(tensor_near(call_t(op, {T(x), I(d), B(true)}), r.shape, r.indices, 0));

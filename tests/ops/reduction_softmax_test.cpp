@@ -56,7 +56,8 @@ TEST(Softmax, DTypesAndDTypeArgument) {
   for (DType dt : {DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
     Tensor x = random_tensor({3, 7}, dt, g);
     const double tol = dt == DType::kFloat64 ? 1e-12 : (dt == DType::kFloat16 ? 2e-3 : 1e-2);
-    EXPECT_TRUE(tensor_near(call_t("softmax", {T(x), I(-1)}), {3, 7}, ref_softmax(x, -1, false), tol));
+    EXPECT_TRUE(
+        tensor_near(call_t("softmax", {T(x), I(-1)}), {3, 7}, ref_softmax(x, -1, false), tol));
     EXPECT_TRUE(tensor_near(call_t("log_softmax", {T(x), I(0)}), {3, 7}, ref_softmax(x, 0, true),
                             dt == DType::kFloat64 ? 1e-12 : 2e-2));
   }
@@ -104,9 +105,12 @@ TEST(Softmax, ExtremeValues) {
   EXPECT_TRUE(std::isnan(sn.at(0)) && std::isnan(sn.at(1)));
   EXPECT_NEAR(sn.at(2), 1 / (1 + std::exp(-2.0)), 1e-6);
   // Empty and 0-d.
-  EXPECT_EQ(call_t("softmax", {T(Tensor::empty({0, 3}, DType::kFloat32)), I(1)}).shape(), (Shape{0, 3}));
-  EXPECT_EQ(call_t("softmax", {T(Tensor::empty({2, 0}, DType::kFloat32)), I(1)}).shape(), (Shape{2, 0}));
-  EXPECT_TRUE(tensor_near(call_t("softmax", {T(Tensor::scalar(Scalar(3.0), DType::kFloat32)), I(0)}), {}, {1}));
+  EXPECT_EQ(call_t("softmax", {T(Tensor::empty({0, 3}, DType::kFloat32)), I(1)}).shape(),
+            (Shape{0, 3}));
+  EXPECT_EQ(call_t("softmax", {T(Tensor::empty({2, 0}, DType::kFloat32)), I(1)}).shape(),
+            (Shape{2, 0}));
+  EXPECT_TRUE(tensor_near(
+      call_t("softmax", {T(Tensor::scalar(Scalar(3.0), DType::kFloat32)), I(0)}), {}, {1}));
   try {
     call("softmax", {T(x), I(1)});
     FAIL();

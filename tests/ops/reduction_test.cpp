@@ -14,8 +14,10 @@ Tensor random_tensor(const Shape& s, DType dt, std::mt19937& g, double lo = -3, 
   Tensor t = Tensor::empty(s, DType::kFloat64);
   for (int64_t i = 0; i < t.numel(); ++i) {
     double v = u(g);
-    if (dt == DType::kBool) v = v > 0;
-    else if (!is_floating(dt)) v = std::round(v);
+    if (dt == DType::kBool)
+      v = v > 0;
+    else if (!is_floating(dt))
+      v = std::round(v);
     if (dt == DType::kUInt8) v = std::fabs(v);
     t.data<double>()[i] = v;
   }
@@ -36,8 +38,10 @@ Ref ref_reduce(const Tensor& x, std::vector<int64_t> dims, bool keepdim, F f) {
   for (int64_t d : dims) red[d < 0 ? d + nd : d] = true;
   Ref r;
   for (int64_t d = 0; d < nd; ++d)
-    if (!red[d]) r.shape.push_back(x.shape()[d]);
-    else if (keepdim) r.shape.push_back(1);
+    if (!red[d])
+      r.shape.push_back(x.shape()[d]);
+    else if (keepdim)
+      r.shape.push_back(1);
   std::vector<std::vector<double>> groups(static_cast<size_t>(numel_of(r.shape)));
   const std::vector<double> v = x.to_double_vector();
   for (int64_t i = 0; i < x.numel(); ++i) {
@@ -61,7 +65,9 @@ double ref_sum(const std::vector<double>& g) {
   for (double v : g) s += v;
   return s;
 }
-double ref_mean(const std::vector<double>& g) { return ref_sum(g) / static_cast<double>(g.size()); }
+double ref_mean(const std::vector<double>& g) {
+  return ref_sum(g) / static_cast<double>(g.size());
+}
 double ref_var(const std::vector<double>& g, double correction) {
   const double mu = ref_mean(g);
   double m2 = 0;
@@ -71,11 +77,16 @@ double ref_var(const std::vector<double>& g, double correction) {
 
 double tol_for(DType dt) {
   switch (dt) {
-    case DType::kFloat32: return 1e-6;
-    case DType::kFloat64: return 1e-12;
-    case DType::kFloat16: return 1e-3;
-    case DType::kBFloat16: return 8e-3;
-    default: return 0;
+    case DType::kFloat32:
+      return 1e-6;
+    case DType::kFloat64:
+      return 1e-12;
+    case DType::kFloat16:
+      return 1e-3;
+    case DType::kBFloat16:
+      return 8e-3;
+    default:
+      return 0;
   }
 }
 
@@ -84,10 +95,9 @@ Value dims_value(const std::vector<int64_t>& dims) {
   return Value::int_list(dims);
 }
 
-const std::vector<DType> kAllDTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
-                                       DType::kBFloat16, DType::kInt64,   DType::kInt32,
-                                       DType::kInt16,   DType::kInt8,    DType::kUInt8,
-                                       DType::kBool};
+const std::vector<DType> kAllDTypes = {
+    DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt64,
+    DType::kInt32,   DType::kInt16,   DType::kInt8,    DType::kUInt8,    DType::kBool};
 
 TEST(ReductionSum, EveryDTypeAndDimListMatchesReference) {
   std::mt19937 g(1);
@@ -197,8 +207,8 @@ TEST(ReductionMean, FloatingOnlyAndValues) {
   for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
     Tensor x = random_tensor({4, 3, 6}, dt, g).permute({1, 2, 0});
     for (const auto& dims : std::vector<std::vector<int64_t>>{{0}, {-1}, {0, 1}, {}}) {
-      Tensor got = dims.empty() ? call_t("mean", {T(x)})
-                                : call_t("mean", {T(x), dims_value(dims), B(true)});
+      Tensor got =
+          dims.empty() ? call_t("mean", {T(x)}) : call_t("mean", {T(x), dims_value(dims), B(true)});
       Ref r = ref_reduce(x, dims, !dims.empty(), ref_mean);
       EXPECT_EQ(got.dtype(), dt);
       EXPECT_TRUE(tensor_near(got, r.shape, r.values, tol_for(dt))) << dtype_name(dt);
@@ -219,7 +229,9 @@ TEST(ReductionMean, FloatingOnlyAndValues) {
 TEST(ReductionVar, OverloadsAndCorrection) {
   std::mt19937 g(5);
   Tensor x = random_tensor({5, 7}, DType::kFloat64, g).t();  // [7,5], non-contiguous
-  auto var_c = [](double c) { return [c](const std::vector<double>& grp) { return ref_var(grp, c); }; };
+  auto var_c = [](double c) {
+    return [c](const std::vector<double>& grp) { return ref_var(grp, c); };
+  };
   Ref all1 = ref_reduce(x, {}, false, var_c(1));
   EXPECT_TRUE(tensor_near(call_t("torch.var", {T(x)}), {}, all1.values, 1e-12));
   EXPECT_TRUE(tensor_near(call_t("aten.var.default", {T(x), B(true)}), {}, all1.values, 1e-12));
@@ -229,12 +241,13 @@ TEST(ReductionVar, OverloadsAndCorrection) {
   Ref d1 = ref_reduce(x, {1}, false, var_c(1));
   EXPECT_TRUE(tensor_near(call_t("torch.var", {T(x), I(1)}), d1.shape, d1.values, 1e-12));
   Ref d0k = ref_reduce(x, {-2}, true, var_c(0));
-  EXPECT_TRUE(tensor_near(call_t("var", {T(x), I(-2)}, {{"unbiased", B(false)}, {"keepdim", B(true)}}),
-                          d0k.shape, d0k.values, 1e-12));
+  EXPECT_TRUE(
+      tensor_near(call_t("var", {T(x), I(-2)}, {{"unbiased", B(false)}, {"keepdim", B(true)}}),
+                  d0k.shape, d0k.values, 1e-12));
   for (double c : {0.0, 2.0, 0.5}) {
     Ref r = ref_reduce(x, {0, 1}, false, var_c(c));
-    Tensor got = call_t("aten.var.correction", {T(x), Value::int_list({0, 1})},
-                        {{"correction", F(c)}});
+    Tensor got =
+        call_t("aten.var.correction", {T(x), Value::int_list({0, 1})}, {{"correction", F(c)}});
     EXPECT_TRUE(tensor_near(got, r.shape, r.values, 1e-12)) << c;
   }
   // n - correction <= 0: 0/0 = NaN, x/0 = inf.
@@ -257,8 +270,8 @@ TEST(ReductionVar, Float32LargeOffsetStaysAccurate) {
 TEST(ReductionOps, InferWorksOnMetas) {
   const OpDef* op = Registry::get().find("sum.dim_IntList");
   ASSERT_NE(op, nullptr);
-  std::vector<Tensor> m = op->infer({T(Tensor::meta({2, 3, 4}, DType::kInt32)),
-                                     Value::int_list({-1, 0}), B(true), None()});
+  std::vector<Tensor> m = op->infer(
+      {T(Tensor::meta({2, 3, 4}, DType::kInt32)), Value::int_list({-1, 0}), B(true), None()});
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].shape(), (Shape{1, 3, 1}));
   EXPECT_EQ(m[0].dtype(), DType::kInt64);
