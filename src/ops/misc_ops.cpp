@@ -2,6 +2,8 @@
 
 namespace inplace {
 
-void register_misc_ops(Registry& r) { (void)r; }
+void register_misc_ops(Registry& r) {
+  (void)r;
+}
 
 }  // namespace inplace
