@@ -2,8 +2,6 @@
 
 namespace inplace {
 
-void register_indexing_ops(Registry& r) {
-  (void)r;
-}
+void register_indexing_ops(Registry& r) { (void)r; }
 
 }  // namespace inplace

@@ -2,8 +2,6 @@
 
 namespace inplace {
 
-void register_reduction_ops(Registry& r) {
-  (void)r;
-}
+void register_reduction_ops(Registry& r) { (void)r; }
 
 }  // namespace inplace
