@@ -479,7 +479,9 @@ Tensor Tensor::to(DType dtype) const {
 
 void Tensor::copy_from(const Tensor& src) const {
   Shape sst = broadcast_strides(src, shape_, "copy_");
-  if (numel() == 0) return;
+  // Copying a view onto itself is a no-op: scatter kernels whose result aliases `self`
+  // (the engine's in-place path) skip their copy of self this way.
+  if (numel() == 0 || src.same_view(*this)) return;
   // A source overlapping the destination is staged through a temporary first.
   if (src.may_overlap(*this) && !src.same_view(*this)) {
     copy_from(src.clone());
