@@ -77,9 +77,15 @@ class Reader {
 };
 
 void Reader::fail(const std::string& message) const {
+  // Deeply nested values would make a long path; keep its head and tail.
+  std::vector<std::string> parts = path_;
+  if (parts.size() > 8) {
+    parts.erase(parts.begin() + 4, parts.end() - 2);
+    parts.insert(parts.begin() + 4, "...");
+  }
   std::string where;
-  for (const std::string& p : path_) {
-    if (!where.empty() && p[0] != '[') where += ": ";
+  for (const std::string& p : parts) {
+    if (!where.empty() && p[0] != '[' && p != "...") where += ": ";
     where += p;
   }
   throw Error(ErrorCode::kParse, str_cat("[graph_json] ", label_, ": ", where,
@@ -233,7 +239,7 @@ Tensor Reader::read_inline_data(const Json& data, DType dtype, const Shape& shap
   if (!json_util::checked_numel(shape, static_cast<int64_t>(data.size()), &numel) ||
       numel != static_cast<int64_t>(data.size())) {
     bool countable = json_util::checked_numel(shape, INT64_MAX, &numel);
-    fail(str_cat("\"data\" has ", data.size(), " values but shape ", shape_str(shape), " needs ",
+    fail(str_cat("\"data\" has ", data.size(), data.size() == 1 ? " value" : " values", " but shape ", shape_str(shape), " needs ",
                  countable ? std::to_string(numel) : std::string("more than int64 can count")));
   }
   Tensor t = Tensor::empty(shape, dtype);
