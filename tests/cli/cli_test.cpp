@@ -40,8 +40,8 @@ class Cli : public ::testing::Test {
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   CliResult run(const std::string& args) const {
-    std::string cmd = std::string(INPLACE_CLI) + " " + args + " >" + path("stdout") + " 2>" +
-                      path("stderr");
+    std::string cmd =
+        std::string(INPLACE_CLI) + " " + args + " >" + path("stdout") + " 2>" + path("stderr");
     int status = std::system(cmd.c_str());
     CliResult r;
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -69,8 +69,8 @@ class Cli : public ::testing::Test {
 ::testing::AssertionResult one_line_error(const CliResult& r, int code,
                                           const std::vector<std::string>& parts) {
   if (r.code != code)
-    return ::testing::AssertionFailure() << "exit " << r.code << " != " << code << "; stderr: "
-                                         << r.err;
+    return ::testing::AssertionFailure()
+           << "exit " << r.code << " != " << code << "; stderr: " << r.err;
   if (r.err.rfind("inplace: error: ", 0) != 0 || r.err.find('\n') != r.err.size() - 1)
     return ::testing::AssertionFailure() << "stderr is not one error line: [" << r.err << "]";
   for (const std::string& p : parts)
@@ -115,12 +115,15 @@ TEST_F(Cli, UsageMistakesExitTwo) {
                              {"--mutated-input takes INPUT=OUTPUT, got 'x'"}));
   EXPECT_TRUE(one_line_error(run("exec g.json --out o --mutated-input x=y"), 2,
                              {"OUTPUT must be an output index"}));
-  EXPECT_TRUE(one_line_error(run("print --format=yaml g.json"), 2, {"--format must be text or json"}));
+  EXPECT_TRUE(
+      one_line_error(run("print --format=yaml g.json"), 2, {"--format must be text or json"}));
 }
 
 TEST_F(Cli, ModesNotYetAvailable) {
   for (const char* mode : {"compiled", "functional"}) {
-    CliResult r = run(std::string("exec g.json --inputs i --out o --no-alias --mutated-input x=0 --mode ") + mode);
+    CliResult r =
+        run(std::string("exec g.json --inputs i --out o --no-alias --mutated-input x=0 --mode ") +
+            mode);
     EXPECT_EQ(r.code, 1);
     EXPECT_EQ(r.err, std::string("inplace: error: mode '") + mode + "' is not available yet\n");
   }
@@ -133,7 +136,8 @@ TEST_F(Cli, PrintShowsTheGraph) {
   EXPECT_EQ(r.out, read_graph_json(fixture)->to_string());
   r = run("print --format json " + fixture);
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(read_graph_json_string(r.out, kFixtures)->to_string(), read_graph_json(fixture)->to_string());
+  EXPECT_EQ(read_graph_json_string(r.out, kFixtures)->to_string(),
+            read_graph_json(fixture)->to_string());
 }
 
 TEST_F(Cli, ExecEagerWritesOutputsInputsAndBuffers) {
@@ -175,7 +179,8 @@ TEST_F(Cli, ExecMutatedInputWritesAnOutputBack) {
   b.outputs({y, x});
   std::string g = write_graph(*b.build());
   write_safetensors(path("in.safetensors"), {{"x", ft({1, 2}, {2})}, {"y", ft({5, 6}, {2})}});
-  const std::string io = " --inputs " + path("in.safetensors") + " --out " + path("out.safetensors");
+  const std::string io =
+      " --inputs " + path("in.safetensors") + " --out " + path("out.safetensors");
   CliResult r = run("exec " + g + io + " --mutated-input x=output.0");
   ASSERT_EQ(r.code, 0) << r.err;
   auto out = read_safetensors(path("out.safetensors"));
@@ -197,7 +202,8 @@ TEST_F(Cli, ExecShowsAnInPlaceAdd) {
   Node* a = b.call_method("add_", {x, y});
   b.output(arg::tuple({a}));
   std::string g = write_graph(*b.build());
-  write_safetensors(path("in.safetensors"), {{"x", ft({1, 2, 3}, {3})}, {"y", ft({10, 20, 30}, {3})}});
+  write_safetensors(path("in.safetensors"),
+                    {{"x", ft({1, 2, 3}, {3})}, {"y", ft({10, 20, 30}, {3})}});
   CliResult r = run("exec " + g + " --inputs " + path("in.safetensors") + " --out " +
                     path("out.safetensors"));
   ASSERT_EQ(r.code, 0) << r.err;
@@ -210,10 +216,12 @@ TEST_F(Cli, ExecShowsAnInPlaceAdd) {
 TEST_F(Cli, ExecAtenFixtureAppliesTheSignature) {
   const std::string fixture = kFixtures + "/aten_level.json";
   for (const Node* n : read_graph_json(fixture)->nodes())
-    if (n->is_call() && !registered(n->target)) GTEST_SKIP() << n->target << " is not registered yet";
-  write_safetensors(path("in.safetensors"), {{"x", iota({2, 3})},
-                                             {"k", ft({100, 101, 102, 103, 104, 105}, {1, 2, 1, 3})},
-                                             {"idx", lt({2}, {1})}});
+    if (n->is_call() && !registered(n->target))
+      GTEST_SKIP() << n->target << " is not registered yet";
+  write_safetensors(path("in.safetensors"),
+                    {{"x", iota({2, 3})},
+                     {"k", ft({100, 101, 102, 103, 104, 105}, {1, 2, 1, 3})},
+                     {"idx", lt({2}, {1})}});
   CliResult r = run("exec " + fixture + " --inputs " + path("in.safetensors") + " --out " +
                     path("out.safetensors"));
   ASSERT_EQ(r.code, 0) << r.err;
@@ -253,10 +261,9 @@ TEST_F(Cli, ExecErrorsAreOneLine) {
   EXPECT_TRUE(one_line_error(
       run("exec " + g2 + " --inputs " + path("p.safetensors") + " --out " + path("o")), 1,
       {"missing input 'q'", "p.safetensors has no tensor 'q'"}));
-  EXPECT_TRUE(one_line_error(run("exec " + g2 + " --out " + path("o")), 1,
-                             {"missing input 'p'"}));
-  write_safetensors(path("extra.safetensors"), {{"p", ft({1}, {1})}, {"q", ft({1}, {1})},
-                                                {"r", ft({1}, {1})}});
+  EXPECT_TRUE(one_line_error(run("exec " + g2 + " --out " + path("o")), 1, {"missing input 'p'"}));
+  write_safetensors(path("extra.safetensors"),
+                    {{"p", ft({1}, {1})}, {"q", ft({1}, {1})}, {"r", ft({1}, {1})}});
   EXPECT_TRUE(one_line_error(
       run("exec " + g2 + " --inputs " + path("extra.safetensors") + " --out " + path("o")), 1,
       {"tensor 'r' matches no user placeholder", "(user placeholders: p, q)"}));

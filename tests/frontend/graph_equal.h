@@ -21,11 +21,11 @@ inline ::testing::AssertionResult tensors_identical(const Tensor& a, const Tenso
   if (a.defined() != b.defined())
     return ::testing::AssertionFailure() << where << ": defined differs";
   if (a.dtype() != b.dtype())
-    return ::testing::AssertionFailure() << where << ": dtype " << dtype_name(a.dtype())
-                                         << " != " << dtype_name(b.dtype());
+    return ::testing::AssertionFailure()
+           << where << ": dtype " << dtype_name(a.dtype()) << " != " << dtype_name(b.dtype());
   if (a.shape() != b.shape())
-    return ::testing::AssertionFailure() << where << ": shape " << shape_str(a.shape())
-                                         << " != " << shape_str(b.shape());
+    return ::testing::AssertionFailure()
+           << where << ": shape " << shape_str(a.shape()) << " != " << shape_str(b.shape());
   // Integers compare bytewise: int64 beyond 2^53 would not survive a trip through double.
   const bool integral = is_integral(a.dtype(), true);
   const Tensor ca = a.contiguous(), cb = b.contiguous();
@@ -35,8 +35,8 @@ inline ::testing::AssertionResult tensors_identical(const Tensor& a, const Tenso
                                        static_cast<const char*>(cb.data_ptr()) + i * w, w) == 0
                          : same_double(a.at(i), b.at(i));
     if (!same)
-      return ::testing::AssertionFailure() << where << ": element " << i << " " << a.at(i)
-                                           << " != " << b.at(i);
+      return ::testing::AssertionFailure()
+             << where << ": element " << i << " " << a.at(i) << " != " << b.at(i);
   }
   return ::testing::AssertionSuccess();
 }
@@ -45,8 +45,8 @@ inline ::testing::AssertionResult values_identical(const Value& a, const Value& 
                                                    const std::string& where) {
   using K = Value::Kind;
   if (a.kind != b.kind)
-    return ::testing::AssertionFailure() << where << ": kind " << a.kind_name()
-                                         << " != " << b.kind_name();
+    return ::testing::AssertionFailure()
+           << where << ": kind " << a.kind_name() << " != " << b.kind_name();
   switch (a.kind) {
     case K::kBool:
       if (a.b != b.b) return ::testing::AssertionFailure() << where << ": bool differs";
@@ -69,13 +69,15 @@ inline ::testing::AssertionResult values_identical(const Value& a, const Value& 
     case K::kDType:
       if (a.dtype != b.dtype) return ::testing::AssertionFailure() << where << ": dtype differs";
       break;
-    case K::kTensor: return tensors_identical(a.tensor, b.tensor, where);
-    default: break;
+    case K::kTensor:
+      return tensors_identical(a.tensor, b.tensor, where);
+    default:
+      break;
   }
   if (a.keys != b.keys) return ::testing::AssertionFailure() << where << ": dict keys differ";
   if (a.items.size() != b.items.size())
-    return ::testing::AssertionFailure() << where << ": " << a.items.size()
-                                         << " items != " << b.items.size();
+    return ::testing::AssertionFailure()
+           << where << ": " << a.items.size() << " items != " << b.items.size();
   for (size_t i = 0; i < a.items.size(); ++i) {
     auto r = values_identical(a.items[i], b.items[i], where + "[" + std::to_string(i) + "]");
     if (!r) return r;
@@ -84,9 +86,11 @@ inline ::testing::AssertionResult values_identical(const Value& a, const Value& 
 }
 
 inline ::testing::AssertionResult graphs_identical(const Graph& a, const Graph& b) {
-  if (a.name != b.name) return ::testing::AssertionFailure() << "name " << a.name << " != " << b.name;
+  if (a.name != b.name)
+    return ::testing::AssertionFailure() << "name " << a.name << " != " << b.name;
   if (a.to_string() != b.to_string())
-    return ::testing::AssertionFailure() << "listing differs:\n" << a.to_string() << "vs\n"
+    return ::testing::AssertionFailure() << "listing differs:\n"
+                                         << a.to_string() << "vs\n"
                                          << b.to_string();
   auto na = a.nodes(), nb = b.nodes();
   if (na.size() != nb.size()) return ::testing::AssertionFailure() << "node count differs";
@@ -116,7 +120,8 @@ inline ::testing::AssertionResult graphs_identical(const Graph& a, const Graph& 
     return ::testing::AssertionFailure() << "constant count differs";
   for (const auto& [k, t] : a.constants) {
     auto it = b.constants.find(k);
-    if (it == b.constants.end()) return ::testing::AssertionFailure() << "constant " << k << " missing";
+    if (it == b.constants.end())
+      return ::testing::AssertionFailure() << "constant " << k << " missing";
     auto r = tensors_identical(t, it->second, "constant " + k);
     if (!r) return r;
   }

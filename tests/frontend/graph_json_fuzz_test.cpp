@@ -27,15 +27,43 @@ std::string slurp(const std::string& path) {
 // Values that stress the reader where a valid one was.
 Json random_json(std::mt19937& rng) {
   static const std::vector<Json> kPool = {
-      nullptr, true, false, 0, -1, 1, 2, 3, 1.5, -0.0, 1e308, 9223372036854775807LL,
-      static_cast<uint64_t>(18446744073709551615ULL), "", "x", "add_", "float32", "int8",
-      "output", "placeholder", "call_function", "cache", "aten_level_weights.safetensors",
-      Json::array(), Json::object(), Json::array({1, 2, 3}), Json::array({-1}),
-      Json{{"node", "x"}}, Json{{"node", "nope"}}, Json{{"tuple", Json::array()}},
-      Json{{"slice", Json::array({nullptr, nullptr, nullptr})}}, Json{{"float", "nan"}},
+      nullptr,
+      true,
+      false,
+      0,
+      -1,
+      1,
+      2,
+      3,
+      1.5,
+      -0.0,
+      1e308,
+      9223372036854775807LL,
+      static_cast<uint64_t>(18446744073709551615ULL),
+      "",
+      "x",
+      "add_",
+      "float32",
+      "int8",
+      "output",
+      "placeholder",
+      "call_function",
+      "cache",
+      "aten_level_weights.safetensors",
+      Json::array(),
+      Json::object(),
+      Json::array({1, 2, 3}),
+      Json::array({-1}),
+      Json{{"node", "x"}},
+      Json{{"node", "nope"}},
+      Json{{"tuple", Json::array()}},
+      Json{{"slice", Json::array({nullptr, nullptr, nullptr})}},
+      Json{{"float", "nan"}},
       Json{{"tensor", {{"dtype", "float32"}, {"shape", {2}}, {"data", {1, 2}}}}},
       Json{{"tensor", {{"dtype", "int8"}, {"shape", {1000000000000}}, {"data", {1}}}}},
-      Json{{"dtype", "bogus"}}, Json{{"ellipsis", true}}, Json{{"dict", {{"a", 1}}}},
+      Json{{"dtype", "bogus"}},
+      Json{{"ellipsis", true}},
+      Json{{"dict", {{"a", 1}}}},
       Json{{"file", "aten_level_weights.safetensors"}, {"key", "w"}},
       Json{{"file", "../fixtures/aten_level_weights.safetensors"}, {"key", "w"}, {"shape", {3}}},
   };
@@ -57,17 +85,24 @@ std::string mutate_structure(const Json& original, std::mt19937& rng) {
     collect(j, &all);
     Json* target = all[rng() % all.size()];
     switch (rng() % 4) {
-      case 0: *target = random_json(rng); break;
+      case 0:
+        *target = random_json(rng);
+        break;
       case 1:  // drop an element or field
-        if (target->is_array() && !target->empty()) target->erase(rng() % target->size());
-        else if (target->is_object() && !target->empty()) target->erase(target->begin().key());
+        if (target->is_array() && !target->empty())
+          target->erase(rng() % target->size());
+        else if (target->is_object() && !target->empty())
+          target->erase(target->begin().key());
         break;
       case 2:  // duplicate an element
-        if (target->is_array() && !target->empty()) target->push_back((*target)[rng() % target->size()]);
+        if (target->is_array() && !target->empty())
+          target->push_back((*target)[rng() % target->size()]);
         break;
       case 3:  // add a field
-        if (target->is_object()) (*target)[std::to_string(rng() % 4)] = random_json(rng);
-        else if (target->is_array()) target->push_back(random_json(rng));
+        if (target->is_object())
+          (*target)[std::to_string(rng() % 4)] = random_json(rng);
+        else if (target->is_array())
+          target->push_back(random_json(rng));
         break;
     }
   }
@@ -80,10 +115,18 @@ std::string mutate_bytes(std::string s, std::mt19937& rng) {
   for (int e = 0; e < edits && !s.empty(); ++e) {
     size_t pos = rng() % s.size();
     switch (rng() % 4) {
-      case 0: s[pos] = kChars[rng() % kChars.size()]; break;
-      case 1: s.erase(pos, 1 + rng() % 8); break;
-      case 2: s.insert(pos, 1, kChars[rng() % kChars.size()]); break;
-      case 3: s.resize(pos); break;
+      case 0:
+        s[pos] = kChars[rng() % kChars.size()];
+        break;
+      case 1:
+        s.erase(pos, 1 + rng() % 8);
+        break;
+      case 2:
+        s.insert(pos, 1, kChars[rng() % kChars.size()]);
+        break;
+      case 3:
+        s.resize(pos);
+        break;
     }
   }
   return s;
@@ -116,9 +159,13 @@ void fuzz(const std::string& fixture, uint32_t seed, int rounds) {
   EXPECT_GT(rejected, rounds / 4) << fixture;
 }
 
-TEST(GraphJsonFuzz, TorchLevelMutationsOnlyThrowInplaceErrors) { fuzz("torch_level.json", 1, 3000); }
+TEST(GraphJsonFuzz, TorchLevelMutationsOnlyThrowInplaceErrors) {
+  fuzz("torch_level.json", 1, 3000);
+}
 
-TEST(GraphJsonFuzz, AtenLevelMutationsOnlyThrowInplaceErrors) { fuzz("aten_level.json", 2, 3000); }
+TEST(GraphJsonFuzz, AtenLevelMutationsOnlyThrowInplaceErrors) {
+  fuzz("aten_level.json", 2, 3000);
+}
 
 }  // namespace
 }  // namespace inplace

@@ -43,14 +43,16 @@ std::unique_ptr<Graph> every_value_graph() {
       {cache, arg::tuple({arg::slice(), arg::slice(0, n, 2), arg::ellipsis(), nullptr}), add});
   Node* full = b.call_function("torch.full", {arg::tuple({2, 3}), -INFINITY},
                                {{"dtype", DType::kBFloat16}, {"device", arg::device("cpu")}});
-  Tensor f16 = Tensor::from_vector<float>({0.1f, -2.5f, 65504.0f, 1e-7f}, {2, 2}).to(DType::kFloat16);
-  Node* misc = b.call_function(
-      "my_ns.my_op",
-      {NAN, -0.0, 1e-300, 1.0, 0.1, std::numeric_limits<int64_t>::max(),
-       std::numeric_limits<int64_t>::min(), true, false, "text \"quoted\" \\ \n", "ünïcødé",
-       arg::list({x, arg::list({1, 2}), arg::tuple({})}), arg::dict({{"b", 1}, {"a", x}}),
-       iota({3, 2}).t(), f16, lt({-1, 0, 7}, {3}), bt({true, false}, {2}), Tensor::empty({0, 4}, DType::kInt8)},
-      {{"z", INFINITY}, {"a", arg::ints({4, 5})}}, "custom_name");
+  Tensor f16 =
+      Tensor::from_vector<float>({0.1f, -2.5f, 65504.0f, 1e-7f}, {2, 2}).to(DType::kFloat16);
+  Node* misc =
+      b.call_function("my_ns.my_op",
+                      {NAN, -0.0, 1e-300, 1.0, 0.1, std::numeric_limits<int64_t>::max(),
+                       std::numeric_limits<int64_t>::min(), true, false, "text \"quoted\" \\ \n",
+                       "ünïcødé", arg::list({x, arg::list({1, 2}), arg::tuple({})}),
+                       arg::dict({{"b", 1}, {"a", x}}), iota({3, 2}).t(), f16, lt({-1, 0, 7}, {3}),
+                       bt({true, false}, {2}), Tensor::empty({0, 4}, DType::kInt8)},
+                      {{"z", INFINITY}, {"a", arg::ints({4, 5})}}, "custom_name");
   b.outputs({add, set, full, misc});
   return b.build();
 }
@@ -102,8 +104,9 @@ TEST(GraphJson, NonFiniteValuesUseFloatObjects) {
   b.output(b.call_function("torch.clamp", {x, -INFINITY, NAN, t}));
   std::string text = write_graph_json(*b.build());
   EXPECT_NE(text.find("{\"float\":\"-inf\"},{\"float\":\"nan\"}"), std::string::npos) << text;
-  EXPECT_NE(text.find("\"data\":[{\"float\":\"inf\"},{\"float\":\"-inf\"},{\"float\":\"nan\"},1.5]"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("\"data\":[{\"float\":\"inf\"},{\"float\":\"-inf\"},{\"float\":\"nan\"},1.5]"),
+      std::string::npos)
       << text;
   auto back = read_graph_json_string(text);
   const Tensor& r = back->find("clamp")->args[3].tensor;
@@ -130,7 +133,8 @@ TEST(GraphJson, EveryDTypeConstantRoundTripsExactly) {
   auto back = read_graph_json_string(write_graph_json(*g));
   EXPECT_TRUE(graphs_identical(*g, *back));
   EXPECT_EQ(back->constants.at("c_float32").shape(), (Shape{3, 2}));
-  EXPECT_TRUE(tensor_near(back->constants.at("c_int8").contiguous(), {3, 2}, {0, 127, 1, 0, -2, 0}));
+  EXPECT_TRUE(
+      tensor_near(back->constants.at("c_int8").contiguous(), {3, 2}, {0, 127, 1, 0, -2, 0}));
   EXPECT_EQ(back->constants.at("scalar").item().to_int(), int64_t{1} << 60);
 }
 

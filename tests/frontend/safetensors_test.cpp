@@ -41,9 +41,12 @@ std::string error_of(const std::string& bytes) {
 
 Tensor sample(DType t) {
   switch (t) {
-    case DType::kBool: return bt({true, false, false, true, true, false}, {2, 3});
-    case DType::kInt64: return lt({INT64_MIN, -1, 0, 1, 1LL << 62, INT64_MAX}, {2, 3});
-    default: return dt({-2.5, -1.0, 0.0, 0.125, 3.0, 100.0}, {2, 3}).to(t);
+    case DType::kBool:
+      return bt({true, false, false, true, true, false}, {2, 3});
+    case DType::kInt64:
+      return lt({INT64_MIN, -1, 0, 1, 1LL << 62, INT64_MAX}, {2, 3});
+    default:
+      return dt({-2.5, -1.0, 0.0, 0.125, 3.0, 100.0}, {2, 3}).to(t);
   }
 }
 
@@ -80,8 +83,8 @@ TEST(Safetensors, RoundTripEveryDTypeIncludingNonContiguous) {
 }
 
 TEST(Safetensors, ByteLayoutMatchesTheFormat) {
-  std::string bytes = write_safetensors_bytes({{"b", ft({1.0f, -2.0f}, {2})},
-                                               {"a", Tensor::from_vector<int16_t>({258}, {1})}});
+  std::string bytes = write_safetensors_bytes(
+      {{"b", ft({1.0f, -2.0f}, {2})}, {"a", Tensor::from_vector<int16_t>({258}, {1})}});
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[i]);
   EXPECT_EQ((8 + n) % 8, 0u);  // data starts 8-byte aligned
@@ -143,29 +146,40 @@ TEST(Safetensors, CorruptFilesAreRejectedNamingFileAndKey) {
       {"entry not object", make_file(R"({"a": 3})"), "tensor 'a': entry must be an object"},
       {"no dtype", make_file(R"({"a": {"shape": [2], "data_offsets": [0, 8]}})", f32x2),
        "tensor 'a': missing string field 'dtype'"},
-      {"bad dtype", make_file(R"({"a": {"dtype": "F8_E4M3", "shape": [2], "data_offsets": [0, 2]}})", f32x2),
+      {"bad dtype",
+       make_file(R"({"a": {"dtype": "F8_E4M3", "shape": [2], "data_offsets": [0, 2]}})", f32x2),
        "tensor 'a': unsupported dtype 'F8_E4M3'"},
       {"no shape", make_file(R"({"a": {"dtype": "F32", "data_offsets": [0, 8]}})", f32x2),
        "tensor 'a': missing array field 'shape'"},
-      {"negative dim", make_file(R"({"a": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", f32x2),
+      {"negative dim",
+       make_file(R"({"a": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", f32x2),
        "tensor 'a': shape entries must be non-negative integers, got -2"},
       {"no offsets", make_file(R"({"a": {"dtype": "F32", "shape": [2]}})", f32x2),
        "tensor 'a': missing field 'data_offsets'"},
-      {"three offsets", make_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4, 8]}})", f32x2),
+      {"three offsets",
+       make_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4, 8]}})", f32x2),
        "tensor 'a': missing field 'data_offsets' = [begin, end]"},
-      {"negative offset", make_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [-8, 0]}})", f32x2),
+      {"negative offset",
+       make_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [-8, 0]}})", f32x2),
        "tensor 'a': data_offsets must be non-negative integers, got [-8,0]"},
-      {"reversed", make_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})", f32x2),
+      {"reversed",
+       make_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})", f32x2),
        "tensor 'a': data_offsets [8,0] end before they begin"},
-      {"past data", make_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", f32x2),
+      {"past data",
+       make_file(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})", f32x2),
        "tensor 'a': data_offsets [4,12] run past the 8 bytes of data"},
-      {"size mismatch", make_file(R"({"a": {"dtype": "F64", "shape": [2], "data_offsets": [0, 8]}})", f32x2),
+      {"size mismatch",
+       make_file(R"({"a": {"dtype": "F64", "shape": [2], "data_offsets": [0, 8]}})", f32x2),
        "tensor 'a': data_offsets [0,8] hold 8 bytes but shape [2] of F64 needs 16"},
       {"overflowing shape",
-       make_file(R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 8]}})", f32x2),
+       make_file(
+           R"({"a": {"dtype": "F32", "shape": [4294967296, 4294967296], "data_offsets": [0, 8]}})",
+           f32x2),
        "tensor 'a': data_offsets [0,8] hold 8 bytes but shape [4294967296,4294967296]"},
       {"overlap",
-       make_file(R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "b": {"dtype": "F32", "shape": [1], "data_offsets": [2, 6]}})", f32x2),
+       make_file(
+           R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "b": {"dtype": "F32", "shape": [1], "data_offsets": [2, 6]}})",
+           f32x2),
        "tensor 'b' (bytes 2..6) overlaps tensor 'a' (bytes 0..4)"},
       {"metadata not object", make_file(R"({"__metadata__": [1]})"),
        "__metadata__ must be an object of strings, got array"},
@@ -186,7 +200,8 @@ TEST(Safetensors, FileErrors) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kIO);
-    EXPECT_NE(std::string(e.what()).find("cannot open '/nonexistent/x.safetensors'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("cannot open '/nonexistent/x.safetensors'"),
+              std::string::npos);
   }
   EXPECT_THROW(write_safetensors("/nonexistent/dir/x.safetensors", {{"a", ft({1}, {1})}}), Error);
   try {
@@ -229,9 +244,15 @@ TEST(Safetensors, RandomByteMutationsOnlyThrowInplaceErrors) {
       size_t limit = (rng() % 4) ? std::min<size_t>(s.size(), 120) : s.size();
       size_t pos = rng() % limit;
       switch (rng() % 3) {
-        case 0: s[pos] = static_cast<char>(rng() % 256); break;
-        case 1: s[pos] = "0123456789[]{},:\"-"[rng() % 18]; break;
-        case 2: s.erase(pos, 1 + rng() % 4); break;
+        case 0:
+          s[pos] = static_cast<char>(rng() % 256);
+          break;
+        case 1:
+          s[pos] = "0123456789[]{},:\"-"[rng() % 18];
+          break;
+        case 2:
+          s.erase(pos, 1 + rng() % 4);
+          break;
       }
     }
     try {

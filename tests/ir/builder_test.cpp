@@ -46,9 +46,9 @@ TEST(GraphBuilder, ArgumentsConvertLikePython) {
             ft({1, 2}, {2}), arg::list({1, x}), arg::slice(1, nullptr, -1), arg::device("cpu"),
             arg::dict({{"b", 1}, {"a", 2.0}}), arg::none()});
   using K = Value::Kind;
-  const std::vector<K> kinds = {K::kNode,   K::kInt,   K::kInt,   K::kFloat,  K::kFloat,
-                                K::kBool,   K::kNone,  K::kString, K::kDType, K::kTensor,
-                                K::kList,   K::kSlice, K::kDevice, K::kDict,  K::kNone};
+  const std::vector<K> kinds = {K::kNode, K::kInt,   K::kInt,    K::kFloat, K::kFloat,
+                                K::kBool, K::kNone,  K::kString, K::kDType, K::kTensor,
+                                K::kList, K::kSlice, K::kDevice, K::kDict,  K::kNone};
   ASSERT_EQ(n->args.size(), kinds.size());
   for (size_t i = 0; i < kinds.size(); ++i)
     EXPECT_EQ(n->args[i].kind, kinds[i]) << "argument " << i << " is " << n->args[i].kind_name();
@@ -102,7 +102,8 @@ TEST(GraphBuilder, MistakesAreErrors) {
             std::string::npos);
   EXPECT_NE(message([&] { b.get_attr("w", iota({3})); }).find("constant 'w' is already registered"),
             std::string::npos);
-  EXPECT_NE(message([&] { b.get_attr("v"); }).find("no constant 'v' registered"), std::string::npos);
+  EXPECT_NE(message([&] { b.get_attr("v"); }).find("no constant 'v' registered"),
+            std::string::npos);
   EXPECT_NE(message([&] { b.call_method("add_", {}); }).find("needs self"), std::string::npos);
   EXPECT_NE(message([&] { b.build(); }).find("has 0 output nodes"), std::string::npos);
   b.output(x);

@@ -5,6 +5,33 @@
 
 namespace inplace::cli {
 
+namespace {
+// Word-wraps `text` to `width` columns, indenting continuation lines by `indent`.
+std::string wrap(const std::string& text, size_t indent, size_t width) {
+  std::string out, word;
+  size_t column = indent;
+  auto flush = [&] {
+    if (word.empty()) return;
+    if (column > indent && column + 1 + word.size() > width) {
+      out += "\n" + std::string(indent, ' ');
+      column = indent;
+    } else if (column > indent) {
+      out += ' ';
+      ++column;
+    }
+    out += word;
+    column += word.size();
+    word.clear();
+  };
+  for (char c : text) {
+    if (c == ' ' || c == '\n') flush();
+    else word += c;
+  }
+  flush();
+  return out;
+}
+}  // namespace
+
 ArgParser::ArgParser(std::string command, std::string summary)
     : command_(std::move(command)), summary_(std::move(summary)) {}
 
@@ -89,8 +116,7 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
       usage_error("missing required option " + s.name + " " + s.metavar);
     }
   }
-  if (next < positionals.size())
-    usage_error("unexpected argument '" + positionals[next] + "'");
+  if (next < positionals.size()) usage_error("unexpected argument '" + positionals[next] + "'");
   return true;
 }
 
@@ -100,20 +126,31 @@ std::string ArgParser::help() const {
   for (const Spec& s : specs_) {
     std::string form;
     switch (s.kind) {
-      case Spec::Kind::kPositional: form = s.metavar; break;
-      case Spec::Kind::kFlag: form = s.name; break;
-      case Spec::Kind::kOption: form = s.name + " " + s.metavar; break;
-      case Spec::Kind::kRepeated: form = s.name + " " + s.metavar; break;
+      case Spec::Kind::kPositional:
+        form = s.metavar;
+        break;
+      case Spec::Kind::kFlag:
+        form = s.name;
+        break;
+      case Spec::Kind::kOption:
+        form = s.name + " " + s.metavar;
+        break;
+      case Spec::Kind::kRepeated:
+        form = s.name + " " + s.metavar;
+        break;
     }
     bool optional = s.kind != Spec::Kind::kPositional && !s.required;
     usage += " " + (optional ? "[" + form + "]" : form);
     if (s.kind == Spec::Kind::kRepeated) usage += "...";
     std::string left = "  " + form;
-    if (left.size() < 28) left.resize(28, ' ');
-    else left += "\n" + std::string(28, ' ');
-    lines += left + s.help + "\n";
+    if (left.size() < 28)
+      left.resize(28, ' ');
+    else
+      left += "\n" + std::string(28, ' ');
+    lines += left + wrap(s.help, 28, 96) + "\n";
   }
-  return usage + "\n\n" + summary_ + "\n\n" + lines + "  --help                    show this help\n";
+  return usage + "\n\n" + summary_ + "\n\n" + lines +
+         "  --help                    show this help\n";
 }
 
 }  // namespace inplace::cli

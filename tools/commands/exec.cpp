@@ -19,10 +19,14 @@ namespace {
 // rather than torch's default float32 so the value is written exactly).
 Tensor as_output_tensor(const Value& v, const std::string& what) {
   switch (v.kind) {
-    case Value::Kind::kTensor: return v.tensor;
-    case Value::Kind::kBool: return Tensor::scalar(Scalar(v.b), DType::kBool);
-    case Value::Kind::kInt: return Tensor::scalar(Scalar(v.i), DType::kInt64);
-    case Value::Kind::kFloat: return Tensor::scalar(Scalar(v.f), DType::kFloat64);
+    case Value::Kind::kTensor:
+      return v.tensor;
+    case Value::Kind::kBool:
+      return Tensor::scalar(Scalar(v.b), DType::kBool);
+    case Value::Kind::kInt:
+      return Tensor::scalar(Scalar(v.i), DType::kInt64);
+    case Value::Kind::kFloat:
+      return Tensor::scalar(Scalar(v.f), DType::kFloat64);
     default:
       IP_FAIL(kUnsupported, "[exec] ", what, " is ", v.kind_name(),
               "; only tensors and numbers can be written to safetensors");
@@ -34,8 +38,10 @@ size_t parse_output_index(const std::string& text) {
   bool ok = !digits.empty() && digits.size() < 10;
   for (char c : digits) ok &= std::isdigit(static_cast<unsigned char>(c)) != 0;
   if (!ok)
-    throw UsageError("exec: --mutated-input OUTPUT must be an output index such as 0 or "
-                     "output.0, got '" + text + "'");
+    throw UsageError(
+        "exec: --mutated-input OUTPUT must be an output index such as 0 or "
+        "output.0, got '" +
+        text + "'");
   return static_cast<size_t>(std::stoul(digits));
 }
 
@@ -73,8 +79,10 @@ int run_exec(const std::vector<std::string>& args) {
   const Mode* mode = nullptr;
   for (const Mode& m : exec_modes())
     if (mode_name == m.name) mode = &m;
-  if (!mode) throw UsageError("exec: unknown mode '" + mode_name + "' (expected eager, "
-                              "functional or compiled)");
+  if (!mode)
+    throw UsageError("exec: unknown mode '" + mode_name +
+                     "' (expected eager, "
+                     "functional or compiled)");
   ExecOptions options;
   options.mode = mode_name;
   options.no_alias = no_alias;
@@ -100,10 +108,9 @@ int run_exec(const std::vector<std::string>& args) {
     if (!lifted.count(n->name)) user_names.push_back(n->name);
   Inputs inputs;
   for (auto& [key, t] : given) {
-    IP_CHECK(std::find(user_names.begin(), user_names.end(), key) != user_names.end(),
-             kNotFound, "[exec] ", in_label, ": tensor '", key,
-             "' matches no user placeholder of graph '", graph->name, "' (user placeholders: ",
-             join(user_names), ")");
+    IP_CHECK(std::find(user_names.begin(), user_names.end(), key) != user_names.end(), kNotFound,
+             "[exec] ", in_label, ": tensor '", key, "' matches no user placeholder of graph '",
+             graph->name, "' (user placeholders: ", join(user_names), ")");
     inputs[key] = Value::from_tensor(t);
   }
   for (const std::string& name : user_names)
@@ -112,8 +119,8 @@ int run_exec(const std::vector<std::string>& args) {
   for (const auto& [name, index] : options.mutated_inputs)
     IP_CHECK(inputs.count(name) && inputs[name].is_tensor(), kNotFound,
              "[exec] --mutated-input names '", name,
-             "', which is not a tensor input of the graph (user placeholders: ",
-             join(user_names), ")");
+             "', which is not a tensor input of the graph (user placeholders: ", join(user_names),
+             ")");
 
   State state = initial_state(*graph);
   std::vector<Value> outputs = mode->run(*graph, inputs, state, options);
@@ -124,8 +131,8 @@ int run_exec(const std::vector<std::string>& args) {
     const Value& v = outputs[index];
     const Tensor& dst = inputs[name].tensor;
     IP_CHECK(v.is_tensor() && v.tensor.shape() == dst.shape() && v.tensor.dtype() == dst.dtype(),
-             kShapeMismatch, "[exec] --mutated-input ", name, "=", index, ": output ", index,
-             " (", v.is_tensor() ? dtype_name(v.tensor.dtype()) : v.kind_name(),
+             kShapeMismatch, "[exec] --mutated-input ", name, "=", index, ": output ", index, " (",
+             v.is_tensor() ? dtype_name(v.tensor.dtype()) : v.kind_name(),
              v.is_tensor() ? shape_str(v.tensor.shape()) : "", ") does not match input '", name,
              "' (", dtype_name(dst.dtype()), shape_str(dst.shape()), ")");
     if (!v.tensor.same_view(dst)) dst.copy_from(v.tensor);

@@ -31,8 +31,8 @@ void bind_lifted_placeholders(const Graph& graph, Inputs& inputs, State& state) 
   for (const SignatureInput& in : graph.signature.inputs) {
     if (in.kind == "user_input") continue;
     auto it = state.find(in.target);
-    IP_CHECK(it != state.end(), kNotFound, "[exec] placeholder '", in.node, "' is ", in.kind,
-             " '", in.target, "' but the graph has no constant '", in.target, "'");
+    IP_CHECK(it != state.end(), kNotFound, "[exec] placeholder '", in.node, "' is ", in.kind, " '",
+             in.target, "' but the graph has no constant '", in.target, "'");
     inputs[in.node] = Value::from_tensor(it->second);
   }
 }
@@ -41,8 +41,8 @@ std::vector<Value> apply_signature(const Graph& graph, const std::vector<Value>&
                                    Inputs& inputs, State& state) {
   const auto& outs = graph.signature.outputs;
   if (outs.empty()) return flat;
-  IP_CHECK(flat.size() == outs.size(), kInvalidArgument, "[exec] the signature lists ",
-           outs.size(), " outputs but the graph returned ", flat.size());
+  IP_CHECK(flat.size() == outs.size(), kInvalidArgument, "[exec] the signature lists ", outs.size(),
+           " outputs but the graph returned ", flat.size());
   std::vector<Value> user;
   for (size_t i = 0; i < outs.size(); ++i) {
     const SignatureOutput& o = outs[i];
