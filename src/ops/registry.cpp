@@ -21,6 +21,7 @@ const Registry& Registry::get() {
     register_indexing_ops(*r);
     register_nn_ops(*r);
     register_misc_ops(*r);
+    register_kv_cache_ops(*r);
     return r;
   }();
   return *registry;
@@ -140,6 +141,13 @@ std::vector<const OpDef*> Registry::all() const {
 }
 
 std::string Registry::canonical_name(const std::string& target, std::string* overload) const {
+  // A full spelling may be an alias of its own: torch.nn.functional.embedding takes
+  // (input, weight) where aten.embedding takes (weight, indices).
+  auto full = aliases_.find(target);
+  if (full != aliases_.end() && by_name_.count(full->second)) {
+    if (overload) overload->clear();
+    return full->second;
+  }
   std::string t = target;
   std::string ov;
   auto strip = [&](const char* prefix) {
