@@ -1,0 +1,26 @@
+// Internal to the frontend: JSON parsing that refuses duplicate object keys, and helpers
+// shared by the graph JSON and safetensors readers. Includes nlohmann, so it stays out of
+// public headers (the library links nlohmann privately).
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace inplace::json_util {
+
+using Json = nlohmann::ordered_json;  // keeps object keys in written order (dicts, kwargs)
+
+// Parses `text`; on malformed JSON or a key repeated within one object, throws kParse with
+// "[<tag>] <label>: ..." (the parse position included).
+Json parse_strict(const std::string& text, const char* tag, const std::string& label);
+
+// "object", "array", "string", ... for error messages.
+const char* type_name(const Json& j);
+
+// The value as int64 when it is a JSON integer that fits; false otherwise.
+bool get_int64(const Json& j, int64_t* out);
+
+// numel of a shape, false on a negative dim or when the product exceeds `limit`.
+bool checked_numel(const std::vector<int64_t>& shape, int64_t limit, int64_t* out);
+
+}  // namespace inplace::json_util
