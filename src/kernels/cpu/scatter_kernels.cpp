@@ -31,19 +31,17 @@ Tensor at_least_1d(const Tensor& t) {
   return t.defined() && t.dim() == 0 ? t.unsqueeze(0) : t;
 }
 
-void check_rank(const Tensor& a, const char* a_name, const Tensor& b, const char* b_name,
-                const char* op) {
-  IP_CHECK(std::max<int64_t>(a.dim(), 1) == std::max<int64_t>(b.dim(), 1), kShapeMismatch, "[", op,
-           "] index ", shape_str(a.shape()), " must have as many dims as ", b_name, " ",
+void check_rank(const Tensor& index, const Tensor& b, const char* b_name, const char* op) {
+  IP_CHECK(std::max<int64_t>(index.dim(), 1) == std::max<int64_t>(b.dim(), 1), kShapeMismatch, "[",
+           op, "] index ", shape_str(index.shape()), " must have as many dims as ", b_name, " ",
            shape_str(b.shape()));
-  (void)a_name;
 }
 
 }  // namespace
 
 Shape check_gather(const Tensor& self, int64_t dim, const Tensor& index, const char* op) {
   check_index_dtype(index, op);
-  check_rank(index, "index", self, "self", op);
+  check_rank(index, self, "self", op);
   const Tensor s = at_least_1d(self), i = at_least_1d(index);
   for (int64_t d = 0; d < s.dim(); ++d)
     IP_CHECK(d == dim || i.shape()[d] <= s.shape()[d], kShapeMismatch, "[", op, "] index ",
@@ -78,8 +76,8 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& 
 void check_scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                    const char* op) {
   check_index_dtype(index, op);
-  check_rank(index, "index", self, "self", op);
-  if (src.defined()) check_rank(index, "index", src, "src", op);
+  check_rank(index, self, "self", op);
+  if (src.defined()) check_rank(index, src, "src", op);
   const Tensor s = at_least_1d(self), i = at_least_1d(index), v = at_least_1d(src);
   for (int64_t d = 0; d < s.dim(); ++d) {
     IP_CHECK(d == dim || i.shape()[d] <= s.shape()[d], kShapeMismatch, "[", op, "] index ",
