@@ -94,6 +94,17 @@ Tensor Tensor::meta(const Shape& shape, DType dtype, std::optional<Shape> stride
   return Tensor(nullptr, offset, shape, strides ? *strides : contiguous_strides(shape), dtype);
 }
 
+// A 0-dim tensor has no dim to index (wrap_dim lets 0 and -1 through for scalars).
+int64_t Tensor::size(int64_t d) const {
+  IP_CHECK(dim() > 0, kOutOfRange, "[size] dim ", d, " requested of a 0-dim tensor");
+  return shape_[wrap_dim(d, dim(), "size")];
+}
+
+int64_t Tensor::stride(int64_t d) const {
+  IP_CHECK(dim() > 0, kOutOfRange, "[stride] dim ", d, " requested of a 0-dim tensor");
+  return strides_[wrap_dim(d, dim(), "stride")];
+}
+
 void* Tensor::data_ptr() const {
   IP_CHECK(storage_ != nullptr, kInvalidArgument, "[tensor] a meta tensor has no data");
   return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(itemsize());
@@ -138,18 +149,23 @@ Tensor Tensor::as_strided(const Shape& shape, const Shape& strides,
            shape_str(shape), " and strides ", shape_str(strides), " differ in rank");
   int64_t off = offset ? *offset : offset_;
   IP_CHECK(off >= 0, kOutOfRange, "[as_strided] negative storage offset ", off);
+  // Checked for metas too: a negative size or stride must never reach a plan.
+  for (size_t i = 0; i < shape.size(); ++i)
+    IP_CHECK(shape[i] >= 0 && strides[i] >= 0, kInvalidArgument,
+             "[as_strided] negative size or stride in ", shape_str(shape), " / ",
+             shape_str(strides));
   if (storage_ && numel_of(shape) > 0) {
     int64_t last = off;
+    bool overflow = false;
     for (size_t i = 0; i < shape.size(); ++i) {
-      IP_CHECK(shape[i] >= 0 && strides[i] >= 0, kInvalidArgument,
-               "[as_strided] negative size or stride in ", shape_str(shape), " / ",
-               shape_str(strides));
-      last += (shape[i] - 1) * strides[i];
+      int64_t span = 0;
+      overflow |= __builtin_mul_overflow(shape[i] - 1, strides[i], &span);
+      overflow |= __builtin_add_overflow(last, span, &last);
     }
-    IP_CHECK(static_cast<size_t>(last + 1) * itemsize() <= storage_->nbytes(), kOutOfRange,
-             "[as_strided] view ", shape_str(shape), " with strides ", shape_str(strides),
-             " at offset ", off, " reaches past the storage of ", storage_->nbytes() / itemsize(),
-             " elements");
+    IP_CHECK(!overflow && static_cast<size_t>(last + 1) * itemsize() <= storage_->nbytes(),
+             kOutOfRange, "[as_strided] view ", shape_str(shape), " with strides ",
+             shape_str(strides), " at offset ", off, " reaches past the storage of ",
+             storage_->nbytes() / itemsize(), " elements");
   }
   return Tensor(storage_, off, shape, strides, dtype_);
 }
@@ -222,6 +238,7 @@ Tensor Tensor::reshape(Shape shape) const {
   shape = infer_size(std::move(shape), numel(), "reshape");
   auto st = compute_view_strides(shape_, strides_, shape);
   if (st) return Tensor(storage_, offset_, shape, *st, dtype_);
+  if (!storage_) return meta(shape, dtype_);  // a meta has no data to copy
   return clone().view(shape);
 }
 
@@ -267,7 +284,7 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   s = std::clamp<int64_t>(s, 0, n);
   e = std::clamp<int64_t>(e, s, n);
   Shape sh = shape_, st = strides_;
-  sh[d] = (e - s + step - 1) / step;
+  sh[d] = e > s ? (e - s - 1) / step + 1 : 0;  // no overflow for huge steps
   st[d] = strides_[d] * step;
   return Tensor(storage_, offset_ + s * strides_[d], sh, st, dtype_);
 }
@@ -286,6 +303,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  IP_CHECK(dim() > 0, kInvalidArgument, "[narrow] cannot narrow a 0-dim tensor");
   d = wrap_dim(d, dim(), "narrow");
   int64_t n = shape_[d];
   if (start < 0) start += n;
@@ -306,6 +324,8 @@ Tensor Tensor::expand(Shape shape) const {
     }
     int64_t s = shape_[i - lead];
     if (shape[i] == -1) shape[i] = s;
+    IP_CHECK(shape[i] >= 0, kShapeMismatch, "[expand] the expanded size ", shape[i], " at dim ", i,
+             " is not allowed (", shape_str(shape_), " to ", shape_str(shape), ")");
     IP_CHECK(s == shape[i] || s == 1, kShapeMismatch, "[expand] the expanded size ", shape[i],
              " must match the existing size ", s, " at dim ", i, " (", shape_str(shape_), " to ",
              shape_str(shape), ")");
@@ -358,6 +378,7 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
 }
 
 Tensor Tensor::unflatten(int64_t d, Shape sizes) const {
+  IP_CHECK(dim() > 0, kInvalidArgument, "[unflatten] cannot unflatten a 0-dim tensor");
   d = wrap_dim(d, dim(), "unflatten");
   sizes = infer_size(std::move(sizes), shape_[d], "unflatten");
   Shape sh(shape_.begin(), shape_.begin() + d);
@@ -387,20 +408,29 @@ Tensor Tensor::diagonal(int64_t off, int64_t d1, int64_t d2) const {
 }
 
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
+  IP_CHECK(dim() > 0, kInvalidArgument, "[split] cannot split a 0-dim tensor");
   d = wrap_dim(d, dim(), "split");
   IP_CHECK(split_size > 0 || shape_[d] == 0, kInvalidArgument, "[split] split_size must be "
            "positive, got ", split_size);
   std::vector<Tensor> out;
   int64_t n = shape_[d];
   if (n == 0) return {*this};
-  for (int64_t s = 0; s < n; s += split_size) out.push_back(slice(d, s, std::min(n, s + split_size)));
+  for (int64_t s = 0; s < n;) {
+    int64_t len = std::min(split_size, n - s);  // no overflow for huge split sizes
+    out.push_back(slice(d, s, s + len));
+    s += len;
+  }
   return out;
 }
 
 std::vector<Tensor> Tensor::split_with_sizes(const std::vector<int64_t>& sizes, int64_t d) const {
+  IP_CHECK(dim() > 0, kInvalidArgument, "[split_with_sizes] cannot split a 0-dim tensor");
   d = wrap_dim(d, dim(), "split_with_sizes");
   int64_t total = 0;
-  for (int64_t s : sizes) total += s;
+  for (int64_t s : sizes) {
+    IP_CHECK(s >= 0, kInvalidArgument, "[split_with_sizes] negative size in ", shape_str(sizes));
+    total += s;
+  }
   IP_CHECK(total == shape_[d], kShapeMismatch, "[split_with_sizes] sizes ", shape_str(sizes),
            " do not sum to dim ", d, " of size ", shape_[d]);
   std::vector<Tensor> out;
@@ -414,12 +444,16 @@ std::vector<Tensor> Tensor::split_with_sizes(const std::vector<int64_t>& sizes, 
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
   IP_CHECK(chunks > 0, kInvalidArgument, "[chunk] chunks must be positive, got ", chunks);
+  IP_CHECK(dim() > 0, kInvalidArgument, "[chunk] cannot chunk a 0-dim tensor");
   d = wrap_dim(d, dim(), "chunk");
-  int64_t size = (shape_[d] + chunks - 1) / chunks;
+  // As torch: an empty dim still gives `chunks` (empty) pieces.
+  if (shape_[d] == 0) return split_with_sizes(std::vector<int64_t>(chunks, 0), d);
+  int64_t size = shape_[d] / chunks + (shape_[d] % chunks != 0);
   return split(std::max<int64_t>(size, 1), d);
 }
 
 std::vector<Tensor> Tensor::unbind(int64_t d) const {
+  IP_CHECK(dim() > 0, kInvalidArgument, "[unbind] cannot unbind a 0-dim tensor");
   d = wrap_dim(d, dim(), "unbind");
   std::vector<Tensor> out;
   for (int64_t i = 0; i < shape_[d]; ++i) out.push_back(select(d, i));
@@ -445,7 +479,9 @@ Tensor Tensor::to(DType dtype) const {
 
 void Tensor::copy_from(const Tensor& src) const {
   Shape sst = broadcast_strides(src, shape_, "copy_");
-  if (numel() == 0) return;
+  // Copying a view onto itself is a no-op: scatter kernels whose result aliases `self`
+  // (the engine's in-place path) skip their copy of self this way.
+  if (numel() == 0 || src.same_view(*this)) return;
   // A source overlapping the destination is staged through a temporary first.
   if (src.may_overlap(*this) && !src.same_view(*this)) {
     copy_from(src.clone());

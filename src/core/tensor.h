@@ -49,8 +49,8 @@ class Tensor {
   int64_t numel() const { return numel_of(shape_); }
   const Shape& shape() const { return shape_; }
   const Shape& strides() const { return strides_; }
-  int64_t size(int64_t d) const { return shape_[wrap_dim(d, dim(), "size")]; }
-  int64_t stride(int64_t d) const { return strides_[wrap_dim(d, dim(), "stride")]; }
+  int64_t size(int64_t d) const;
+  int64_t stride(int64_t d) const;
   int64_t offset() const { return offset_; }
   DType dtype() const { return dtype_; }
   size_t itemsize() const { return dtype_size(dtype_); }

@@ -28,8 +28,10 @@ Value substitute(const Value& v, const std::map<const Node*, Value>& env) {
 }
 }  // namespace
 
-RunOutput run_eager(const Graph& graph, const std::map<std::string, Value>& inputs, State* state) {
-  std::map<const Node*, Value> env;
+RunOutput run_eager(const Graph& graph, const std::map<std::string, Value>& inputs, State* state,
+                    std::map<const Node*, Value>* env_out) {
+  std::map<const Node*, Value> local_env;
+  std::map<const Node*, Value>& env = env_out ? *env_out : local_env;
   RunOutput out;
   for (Node* n : graph.nodes()) {
     switch (n->op) {

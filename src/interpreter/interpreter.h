@@ -21,7 +21,9 @@ struct RunOutput {
 
 // Runs `graph`. Placeholders bind `inputs` by name without copying, so in-place writes reach
 // the caller's tensors. Placeholders missing from `inputs` use their default (args[0]) if any.
-RunOutput run_eager(const Graph& graph, const std::map<std::string, Value>& inputs, State* state);
+// `env`, when given, receives every node's value (shape work in passes).
+RunOutput run_eager(const Graph& graph, const std::map<std::string, Value>& inputs, State* state,
+                    std::map<const Node*, Value>* env = nullptr);
 
 // Flattens nested tuples/lists into a flat list of leaves.
 void flatten_value(const Value& v, std::vector<Value>* out);

@@ -21,6 +21,7 @@ const Registry& Registry::get() {
     register_indexing_ops(*r);
     register_nn_ops(*r);
     register_misc_ops(*r);
+    register_kv_cache_ops(*r);
     return r;
   }();
   return *registry;
@@ -140,6 +141,13 @@ std::vector<const OpDef*> Registry::all() const {
 }
 
 std::string Registry::canonical_name(const std::string& target, std::string* overload) const {
+  // A full spelling may be an alias of its own: torch.nn.functional.embedding takes
+  // (input, weight) where aten.embedding takes (weight, indices).
+  auto full = aliases_.find(target);
+  if (full != aliases_.end() && by_name_.count(full->second)) {
+    if (overload) overload->clear();
+    return full->second;
+  }
   std::string t = target;
   std::string ov;
   auto strip = [&](const char* prefix) {
@@ -225,7 +233,7 @@ bool bind_args(const Schema& schema, const std::vector<Value>& args,
     const ArgSpec& spec = schema.args[p];
     // x.view(2, 3), x.permute(1, 0): trailing ints gather into the last list parameter.
     if (p == positional.back() && i + 1 < args.size() && is_list_type(spec.base_type()) &&
-        spec.base_type().rfind("int", 0) == 0) {
+        (spec.base_type() == "int[]" || spec.base_type() == "SymInt[]")) {
       bool all_ints = true;
       for (size_t k = i; k < args.size(); ++k)
         all_ints &= args[k].kind == Value::Kind::kInt || args[k].is_node();

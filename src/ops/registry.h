@@ -95,6 +95,7 @@ void register_view_ops(Registry& r);
 void register_indexing_ops(Registry& r);
 void register_nn_ops(Registry& r);
 void register_misc_ops(Registry& r);
+void register_kv_cache_ops(Registry& r);
 
 // Helpers the families share.
 Value pack_results(const Schema& schema, std::vector<Tensor> results);

@@ -1,0 +1,196 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace inplace {
+
+std::optional<int> Engine::aliased_input(int output) const {
+  for (const AliasedIO& a : plan_.aliased_io)
+    if (a.output == output) return a.input;
+  return std::nullopt;
+}
+
+bool Engine::input_is_aliased(int input) const {
+  for (const AliasedIO& a : plan_.aliased_io)
+    if (a.input == input) return true;
+  return false;
+}
+
+int Engine::input_index(const std::string& n) const {
+  for (size_t i = 0; i < plan_.inputs.size(); ++i)
+    if (plan_.inputs[i].name == n) return static_cast<int>(i);
+  IP_FAIL(kNotFound, "[engine] no input binding named '", n, "'");
+}
+
+int64_t Engine::weight_bytes() const {
+  int64_t n = 0;
+  for (const Tensor& t : plan_.constants) n += static_cast<int64_t>(t.nbytes());
+  return n;
+}
+
+std::vector<AliasedIO> derive_aliased_io(const Plan& plan) {
+  std::vector<AliasedIO> out;
+  for (size_t j = 0; j < plan.output_refs.size(); ++j) {
+    const TensorRef& r = plan.output_refs[j];
+    if (r.buffer.kind != BufferKind::kInput) continue;
+    const Binding& in = plan.inputs[r.buffer.index];
+    if (r.offset != 0 || r.shape != in.shape || r.dtype != in.dtype) continue;
+    const Step* writer = nullptr;
+    for (const Step& s : plan.steps)
+      for (const TensorRef& o : s.outs)
+        if (o.buffer == r.buffer) writer = &s;
+    if (!writer) continue;
+    AliasKind kind = writer->op && writer->op->schema.name == "kv_cache_update"
+                         ? AliasKind::kKvCacheUpdate
+                         : AliasKind::kUser;
+    out.push_back({static_cast<int>(j), r.buffer.index, kind});
+  }
+  return out;
+}
+
+std::vector<AliasedIO> reconcile_aliased_io(const std::vector<AliasedIO>& derived,
+                                            const std::vector<AliasedIO>& recorded) {
+  std::vector<AliasedIO> out;
+  for (const AliasedIO& d : derived)
+    if (d.kind == AliasKind::kKvCacheUpdate) out.push_back(d);
+  auto has_output = [&](int o) {
+    return std::any_of(out.begin(), out.end(), [&](const AliasedIO& a) { return a.output == o; });
+  };
+  for (const AliasedIO& r : recorded)
+    if (!has_output(r.output)) out.push_back({r.output, r.input, AliasKind::kUser});
+  for (const AliasedIO& d : derived)
+    if (!has_output(d.output)) out.push_back(d);
+  std::sort(out.begin(), out.end(),
+            [](const AliasedIO& a, const AliasedIO& b) { return a.output < b.output; });
+  return out;
+}
+
+namespace {
+void check_ref(const Plan& plan, const TensorRef& r, const std::string& where) {
+  const int i = r.buffer.index;
+  int64_t limit = 0;
+  switch (r.buffer.kind) {
+    case BufferKind::kInput:
+      IP_CHECK(i >= 0 && i < static_cast<int>(plan.inputs.size()), kCorrupt, "[plan] ", where,
+               " refers to missing input binding ", i);
+      limit = numel_of(plan.inputs[i].shape) * static_cast<int64_t>(dtype_size(plan.inputs[i].dtype));
+      break;
+    case BufferKind::kOutput:
+      IP_CHECK(i >= 0 && i < static_cast<int>(plan.output_buffer_bytes.size()), kCorrupt,
+               "[plan] ", where, " refers to missing output buffer ", i);
+      limit = plan.output_buffer_bytes[i];
+      break;
+    case BufferKind::kArena:
+      IP_CHECK(i >= 0 && i < static_cast<int>(plan.arena.size()), kCorrupt, "[plan] ", where,
+               " refers to missing arena buffer ", i);
+      limit = plan.arena[i].nbytes;
+      IP_CHECK(plan.arena[i].offset_bytes >= 0 &&
+                   plan.arena[i].offset_bytes + plan.arena[i].nbytes <= plan.arena_bytes,
+               kCorrupt, "[plan] arena buffer ", i, " lies outside the arena");
+      break;
+    case BufferKind::kConstant:
+      IP_CHECK(i >= 0 && i < static_cast<int>(plan.constants.size()), kCorrupt, "[plan] ", where,
+               " refers to missing constant ", i);
+      limit = static_cast<int64_t>(plan.constants[i].nbytes());
+      break;
+  }
+  IP_CHECK(r.shape.size() == r.strides.size(), kCorrupt, "[plan] ", where,
+           " has shape and strides of different rank");
+  if (numel_of(r.shape) == 0) return;
+  int64_t last = r.offset;
+  for (size_t d = 0; d < r.shape.size(); ++d) {
+    IP_CHECK(r.shape[d] >= 0 && r.strides[d] >= 0, kCorrupt, "[plan] ", where,
+             " has a negative size or stride");
+    last += (r.shape[d] - 1) * r.strides[d];
+  }
+  IP_CHECK(r.offset >= 0 && (last + 1) * static_cast<int64_t>(dtype_size(r.dtype)) <= limit,
+           kCorrupt, "[plan] ", where, " reaches past its ", buffer_kind_name(r.buffer.kind),
+           " buffer ", i, " of ", limit, " bytes");
+}
+}  // namespace
+
+void validate_plan(const Plan& plan) {
+  for (const Step& s : plan.steps) {
+    IP_CHECK(s.kind == StepKind::kCopy || s.op != nullptr, kCorrupt, "[plan] step '", s.node,
+             "' has no op");
+    IP_CHECK(s.kind != StepKind::kOut || s.op->out != nullptr, kCorrupt, "[plan] step '", s.node,
+             "' needs an out kernel that op '", s.op ? s.op->schema.full_name() : "?",
+             "' does not have");
+    IP_CHECK(s.kind != StepKind::kCopy || (s.tensors.size() == 1 && s.outs.size() == 1), kCorrupt,
+             "[plan] copy step '", s.node, "' needs one source and one destination");
+    for (const TensorSlot& t : s.tensors) {
+      check_ref(plan, t.ref, "step '" + s.node + "' operand");
+      IP_CHECK(!t.path.empty() && t.path[0] >= 0 && t.path[0] < static_cast<int>(s.args.size()),
+               kCorrupt, "[plan] step '", s.node, "' has an operand outside its arguments");
+    }
+    for (const TensorRef& o : s.outs) {
+      check_ref(plan, o, "step '" + s.node + "' result");
+      IP_CHECK(o.buffer.kind != BufferKind::kConstant, kCorrupt, "[plan] step '", s.node,
+               "' writes a constant");
+    }
+  }
+  IP_CHECK(plan.output_refs.size() == plan.outputs.size(), kCorrupt, "[plan] ",
+           plan.output_refs.size(), " output refs for ", plan.outputs.size(), " outputs");
+  for (size_t j = 0; j < plan.output_refs.size(); ++j)
+    check_ref(plan, plan.output_refs[j], str_cat("output ", j));
+  IP_CHECK(plan.original_output_count >= 0 &&
+               plan.original_output_count <= static_cast<int>(plan.outputs.size()),
+           kCorrupt, "[plan] original output count ", plan.original_output_count, " exceeds ",
+           plan.outputs.size(), " outputs");
+}
+
+std::shared_ptr<const Engine> Engine::from_plan(Plan plan, std::string name,
+                                                const std::vector<AliasedIO>& recorded) {
+  validate_plan(plan);
+  plan.aliased_io = reconcile_aliased_io(derive_aliased_io(plan), recorded);
+  return std::shared_ptr<const Engine>(new Engine(std::move(plan), std::move(name)));
+}
+
+namespace {
+std::string ref_str(const TensorRef& r) {
+  std::ostringstream os;
+  os << buffer_kind_name(r.buffer.kind) << r.buffer.index;
+  if (r.offset) os << "+" << r.offset;
+  os << shape_str(r.shape) << ":" << dtype_name(r.dtype);
+  if (r.strides != contiguous_strides(r.shape)) os << "/strides" << shape_str(r.strides);
+  return os.str();
+}
+}  // namespace
+
+std::string Engine::describe() const {
+  std::ostringstream os;
+  os << "engine " << name_ << "\n";
+  os << "inputs:\n";
+  for (size_t i = 0; i < plan_.inputs.size(); ++i)
+    os << "  [" << i << "] " << plan_.inputs[i].name << " " << shape_str(plan_.inputs[i].shape)
+       << " " << dtype_name(plan_.inputs[i].dtype) << "\n";
+  os << "outputs (" << plan_.original_output_count << " user):\n";
+  for (size_t j = 0; j < plan_.outputs.size(); ++j)
+    os << "  [" << j << "] " << plan_.outputs[j].name << " " << shape_str(plan_.outputs[j].shape)
+       << " " << dtype_name(plan_.outputs[j].dtype) << " = " << ref_str(plan_.output_refs[j])
+       << "\n";
+  os << "aliased_io:";
+  if (plan_.aliased_io.empty()) os << " none";
+  os << "\n";
+  for (const AliasedIO& a : plan_.aliased_io)
+    os << "  output " << a.output << " -> input " << a.input << " ("
+       << plan_.inputs[a.input].name << ") kind=" << alias_kind_name(a.kind) << "\n";
+  os << "steps:\n";
+  for (size_t q = 0; q < plan_.steps.size(); ++q) {
+    const Step& s = plan_.steps[q];
+    os << "  " << q << ": " << s.node << " = "
+       << (s.kind == StepKind::kCopy ? "copy" : s.op->schema.full_name())
+       << (s.kind == StepKind::kEager ? " [eager]" : "") << "(";
+    for (size_t k = 0; k < s.tensors.size(); ++k) os << (k ? ", " : "") << ref_str(s.tensors[k].ref);
+    os << ") -> ";
+    for (size_t k = 0; k < s.outs.size(); ++k) os << (k ? ", " : "") << ref_str(s.outs[k]);
+    if (!s.writes_binding.empty()) os << "  (in place: " << s.writes_binding << ")";
+    os << "\n";
+  }
+  os << "arena_bytes: " << plan_.arena_bytes << " (" << plan_.arena.size() << " buffers)\n";
+  os << "weight_bytes: " << weight_bytes() << "\n";
+  return os.str();
+}
+
+}  // namespace inplace

@@ -1,0 +1,72 @@
+// Engine: immutable once built — bindings, a flat list of steps, arena size, weights and the
+// aliased I/O map. One engine is shared by many threads and execution contexts.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/plan.h"
+#include "ir/graph.h"
+
+namespace inplace {
+
+struct EngineOptions {
+  // false builds the copy-back engine: every mutated value is computed into fresh memory and
+  // copied back into its input after the call (what ExportedProgram.module() does).
+  bool alias = true;
+};
+
+// A mutated input (or a user-declared alias): engine output `output` is the new value of input
+// binding `input`.
+struct AliasRequest {
+  int output = 0;
+  int input = 0;
+};
+
+class Engine {
+ public:
+  // Builds from a functional graph (the pass pipeline's result). Input bindings are the
+  // placeholders in order; `example_inputs` (one per placeholder, real or meta tensors) fix
+  // their shapes and dtypes. The graph is traced once on them (metas are zero-filled).
+  static std::shared_ptr<const Engine> build(const Graph& graph,
+                                             const std::vector<AliasRequest>& io_map,
+                                             int original_output_count,
+                                             const std::vector<Tensor>& example_inputs,
+                                             const EngineOptions& options = {});
+  // Wraps a plan (e.g. loaded from a file) after checking it; `recorded` is a stored alias
+  // map, reconciled with what the plan itself does (the plan wins for kv_cache_update; user
+  // entries are kept).
+  static std::shared_ptr<const Engine> from_plan(Plan plan, std::string name,
+                                                 const std::vector<AliasedIO>& recorded);
+
+  const std::string& name() const { return name_; }
+  const Plan& plan() const { return plan_; }
+  const std::vector<Binding>& inputs() const { return plan_.inputs; }
+  const std::vector<Binding>& outputs() const { return plan_.outputs; }
+  const std::vector<AliasedIO>& aliased_io() const { return plan_.aliased_io; }
+  int original_output_count() const { return plan_.original_output_count; }
+  // Which input the engine's output writes in place (TensorRT's getAliasedInputTensor).
+  std::optional<int> aliased_input(int output) const;
+  bool input_is_aliased(int input) const;
+  int input_index(const std::string& name) const;  // throws naming the binding
+  int64_t weight_bytes() const;
+  // Steps, bindings, aliased I/O with kinds, arena bytes: `inplace plan`.
+  std::string describe() const;
+
+ private:
+  Engine(Plan plan, std::string name) : plan_(std::move(plan)), name_(std::move(name)) {}
+  Plan plan_;
+  std::string name_;
+};
+
+// What the plan itself writes in place: output j is input i when its result is the whole
+// input binding and a step writes that binding; the kind is kv_cache_update when that step is.
+std::vector<AliasedIO> derive_aliased_io(const Plan& plan);
+// Plan-derived entries win for kv_cache_update; recorded user entries are kept.
+std::vector<AliasedIO> reconcile_aliased_io(const std::vector<AliasedIO>& derived,
+                                            const std::vector<AliasedIO>& recorded);
+// Throws kCorrupt naming the step when a plan refers to buffers or bindings it does not have.
+void validate_plan(const Plan& plan);
+
+}  // namespace inplace

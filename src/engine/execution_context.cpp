@@ -1,0 +1,202 @@
+#include "engine/execution_context.h"
+
+#include <cstdio>
+
+#include "interpreter/interpreter.h"
+
+namespace inplace {
+
+namespace {
+Value* leaf_at(std::vector<Value>& args, const std::vector<int>& path) {
+  Value* v = &args[path[0]];
+  for (size_t k = 1; k < path.size(); ++k) v = &v->items[path[k]];
+  return v;
+}
+}  // namespace
+
+ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
+    : engine_(std::move(engine)) {
+  const Plan& plan = engine_->plan();
+  arena_ = Storage::allocate(static_cast<size_t>(plan.arena_bytes));
+  for (size_t i = 0; i < plan.inputs.size(); ++i) input_storage_.push_back(Storage::borrow(nullptr, 0));
+  for (size_t i = 0; i < plan.output_buffer_bytes.size(); ++i)
+    output_storage_.push_back(Storage::borrow(nullptr, 0));
+  for (const ArenaSlot& s : plan.arena)
+    arena_storage_.push_back(Storage::borrow(static_cast<char*>(arena_->data()) + s.offset_bytes,
+                                             static_cast<size_t>(s.nbytes)));
+  bound_inputs_.resize(plan.inputs.size());
+  staged_inputs_.resize(plan.inputs.size());
+  input_staged_.assign(plan.inputs.size(), false);
+  bound_outputs_.resize(plan.output_buffer_bytes.size());
+  for (const Step& s : plan.steps) {
+    std::vector<Value> args = s.args;
+    for (const TensorSlot& t : s.tensors) leaf_at(args, t.path)->tensor = make_tensor(t.ref);
+    std::vector<Tensor> outs;
+    for (const TensorRef& o : s.outs) outs.push_back(make_tensor(o));
+    step_args_.push_back(std::move(args));
+    step_outs_.push_back(std::move(outs));
+  }
+}
+
+std::shared_ptr<Storage>& ExecutionContext::storage_of(BufferId id) {
+  switch (id.kind) {
+    case BufferKind::kInput: return input_storage_[id.index];
+    case BufferKind::kOutput: return output_storage_[id.index];
+    case BufferKind::kArena: return arena_storage_[id.index];
+    case BufferKind::kConstant: break;
+  }
+  IP_ASSERT(false, "constants are not context storage");
+}
+
+Tensor ExecutionContext::make_tensor(const TensorRef& r) const {
+  std::shared_ptr<Storage> s;
+  if (r.buffer.kind == BufferKind::kConstant)
+    s = engine_->plan().constants[r.buffer.index].storage();
+  else
+    s = const_cast<ExecutionContext*>(this)->storage_of(r.buffer);
+  return Tensor(s, r.offset, r.shape, r.strides, r.dtype);
+}
+
+void ExecutionContext::bind_input(int index, const Tensor& t) {
+  const Plan& plan = engine_->plan();
+  IP_CHECK(index >= 0 && index < static_cast<int>(plan.inputs.size()), kNotFound,
+           "[bind] input index ", index, " out of range (", plan.inputs.size(), " inputs)");
+  const Binding& b = plan.inputs[index];
+  IP_CHECK(t.defined() && !t.is_meta(), kInvalidArgument, "[bind] input '", b.name,
+           "' needs a tensor with data");
+  IP_CHECK(t.shape() == b.shape, kShapeMismatch, "[bind] input '", b.name, "' expects shape ",
+           shape_str(b.shape), ", got ", shape_str(t.shape()));
+  IP_CHECK(t.dtype() == b.dtype, kDTypeMismatch, "[bind] input '", b.name, "' expects dtype ",
+           dtype_name(b.dtype), ", got ", dtype_name(t.dtype()));
+  bool aliased = engine_->input_is_aliased(index);
+  bool writes = aliased;
+  for (const Step& s : plan.steps)
+    for (const TensorRef& o : s.outs) writes |= o.buffer == BufferId{BufferKind::kInput, index};
+  if (!t.is_contiguous()) {
+    IP_CHECK(!writes, kInvalidArgument, "[bind] input '", b.name, "' ", shape_str(t.shape()),
+             " with strides ", shape_str(t.strides()),
+             " is written in place and must be contiguous");
+    if (!staged_inputs_[index].defined()) staged_inputs_[index] = Tensor::empty(b.shape, b.dtype);
+    staged_inputs_[index].copy_from(t);
+    input_storage_[index]->rebind(staged_inputs_[index].data_ptr(), staged_inputs_[index].nbytes());
+    input_staged_[index] = true;
+  } else {
+    input_storage_[index]->rebind(t.numel() ? t.data_ptr() : nullptr, t.nbytes());
+    input_staged_[index] = false;
+  }
+  bound_inputs_[index] = t;
+}
+
+void ExecutionContext::bind_input(const std::string& name, const Tensor& t) {
+  bind_input(engine_->input_index(name), t);
+}
+
+void ExecutionContext::bind_output(int index, const Tensor& t) {
+  const Plan& plan = engine_->plan();
+  IP_CHECK(index >= 0 && index < static_cast<int>(plan.outputs.size()), kNotFound,
+           "[bind] output index ", index, " out of range (", plan.outputs.size(), " outputs)");
+  const TensorRef& r = plan.output_refs[index];
+  const Binding& b = plan.outputs[index];
+  IP_CHECK(r.buffer.kind == BufferKind::kOutput && r.offset == 0 &&
+               r.strides == contiguous_strides(r.shape) &&
+               numel_of(r.shape) * static_cast<int64_t>(dtype_size(r.dtype)) ==
+                   plan.output_buffer_bytes[r.buffer.index],
+           kInvalidArgument, "[bind] output '", b.name,
+           "' is not a plain result buffer (it aliases an input or another output)");
+  IP_CHECK(t.shape() == b.shape && t.dtype() == b.dtype && t.is_contiguous(), kShapeMismatch,
+           "[bind] output '", b.name, "' expects contiguous ", shape_str(b.shape), " ",
+           dtype_name(b.dtype), ", got ", shape_str(t.shape()), " ", dtype_name(t.dtype()));
+  bound_outputs_[r.buffer.index] = t;
+}
+
+void ExecutionContext::set_reuse_outputs(bool reuse) {
+  if (reuse && !engine_->aliased_io().empty()) {
+    std::fprintf(stderr,
+                 "inplace: warning: engine '%s' has aliased I/O; pre-allocated output reuse "
+                 "stays disabled\n",
+                 engine_->name().c_str());
+    reuse = false;
+  }
+  reuse_outputs_ = reuse;
+}
+
+std::vector<Tensor> ExecutionContext::execute() {
+  const Plan& plan = engine_->plan();
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    IP_CHECK(bound_inputs_[i].defined(), kInvalidArgument, "[execute] input '",
+             plan.inputs[i].name, "' is not bound");
+  // Output buffers: caller-bound, reused, or fresh for this call.
+  std::vector<Tensor> out_buffers(plan.output_buffer_bytes.size());
+  if (reuse_outputs_ && reused_outputs_.size() != out_buffers.size()) {
+    reused_outputs_.clear();
+    for (int64_t n : plan.output_buffer_bytes)
+      reused_outputs_.push_back(Tensor::empty({n}, DType::kUInt8));
+  }
+  for (size_t k = 0; k < out_buffers.size(); ++k) {
+    if (bound_outputs_[k].defined())
+      out_buffers[k] = bound_outputs_[k];
+    else if (reuse_outputs_)
+      out_buffers[k] = reused_outputs_[k];
+    else
+      out_buffers[k] = Tensor::empty({plan.output_buffer_bytes[k]}, DType::kUInt8);
+    output_storage_[k]->rebind(out_buffers[k].nbytes() ? out_buffers[k].data_ptr() : nullptr,
+                               static_cast<size_t>(plan.output_buffer_bytes[k]));
+  }
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    const Step& s = plan.steps[q];
+    std::vector<Value>& args = step_args_[q];
+    const std::vector<Tensor>& outs = step_outs_[q];
+    try {
+      switch (s.kind) {
+        case StepKind::kOut: s.op->out(args, outs); break;
+        case StepKind::kCopy: outs[0].copy_from(args[0].tensor); break;
+        case StepKind::kEager: {
+          std::vector<Value> leaves;
+          flatten_value(s.op->eager(args), &leaves);
+          IP_ASSERT(leaves.size() == outs.size(), "eager step returns the planned results");
+          for (size_t k = 0; k < outs.size(); ++k) outs[k].copy_from(leaves[k].tensor);
+          break;
+        }
+      }
+    } catch (const Error& e) {
+      std::string where = s.writes_binding.empty()
+                              ? str_cat("[execute] step '", s.node, "': ")
+                              : str_cat("[execute] step '", s.node, "' writing binding '",
+                                        s.writes_binding, "': ");
+      throw Error(e.code(), where + e.what());
+    }
+  }
+  std::vector<Tensor> results;
+  results.reserve(plan.outputs.size());
+  for (size_t j = 0; j < plan.output_refs.size(); ++j) {
+    const TensorRef& r = plan.output_refs[j];
+    switch (r.buffer.kind) {
+      case BufferKind::kInput: {
+        const Tensor& in = bound_inputs_[r.buffer.index];
+        const Binding& b = plan.inputs[r.buffer.index];
+        bool whole = r.offset == 0 && r.shape == b.shape && r.strides == contiguous_strides(b.shape);
+        if (whole && !input_staged_[r.buffer.index]) {
+          results.push_back(in);  // the caller's very tensor
+        } else if (!input_staged_[r.buffer.index]) {
+          results.push_back(Tensor(in.storage(), in.offset() + r.offset, r.shape, r.strides, r.dtype));
+        } else {
+          results.push_back(make_tensor(r).clone());
+        }
+        break;
+      }
+      case BufferKind::kOutput: {
+        const Tensor& buf = out_buffers[r.buffer.index];
+        results.push_back(Tensor(buf.storage(), buf.offset() * static_cast<int64_t>(buf.itemsize()) /
+                                                        static_cast<int64_t>(dtype_size(r.dtype)) +
+                                                    r.offset,
+                                 r.shape, r.strides, r.dtype));
+        break;
+      }
+      case BufferKind::kConstant:
+      case BufferKind::kArena: results.push_back(make_tensor(r).clone()); break;
+    }
+  }
+  return results;
+}
+
+}  // namespace inplace

@@ -1,0 +1,52 @@
+// ExecutionContext: one per caller or session — its arena and the addresses bound to inputs
+// and outputs. Bind, then execute; execute() runs the prepared steps with no graph walk, no
+// lookup by name and no allocation of intermediates.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace inplace {
+
+class ExecutionContext {
+ public:
+  explicit ExecutionContext(std::shared_ptr<const Engine> engine);
+
+  const Engine& engine() const { return *engine_; }
+
+  // Binds a caller tensor to input `index` without copying. Shape and dtype must match the
+  // binding; an input the engine writes in place must also be contiguous (anything else is an
+  // error naming the binding and both shapes, never a silent copy that would lose the write).
+  // Other non-contiguous inputs are staged into context memory.
+  void bind_input(int index, const Tensor& tensor);
+  void bind_input(const std::string& name, const Tensor& tensor);
+  // Optional: results of output `index` are written into `tensor` (same shape, dtype,
+  // contiguous). Not allowed for aliased outputs, which are always the input's own tensor.
+  void bind_output(int index, const Tensor& tensor);
+  // Reuse one set of output tensors across calls instead of allocating them per call. Engines
+  // with aliased I/O keep this off (with a warning on stderr), as Torch-TensorRT does.
+  void set_reuse_outputs(bool reuse);
+
+  // Runs the engine. Returns every engine output; an aliased output is the very tensor bound
+  // to its input (same storage, same address).
+  std::vector<Tensor> execute();
+
+  int64_t arena_bytes() const { return engine_->plan().arena_bytes; }
+
+ private:
+  Tensor make_tensor(const TensorRef& r) const;
+  std::shared_ptr<Storage>& storage_of(BufferId id);
+
+  std::shared_ptr<const Engine> engine_;
+  std::shared_ptr<Storage> arena_;
+  std::vector<std::shared_ptr<Storage>> input_storage_, output_storage_, arena_storage_;
+  std::vector<Tensor> bound_inputs_, staged_inputs_, bound_outputs_, reused_outputs_;
+  std::vector<bool> input_staged_;
+  bool reuse_outputs_ = false;
+  // Prepared per step: arguments with tensors filled in, and results.
+  std::vector<std::vector<Value>> step_args_;
+  std::vector<std::vector<Tensor>> step_outs_;
+};
+
+}  // namespace inplace

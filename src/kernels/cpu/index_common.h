@@ -1,0 +1,61 @@
+// Pieces every indexing kernel shares: reading integer index tensors, bounds errors in one
+// wording, and a copy that moves whole rows with memcpy when it can (the KV-cache hot path).
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "core/strided_loop.h"
+#include "core/tensor.h"
+
+namespace inplace::cpu {
+
+// Integer dtypes accepted as index tensors (masks are bool/uint8 and handled apart).
+inline bool is_index_dtype(DType t) { return t == DType::kInt64 || t == DType::kInt32; }
+
+// Checks that `t` is an int64/int32 index tensor; `op` names the caller.
+void check_index_dtype(const Tensor& t, const char* op, const char* what = "index");
+
+// Wraps a possibly negative index into [0, size) or throws
+// "[op] index 5 is out of bounds for dimension 0 with size 3".
+[[noreturn]] void throw_index_out_of_bounds(const char* op, int64_t index, int64_t dim,
+                                            int64_t size);
+inline int64_t wrap_index(int64_t v, int64_t size, int64_t dim, const char* op) {
+  if (v < -size || v >= size) throw_index_out_of_bounds(op, v, dim, size);
+  return v < 0 ? v + size : v;
+}
+
+// Calls f.template operator()<I>() with I the C++ type of an int64/int32 index tensor.
+template <typename F>
+decltype(auto) visit_index_dtype(DType t, F&& f) {
+  if (t == DType::kInt32) return f.template operator()<int32_t>();
+  return f.template operator()<int64_t>();
+}
+
+// An unsigned type of the given element size: moves elements without caring what they are.
+template <size_t N>
+struct Bits;
+template <> struct Bits<1> { using type = uint8_t; };
+template <> struct Bits<2> { using type = uint16_t; };
+template <> struct Bits<4> { using type = uint32_t; };
+template <> struct Bits<8> { using type = uint64_t; };
+
+// Calls f.template operator()<U>() with U an unsigned type of `itemsize` bytes.
+template <typename F>
+decltype(auto) visit_itemsize(size_t itemsize, F&& f) {
+  switch (itemsize) {
+    case 1: return f.template operator()<uint8_t>();
+    case 2: return f.template operator()<uint16_t>();
+    case 4: return f.template operator()<uint32_t>();
+    default: return f.template operator()<uint64_t>();
+  }
+}
+
+// dst <- src (src broadcast to dst's shape, converted to dst's dtype). Same-dtype copies move
+// each contiguous run with one memcpy; overlapping operands are staged like Tensor::copy_from.
+void copy_region(const Tensor& dst, const Tensor& src);
+
+// The elements of `t` that `self` may still read while it is written: a private copy when the
+// two share memory, else `t` itself.
+Tensor unaliased(const Tensor& t, const Tensor& self);
+
+}  // namespace inplace::cpu

@@ -1,0 +1,140 @@
+// Batched matrix product with broadcast batch dims. When b is shared by every batch and a's batch
+// dims flatten into its rows (x @ W in a linear layer), the whole product is one gemm.
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "core/strided_loop.h"
+#include "kernels/cpu/matrix.h"
+
+namespace inplace::cpu {
+
+namespace {
+
+// Strides of t's batch dims (all but the last two), broadcast to `batch` (0 where broadcast).
+Shape batch_strides(const Tensor& t, const Shape& batch) {
+  const size_t tb = static_cast<size_t>(t.dim() - 2);
+  IP_ASSERT(tb <= batch.size(), "operand batch dims fit the output's");
+  Shape st(batch.size(), 0);
+  const size_t lead = batch.size() - tb;
+  for (size_t i = 0; i < tb; ++i) {
+    IP_ASSERT(t.shape()[i] == batch[lead + i] || t.shape()[i] == 1, "batch dims broadcast");
+    st[lead + i] = t.shape()[i] == 1 ? 0 : t.strides()[i];
+  }
+  return st;
+}
+
+// The single stride of dims that flatten into one evenly strided dim, else nullopt.
+std::optional<int64_t> flat_stride(const Shape& sizes, const Shape& strides) {
+  int64_t stride = 0, span = 0;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    if (sizes[d] == 1) continue;
+    if (span == 0) {
+      stride = strides[d];
+      span = sizes[d];
+    } else if (strides[d] != stride * span) {
+      return std::nullopt;
+    } else {
+      span *= sizes[d];
+    }
+  }
+  return stride;
+}
+
+// Half types accumulate in float (opmath); integers in uint64 so overflow wraps like torch.
+template <typename T>
+void gemm_loop(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Scalar alpha,
+               Scalar beta) {
+  using A = std::conditional_t<kIsFloat<T>, float, uint64_t>;
+  auto to_acc = [](auto v) -> A {
+    if constexpr (kIsFloat<T>)
+      return static_cast<A>(static_cast<opmath_t<T>>(v));
+    else
+      return static_cast<A>(static_cast<int64_t>(v));
+  };
+  const A al = kIsFloat<T> ? static_cast<A>(alpha.to_double()) : static_cast<A>(alpha.to_int());
+  const A be = kIsFloat<T> ? static_cast<A>(beta.to_double()) : static_cast<A>(beta.to_int());
+  const bool read_c = beta.to_double() != 0.0;
+  std::vector<A> acc(static_cast<size_t>(b.cols));
+  for (int64_t i = 0; i < a.rows; ++i) {
+    std::fill(acc.begin(), acc.end(), A(0));
+    for (int64_t p = 0; p < a.cols; ++p) {
+      const A av = to_acc(a.data[i * a.row_stride + p * a.col_stride]);
+      const T* brow = b.data + p * b.row_stride;
+      for (int64_t j = 0; j < b.cols; ++j) acc[j] += av * to_acc(brow[j * b.col_stride]);
+    }
+    T* crow = c.data + i * c.row_stride;
+    for (int64_t j = 0; j < b.cols; ++j) {
+      A r = al * acc[j];
+      if (read_c) r += be * to_acc(crow[j * c.col_stride]);
+      if constexpr (kIsFloat<T>)
+        crow[j * c.col_stride] = static_cast<T>(r);
+      else
+        crow[j * c.col_stride] = static_cast<T>(static_cast<int64_t>(r));
+    }
+  }
+}
+
+template <typename T>
+void gemm_any(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Scalar alpha,
+              Scalar beta) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+    gemm(a, b, c, alpha.to<T>(), beta.to<T>());
+  else
+    gemm_loop<T>(a, b, c, alpha, beta);
+}
+
+}  // namespace
+
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha, Scalar beta) {
+  IP_ASSERT(a.dim() >= 2 && b.dim() >= 2 && out.dim() >= 2, "matmul operands are matrices");
+  IP_ASSERT(a.dtype() == b.dtype() && a.dtype() == out.dtype(), "matmul operands share a dtype");
+  IP_ASSERT(a.dtype() != DType::kBool, "matmul is not defined for bool");
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  IP_ASSERT(b.size(-2) == k && out.size(-2) == m && out.size(-1) == n, "matmul shapes agree");
+  if (out.numel() == 0) return;
+  Tensor o = out;
+  // BLAS writes rows with unit column stride; any other output layout goes through a temporary.
+  if (out.stride(-1) != 1 && n > 1) o = Tensor::empty(out.shape(), out.dtype());
+  if (o.data_ptr() != out.data_ptr() && beta.to_double() != 0.0) o.copy_from(out);
+
+  const Shape batch(o.shape().begin(), o.shape().end() - 2);
+  const Shape a_bs = batch_strides(a, batch), b_bs = batch_strides(b, batch);
+  const Shape o_bs(o.strides().begin(), o.strides().end() - 2);
+  const int64_t a_rs = a.stride(-2), a_cs = a.stride(-1), b_rs = b.stride(-2), b_cs = b.stride(-1),
+                o_rs = o.stride(-2), o_cs = n == 1 ? 1 : o.stride(-1);
+
+  visit_dtype(a.dtype(), [&]<typename T>() {
+    if constexpr (!std::is_same_v<T, bool>) {
+      const T* ap = a.data<T>();
+      const T* bp = b.data<T>();
+      T* op = o.data<T>();
+      auto one = [&](int64_t ao, int64_t bo, int64_t oo, int64_t rows, int64_t ars, int64_t ors) {
+        gemm_any<T>({ap + ao, rows, k, ars, a_cs}, {bp + bo, k, n, b_rs, b_cs},
+                    {op + oo, rows, n, ors, o_cs}, alpha, beta);
+      };
+      bool b_shared = true;
+      for (int64_t s : b_bs) b_shared &= s == 0;
+      if (b_shared) {
+        Shape rows = batch, ast = a_bs, ost = o_bs;
+        rows.push_back(m);
+        ast.push_back(a_rs);
+        ost.push_back(o_rs);
+        std::optional<int64_t> fa = flat_stride(rows, ast), fo = flat_stride(rows, ost);
+        if (fa && fo) {
+          one(0, 0, 0, numel_of(rows), *fa, *fo);
+          return;
+        }
+      }
+      strided_loop<3>(
+          batch, {a_bs, b_bs, o_bs},
+          [&](const std::array<int64_t, 3>& off, int64_t cnt, const std::array<int64_t, 3>& st) {
+            for (int64_t j = 0; j < cnt; ++j)
+              one(off[0] + j * st[0], off[1] + j * st[1], off[2] + j * st[2], m, a_rs, o_rs);
+          });
+    }
+  });
+  if (o.data_ptr() != out.data_ptr()) out.copy_from(o);
+}
+
+}  // namespace inplace::cpu

@@ -1,0 +1,83 @@
+// getitem / setitem: Python's x[i] and x[i] = v on tensors, and x[i] on the lists and tuples
+// that multi-result ops (split, max.dim) return.
+#include "ops/index_spec.h"
+#include "ops/indexing_ops.h"
+
+namespace inplace::indexing {
+
+namespace {
+
+Value getitem_sequence(const Value& seq, const Value& index) {
+  const int64_t n = static_cast<int64_t>(seq.items.size());
+  if (index.kind == Value::Kind::kSlice) {
+    // Python slice semantics, negative steps included.
+    auto bound = [](const Value& v) -> std::optional<int64_t> {
+      if (v.is_none()) return std::nullopt;
+      return v.as_int("getitem");
+    };
+    std::optional<int64_t> start = bound(index.items[0]), stop = bound(index.items[1]);
+    int64_t step = bound(index.items[2]).value_or(1);
+    IP_CHECK(step != 0, kInvalidArgument, "[getitem] slice step cannot be zero");
+    auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
+      if (!v) return dflt;
+      int64_t x = *v < 0 ? *v + n : *v;
+      return step > 0 ? std::clamp<int64_t>(x, 0, n) : std::clamp<int64_t>(x, -1, n - 1);
+    };
+    int64_t s = clamp(start, step > 0 ? 0 : n - 1), e = clamp(stop, step > 0 ? n : -1);
+    std::vector<Value> items;
+    for (int64_t i = s; step > 0 ? i < e : i > e; i += step) items.push_back(seq.items[i]);
+    Value out = seq;
+    out.items = std::move(items);
+    return out;
+  }
+  int64_t i = index.as_int("getitem");
+  IP_CHECK(i >= -n && i < n, kOutOfRange, "[getitem] ", seq.kind_name(), " index ", i,
+           " out of range for a ", seq.kind_name(), " of ", n, " items");
+  return seq.items[i < 0 ? i + n : i];
+}
+
+Value getitem(const Args& a) {
+  const Value& self = a[0];
+  const Value& index = a[1];
+  if (self.is_sequence()) return getitem_sequence(self, index);
+  if (self.kind == Value::Kind::kDict) {
+    const std::string& key = index.as_string("getitem");
+    for (size_t k = 0; k < self.keys.size(); ++k)
+      if (self.keys[k] == key) return self.items[k];
+    IP_FAIL(kNotFound, "[getitem] key '", key, "' not in dict");
+  }
+  IP_CHECK(self.is_tensor(), kInvalidArgument, "[getitem] cannot index a ", self.kind_name());
+  return Value::from_tensor(getitem_tensor(self.tensor, index));
+}
+
+Value setitem(const Args& a) {
+  const Tensor& self = a[0].as_tensor("setitem");
+  const Value& value = a[2];
+  Tensor v;
+  if (value.is_number()) {
+    v = Tensor::scalar(value.as_scalar("setitem"), self.dtype());  // Python numbers take self's dtype
+  } else {
+    IP_CHECK(value.is_tensor(), kInvalidArgument, "[setitem] can't assign a ", value.kind_name(),
+             " to a tensor");
+    v = value.tensor;
+  }
+  setitem_tensor(self, a[1], v);
+  return Value::none();
+}
+
+}  // namespace
+
+void register_getitem_ops(Registry& r) {
+  // getitem's result may share self's storage (basic index on a tensor, element of a list) or
+  // be fresh (advanced index): declared as a view so alias analysis stays conservative.
+  OpDef get;
+  get.schema = Schema::parse("getitem(Any(a) self, Any index) -> Any(a)");
+  get.kind = OpKind::kView;
+  get.eager = getitem;
+  r.add(std::move(get));
+  add_mutating(r, "setitem(Tensor(a!) self, Any index, Any value) -> ()", "", setitem);
+  r.add_alias("__getitem__", "getitem");
+  r.add_alias("__setitem__", "setitem");
+}
+
+}  // namespace inplace::indexing

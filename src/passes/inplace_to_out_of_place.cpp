@@ -1,0 +1,26 @@
+// inplace_to_out_of_place: every mutation becomes an out-of-place op whose result is the new
+// value of what it wrote, scattered back into its root; every later reader of any alias reads
+// the new value. See Functionalizer for how, and docs/passes.md for the contract.
+#include "passes/functionalizer.h"
+#include "passes/meta_inference.h"
+
+namespace inplace {
+
+namespace {
+
+class InplaceToOutOfPlacePass : public Pass {
+ public:
+  std::string name() const override { return "inplace_to_out_of_place"; }
+  void run(Graph& graph, PassContext& ctx) override {
+    Functionalizer(graph, ctx.options).run();
+    annotate_metas(graph, infer_metas(graph, ctx.options));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_inplace_to_out_of_place_pass() {
+  return std::make_unique<InplaceToOutOfPlacePass>();
+}
+
+}  // namespace inplace

@@ -1,0 +1,145 @@
+#include "passes/meta_inference.h"
+
+#include "passes/op_info.h"
+#include "passes/view_rules.h"
+
+namespace inplace {
+
+const Value* MetaTable::find(const Node* n) const {
+  auto it = values_.find(n);
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+const Tensor* MetaTable::tensor(const Node* n) const {
+  const Value* v = find(n);
+  return v && v->is_tensor() ? &v->tensor : nullptr;
+}
+
+bool MetaTable::substitute(const Value& v, Value* out) const {
+  if (v.is_node()) {
+    const Value* m = find(v.node);
+    if (!m) return false;
+    *out = *m;
+    return true;
+  }
+  *out = v;
+  for (Value& item : out->items)
+    if (!substitute(Value(item), &item)) return false;
+  return true;
+}
+
+std::optional<Value> placeholder_meta(const Node& n, const PassOptions& options) {
+  const Meta* m = &n.meta;
+  auto it = options.input_metas.find(n.name);
+  if (!(m->shape && m->dtype) && it != options.input_metas.end()) m = &it->second;
+  if (m->shape && m->dtype) return Value::from_tensor(Tensor::meta(*m->shape, *m->dtype));
+  if (!n.args.empty() && !n.args[0].is_node()) {
+    const Value& d = n.args[0];
+    if (d.is_tensor()) return Value::from_tensor(Tensor::meta(d.tensor.shape(), d.tensor.dtype()));
+    return d;
+  }
+  return std::nullopt;
+}
+
+bool is_maybe_view_op(const OpDef& op) {
+  static const char* const kNames[] = {"reshape", "reshape_as", "flatten", "ravel", "contiguous",
+                                       "to", "type", "type_as"};
+  for (const char* n : kNames)
+    if (op.schema.name == n) return true;
+  return false;
+}
+
+namespace {
+
+std::optional<Value> call_meta(const Node& node, const MetaTable& table) {
+  ResolvedCall rc;
+  try {
+    rc = resolve_node(node);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const OpDef& op = *rc.op;
+  const std::string& name = op.schema.name;
+  // getitem on a list or tuple (the pieces of split, the results of max.dim).
+  if (name == "getitem" && rc.args.size() == 2 && rc.args[0].is_node()) {
+    const Value* c = table.find(rc.args[0].node);
+    if (c && c->is_sequence() && rc.args[1].kind == Value::Kind::kInt) {
+      int64_t k = rc.args[1].i, size = static_cast<int64_t>(c->items.size());
+      if (k < 0) k += size;
+      if (k >= 0 && k < size) return c->items[k];
+      return std::nullopt;
+    }
+  }
+  if (op.kind == OpKind::kMutating) {
+    // In-place ops return (an alias of) what they write.
+    if (op.schema.returns.empty()) return Value::none();
+    int a = op.schema.aliased_arg_of_return(0);
+    if (a < 0 || op.schema.returns.size() != 1) return std::nullopt;
+    Value m;
+    if (!table.substitute(rc.args[a], &m)) return std::nullopt;
+    return m;
+  }
+  ViewRule rule = view_rule(node, op, rc.args, table);
+  if (rule.kind == ViewRule::Kind::kCopy && rule.result_meta) return Value::from_tensor(*rule.result_meta);
+  Args args(rc.args.size());
+  bool known = true;
+  for (size_t i = 0; i < rc.args.size(); ++i) known &= table.substitute(rc.args[i], &args[i]);
+  try {
+    if (rule.kind == ViewRule::Kind::kView && !rule.steps.empty() && known &&
+        args[rule.parent_arg].is_tensor()) {
+      Tensor t = args[rule.parent_arg].tensor;
+      for (const ViewStep& s : rule.steps) t = apply_step(t, s);
+      return Value::from_tensor(t);
+    }
+    if (!known) return std::nullopt;
+    if (op.infer) {
+      std::vector<Tensor> metas = op.infer(args);
+      return pack_results(op.schema, std::move(metas));
+    }
+    // Views work on metas; so do ops that return shapes and other non-tensors (size, dim).
+    if (op.kind == OpKind::kView || rule.kind == ViewRule::Kind::kContainer ||
+        (!op.schema.returns.empty() && op.schema.returns[0].type != "Tensor" &&
+         op.schema.returns[0].type != "Tensor[]"))
+      return op.eager(args);
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<Value> infer_node_meta(const Graph& graph, const Node& node,
+                                     const MetaTable& table, const PassOptions& options) {
+  switch (node.op) {
+    case NodeOp::kPlaceholder: return placeholder_meta(node, options);
+    case NodeOp::kGetAttr: {
+      auto it = graph.constants.find(node.target);
+      if (it == graph.constants.end()) return std::nullopt;
+      return Value::from_tensor(Tensor::meta(it->second.shape(), it->second.dtype()));
+    }
+    case NodeOp::kCallFunction:
+    case NodeOp::kCallMethod: return call_meta(node, table);
+    case NodeOp::kOutput: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+MetaTable infer_metas(const Graph& graph, const PassOptions& options) {
+  MetaTable table;
+  for (Node* n : graph.nodes()) {
+    std::optional<Value> m = infer_node_meta(graph, *n, table, options);
+    if (m) table.set(n, std::move(*m));
+  }
+  return table;
+}
+
+void annotate_metas(Graph& graph, const MetaTable& table) {
+  for (Node* n : graph.nodes()) {
+    const Tensor* t = table.tensor(n);
+    if (!t) continue;
+    if (!n->meta.shape) n->meta.shape = t->shape();
+    if (!n->meta.dtype) n->meta.dtype = t->dtype();
+  }
+}
+
+}  // namespace inplace

@@ -1,0 +1,77 @@
+// normalize: every call node becomes call_function on its canonical target
+// ("aten.add.Tensor", "_operator.setitem"), with its arguments bound to the schema: positional
+// parameters as args, keyword-only ones as kwargs, defaults filled in. Overloads are chosen
+// with the shapes and dtypes known so far, so x.add(y) picks add.Tensor for a tensor y.
+#include "passes/meta_inference.h"
+#include "passes/op_info.h"
+
+namespace inplace {
+
+namespace {
+
+const OpDef* choose_op(const Node& n, const MetaTable& metas) {
+  std::vector<Value> args(n.args.size());
+  std::vector<std::pair<std::string, Value>> kwargs;
+  bool all = true;
+  for (size_t i = 0; i < n.args.size(); ++i) all &= metas.substitute(n.args[i], &args[i]);
+  for (const auto& [k, v] : n.kwargs) {
+    Value m;
+    all &= metas.substitute(v, &m);
+    kwargs.emplace_back(k, m);
+  }
+  if (all) {
+    try {
+      return resolve_call(n.target, args, kwargs, n.name).op;
+    } catch (const Error&) {
+      // Fall back to binding the references as they are.
+    }
+  }
+  return resolve_node(n).op;
+}
+
+class NormalizePass : public Pass {
+ public:
+  std::string name() const override { return "normalize"; }
+  void run(Graph& graph, PassContext& ctx) override {
+    const Registry& reg = Registry::get();
+    MetaTable metas;
+    for (Node* n : graph.nodes()) {
+      if (n->is_call()) {
+        if (reg.canonical_name(n->target, nullptr).empty()) {
+          const std::string& t = n->target;
+          IP_CHECK(!(t.size() > 1 && t.back() == '_' && t.rfind("__", 0) != 0), kUnsupported,
+                   "[normalize] node '", n->name, "': in-place op '", t,
+                   "' is not supported: it is not a known op");
+          IP_FAIL(kUnsupported, "[normalize] node '", n->name, "': unknown op '", t, "'");
+        }
+        const OpDef* op = choose_op(*n, metas);
+        Args bound;
+        std::string why;
+        IP_CHECK(bind_args(op->schema, n->args, n->kwargs, &bound, &why), kInvalidArgument,
+                 "[normalize] node '", n->name, "': arguments do not fit '",
+                 op->schema.to_string(), "': ", why);
+        std::vector<Value> args;
+        std::vector<std::pair<std::string, Value>> kwargs;
+        for (size_t i = 0; i < bound.size(); ++i) {
+          if (op->schema.args[i].kwarg_only)
+            kwargs.emplace_back(op->schema.args[i].name, bound[i]);
+          else
+            args.push_back(bound[i]);
+        }
+        n->op = NodeOp::kCallFunction;
+        n->target = canonical_target(*op);
+        n->args = std::move(args);
+        n->kwargs = std::move(kwargs);
+      }
+      std::optional<Value> m = infer_node_meta(graph, *n, metas, ctx.options);
+      if (m) metas.set(n, std::move(*m));
+    }
+    annotate_metas(graph, metas);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_normalize_pass() { return std::make_unique<NormalizePass>(); }
+
+}  // namespace inplace

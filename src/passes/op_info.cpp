@@ -1,0 +1,42 @@
+#include "passes/op_info.h"
+
+#include <algorithm>
+
+namespace inplace {
+
+ResolvedCall resolve_node(const Node& node) {
+  return resolve_call(node.target, node.args, node.kwargs, node.name);
+}
+
+std::string canonical_target(const OpDef& op) {
+  const std::string& name = op.schema.name;
+  if (name == "getitem" || name == "setitem") return "_operator." + name;
+  return "aten." + name + "." + (op.schema.overload.empty() ? "default" : op.schema.overload);
+}
+
+bool op_is(const OpDef& op, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (op.schema.name == n) return true;
+  return false;
+}
+
+bool has_op(const std::string& name) { return !Registry::get().overloads(name).empty(); }
+
+bool returns_tensor(const OpDef& op) {
+  return !op.schema.returns.empty() && op.schema.returns[0].type == "Tensor";
+}
+
+Node* Emitter::call(const std::string& target, std::vector<Value> args,
+                    std::vector<std::pair<std::string, Value>> kwargs,
+                    const std::string& name_hint) {
+  Node* n = graph_.insert_before(before_, NodeOp::kCallFunction, target, std::move(args),
+                                 std::move(kwargs), name_hint);
+  emitted_.push_back(n);
+  return n;
+}
+
+bool Emitter::made(const Node* n) const {
+  return std::find(emitted_.begin(), emitted_.end(), n) != emitted_.end();
+}
+
+}  // namespace inplace

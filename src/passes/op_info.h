@@ -1,0 +1,46 @@
+// What the passes ask of the op registry about a node, and a helper to emit new nodes.
+#pragma once
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ops/registry.h"
+
+namespace inplace {
+
+// The op a call node runs and its arguments bound to the schema (node references kept).
+// Throws naming the node when the target is unknown or the arguments do not fit.
+ResolvedCall resolve_node(const Node& node);
+
+// The spelling normalize gives a target: "aten.add.Tensor", "aten.relu.default",
+// "_operator.getitem" for Python's operators.
+std::string canonical_target(const OpDef& op);
+
+bool op_is(const OpDef& op, std::initializer_list<const char*> names);
+// Whether any overload of `name` is registered ("reshape_as").
+bool has_op(const std::string& name);
+// Whether the op's (first) result is a tensor.
+bool returns_tensor(const OpDef& op);
+
+// Inserts new call nodes before a fixed position and remembers what it made.
+class Emitter {
+ public:
+  Emitter(Graph& graph, Node* before) : graph_(graph), before_(before) {}
+  Node* call(const std::string& target, std::vector<Value> args,
+             std::vector<std::pair<std::string, Value>> kwargs = {},
+             const std::string& name_hint = "");
+  Node* before() const { return before_; }
+  Graph& graph() const { return graph_; }
+  const std::vector<Node*>& emitted() const { return emitted_; }
+  bool made(const Node* n) const;
+
+ private:
+  Graph& graph_;
+  Node* before_;
+  std::vector<Node*> emitted_;
+};
+
+inline Value ref(Node* n) { return Value::node_ref(n); }
+
+}  // namespace inplace

@@ -1,0 +1,81 @@
+#include "passes/pipeline.h"
+
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+
+#include "passes/op_info.h"
+
+namespace inplace {
+
+std::vector<std::unique_ptr<Pass>> functionalization_passes() {
+  std::vector<std::unique_ptr<Pass>> passes;
+  passes.push_back(make_normalize_pass());
+  passes.push_back(make_alias_analysis_pass());
+  passes.push_back(make_inplace_to_out_of_place_pass());
+  passes.push_back(make_dead_code_elimination_pass());
+  return passes;
+}
+
+std::vector<std::string> functionalization_pass_names() {
+  std::vector<std::string> names;
+  for (const auto& p : functionalization_passes()) names.push_back(p->name());
+  return names;
+}
+
+namespace {
+std::string join_names(const std::vector<std::unique_ptr<Pass>>& passes) {
+  std::string out;
+  for (const auto& p : passes) out += (out.empty() ? "" : ", ") + p->name();
+  return out;
+}
+}  // namespace
+
+void run_passes(const std::vector<std::unique_ptr<Pass>>& passes, Graph& graph, PassContext& ctx,
+                const PipelineOptions& options) {
+  for (const std::string* wanted : {&options.until, &options.print_after}) {
+    if (wanted->empty()) continue;
+    bool known = false;
+    for (const auto& p : passes) known |= p->name() == *wanted;
+    IP_CHECK(known, kInvalidArgument, "[passes] unknown pass '", *wanted, "'; passes are: ",
+             join_names(passes));
+  }
+  std::ostream& log = ctx.log ? *ctx.log : std::cerr;
+  std::ostream& out = options.print_to ? *options.print_to : std::cout;
+  graph.verify();
+  for (const auto& pass : passes) {
+    auto start = std::chrono::steady_clock::now();
+    pass->run(graph, ctx);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count();
+    ctx.timings_ms.emplace_back(pass->name(), ms);
+    if (ctx.options.verbose)
+      log << "[passes] " << std::left << std::setw(26) << pass->name() << std::right
+          << std::fixed << std::setprecision(3) << ms << " ms, " << graph.size() << " nodes\n";
+    try {
+      graph.verify();
+    } catch (const Error& e) {
+      throw Error(e.code(), str_cat("[passes] graph is invalid after pass '", pass->name(),
+                                    "': ", e.what()));
+    }
+    if (pass->name() == "inplace_to_out_of_place") verify_functional(graph);
+    if (pass->name() == options.print_after) out << graph.to_string();
+    if (pass->name() == options.until) break;
+  }
+}
+
+void functionalize(Graph& graph, PassContext& ctx, const PipelineOptions& options) {
+  run_passes(functionalization_passes(), graph, ctx, options);
+}
+
+void verify_functional(const Graph& graph) {
+  for (Node* n : graph.nodes()) {
+    if (!n->is_call()) continue;
+    const OpDef* op = resolve_node(*n).op;
+    IP_CHECK(op->kind != OpKind::kMutating, kInternal, "[verify] node '", n->name,
+             "' still mutates its arguments with '", n->target,
+             "' after inplace_to_out_of_place");
+  }
+}
+
+}  // namespace inplace
