@@ -236,7 +236,8 @@ TEST_F(Cli, ExecShowsAnInPlaceAdd) {
 
 TEST_F(Cli, ExecAtenFixtureAppliesTheSignature) {
   const std::string fixture = kFixtures + "/aten_level.json";
-  for (const Node* n : read_graph_json(fixture)->nodes())
+  auto graph = read_graph_json(fixture);  // kept alive: the loop walks its nodes
+  for (const Node* n : graph->nodes())
     if (n->is_call() && !registered(n->target))
       GTEST_SKIP() << n->target << " is not registered yet";
   write_safetensors(path("in.safetensors"),
