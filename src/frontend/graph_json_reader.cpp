@@ -77,13 +77,19 @@ class Reader {
 };
 
 void Reader::fail(const std::string& message) const {
+  // Deeply nested values would make a long path; keep its head and tail.
+  std::vector<std::string> parts = path_;
+  if (parts.size() > 8) {
+    parts.erase(parts.begin() + 4, parts.end() - 2);
+    parts.insert(parts.begin() + 4, "...");
+  }
   std::string where;
-  for (const std::string& p : path_) {
-    if (!where.empty() && p[0] != '[') where += ": ";
+  for (const std::string& p : parts) {
+    if (!where.empty() && p[0] != '[' && p != "...") where += ": ";
     where += p;
   }
-  throw Error(ErrorCode::kParse, str_cat("[graph_json] ", label_, ": ", where,
-                                         where.empty() ? "" : ": ", message));
+  throw Error(ErrorCode::kParse,
+              str_cat("[graph_json] ", label_, ": ", where, where.empty() ? "" : ": ", message));
 }
 
 std::string Reader::read_string(const Json& obj, const char* key, bool required,
@@ -99,8 +105,8 @@ std::string Reader::read_string(const Json& obj, const char* key, bool required,
 }
 
 std::vector<int64_t> Reader::read_shape(const Json& j) {
-  check(j.is_array(), str_cat("\"shape\" must be an array of integers, got ",
-                              json_util::type_name(j)));
+  check(j.is_array(),
+        str_cat("\"shape\" must be an array of integers, got ", json_util::type_name(j)));
   std::vector<int64_t> shape;
   for (const Json& d : j) {
     int64_t n = -1;
@@ -112,8 +118,8 @@ std::vector<int64_t> Reader::read_shape(const Json& j) {
 }
 
 Node* Reader::resolve_node(const Json& j) {
-  check(j.is_string(), str_cat("{\"node\": ...} must hold a node name, got ",
-                               json_util::type_name(j)));
+  check(j.is_string(),
+        str_cat("{\"node\": ...} must hold a node name, got ", json_util::type_name(j)));
   const std::string& name = j.get_ref<const std::string&>();
   auto it = defined_.find(name);
   if (it != defined_.end()) return it->second;
@@ -140,8 +146,8 @@ Value Reader::read_tagged(const Json& j, int depth) {
   const Json& v = j.begin().value();
   if (tag == "tuple" || tag == "list") {
     check(tag == "tuple", "lists are JSON arrays, not {\"list\": ...}");
-    check(v.is_array(), str_cat("{\"tuple\": ...} must hold an array, got ",
-                                json_util::type_name(v)));
+    check(v.is_array(),
+          str_cat("{\"tuple\": ...} must hold an array, got ", json_util::type_name(v)));
     std::vector<Value> items;
     for (size_t i = 0; i < v.size(); ++i) {
       Scope s(this, str_cat("[", i, "]"));
@@ -150,8 +156,8 @@ Value Reader::read_tagged(const Json& j, int depth) {
     return Value::tuple(std::move(items));
   }
   if (tag == "dict") {
-    check(v.is_object(), str_cat("{\"dict\": ...} must hold an object, got ",
-                                 json_util::type_name(v)));
+    check(v.is_object(),
+          str_cat("{\"dict\": ...} must hold an object, got ", json_util::type_name(v)));
     std::vector<std::string> keys;
     std::vector<Value> items;
     for (auto it = v.begin(); it != v.end(); ++it) {
@@ -174,16 +180,16 @@ Value Reader::read_tagged(const Json& j, int depth) {
     return Value::ellipsis();
   }
   if (tag == "dtype") {
-    check(v.is_string(), str_cat("{\"dtype\": ...} must hold a string, got ",
-                                 json_util::type_name(v)));
+    check(v.is_string(),
+          str_cat("{\"dtype\": ...} must hold a string, got ", json_util::type_name(v)));
     DType t;
     check(parse_dtype(v.get_ref<const std::string&>(), &t),
           str_cat("unknown dtype '", v.get_ref<const std::string&>(), "'"));
     return Value::dtype_value(t);
   }
   if (tag == "device") {
-    check(v.is_string(), str_cat("{\"device\": ...} must hold a string, got ",
-                                 json_util::type_name(v)));
+    check(v.is_string(),
+          str_cat("{\"device\": ...} must hold a string, got ", json_util::type_name(v)));
     return Value::device(v.get<std::string>());
   }
   if (tag == "float") {
@@ -203,16 +209,20 @@ Value Reader::read_tagged(const Json& j, int depth) {
 Value Reader::read_value(const Json& j, int depth) {
   check(depth <= kMaxValueDepth, str_cat("values nest deeper than ", kMaxValueDepth, " levels"));
   switch (j.type()) {
-    case Json::value_t::null: return Value::none();
-    case Json::value_t::boolean: return Value::boolean(j.get<bool>());
+    case Json::value_t::null:
+      return Value::none();
+    case Json::value_t::boolean:
+      return Value::boolean(j.get<bool>());
     case Json::value_t::number_integer:
     case Json::value_t::number_unsigned: {
       int64_t v = 0;
       check(json_util::get_int64(j, &v), str_cat("integer ", j.dump(), " does not fit in int64"));
       return Value::integer(v);
     }
-    case Json::value_t::number_float: return Value::floating(j.get<double>());
-    case Json::value_t::string: return Value::string(j.get<std::string>());
+    case Json::value_t::number_float:
+      return Value::floating(j.get<double>());
+    case Json::value_t::string:
+      return Value::string(j.get<std::string>());
     case Json::value_t::array: {
       std::vector<Value> items;
       for (size_t i = 0; i < j.size(); ++i) {
@@ -221,19 +231,22 @@ Value Reader::read_value(const Json& j, int depth) {
       }
       return Value::list(std::move(items));
     }
-    case Json::value_t::object: return read_tagged(j, depth);
-    default: fail(str_cat("unsupported JSON value ", json_util::type_name(j)));
+    case Json::value_t::object:
+      return read_tagged(j, depth);
+    default:
+      fail(str_cat("unsupported JSON value ", json_util::type_name(j)));
   }
 }
 
 Tensor Reader::read_inline_data(const Json& data, DType dtype, const Shape& shape) {
-  check(data.is_array(), str_cat("\"data\" must be a flat array of numbers, got ",
-                                 json_util::type_name(data)));
+  check(data.is_array(),
+        str_cat("\"data\" must be a flat array of numbers, got ", json_util::type_name(data)));
   int64_t numel = 0;
   if (!json_util::checked_numel(shape, static_cast<int64_t>(data.size()), &numel) ||
       numel != static_cast<int64_t>(data.size())) {
     bool countable = json_util::checked_numel(shape, INT64_MAX, &numel);
-    fail(str_cat("\"data\" has ", data.size(), " values but shape ", shape_str(shape), " needs ",
+    fail(str_cat("\"data\" has ", data.size(), data.size() == 1 ? " value" : " values",
+                 " but shape ", shape_str(shape), " needs ",
                  countable ? std::to_string(numel) : std::string("more than int64 can count")));
   }
   Tensor t = Tensor::empty(shape, dtype);
@@ -257,10 +270,14 @@ Tensor Reader::read_inline_data(const Json& data, DType dtype, const Shape& shap
           v = static_cast<double>(iv);
         } else if (e.is_object() && e.size() == 1 && e.contains("float")) {
           std::string s = e["float"].is_string() ? e["float"].get<std::string>() : "";
-          if (s == "inf") v = std::numeric_limits<double>::infinity();
-          else if (s == "-inf") v = -std::numeric_limits<double>::infinity();
-          else if (s == "nan") v = std::numeric_limits<double>::quiet_NaN();
-          else bad("expected {\"float\": \"inf\" | \"-inf\" | \"nan\"}");
+          if (s == "inf")
+            v = std::numeric_limits<double>::infinity();
+          else if (s == "-inf")
+            v = -std::numeric_limits<double>::infinity();
+          else if (s == "nan")
+            v = std::numeric_limits<double>::quiet_NaN();
+          else
+            bad("expected {\"float\": \"inf\" | \"-inf\" | \"nan\"}");
         } else {
           bad("expected a number");
         }
@@ -316,8 +333,9 @@ Tensor Reader::read_tensor(const Json& j) {
                                "{\"dtype\", \"shape\", \"file\", \"key\"}, got ",
                                json_util::type_name(j)));
   bool has_data = j.contains("data"), has_file = j.contains("file");
-  check(has_data != has_file, has_data ? "a tensor has either \"data\" or \"file\", not both"
-                                       : "a tensor needs \"data\" (inline) or \"file\" and \"key\"");
+  check(has_data != has_file, has_data
+                                  ? "a tensor has either \"data\" or \"file\", not both"
+                                  : "a tensor needs \"data\" (inline) or \"file\" and \"key\"");
   std::optional<DType> dtype;
   std::optional<Shape> shape;
   if (has_data || j.contains("dtype")) {
@@ -331,15 +349,13 @@ Tensor Reader::read_tensor(const Json& j) {
     shape = read_shape(j["shape"]);
   }
   if (has_data) return read_inline_data(j["data"], *dtype, *shape);
-  check(j["file"].is_string(), str_cat("field \"file\" must be a string, got ",
-                                       json_util::type_name(j["file"])));
+  check(j["file"].is_string(),
+        str_cat("field \"file\" must be a string, got ", json_util::type_name(j["file"])));
   Tensor t = read_file_tensor(j, j["file"].get<std::string>());
-  check(!dtype || *dtype == t.dtype(),
-        str_cat("declared dtype ", dtype ? dtype_name(*dtype) : "", " but the file holds ",
-                dtype_name(t.dtype())));
-  check(!shape || *shape == t.shape(),
-        str_cat("declared shape ", shape ? shape_str(*shape) : "", " but the file holds ",
-                shape_str(t.shape())));
+  check(!dtype || *dtype == t.dtype(), str_cat("declared dtype ", dtype ? dtype_name(*dtype) : "",
+                                               " but the file holds ", dtype_name(t.dtype())));
+  check(!shape || *shape == t.shape(), str_cat("declared shape ", shape ? shape_str(*shape) : "",
+                                               " but the file holds ", shape_str(t.shape())));
   return t;
 }
 
@@ -376,16 +392,16 @@ void Reader::read_node(const Json& j, size_t index) {
   check(parse_node_op(op_name, &op),
         str_cat("unknown op '", op_name,
                 "' (expected placeholder, get_attr, call_function, call_method or output)"));
-  bool needs_target = op == NodeOp::kGetAttr || op == NodeOp::kCallFunction ||
-                      op == NodeOp::kCallMethod;
+  bool needs_target =
+      op == NodeOp::kGetAttr || op == NodeOp::kCallFunction || op == NodeOp::kCallMethod;
   std::string target =
       read_string(j, "target", needs_target, op == NodeOp::kOutput ? "output" : name);
   check(!target.empty(), "field \"target\" is empty");
 
   std::vector<Value> args;
   if (auto it = j.find("args"); it != j.end() && !it->is_null()) {
-    check(it->is_array(), str_cat("field \"args\" must be an array, got ",
-                                  json_util::type_name(*it)));
+    check(it->is_array(),
+          str_cat("field \"args\" must be an array, got ", json_util::type_name(*it)));
     for (size_t i = 0; i < it->size(); ++i) {
       Scope s(this, str_cat("args[", i, "]"));
       args.push_back(read_value((*it)[i], 1));
@@ -393,8 +409,8 @@ void Reader::read_node(const Json& j, size_t index) {
   }
   std::vector<std::pair<std::string, Value>> kwargs;
   if (auto it = j.find("kwargs"); it != j.end() && !it->is_null()) {
-    check(it->is_object(), str_cat("field \"kwargs\" must be an object, got ",
-                                   json_util::type_name(*it)));
+    check(it->is_object(),
+          str_cat("field \"kwargs\" must be an object, got ", json_util::type_name(*it)));
     for (auto kv = it->begin(); kv != it->end(); ++kv) {
       Scope s(this, str_cat("kwargs['", kv.key(), "']"));
       kwargs.emplace_back(kv.key(), read_value(kv.value(), 1));
@@ -402,7 +418,8 @@ void Reader::read_node(const Json& j, size_t index) {
   }
   if (op == NodeOp::kOutput)
     check(args.size() == 1, str_cat("the output node takes exactly one argument (the returned "
-                                     "value or tuple), got ", args.size()));
+                                    "value or tuple), got ",
+                                    args.size()));
   if (op == NodeOp::kGetAttr)
     check(graph_->constants.count(target),
           str_cat("get_attr target '", target, "' has no entry in \"constants\""));
@@ -434,9 +451,9 @@ void Reader::read_signature(const Json& j) {
       check(e.is_object(), str_cat("must be an object, got ", json_util::type_name(e)));
       SignatureInput in;
       in.kind = read_string(e, "kind", true);
-      check(kInputKinds.count(in.kind),
-            str_cat("unknown kind '", in.kind, "' (expected user_input, parameter, buffer or "
-                    "constant)"));
+      check(kInputKinds.count(in.kind), str_cat("unknown kind '", in.kind,
+                                                "' (expected user_input, parameter, buffer or "
+                                                "constant)"));
       in.node = read_string(e, "node", true);
       Node* n = graph_->find(in.node);
       check(n && n->op == NodeOp::kPlaceholder,
@@ -456,14 +473,13 @@ void Reader::read_signature(const Json& j) {
       check(e.is_object(), str_cat("must be an object, got ", json_util::type_name(e)));
       SignatureOutput out;
       out.kind = read_string(e, "kind", true);
-      check(kOutputKinds.count(out.kind),
-            str_cat("unknown kind '", out.kind, "' (expected user_output, buffer_mutation or "
-                    "user_input_mutation)"));
+      check(kOutputKinds.count(out.kind), str_cat("unknown kind '", out.kind,
+                                                  "' (expected user_output, buffer_mutation or "
+                                                  "user_input_mutation)"));
       out.target = read_string(e, "target", out.kind != "user_output", "");
       if (out.kind == "buffer_mutation")
-        check(buffers.count(out.target),
-              str_cat("buffer_mutation target '", out.target,
-                      "' is not the target of a \"buffer\" input"));
+        check(buffers.count(out.target), str_cat("buffer_mutation target '", out.target,
+                                                 "' is not the target of a \"buffer\" input"));
       if (out.kind == "user_input_mutation") {
         Node* n = graph_->find(out.target);
         check(n && n->op == NodeOp::kPlaceholder,
@@ -474,16 +490,16 @@ void Reader::read_signature(const Json& j) {
     }
     if (Node* o = graph_->output(); o && !sig.outputs.empty()) {
       size_t returned = count_leaves(o->args[0]);
-      check(returned == sig.outputs.size(),
-            str_cat("lists ", sig.outputs.size(), " outputs but the output node returns ",
-                    returned));
+      check(
+          returned == sig.outputs.size(),
+          str_cat("lists ", sig.outputs.size(), " outputs but the output node returns ", returned));
     }
   }
 }
 
 std::unique_ptr<Graph> Reader::read(const Json& root) {
-  check(root.is_object(), str_cat("the top level must be an object, got ",
-                                  json_util::type_name(root)));
+  check(root.is_object(),
+        str_cat("the top level must be an object, got ", json_util::type_name(root)));
   auto fmt = root.find("format");
   check(fmt != root.end(), "missing field \"format\" (expected \"inplace.graph\")");
   check(fmt->is_string() && fmt->get_ref<const std::string&>() == "inplace.graph",
@@ -499,8 +515,8 @@ std::unique_ptr<Graph> Reader::read(const Json& root) {
   graph_->name = read_string(root, "name", false, "graph");
 
   if (auto it = root.find("constants"); it != root.end() && !it->is_null()) {
-    check(it->is_object(), str_cat("\"constants\" must be an object, got ",
-                                    json_util::type_name(*it)));
+    check(it->is_object(),
+          str_cat("\"constants\" must be an object, got ", json_util::type_name(*it)));
     for (auto c = it->begin(); c != it->end(); ++c) {
       Scope s(this, str_cat("constant '", c.key(), "'"));
       graph_->constants[c.key()] = read_tensor(c.value());
@@ -509,8 +525,8 @@ std::unique_ptr<Graph> Reader::read(const Json& root) {
 
   auto nodes = root.find("nodes");
   check(nodes != root.end(), "missing field \"nodes\"");
-  check(nodes->is_array(), str_cat("\"nodes\" must be an array, got ",
-                                   json_util::type_name(*nodes)));
+  check(nodes->is_array(),
+        str_cat("\"nodes\" must be an array, got ", json_util::type_name(*nodes)));
   for (size_t i = 0; i < nodes->size(); ++i) {
     const Json& n = (*nodes)[i];
     if (n.is_object() && n.contains("name") && n["name"].is_string())

@@ -46,13 +46,20 @@ Json value_json(const Value& v) {
     return a;
   };
   switch (v.kind) {
-    case K::kNone: return Json(nullptr);
-    case K::kBool: return Json(v.b);
-    case K::kInt: return Json(v.i);
-    case K::kFloat: return float_json(v.f);
-    case K::kString: return Json(v.s);
-    case K::kList: return items();
-    case K::kTuple: return Json{{"tuple", items()}};
+    case K::kNone:
+      return Json(nullptr);
+    case K::kBool:
+      return Json(v.b);
+    case K::kInt:
+      return Json(v.i);
+    case K::kFloat:
+      return float_json(v.f);
+    case K::kString:
+      return Json(v.s);
+    case K::kList:
+      return items();
+    case K::kTuple:
+      return Json{{"tuple", items()}};
     case K::kDict: {
       Json d = Json::object();
       for (size_t k = 0; k < v.keys.size(); ++k) d[v.keys[k]] = value_json(v.items[k]);
@@ -61,11 +68,16 @@ Json value_json(const Value& v) {
     case K::kNode:
       IP_CHECK(v.node != nullptr, kInvalidArgument, "[graph_json] dangling node reference");
       return Json{{"node", v.node->name}};
-    case K::kSlice: return Json{{"slice", items()}};
-    case K::kEllipsis: return Json{{"ellipsis", true}};
-    case K::kDType: return Json{{"dtype", dtype_name(v.dtype)}};
-    case K::kDevice: return Json{{"device", v.s}};
-    case K::kTensor: return Json{{"tensor", tensor_data_json(v.tensor)}};
+    case K::kSlice:
+      return Json{{"slice", items()}};
+    case K::kEllipsis:
+      return Json{{"ellipsis", true}};
+    case K::kDType:
+      return Json{{"dtype", dtype_name(v.dtype)}};
+    case K::kDevice:
+      return Json{{"device", v.s}};
+    case K::kTensor:
+      return Json{{"tensor", tensor_data_json(v.tensor)}};
   }
   IP_ASSERT(false, "every Value kind has a JSON form");
 }
@@ -136,7 +148,8 @@ std::string write_with(const Graph& graph, const std::map<std::string, Json>& co
     first = false;
   }
   out += first ? "}" : "\n  }";
-  if (!graph.signature.empty()) out += ",\n  \"signature\": " + dump(signature_json(graph.signature));
+  if (!graph.signature.empty())
+    out += ",\n  \"signature\": " + dump(signature_json(graph.signature));
   out += "\n}\n";
   return out;
 }

@@ -14,7 +14,9 @@ Json parse_strict(const std::string& text, const char* tag, const std::string& l
   std::string duplicate;
   auto callback = [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
     switch (event) {
-      case Json::parse_event_t::object_start: open_objects.emplace_back(); break;
+      case Json::parse_event_t::object_start:
+        open_objects.emplace_back();
+        break;
       case Json::parse_event_t::object_end:
         if (!open_objects.empty()) open_objects.pop_back();
         break;
@@ -24,7 +26,8 @@ Json parse_strict(const std::string& text, const char* tag, const std::string& l
             duplicate.empty())
           duplicate = parsed.get_ref<const std::string&>();
         break;
-      default: break;
+      default:
+        break;
     }
     return true;
   };

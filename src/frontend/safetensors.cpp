@@ -27,9 +27,9 @@ struct DTypeCode {
   DType dtype;
 };
 constexpr DTypeCode kCodes[] = {
-    {"F32", DType::kFloat32}, {"F64", DType::kFloat64}, {"F16", DType::kFloat16},
-    {"BF16", DType::kBFloat16}, {"I64", DType::kInt64}, {"I32", DType::kInt32},
-    {"I16", DType::kInt16},   {"I8", DType::kInt8},     {"U8", DType::kUInt8},
+    {"F32", DType::kFloat32},   {"F64", DType::kFloat64}, {"F16", DType::kFloat16},
+    {"BF16", DType::kBFloat16}, {"I64", DType::kInt64},   {"I32", DType::kInt32},
+    {"I16", DType::kInt16},     {"I8", DType::kInt8},     {"U8", DType::kUInt8},
     {"BOOL", DType::kBool},
 };
 
@@ -93,8 +93,7 @@ std::map<std::string, Tensor> read_from(const Source& src, const std::string& la
              "unsupported dtype '", dt->get<std::string>(),
              "' (supported: F32 F64 F16 BF16 I64 I32 I16 I8 U8 BOOL)");
     auto sh = v.find("shape");
-    IP_CHECK(sh != v.end() && sh->is_array(), kParse, fail_prefix(),
-             "missing array field 'shape'");
+    IP_CHECK(sh != v.end() && sh->is_array(), kParse, fail_prefix(), "missing array field 'shape'");
     for (const Json& d : *sh) {
       int64_t n = -1;
       IP_CHECK(json_util::get_int64(d, &n) && n >= 0, kParse, fail_prefix(),
@@ -120,8 +119,8 @@ std::map<std::string, Tensor> read_from(const Source& src, const std::string& la
     IP_CHECK(json_util::checked_numel(e.shape, INT64_MAX / itemsize, &numel) &&
                  static_cast<uint64_t>(numel * itemsize) == e.end - e.begin,
              kParse, fail_prefix(), "data_offsets ", off->dump(), " hold ", e.end - e.begin,
-             " bytes but shape ", shape_str(e.shape), " of ", dt->get<std::string>(),
-             " needs ", numel * itemsize);
+             " bytes but shape ", shape_str(e.shape), " of ", dt->get<std::string>(), " needs ",
+             numel * itemsize);
     entries.push_back(std::move(e));
   }
 
@@ -243,8 +242,8 @@ void write_safetensors(const std::string& path, const std::map<std::string, Tens
                        const std::map<std::string, std::string>& metadata) {
   std::string bytes = write_safetensors_bytes(tensors, metadata);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  IP_CHECK(f.good(), kIO, "[safetensors] cannot open '", path, "' for writing: ",
-           std::strerror(errno));
+  IP_CHECK(f.good(), kIO, "[safetensors] cannot open '", path,
+           "' for writing: ", std::strerror(errno));
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   f.close();
   IP_CHECK(!f.fail(), kIO, "[safetensors] writing '", path, "' failed");

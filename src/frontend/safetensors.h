@@ -18,14 +18,12 @@ bool parse_safetensors_dtype(const std::string& code, DType* out);
 // JSON, every dtype, shape and offset range, sizes against shape * itemsize, and that no two
 // tensors overlap; errors (kParse, kIO) name the file and the key. `metadata`, when given,
 // receives "__metadata__".
-std::map<std::string, Tensor> read_safetensors(const std::string& path,
-                                               std::map<std::string, std::string>* metadata =
-                                                   nullptr);
+std::map<std::string, Tensor> read_safetensors(
+    const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
 // The same from bytes already in memory; `label` names them in errors.
-std::map<std::string, Tensor> read_safetensors_bytes(const std::string& bytes,
-                                                     const std::string& label,
-                                                     std::map<std::string, std::string>*
-                                                         metadata = nullptr);
+std::map<std::string, Tensor> read_safetensors_bytes(
+    const std::string& bytes, const std::string& label,
+    std::map<std::string, std::string>* metadata = nullptr);
 
 // Writes the tensors (non-contiguous ones as their contiguous copy), keys in map order.
 void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,

@@ -22,10 +22,18 @@ std::string attr_hint(const std::string& target) {
 }  // namespace
 
 namespace arg {
-Value none() { return Value::none(); }
-Value list(std::vector<Arg> items) { return Value::list(values_of(std::move(items))); }
-Value tuple(std::vector<Arg> items) { return Value::tuple(values_of(std::move(items))); }
-Value ints(const std::vector<int64_t>& values) { return Value::int_list(values); }
+Value none() {
+  return Value::none();
+}
+Value list(std::vector<Arg> items) {
+  return Value::list(values_of(std::move(items)));
+}
+Value tuple(std::vector<Arg> items) {
+  return Value::tuple(values_of(std::move(items)));
+}
+Value ints(const std::vector<int64_t>& values) {
+  return Value::int_list(values);
+}
 Value dict(KwArgs items) {
   std::vector<std::string> keys;
   std::vector<Value> values;
@@ -38,16 +46,20 @@ Value dict(KwArgs items) {
 Value slice(Arg start, Arg stop, Arg step) {
   return Value::slice(std::move(start.value), std::move(stop.value), std::move(step.value));
 }
-Value ellipsis() { return Value::ellipsis(); }
-Value device(std::string name) { return Value::device(std::move(name)); }
+Value ellipsis() {
+  return Value::ellipsis();
+}
+Value device(std::string name) {
+  return Value::device(std::move(name));
+}
 }  // namespace arg
 
 GraphBuilder::GraphBuilder(std::string name) : graph_(std::make_unique<Graph>()) {
   graph_->name = std::move(name);
 }
 
-Node* GraphBuilder::add(NodeOp op, const std::string& target, std::vector<Arg> args,
-                        KwArgs kwargs, const std::string& name_hint) {
+Node* GraphBuilder::add(NodeOp op, const std::string& target, std::vector<Arg> args, KwArgs kwargs,
+                        const std::string& name_hint) {
   IP_CHECK(graph_ != nullptr, kInvalidArgument,
            "[graph_builder] build() already handed the graph over");
   std::vector<std::pair<std::string, Value>> kw;
@@ -59,8 +71,8 @@ Node* GraphBuilder::placeholder(const std::string& name, std::optional<Arg> defa
   IP_CHECK(graph_ != nullptr, kInvalidArgument,
            "[graph_builder] build() already handed the graph over");
   IP_CHECK(!name.empty(), kInvalidArgument, "[graph_builder] a placeholder needs a name");
-  IP_CHECK(graph_->find(name) == nullptr, kInvalidArgument, "[graph_builder] placeholder '",
-           name, "': the name is already taken");
+  IP_CHECK(graph_->find(name) == nullptr, kInvalidArgument, "[graph_builder] placeholder '", name,
+           "': the name is already taken");
   std::vector<Arg> args;
   if (default_value) args.push_back(std::move(*default_value));
   Node* n = add(NodeOp::kPlaceholder, name, std::move(args), {}, name);
@@ -72,8 +84,8 @@ Node* GraphBuilder::get_attr(const std::string& target, Tensor value) {
   IP_CHECK(graph_ != nullptr, kInvalidArgument,
            "[graph_builder] build() already handed the graph over");
   IP_CHECK(!target.empty(), kInvalidArgument, "[graph_builder] get_attr needs a target");
-  IP_CHECK(!graph_->constants.count(target), kInvalidArgument, "[graph_builder] constant '",
-           target, "' is already registered; use get_attr(target) to read it again");
+  IP_CHECK(!graph_->constants.count(target), kInvalidArgument, "[graph_builder] constant '", target,
+           "' is already registered; use get_attr(target) to read it again");
   IP_CHECK(value.defined(), kInvalidArgument, "[graph_builder] constant '", target,
            "' is an undefined tensor");
   graph_->constants[target] = std::move(value);
@@ -86,8 +98,8 @@ Node* GraphBuilder::get_attr(const std::string& target) {
   return add(NodeOp::kGetAttr, target, {}, {}, attr_hint(target));
 }
 
-Node* GraphBuilder::call_function(const std::string& target, std::vector<Arg> args,
-                                  KwArgs kwargs, const std::string& name_hint) {
+Node* GraphBuilder::call_function(const std::string& target, std::vector<Arg> args, KwArgs kwargs,
+                                  const std::string& name_hint) {
   return add(NodeOp::kCallFunction, target, std::move(args), std::move(kwargs), name_hint);
 }
 
@@ -104,7 +116,9 @@ Node* GraphBuilder::output(Arg value) {
   return add(NodeOp::kOutput, "output", {std::move(value)}, {}, "output");
 }
 
-Node* GraphBuilder::outputs(std::vector<Arg> values) { return output(arg::tuple(std::move(values))); }
+Node* GraphBuilder::outputs(std::vector<Arg> values) {
+  return output(arg::tuple(std::move(values)));
+}
 
 Node* GraphBuilder::set_meta(Node* n, Shape shape, DType dtype) {
   n->meta.shape = std::move(shape);

@@ -24,19 +24,19 @@ namespace inplace {
 // or a Value built with the arg:: helpers below. Lets calls read like Python: {x, 1, "mean"}.
 struct Arg {
   Value value;
-  Arg(Value v) : value(std::move(v)) {}                  // NOLINT: implicit by design
-  Arg(Node* n) : value(Value::node_ref(n)) {}            // NOLINT
-  Arg(std::nullptr_t) {}                                 // NOLINT: None
-  Arg(bool v) : value(Value::boolean(v)) {}              // NOLINT
+  Arg(Value v) : value(std::move(v)) {}        // NOLINT: implicit by design
+  Arg(Node* n) : value(Value::node_ref(n)) {}  // NOLINT
+  Arg(std::nullptr_t) {}                       // NOLINT: None
+  Arg(bool v) : value(Value::boolean(v)) {}    // NOLINT
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  Arg(T v) : value(Value::integer(static_cast<int64_t>(v))) {}  // NOLINT
+  requires(!std::same_as<T, bool>) Arg(T v)
+      : value(Value::integer(static_cast<int64_t>(v))) {}  // NOLINT
   template <std::floating_point T>
   Arg(T v) : value(Value::floating(static_cast<double>(v))) {}  // NOLINT
-  Arg(const char* s) : value(Value::string(s)) {}        // NOLINT
-  Arg(std::string s) : value(Value::string(std::move(s))) {}  // NOLINT
-  Arg(DType t) : value(Value::dtype_value(t)) {}         // NOLINT
-  Arg(Tensor t) : value(Value::from_tensor(std::move(t))) {}  // NOLINT
+  Arg(const char* s) : value(Value::string(s)) {}               // NOLINT
+  Arg(std::string s) : value(Value::string(std::move(s))) {}    // NOLINT
+  Arg(DType t) : value(Value::dtype_value(t)) {}                // NOLINT
+  Arg(Tensor t) : value(Value::from_tensor(std::move(t))) {}    // NOLINT
 };
 
 using KwArgs = std::vector<std::pair<std::string, Arg>>;

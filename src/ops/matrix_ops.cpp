@@ -144,8 +144,7 @@ void register_addmm(Registry& r) {
     const Tensor& self = a[0].as_tensor("addmm");
     const Tensor& x = a[1].as_tensor("addmm");
     const Tensor& y = a[2].as_tensor("addmm");
-    if (x.dim() != 2 || y.dim() != 2)
-      fail_multiply("addmm", "mat1", x, "mat2", y, "expected 2-D");
+    if (x.dim() != 2 || y.dim() != 2) fail_multiply("addmm", "mat1", x, "mat2", y, "expected 2-D");
     if (x.size(1) != y.size(0))
       fail_multiply("addmm", "mat1", x, "mat2", y, str_cat(x.size(1), " != ", y.size(0)));
     check_dtypes("addmm", "mat1", x, "mat2", y);

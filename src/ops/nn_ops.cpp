@@ -20,12 +20,11 @@ int64_t check_norm(const char* op, const Tensor& x, const Shape& normalized, con
   IP_CHECK(!normalized.empty(), kInvalidArgument, "[", op,
            "] normalized_shape must name at least one dim, got []");
   const int64_t nd = static_cast<int64_t>(normalized.size());
-  const bool fits =
-      x.dim() >= nd && Shape(x.shape().end() - nd, x.shape().end()) == normalized;
+  const bool fits = x.dim() >= nd && Shape(x.shape().end() - nd, x.shape().end()) == normalized;
   IP_CHECK(fits, kShapeMismatch, "[", op, "] normalized_shape ", shape_str(normalized),
            " does not match the trailing dims of input ", shape_str(x.shape()));
-  for (const auto& [name, v] : {std::pair<const char*, const Value*>{"weight", &weight},
-                                {"bias", &bias}}) {
+  for (const auto& [name, v] :
+       {std::pair<const char*, const Value*>{"weight", &weight}, {"bias", &bias}}) {
     if (v->is_none()) continue;
     const Tensor& p = v->as_tensor(op);
     IP_CHECK(p.shape() == normalized, kShapeMismatch, "[", op, "] ", name, " ",
@@ -35,7 +34,9 @@ int64_t check_norm(const char* op, const Tensor& x, const Shape& normalized, con
   return x.dim() - nd;
 }
 
-Tensor opt_tensor(const Value& v, const char* op) { return v.is_none() ? Tensor() : v.as_tensor(op); }
+Tensor opt_tensor(const Value& v, const char* op) {
+  return v.is_none() ? Tensor() : v.as_tensor(op);
+}
 
 void register_norms(Registry& r) {
   r.add_out(
@@ -63,8 +64,8 @@ void register_norms(Registry& r) {
       "float eps) -> (Tensor, Tensor, Tensor)",
       [stat_shape](const Args& a) {
         const Tensor& x = a[0].as_tensor("native_layer_norm");
-        int64_t axis = check_norm("native_layer_norm", x,
-                                  a[1].as_int_list("native_layer_norm"), a[2], a[3]);
+        int64_t axis =
+            check_norm("native_layer_norm", x, a[1].as_int_list("native_layer_norm"), a[2], a[3]);
         const Shape s = stat_shape(x, axis);
         return std::vector<Tensor>{Tensor::meta(x.shape(), x.dtype()), Tensor::meta(s, x.dtype()),
                                    Tensor::meta(s, x.dtype())};
@@ -73,14 +74,15 @@ void register_norms(Registry& r) {
         const char* op = "native_layer_norm";
         const Tensor& x = a[0].as_tensor(op);
         int64_t axis = check_norm(op, x, a[1].as_int_list(op), a[2], a[3]);
-        cpu::layer_norm(x, axis, opt_tensor(a[2], op), opt_tensor(a[3], op),
-                        a[4].as_double(op), out[0], out[1], out[2]);
+        cpu::layer_norm(x, axis, opt_tensor(a[2], op), opt_tensor(a[3], op), a[4].as_double(op),
+                        out[0], out[1], out[2]);
       });
   // eps=None is the epsilon of the dtype torch computes in (float for half types), as ATen does.
   auto rms_eps = [](const Tensor& x, const Value& eps) {
     if (!eps.is_none()) return eps.as_double("rms_norm");
-    return x.dtype() == DType::kFloat64 ? std::numeric_limits<double>::epsilon()
-                                        : static_cast<double>(std::numeric_limits<float>::epsilon());
+    return x.dtype() == DType::kFloat64
+               ? std::numeric_limits<double>::epsilon()
+               : static_cast<double>(std::numeric_limits<float>::epsilon());
   };
   r.add_out(
       "rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) "
@@ -92,8 +94,7 @@ void register_norms(Registry& r) {
       },
       [rms_eps](const Args& a, const std::vector<Tensor>& out) {
         const Tensor& x = a[0].as_tensor("rms_norm");
-        int64_t axis =
-            check_norm("rms_norm", x, a[1].as_int_list("rms_norm"), a[2], Value::none());
+        int64_t axis = check_norm("rms_norm", x, a[1].as_int_list("rms_norm"), a[2], Value::none());
         cpu::rms_norm(x, axis, opt_tensor(a[2], "rms_norm"), rms_eps(x, a[3]), out[0]);
       });
 }
@@ -124,15 +125,15 @@ SdpaPlan plan_sdpa(const Args& a) {
   const Tensor q = p.q, k = p.k, v = p.v;  // the caller's shapes, for messages
   IP_CHECK(dropout_p == 0.0, kUnsupported, "[", kSdpa, "] dropout_p must be 0, got ", dropout_p,
            ": inplace runs inference only");
-  IP_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2, kShapeMismatch, "[", kSdpa,
-           "] query ", shape_str(q.shape()), ", key ", shape_str(k.shape()), " and value ",
+  IP_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2, kShapeMismatch, "[", kSdpa, "] query ",
+           shape_str(q.shape()), ", key ", shape_str(k.shape()), " and value ",
            shape_str(v.shape()), " must be at least 2-D");
   IP_CHECK(q.dtype() == k.dtype() && q.dtype() == v.dtype() && is_floating(q.dtype()),
-           kDTypeMismatch, "[", kSdpa, "] expected query, key and value of one floating dtype, got ",
-           dtype_name(q.dtype()), ", ", dtype_name(k.dtype()), " and ", dtype_name(v.dtype()));
-  IP_CHECK(q.size(-1) == k.size(-1), kShapeMismatch, "[", kSdpa, "] query ",
-           shape_str(q.shape()), " and key ", shape_str(k.shape()),
-           " differ in the embedding dim");
+           kDTypeMismatch, "[", kSdpa,
+           "] expected query, key and value of one floating dtype, got ", dtype_name(q.dtype()),
+           ", ", dtype_name(k.dtype()), " and ", dtype_name(v.dtype()));
+  IP_CHECK(q.size(-1) == k.size(-1), kShapeMismatch, "[", kSdpa, "] query ", shape_str(q.shape()),
+           " and key ", shape_str(k.shape()), " differ in the embedding dim");
   IP_CHECK(k.size(-2) == v.size(-2), kShapeMismatch, "[", kSdpa, "] key ", shape_str(k.shape()),
            " and value ", shape_str(v.shape()), " differ in the sequence length");
   if (p.mask.defined()) {
@@ -241,8 +242,8 @@ void register_dropout(Registry& r) {
   for (const char* name : {"dropout", "alpha_dropout", "feature_alpha_dropout", "feature_dropout"})
     r.add_out(std::string(name) + "(Tensor input, float p, bool train) -> Tensor",
               same_as_input(name), identity_copy(name));
-  for (const char* name : {"dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d",
-                           "dropout2d", "dropout3d"})
+  for (const char* name :
+       {"dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d"})
     r.add_out(std::string(name) +
                   ".functional(Tensor input, float p=0.5, bool training=True, bool inplace=False) "
                   "-> Tensor",

@@ -28,8 +28,10 @@ Reduction plan_reduction(const Tensor& x, const Value& dim, bool keepdim, const 
     r.mask[w] = true;
   }
   for (int64_t d = 0; d < nd; ++d) {
-    if (!r.mask[d]) r.out_shape.push_back(x.shape()[d]);
-    else if (keepdim) r.out_shape.push_back(1);
+    if (!r.mask[d])
+      r.out_shape.push_back(x.shape()[d]);
+    else if (keepdim)
+      r.out_shape.push_back(1);
   }
   return r;
 }
@@ -37,8 +39,8 @@ Reduction plan_reduction(const Tensor& x, const Value& dim, bool keepdim, const 
 // max/min/argmax have no identity: every reduced dim must be non-empty.
 void check_nonempty_reduction(const Tensor& x, const Reduction& r, const char* op) {
   for (int64_t d = 0; d < x.dim(); ++d)
-    IP_CHECK(!r.mask[d] || x.shape()[d] > 0, kInvalidArgument, "[", op,
-             "] cannot reduce over dim ", d, " of size 0 of input ", shape_str(x.shape()),
+    IP_CHECK(!r.mask[d] || x.shape()[d] > 0, kInvalidArgument, "[", op, "] cannot reduce over dim ",
+             d, " of size 0 of input ", shape_str(x.shape()),
              " (no identity); pass a dim of non-zero size");
 }
 
@@ -71,8 +73,8 @@ void register_sum(Registry& r) {
       "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) "
       "-> Tensor",
       [run_sum](const Args& a) {
-        return std::vector<Tensor>{run_sum(a[0].as_tensor("sum"), a[1], a[2].as_bool("sum"), a[3],
-                                           nullptr)};
+        return std::vector<Tensor>{
+            run_sum(a[0].as_tensor("sum"), a[1], a[2].as_bool("sum"), a[3], nullptr)};
       },
       [run_sum](const Args& a, const std::vector<Tensor>& out) {
         run_sum(a[0].as_tensor("sum"), a[1], a[2].as_bool("sum"), a[3], &out[0]);
@@ -140,8 +142,8 @@ void register_var(Registry& r) {
   r.add_out(
       "var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
       [=](const Args& a) {
-        return std::vector<Tensor>{run_var(a[0].as_tensor("var"), a[1], unbiased(a[2]),
-                                           a[3].as_bool("var"), nullptr)};
+        return std::vector<Tensor>{
+            run_var(a[0].as_tensor("var"), a[1], unbiased(a[2]), a[3].as_bool("var"), nullptr)};
       },
       [=](const Args& a, const std::vector<Tensor>& out) {
         run_var(a[0].as_tensor("var"), a[1], unbiased(a[2]), a[3].as_bool("var"), &out[0]);
@@ -150,8 +152,8 @@ void register_var(Registry& r) {
       "var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, "
       "bool keepdim=False) -> Tensor",
       [=](const Args& a) {
-        return std::vector<Tensor>{run_var(a[0].as_tensor("var"), a[1], correction(a[2]),
-                                           a[3].as_bool("var"), nullptr)};
+        return std::vector<Tensor>{
+            run_var(a[0].as_tensor("var"), a[1], correction(a[2]), a[3].as_bool("var"), nullptr)};
       },
       [=](const Args& a, const std::vector<Tensor>& out) {
         run_var(a[0].as_tensor("var"), a[1], correction(a[2]), a[3].as_bool("var"), &out[0]);
@@ -251,7 +253,9 @@ void register_argmax(Registry& r, const std::string& name, bool is_max) {
 // ---------------------------------------------------------------- softmax
 
 // F.softmax(dim=None)'s legacy choice of dim.
-int64_t legacy_softmax_dim(int64_t ndim) { return (ndim == 0 || ndim == 1 || ndim == 3) ? 0 : 1; }
+int64_t legacy_softmax_dim(int64_t ndim) {
+  return (ndim == 0 || ndim == 1 || ndim == 3) ? 0 : 1;
+}
 
 void register_softmax(Registry& r, const std::string& name, bool log) {
   const std::string op = name;
@@ -286,8 +290,9 @@ void register_softmax(Registry& r, const std::string& name, bool log) {
         return make(a[0].as_tensor(c), a[1].as_int(c), opt_dtype(a[2], c));
       });
   // torch.nn.functional.softmax(input, dim=None, _stacklevel=3, dtype=None), as FX records it.
-  add(name + ".functional(Tensor input, int? dim=None, int _stacklevel=3, ScalarType? dtype=None)"
-             " -> Tensor",
+  add(name +
+          ".functional(Tensor input, int? dim=None, int _stacklevel=3, ScalarType? dtype=None)"
+          " -> Tensor",
       [make, op](const Args& a) {
         const char* c = op.c_str();
         const Tensor& x = a[0].as_tensor(c);
@@ -295,15 +300,14 @@ void register_softmax(Registry& r, const std::string& name, bool log) {
         return make(x, dim, opt_dtype(a[3], c));
       });
   // aten._softmax(self, dim, half_to_float): half_to_float gives a float32 result.
-  add("_" + name + "(Tensor self, int dim, bool half_to_float) -> Tensor",
-      [make, op](const Args& a) {
-        const char* c = op.c_str();
-        const Tensor& x = a[0].as_tensor(c);
-        const bool to_float = a[2].as_bool(c) &&
-                              (x.dtype() == DType::kFloat16 || x.dtype() == DType::kBFloat16);
-        return make(x, a[1].as_int(c),
-                    to_float ? std::optional<DType>(DType::kFloat32) : std::nullopt);
-      });
+  add("_" + name + "(Tensor self, int dim, bool half_to_float) -> Tensor", [make,
+                                                                            op](const Args& a) {
+    const char* c = op.c_str();
+    const Tensor& x = a[0].as_tensor(c);
+    const bool to_float =
+        a[2].as_bool(c) && (x.dtype() == DType::kFloat16 || x.dtype() == DType::kBFloat16);
+    return make(x, a[1].as_int(c), to_float ? std::optional<DType>(DType::kFloat32) : std::nullopt);
+  });
 }
 
 }  // namespace

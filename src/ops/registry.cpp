@@ -233,7 +233,7 @@ bool bind_args(const Schema& schema, const std::vector<Value>& args,
     const ArgSpec& spec = schema.args[p];
     // x.view(2, 3), x.permute(1, 0): trailing ints gather into the last list parameter.
     if (p == positional.back() && i + 1 < args.size() && is_list_type(spec.base_type()) &&
-        spec.base_type().rfind("int", 0) == 0) {
+        (spec.base_type() == "int[]" || spec.base_type() == "SymInt[]")) {
       bool all_ints = true;
       for (size_t k = i; k < args.size(); ++k)
         all_ints &= args[k].kind == Value::Kind::kInt || args[k].is_node();

@@ -83,7 +83,9 @@ TEST(TensorView, ViewOfIncompatibleStridesErrorsAndReshapeCopies) {
   EXPECT_TRUE(is_view(x.reshape({3, 2}), x, {3, 2}, {2, 1}, 0));
   EXPECT_TRUE(mentions(error_of([&] { x.view({4, -1}); }), {"[view]", "[4,-1]", "size 6"}));
   EXPECT_TRUE(mentions(error_of([&] { x.view({-1, -1}); }), {"[view]", "one dimension"}));
-  EXPECT_TRUE(mentions(error_of([&] { Tensor::empty({0, 3}, DType::kFloat32).view({0, -1}); }),
+  EXPECT_TRUE(mentions(error_of([&] {
+                         Tensor::empty({0, 3}, DType::kFloat32).view({0, -1});
+                       }),
                        {"[view]"}));
 }
 
@@ -125,7 +127,7 @@ TEST(TensorView, SliceStepsAndNegativeBounds) {
   EXPECT_TRUE(is_view(x.slice(0, -3, -1), x, {2, 10}, {10, 1}, 10));
   EXPECT_TRUE(is_view(x.slice(1, 1, std::nullopt, 4), x, {4, 3}, {10, 4}, 1));  // 1, 5, 9
   EXPECT_TRUE(is_view(x.slice(1, -100, 100), x, {4, 10}, {10, 1}, 0));          // clamped
-  EXPECT_EQ(x.slice(1, 7, 3).shape(), (Shape{4, 0}));                             // start > end
+  EXPECT_EQ(x.slice(1, 7, 3).shape(), (Shape{4, 0}));                           // start > end
   EXPECT_EQ(x.slice(1, 20, 30).shape(), (Shape{4, 0}));
   // aten's "to the end" is INT64_MAX, and a huge step does not overflow.
   const int64_t big = std::numeric_limits<int64_t>::max();
@@ -226,14 +228,19 @@ TEST(TensorView, AsStrided) {
   EXPECT_TRUE(tensor_near(v, {3, 2}, {1, 2, 5, 6, 9, 10}));
   // Overlapping windows are fine to read.
   EXPECT_TRUE(tensor_near(x.as_strided({3, 3}, {1, 1}, 0), {3, 3}, {0, 1, 2, 1, 2, 3, 2, 3, 4}));
-  EXPECT_TRUE(is_view(x.slice(0, 2, std::nullopt).as_strided({2}, {3}, std::nullopt), x, {2}, {3}, 2));
-  EXPECT_TRUE(mentions(error_of([&] { x.as_strided({3, 4}, {4, 1}, 1); }),
+  EXPECT_TRUE(
+      is_view(x.slice(0, 2, std::nullopt).as_strided({2}, {3}, std::nullopt), x, {2}, {3}, 2));
+  EXPECT_TRUE(mentions(error_of([&] {
+                         x.as_strided({3, 4}, {4, 1}, 1);
+                       }),
                        {"[as_strided]", "[3,4]", "12 elements"}));
   const int64_t huge = std::numeric_limits<int64_t>::max() / 2;
   EXPECT_TRUE(mentions(error_of([&] { x.as_strided({4}, {huge}, 0); }), {"[as_strided]"}));
-  EXPECT_TRUE(mentions(error_of([&] { x.as_strided({2}, {-1}, 5); }), {"[as_strided]", "negative"}));
+  EXPECT_TRUE(
+      mentions(error_of([&] { x.as_strided({2}, {-1}, 5); }), {"[as_strided]", "negative"}));
   Tensor m = Tensor::meta({12}, DType::kFloat32);
-  EXPECT_TRUE(mentions(error_of([&] { m.as_strided({-2}, {1}, 0); }), {"[as_strided]", "negative"}));
+  EXPECT_TRUE(
+      mentions(error_of([&] { m.as_strided({-2}, {1}, 0); }), {"[as_strided]", "negative"}));
   EXPECT_TRUE(m.as_strided({100}, {1}, 0).is_meta());  // a meta has no storage to bound
 }
 
@@ -253,9 +260,13 @@ TEST(TensorView, SplitChunkUnbind) {
   ASSERT_EQ(sized.size(), 3u);
   EXPECT_TRUE(is_view(sized[1], x, {0, 2}, {2, 1}, 2));
   EXPECT_TRUE(is_view(sized[2], x, {4, 2}, {2, 1}, 2));
-  EXPECT_TRUE(mentions(error_of([&] { x.split_with_sizes({2, 2}); }),
+  EXPECT_TRUE(mentions(error_of([&] {
+                         x.split_with_sizes({2, 2});
+                       }),
                        {"[split_with_sizes]", "[2,2]", "size 5"}));
-  EXPECT_TRUE(mentions(error_of([&] { x.split_with_sizes({6, -1}); }),
+  EXPECT_TRUE(mentions(error_of([&] {
+                         x.split_with_sizes({6, -1});
+                       }),
                        {"[split_with_sizes]", "negative"}));
   EXPECT_TRUE(mentions(error_of([&] { x.split(0); }), {"[split]"}));
 
@@ -311,12 +322,23 @@ TEST(TensorView, WritesAreSharedBothWays) {
 
 TEST(TensorView, ViewsOfMetasStayMeta) {
   Tensor m = Tensor::meta({2, 3, 4}, DType::kBFloat16);
-  std::vector<Tensor> views = {m.view({6, 4}),        m.permute({2, 1, 0}), m.transpose(0, 2),
-                               m.slice(2, 1, 4, 2),   m.select(1, 2),       m.narrow(0, 1, 1),
-                               m.expand({5, 2, 3, 4}), m.unsqueeze(1),      m.squeeze(),
-                               m.flatten(1),          m.unflatten(2, {2, 2}), m.diagonal(0, 1, 2),
-                               m.as_strided({2}, {7}, 3), m.split(1)[1],    m.chunk(2, 2)[0],
-                               m.unbind(2)[3],        m.permute({1, 0, 2}).reshape({-1})};
+  std::vector<Tensor> views = {m.view({6, 4}),
+                               m.permute({2, 1, 0}),
+                               m.transpose(0, 2),
+                               m.slice(2, 1, 4, 2),
+                               m.select(1, 2),
+                               m.narrow(0, 1, 1),
+                               m.expand({5, 2, 3, 4}),
+                               m.unsqueeze(1),
+                               m.squeeze(),
+                               m.flatten(1),
+                               m.unflatten(2, {2, 2}),
+                               m.diagonal(0, 1, 2),
+                               m.as_strided({2}, {7}, 3),
+                               m.split(1)[1],
+                               m.chunk(2, 2)[0],
+                               m.unbind(2)[3],
+                               m.permute({1, 0, 2}).reshape({-1})};
   for (const Tensor& v : views) {
     EXPECT_TRUE(v.is_meta());
     EXPECT_EQ(v.dtype(), DType::kBFloat16);

@@ -47,8 +47,10 @@ void gemm_loop(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Scala
                Scalar beta) {
   using A = std::conditional_t<kIsFloat<T>, float, uint64_t>;
   auto to_acc = [](auto v) -> A {
-    if constexpr (kIsFloat<T>) return static_cast<A>(static_cast<opmath_t<T>>(v));
-    else return static_cast<A>(static_cast<int64_t>(v));
+    if constexpr (kIsFloat<T>)
+      return static_cast<A>(static_cast<opmath_t<T>>(v));
+    else
+      return static_cast<A>(static_cast<int64_t>(v));
   };
   const A al = kIsFloat<T> ? static_cast<A>(alpha.to_double()) : static_cast<A>(alpha.to_int());
   const A be = kIsFloat<T> ? static_cast<A>(beta.to_double()) : static_cast<A>(beta.to_int());
@@ -65,8 +67,10 @@ void gemm_loop(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Scala
     for (int64_t j = 0; j < b.cols; ++j) {
       A r = al * acc[j];
       if (read_c) r += be * to_acc(crow[j * c.col_stride]);
-      if constexpr (kIsFloat<T>) crow[j * c.col_stride] = static_cast<T>(r);
-      else crow[j * c.col_stride] = static_cast<T>(static_cast<int64_t>(r));
+      if constexpr (kIsFloat<T>)
+        crow[j * c.col_stride] = static_cast<T>(r);
+      else
+        crow[j * c.col_stride] = static_cast<T>(static_cast<int64_t>(r));
     }
   }
 }
@@ -97,16 +101,15 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha, S
   const Shape batch(o.shape().begin(), o.shape().end() - 2);
   const Shape a_bs = batch_strides(a, batch), b_bs = batch_strides(b, batch);
   const Shape o_bs(o.strides().begin(), o.strides().end() - 2);
-  const int64_t a_rs = a.stride(-2), a_cs = a.stride(-1), b_rs = b.stride(-2),
-                b_cs = b.stride(-1), o_rs = o.stride(-2), o_cs = n == 1 ? 1 : o.stride(-1);
+  const int64_t a_rs = a.stride(-2), a_cs = a.stride(-1), b_rs = b.stride(-2), b_cs = b.stride(-1),
+                o_rs = o.stride(-2), o_cs = n == 1 ? 1 : o.stride(-1);
 
   visit_dtype(a.dtype(), [&]<typename T>() {
     if constexpr (!std::is_same_v<T, bool>) {
       const T* ap = a.data<T>();
       const T* bp = b.data<T>();
       T* op = o.data<T>();
-      auto one = [&](int64_t ao, int64_t bo, int64_t oo, int64_t rows, int64_t ars,
-                     int64_t ors) {
+      auto one = [&](int64_t ao, int64_t bo, int64_t oo, int64_t rows, int64_t ars, int64_t ors) {
         gemm_any<T>({ap + ao, rows, k, ars, a_cs}, {bp + bo, k, n, b_rs, b_cs},
                     {op + oo, rows, n, ors, o_cs}, alpha, beta);
       };
@@ -123,13 +126,12 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha, S
           return;
         }
       }
-      strided_loop<3>(batch, {a_bs, b_bs, o_bs},
-                      [&](const std::array<int64_t, 3>& off, int64_t cnt,
-                          const std::array<int64_t, 3>& st) {
-                        for (int64_t j = 0; j < cnt; ++j)
-                          one(off[0] + j * st[0], off[1] + j * st[1], off[2] + j * st[2], m,
-                              a_rs, o_rs);
-                      });
+      strided_loop<3>(
+          batch, {a_bs, b_bs, o_bs},
+          [&](const std::array<int64_t, 3>& off, int64_t cnt, const std::array<int64_t, 3>& st) {
+            for (int64_t j = 0; j < cnt; ++j)
+              one(off[0] + j * st[0], off[1] + j * st[1], off[2] + j * st[2], m, a_rs, o_rs);
+          });
     }
   });
   if (o.data_ptr() != out.data_ptr()) out.copy_from(o);

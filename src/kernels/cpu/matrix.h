@@ -18,8 +18,8 @@ struct MatrixRef {
 // c = alpha * a @ b + beta * c ; beta == 0 never reads c. c's columns have unit stride.
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, float alpha,
           float beta);
-void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c,
-          double alpha, double beta);
+void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, double alpha,
+          double beta);
 
 // out[..., m, n] = alpha * a[..., m, k] @ b[..., k, n] + beta * out, for every batch index; a's
 // and b's batch dims broadcast to out's. One dtype for all three (not bool); beta == 0 ignores

@@ -85,24 +85,22 @@ void gemm_impl(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, T alp
 
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, float alpha,
           float beta) {
-  gemm_impl<float>(a, b, c, alpha, beta,
-                   [](CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float al,
-                      const float* pa, int lda, const float* pb, int ldb, float be, float* pc,
-                      int ldc) {
-                     cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, al, pa, lda, pb, ldb, be, pc,
-                                 ldc);
-                   });
+  gemm_impl<float>(
+      a, b, c, alpha, beta,
+      [](CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float al, const float* pa,
+         int lda, const float* pb, int ldb, float be, float* pc, int ldc) {
+        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, al, pa, lda, pb, ldb, be, pc, ldc);
+      });
 }
 
-void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c,
-          double alpha, double beta) {
-  gemm_impl<double>(a, b, c, alpha, beta,
-                    [](CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double al,
-                       const double* pa, int lda, const double* pb, int ldb, double be,
-                       double* pc, int ldc) {
-                      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, al, pa, lda, pb, ldb, be, pc,
-                                  ldc);
-                    });
+void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double> c, double alpha,
+          double beta) {
+  gemm_impl<double>(
+      a, b, c, alpha, beta,
+      [](CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double al, const double* pa,
+         int lda, const double* pb, int ldb, double be, double* pc, int ldc) {
+        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, al, pa, lda, pb, ldb, be, pc, ldc);
+      });
 }
 
 }  // namespace inplace::cpu

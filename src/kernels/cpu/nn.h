@@ -9,8 +9,8 @@ namespace inplace::cpu {
 // Normalises x over its dims from `axis` on: (x - mean) * rstd * weight + bias, statistics in
 // double. weight/bias (each optional) hold the normalised elements in x's dtype; mean and rstd
 // (optional) get one value per row in x's dtype. out is contiguous with x's shape and dtype.
-void layer_norm(const Tensor& x, int64_t axis, const Tensor& weight, const Tensor& bias,
-                double eps, const Tensor& out, const Tensor& mean, const Tensor& rstd);
+void layer_norm(const Tensor& x, int64_t axis, const Tensor& weight, const Tensor& bias, double eps,
+                const Tensor& out, const Tensor& mean, const Tensor& rstd);
 // x * rsqrt(mean(x^2) + eps) * weight over the dims from `axis` on.
 void rms_norm(const Tensor& x, int64_t axis, const Tensor& weight, double eps, const Tensor& out);
 

@@ -32,14 +32,14 @@ Broadcast broadcast_to(const Tensor& t, const Shape& batch, int64_t rows, int64_
 }
 
 template <typename C>
-void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-               double scale, bool is_causal, const Tensor& out) {
+void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double scale,
+               bool is_causal, const Tensor& out) {
   const int64_t L = q.size(-2), E = q.size(-1), S = k.size(-2), Ev = v.size(-1);
   const Shape batch(out.shape().begin(), out.shape().end() - 2);
   const Broadcast bq = broadcast_to(q, batch, L, E), bk = broadcast_to(k, batch, S, E),
                   bv = broadcast_to(v, batch, S, Ev), bo = broadcast_to(out, batch, L, Ev);
-  const Broadcast bm = mask.defined() ? broadcast_to(mask, batch, L, S)
-                                      : Broadcast{Shape(batch.size(), 0), 0, 0};
+  const Broadcast bm =
+      mask.defined() ? broadcast_to(mask, batch, L, S) : Broadcast{Shape(batch.size(), 0), 0, 0};
   const bool bool_mask = mask.defined() && mask.dtype() == DType::kBool;
   const C* qp = q.data<C>();
   const C* kp = k.data<C>();
@@ -86,13 +86,13 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
 
   if (out.numel() == 0) return;
   // strided_loop handles up to a fixed operand count: iterate q/k/v/mask/out offsets together.
-  strided_loop<5>(batch, {bq.batch, bk.batch, bv.batch, bm.batch, bo.batch},
-                  [&](const std::array<int64_t, 5>& off, int64_t cnt,
-                      const std::array<int64_t, 5>& st) {
-                    for (int64_t j = 0; j < cnt; ++j)
-                      one(off[0] + j * st[0], off[1] + j * st[1], off[2] + j * st[2],
-                          off[3] + j * st[3], off[4] + j * st[4]);
-                  });
+  strided_loop<5>(
+      batch, {bq.batch, bk.batch, bv.batch, bm.batch, bo.batch},
+      [&](const std::array<int64_t, 5>& off, int64_t cnt, const std::array<int64_t, 5>& st) {
+        for (int64_t j = 0; j < cnt; ++j)
+          one(off[0] + j * st[0], off[1] + j * st[1], off[2] + j * st[2], off[3] + j * st[3],
+              off[4] + j * st[4]);
+      });
 }
 
 }  // namespace

@@ -30,8 +30,8 @@ Tensor param(const Tensor& p, DType dtype) {
 
 }  // namespace
 
-void layer_norm(const Tensor& x, int64_t axis, const Tensor& weight, const Tensor& bias,
-                double eps, const Tensor& out, const Tensor& mean, const Tensor& rstd) {
+void layer_norm(const Tensor& x, int64_t axis, const Tensor& weight, const Tensor& bias, double eps,
+                const Tensor& out, const Tensor& mean, const Tensor& rstd) {
   IP_ASSERT(out.is_contiguous() && out.shape() == x.shape(), "layer_norm output is contiguous");
   const Rows rows = rows_of(x, axis);
   const Tensor w = param(weight, x.dtype()), b = param(bias, x.dtype());

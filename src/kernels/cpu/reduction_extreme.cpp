@@ -55,8 +55,10 @@ void extreme(const Tensor& in, const DimMask& reduced, bool is_max, const Tensor
   IP_ASSERT(p.red_numel > 0 || shape_ref.numel() == 0, "max/min reduce a non-empty set");
   if (shape_ref.numel() == 0) return;
   visit_dtype(in.dtype(), [&]<typename T>() {
-    if (is_max) extreme_impl<T, true>(p, in, values, indices);
-    else extreme_impl<T, false>(p, in, values, indices);
+    if (is_max)
+      extreme_impl<T, true>(p, in, values, indices);
+    else
+      extreme_impl<T, false>(p, in, values, indices);
   });
 }
 

@@ -24,11 +24,11 @@ ReduceLoop make_reduce_loop(const Tensor& in, const DimMask& reduced, const Tens
 // f(in_offset, out_offset) once per output element.
 template <typename F>
 void for_each_output(const ReduceLoop& p, F&& f) {
-  strided_loop<2>(p.kept_sizes, {p.kept_in_strides, p.kept_out_strides},
-                  [&](const std::array<int64_t, 2>& off, int64_t n,
-                      const std::array<int64_t, 2>& st) {
-                    for (int64_t i = 0; i < n; ++i) f(off[0] + i * st[0], off[1] + i * st[1]);
-                  });
+  strided_loop<2>(
+      p.kept_sizes, {p.kept_in_strides, p.kept_out_strides},
+      [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+        for (int64_t i = 0; i < n; ++i) f(off[0] + i * st[0], off[1] + i * st[1]);
+      });
 }
 
 // f(offset, n, stride, position) for each run of the innermost reduced dim, starting at input

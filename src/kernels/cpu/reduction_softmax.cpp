@@ -2,8 +2,8 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/cpu/reduction.h"
 #include "core/strided_loop.h"
+#include "kernels/cpu/reduction.h"
 
 namespace inplace::cpu {
 
@@ -60,13 +60,12 @@ void softmax(const Tensor& in, int64_t dim, bool log, const Tensor& out) {
     if constexpr (kIsFloat<T>) {
       const T* xp = x.data<T>();
       T* yp = y.data<T>();
-      strided_loop<2>(rows, {x.strides(), y.strides()},
-                      [&](const std::array<int64_t, 2>& off, int64_t cnt,
-                          const std::array<int64_t, 2>& st) {
-                        for (int64_t j = 0; j < cnt; ++j)
-                          softmax_row(xp + off[0] + j * st[0], xs, yp + off[1] + j * st[1], ys, n,
-                                      log);
-                      });
+      strided_loop<2>(
+          rows, {x.strides(), y.strides()},
+          [&](const std::array<int64_t, 2>& off, int64_t cnt, const std::array<int64_t, 2>& st) {
+            for (int64_t j = 0; j < cnt; ++j)
+              softmax_row(xp + off[0] + j * st[0], xs, yp + off[1] + j * st[1], ys, n, log);
+          });
     }
   });
 }

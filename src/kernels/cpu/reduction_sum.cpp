@@ -14,14 +14,18 @@ using AccT = std::conditional_t<kIsFloat<T>, double, uint64_t>;
 
 template <typename A, typename T>
 inline A load(T v) {
-  if constexpr (kIsFloat<T>) return static_cast<A>(static_cast<opmath_t<T>>(v));
-  else return static_cast<A>(v);
+  if constexpr (kIsFloat<T>)
+    return static_cast<A>(static_cast<opmath_t<T>>(v));
+  else
+    return static_cast<A>(v);
 }
 
 template <typename O, typename A>
 inline O store(A acc) {
-  if constexpr (std::is_same_v<A, double>) return convert<O>(acc);
-  else return convert<O>(static_cast<int64_t>(acc));
+  if constexpr (std::is_same_v<A, double>)
+    return convert<O>(acc);
+  else
+    return convert<O>(static_cast<int64_t>(acc));
 }
 
 // Four independent chains for unit stride: shorter dependency chains, same accuracy in double.
@@ -45,9 +49,8 @@ AccT<T> sum_run(const T* p, int64_t n, int64_t s) {
 template <typename T>
 AccT<T> sum_reduced(const ReduceLoop& p, const T* in, int64_t base) {
   AccT<T> acc = 0;
-  for_each_run(p, base, [&](int64_t off, int64_t n, int64_t s, int64_t) {
-    acc += sum_run(in + off, n, s);
-  });
+  for_each_run(p, base,
+               [&](int64_t off, int64_t n, int64_t s, int64_t) { acc += sum_run(in + off, n, s); });
   return acc;
 }
 

@@ -1,0 +1,98 @@
+// Elementwise CPU kernels: broadcasting unary, binary and ternary maps over strided tensors.
+// The op layer (ops/elementwise_*) picks the result dtype with torch's promotion rules and
+// checks what a user can get wrong; these kernels convert each input to the compute dtype
+// (as TensorIterator does), compute in opmath (float for half types) and write into `out`,
+// which may be strided and may be the very same view as an input.
+#pragma once
+#include <optional>
+#include <utility>
+
+#include "core/scalar.h"
+#include "core/tensor.h"
+
+namespace inplace::cpu {
+
+// A kernel input: a tensor, or a Python number (a wrapped scalar, never materialised).
+struct Operand {
+  Tensor tensor;  // undefined for a number
+  Scalar scalar;
+
+  Operand() = default;
+  Operand(Tensor t) : tensor(std::move(t)) {}  // NOLINT: either form reads naturally
+  Operand(Scalar s) : scalar(s) {}             // NOLINT
+  bool is_tensor() const { return tensor.defined(); }
+};
+
+// ---- binary arithmetic (elementwise_binary.cpp): out's dtype is the compute dtype.
+enum class BinaryOp : uint8_t {
+  kAdd,  // a + alpha * b
+  kSub,  // a - alpha * b
+  kMul,
+  kDiv,       // true division (floating out)
+  kDivTrunc,  // rounding_mode='trunc'
+  kDivFloor,  // rounding_mode='floor', floor_divide
+  kRemainder,  // Python %: sign of the divisor
+  kFmod,       // C fmod: sign of the dividend
+  kPow,
+  kMaximum,  // NaN-propagating
+  kMinimum,
+  kBitwiseAnd,
+  kBitwiseOr,
+  kBitwiseXor,
+};
+// `name` prefixes errors a kernel can still raise (integer division by zero).
+void binary(BinaryOp op, const Tensor& out, const Operand& a, const Operand& b, Scalar alpha,
+            const char* name);
+// out = base ** exponent for a Python-number exponent, with torch's fast paths
+// (x*x, x*x*x, sqrt, rsqrt, 1/x); base is converted to out's dtype.
+void pow_scalar(const Tensor& out, const Tensor& base, Scalar exponent);
+
+// ---- comparison and logical (elementwise_compare.cpp): out is bool.
+enum class CompareOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
+// Comparisons convert both sides to `compute`; logical ops test each side for != 0.
+void compare(CompareOp op, const Tensor& out, const Operand& a, const Operand& b, DType compute);
+
+// ---- unary math (elementwise_unary.cpp): `in` is converted to out's dtype first.
+enum class UnaryOp : uint8_t {
+  kNeg,
+  kAbs,
+  kSqrt,
+  kRsqrt,
+  kExp,
+  kLog,
+  kLog2,
+  kLog1p,
+  kExpm1,
+  kSin,
+  kCos,
+  kTan,
+  kTanh,
+  kErf,
+  kSigmoid,
+  kRelu,
+  kGelu,      // approximate='none'
+  kGeluTanh,  // approximate='tanh'
+  kSilu,
+  kReciprocal,
+  kFloor,
+  kCeil,
+  kRound,  // half to even, as torch.round
+  kTrunc,
+  kBitwiseNot,
+  kLogicalNot,  // out is bool
+};
+void unary(UnaryOp op, const Tensor& out, const Tensor& in);
+
+// ---- selection (elementwise_select.cpp): inputs are converted to out's dtype.
+// out = cond ? a : b; cond is bool or uint8.
+void where(const Tensor& out, const Tensor& cond, const Operand& a, const Operand& b);
+// out = min(max(self, lo), hi) with either bound optional; NaN bounds propagate for tensors.
+void clamp(const Tensor& out, const Operand& self, const std::optional<Operand>& lo,
+           const std::optional<Operand>& hi);
+
+// ---- copy, cast and fill (elementwise_copy.cpp)
+// out = src broadcast to out's shape and converted to out's dtype; safe when they overlap.
+void copy_cast(const Tensor& out, const Tensor& src);
+void fill(const Tensor& out, Scalar value);
+
+}  // namespace inplace::cpu

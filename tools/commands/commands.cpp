@@ -1,0 +1,14 @@
+#include "commands.h"
+
+namespace inplace::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> kCommands = {
+      {"print", "print a graph JSON file as an FX-style listing", &run_print},
+      {"exec", "run a graph on inputs from a safetensors file (the conformance entry point)",
+       &run_exec},
+  };
+  return kCommands;
+}
+
+}  // namespace inplace::cli

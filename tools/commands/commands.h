@@ -1,0 +1,22 @@
+// The `inplace` subcommands. Each takes the arguments after its name and returns the exit
+// status; errors are thrown (inplace::Error: exit 1, cli::UsageError: exit 2) and reported by
+// main as one line.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace inplace::cli {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);
+};
+
+int run_print(const std::vector<std::string>& args);
+int run_exec(const std::vector<std::string>& args);
+
+// Every command, in the order `inplace --help` lists them.
+const std::vector<Command>& commands();
+
+}  // namespace inplace::cli

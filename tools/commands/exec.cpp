@@ -1,0 +1,155 @@
+// inplace exec GRAPH.json --inputs IN.safetensors --out OUT.safetensors
+//              [--mode eager|functional|compiled] [--no-alias] [--mutated-input INPUT=OUTPUT]...
+// (DESIGN.md "inplace exec"). OUT holds output.<i>, input.<name> and buffer.<target>.
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "arg_parser.h"
+#include "commands.h"
+#include "exec_modes.h"
+#include "frontend/graph_json.h"
+#include "frontend/safetensors.h"
+
+namespace inplace::cli {
+
+namespace {
+
+// A Python number becomes a 0-d tensor: bool -> bool, int -> int64, float -> float64 (float64
+// rather than torch's default float32 so the value is written exactly).
+Tensor as_output_tensor(const Value& v, const std::string& what) {
+  switch (v.kind) {
+    case Value::Kind::kTensor:
+      return v.tensor;
+    case Value::Kind::kBool:
+      return Tensor::scalar(Scalar(v.b), DType::kBool);
+    case Value::Kind::kInt:
+      return Tensor::scalar(Scalar(v.i), DType::kInt64);
+    case Value::Kind::kFloat:
+      return Tensor::scalar(Scalar(v.f), DType::kFloat64);
+    default:
+      IP_FAIL(kUnsupported, "[exec] ", what, " is ", v.kind_name(),
+              "; only tensors and numbers can be written to safetensors");
+  }
+}
+
+size_t parse_output_index(const std::string& text) {
+  std::string digits = text.rfind("output.", 0) == 0 ? text.substr(7) : text;
+  bool ok = !digits.empty() && digits.size() < 10;
+  for (char c : digits) ok &= std::isdigit(static_cast<unsigned char>(c)) != 0;
+  if (!ok)
+    throw UsageError(
+        "exec: --mutated-input OUTPUT must be an output index such as 0 or "
+        "output.0, got '" +
+        text + "'");
+  return static_cast<size_t>(std::stoul(digits));
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+int run_exec(const std::vector<std::string>& args) {
+  std::string graph_path, inputs_path, out_path, mode_name = "eager";
+  bool no_alias = false;
+  std::vector<std::string> mutated;
+  ArgParser p("exec",
+              "Runs GRAPH.json on the tensors in IN.safetensors (one per user placeholder, keyed\n"
+              "by placeholder name) and writes OUT.safetensors: output.<i> for each output in\n"
+              "flattened order (numbers as 0-d tensors: bool, int64, float64), input.<name> for\n"
+              "every placeholder after the call (so mutations show) and buffer.<target> for\n"
+              "every graph constant after the call.");
+  p.positional("GRAPH.json", &graph_path, "the graph (graph JSON version 1)");
+  p.option("--inputs", "IN.safetensors", &inputs_path,
+           "the inputs; may be left out when the graph has none");
+  p.option("--out", "OUT.safetensors", &out_path, "where to write the results", true);
+  p.option("--mode", "eager|functional|compiled", &mode_name,
+           "eager: the graph as written (default); functional: after the lowering passes; "
+           "compiled: through an engine");
+  p.flag("--no-alias", &no_alias, "compiled mode: copy results back instead of aliasing I/O");
+  p.repeated("--mutated-input", "INPUT=OUTPUT", &mutated,
+             "output OUTPUT (an index, or output.<i>) is the new value of input INPUT and is "
+             "written back into it");
+  if (!p.parse(args)) return 0;
+
+  const Mode* mode = nullptr;
+  for (const Mode& m : exec_modes())
+    if (mode_name == m.name) mode = &m;
+  if (!mode)
+    throw UsageError("exec: unknown mode '" + mode_name +
+                     "' (expected eager, "
+                     "functional or compiled)");
+  ExecOptions options;
+  options.mode = mode_name;
+  options.no_alias = no_alias;
+  for (const std::string& m : mutated) {
+    size_t eq = m.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())
+      throw UsageError("exec: --mutated-input takes INPUT=OUTPUT, got '" + m + "'");
+    options.mutated_inputs.emplace_back(m.substr(0, eq), parse_output_index(m.substr(eq + 1)));
+  }
+  IP_CHECK(mode->run != nullptr, kUnsupported, "mode '", mode_name, "' is not available yet");
+
+  std::unique_ptr<Graph> graph = read_graph_json(graph_path);
+  std::map<std::string, Tensor> given;
+  if (!inputs_path.empty()) given = read_safetensors(inputs_path);
+  const std::string in_label = inputs_path.empty() ? "(no --inputs)" : inputs_path;
+
+  // User placeholders are fed from IN; a signature's parameters/buffers come from the state.
+  std::set<std::string> lifted;
+  for (const SignatureInput& in : graph->signature.inputs)
+    if (in.kind != "user_input") lifted.insert(in.node);
+  std::vector<std::string> user_names;
+  for (const Node* n : graph->placeholders())
+    if (!lifted.count(n->name)) user_names.push_back(n->name);
+  Inputs inputs;
+  for (auto& [key, t] : given) {
+    IP_CHECK(std::find(user_names.begin(), user_names.end(), key) != user_names.end(), kNotFound,
+             "[exec] ", in_label, ": tensor '", key, "' matches no user placeholder of graph '",
+             graph->name, "' (user placeholders: ", join(user_names), ")");
+    inputs[key] = Value::from_tensor(t);
+  }
+  for (const std::string& name : user_names)
+    IP_CHECK(inputs.count(name) || !graph->find(name)->args.empty(), kNotFound,
+             "[exec] missing input '", name, "': ", in_label, " has no tensor '", name, "'");
+  for (const auto& [name, index] : options.mutated_inputs)
+    IP_CHECK(inputs.count(name) && inputs[name].is_tensor(), kNotFound,
+             "[exec] --mutated-input names '", name,
+             "', which is not a tensor input of the graph (user placeholders: ", join(user_names),
+             ")");
+
+  State state = initial_state(*graph);
+  std::vector<Value> outputs = mode->run(*graph, inputs, state, options);
+
+  for (const auto& [name, index] : options.mutated_inputs) {
+    IP_CHECK(index < outputs.size(), kOutOfRange, "[exec] --mutated-input ", name, "=", index,
+             ": the graph has ", outputs.size(), " outputs");
+    const Value& v = outputs[index];
+    const Tensor& dst = inputs[name].tensor;
+    IP_CHECK(v.is_tensor() && v.tensor.shape() == dst.shape() && v.tensor.dtype() == dst.dtype(),
+             kShapeMismatch, "[exec] --mutated-input ", name, "=", index, ": output ", index, " (",
+             v.is_tensor() ? dtype_name(v.tensor.dtype()) : v.kind_name(),
+             v.is_tensor() ? shape_str(v.tensor.shape()) : "", ") does not match input '", name,
+             "' (", dtype_name(dst.dtype()), shape_str(dst.shape()), ")");
+    if (!v.tensor.same_view(dst)) dst.copy_from(v.tensor);
+  }
+
+  std::map<std::string, Tensor> results;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    results[str_cat("output.", i)] = as_output_tensor(outputs[i], str_cat("output ", i));
+  for (const Node* n : graph->placeholders()) {
+    auto it = inputs.find(n->name);
+    const Value* v = it != inputs.end() ? &it->second : (n->args.empty() ? nullptr : &n->args[0]);
+    if (v && !v->is_none())
+      results["input." + n->name] = as_output_tensor(*v, "input '" + n->name + "'");
+  }
+  for (const auto& [target, t] : state) results["buffer." + target] = t;
+  write_safetensors(out_path, results);
+  return 0;
+}
+
+}  // namespace inplace::cli

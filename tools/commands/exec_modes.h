@@ -1,0 +1,51 @@
+// How `inplace exec` runs a graph. A mode takes the graph, the bound inputs and the program
+// state and returns the user outputs in flattened order; it must leave every mutated input
+// and buffer updated in place (the very tensors in `inputs` and `state`), so exec can write
+// them out afterwards. eager is here; functional and compiled plug in beside it.
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "interpreter/interpreter.h"
+
+namespace inplace::cli {
+
+struct ExecOptions {
+  std::string mode = "eager";
+  bool no_alias = false;  // compiled: the copy-back engine instead of aliased I/O
+  // --mutated-input INPUT=OUTPUT: output OUTPUT (index into the user outputs) is the new value
+  // of placeholder INPUT and is written back into it after the call.
+  std::vector<std::pair<std::string, size_t>> mutated_inputs;
+};
+
+// Placeholder name -> value (tensors shared with the caller, never copied).
+using Inputs = std::map<std::string, Value>;
+
+using ModeFn = std::vector<Value> (*)(const Graph& graph, Inputs& inputs, State& state,
+                                      const ExecOptions& options);
+
+struct Mode {
+  const char* name;
+  ModeFn run;  // null: accepted, but not available in this build yet
+};
+
+// Every mode exec accepts, available or not.
+const std::vector<Mode>& exec_modes();
+
+// Runs the graph as written in the eager interpreter. A torch.export signature is honoured:
+// buffer_mutation and user_input_mutation outputs are written back into their buffer/input,
+// and only user_output outputs are returned.
+std::vector<Value> run_mode_eager(const Graph& graph, Inputs& inputs, State& state,
+                                  const ExecOptions& options);
+
+// Binds parameter/buffer/constant placeholders of a torch.export signature to the state
+// (by target), without copying. Shared by the modes.
+void bind_lifted_placeholders(const Graph& graph, Inputs& inputs, State& state);
+
+// Writes the graph's flat outputs back as its signature says and returns the user outputs.
+std::vector<Value> apply_signature(const Graph& graph, const std::vector<Value>& flat,
+                                   Inputs& inputs, State& state);
+
+}  // namespace inplace::cli
