@@ -9,6 +9,7 @@ const std::vector<Command>& commands() {
        &run_exec},
       {"plan", "compile a graph and print the engine: steps, bindings, aliased I/O, arena",
        &run_plan},
+      {"compare", "compare two safetensors files tensor by tensor", &run_compare},
   };
   return kCommands;
 }
