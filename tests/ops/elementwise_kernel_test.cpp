@@ -35,6 +35,16 @@ TEST(ElementwiseKernel, BinaryEveryLoopShape) {
   EXPECT_TRUE(tensor_near(out, {5, 6}, ref_binary(col, row, {5, 6}, sub)));
   cpu::binary(BinaryOp::kSub, out, row, col, Scalar(1), "sub");
   EXPECT_TRUE(tensor_near(out, {5, 6}, ref_binary(row, col, {5, 6}, sub)));
+  // one tensor operand broadcast along the inner dim: each row is one value
+  cpu::binary(BinaryOp::kMul, out, col, Scalar(-2.0), Scalar(1), "mul");
+  EXPECT_TRUE(tensor_near(out, {5, 6}, ref_binary(col, row, {5, 6}, [](double x, double) {
+                            return -2 * x;
+                          })));
+  Tensor copied = Tensor::empty({5, 6}, DType::kInt32);
+  cpu::copy_cast(copied, col.to(DType::kInt32));
+  EXPECT_TRUE(tensor_near(copied, {5, 6}, ref_binary(col, row, {5, 6}, [](double x, double) {
+                            return std::trunc(x);
+                          })));
   Tensor m = sample({6, 5}, DType::kFloat64, 85).t();
   cpu::binary(BinaryOp::kSub, out, Scalar(1.5), m, Scalar(1), "sub");
   EXPECT_TRUE(tensor_near(out, {5, 6}, ref_unary(m, [](double v) { return 1.5 - v; })));
