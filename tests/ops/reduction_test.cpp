@@ -258,6 +258,23 @@ TEST(ReductionVar, OverloadsAndCorrection) {
   EXPECT_THROW(call("var", {T(lt({1, 2}, {2}))}), Error);
 }
 
+TEST(ReductionVar, StdIsSquareRootOfVar) {
+  std::mt19937 g(7);
+  Tensor x = random_tensor({4, 6}, DType::kFloat32, g).t();
+  auto std_c = [](double c) {
+    return [c](const std::vector<double>& grp) { return std::sqrt(ref_var(grp, c)); };
+  };
+  Ref all = ref_reduce(x, {}, false, std_c(1));
+  EXPECT_TRUE(tensor_near(call_t("torch.std", {T(x)}), {}, all.values, 1e-6));
+  Ref d = ref_reduce(x, {1}, true, std_c(0));
+  EXPECT_TRUE(tensor_near(call_t("std", {T(x), I(1)}, {{"correction", I(0)}, {"keepdim", B(true)}}),
+                          d.shape, d.values, 1e-6));
+  Ref d0 = ref_reduce(x, {0}, false, std_c(1));
+  EXPECT_TRUE(
+      tensor_near(call_t("aten.std.dim", {T(x), Value::int_list({0})}), d0.shape, d0.values, 1e-6));
+  EXPECT_THROW(call("std", {T(lt({1, 2}, {2}))}), Error);
+}
+
 TEST(ReductionVar, Float32LargeOffsetStaysAccurate) {
   std::mt19937 g(6);
   Tensor x = random_tensor({64, 4096}, DType::kFloat32, g, 1e4, 1e4 + 1.0);

@@ -7,6 +7,8 @@ const std::vector<Command>& commands() {
       {"print", "print a graph JSON file as an FX-style listing", &run_print},
       {"exec", "run a graph on inputs from a safetensors file (the conformance entry point)",
        &run_exec},
+      {"plan", "compile a graph and print the engine: steps, bindings, aliased I/O, arena",
+       &run_plan},
   };
   return kCommands;
 }

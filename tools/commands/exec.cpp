@@ -139,8 +139,11 @@ int run_exec(const std::vector<std::string>& args) {
   }
 
   std::map<std::string, Tensor> results;
+  // A None output (a forward that only updates state returns None) has nothing to write; it
+  // still takes its index so the other outputs keep theirs.
   for (size_t i = 0; i < outputs.size(); ++i)
-    results[str_cat("output.", i)] = as_output_tensor(outputs[i], str_cat("output ", i));
+    if (!outputs[i].is_none())
+      results[str_cat("output.", i)] = as_output_tensor(outputs[i], str_cat("output ", i));
   for (const Node* n : graph->placeholders()) {
     auto it = inputs.find(n->name);
     const Value* v = it != inputs.end() ? &it->second : (n->args.empty() ? nullptr : &n->args[0]);

@@ -67,7 +67,9 @@ void layer_norm(const Tensor& x, int64_t axis, const Tensor& weight, const Tenso
   });
 }
 
-void rms_norm(const Tensor& x, int64_t axis, const Tensor& weight, double eps, const Tensor& out) {
+void rms_norm(const Tensor& x, int64_t axis, const Tensor& weight, double eps, const Tensor& out,
+              const Tensor& rstd) {
+  IP_ASSERT(!rstd.defined() || is_floating(rstd.dtype()), "rms_norm rstd is floating");
   IP_ASSERT(out.is_contiguous() && out.shape() == x.shape(), "rms_norm output is contiguous");
   const Rows rows = rows_of(x, axis);
   const Tensor w = param(weight, x.dtype());
@@ -81,6 +83,12 @@ void rms_norm(const Tensor& x, int64_t axis, const Tensor& weight, double eps, c
         double s = 0;
         for (int64_t i = 0; i < n; ++i) s += ld(xr[i]) * ld(xr[i]);
         const double rs = 1.0 / std::sqrt(s / static_cast<double>(n) + eps);
+        if (rstd.defined()) {
+          if (rstd.dtype() == DType::kFloat64)
+            rstd.data<double>()[r] = rs;
+          else
+            rstd.data<float>()[r] = static_cast<float>(rs);
+        }
         if (wp) {
           for (int64_t i = 0; i < n; ++i) yr[i] = convert<T>(ld(xr[i]) * rs * ld(wp[i]));
         } else {

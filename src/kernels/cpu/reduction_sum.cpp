@@ -1,6 +1,7 @@
 // sum, mean and var. Floating inputs accumulate in double (float32 sums then stay well within
 // 1e-6 of a float64 reference); integers accumulate in uint64 so overflow wraps like torch's int64.
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 #include "kernels/cpu/reduction_loop.h"
@@ -94,7 +95,8 @@ void mean(const Tensor& in, const DimMask& reduced, const Tensor& out) {
   });
 }
 
-void var(const Tensor& in, const DimMask& reduced, double correction, const Tensor& out) {
+void var(const Tensor& in, const DimMask& reduced, double correction, const Tensor& out,
+         bool take_sqrt) {
   IP_ASSERT(is_floating(in.dtype()) && out.dtype() == in.dtype(), "var runs on floating dtypes");
   const ReduceLoop p = make_reduce_loop(in, reduced, out);
   const double n = static_cast<double>(p.red_numel);
@@ -114,7 +116,8 @@ void var(const Tensor& in, const DimMask& reduced, double correction, const Tens
             m2 += d * d;
           }
         });
-        op[oo] = convert<T>(m2 / divisor);
+        const double v = m2 / divisor;
+        op[oo] = convert<T>(take_sqrt ? std::sqrt(v) : v);
       });
     }
   });
