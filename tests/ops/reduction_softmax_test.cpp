@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "kernels/cpu/reduction_exp.h"
 #include "test_util.h"
 
 namespace inplace::testing {
@@ -89,6 +90,29 @@ TEST(Softmax, AtenAndFunctionalSpellings) {
   EXPECT_TRUE(tensor_near(hf, x.shape(), ref_softmax(h, 2, true), 1e-6));
   EXPECT_TRUE(tensor_near(call_t("aten.softmax.int", {T(x), I(0)}), x.shape(),
                           ref_softmax(x, 0, false), 1e-6));
+}
+
+TEST(Softmax, VectorizedExpIsAccurate) {
+  // The float path's exp stays within ~2 ulp of the float64 exp over softmax's range.
+  double worst = 0;
+  for (int i = 0; i <= 200000; ++i) {
+    const float x = -87.0f * static_cast<float>(i) / 200000.0f;
+    const double want = std::exp(static_cast<double>(x));
+    worst = std::max(worst, std::fabs(cpu::exp_vectorizable(x) - want) / want);
+  }
+  EXPECT_LT(worst, 2.5e-7);
+  EXPECT_EQ(cpu::exp_vectorizable(-INFINITY), 0.0f);
+  EXPECT_EQ(cpu::exp_vectorizable(-100.0f), 0.0f);
+  EXPECT_EQ(cpu::exp_vectorizable(0.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(cpu::exp_vectorizable(NAN)));
+}
+
+TEST(Softmax, LongRows) {
+  std::mt19937 g(24);
+  Tensor x = random_tensor({3, 1000}, DType::kFloat32, g, 10);
+  for (bool log : {false, true})
+    EXPECT_TRUE(tensor_near(call_t(log ? "log_softmax" : "softmax", {T(x), I(1)}), {3, 1000},
+                            ref_softmax(x, 1, log), 1e-6));
 }
 
 TEST(Softmax, ExtremeValues) {

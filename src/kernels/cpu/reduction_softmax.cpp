@@ -1,16 +1,71 @@
 // softmax / log_softmax along one dim: subtract the row max, exp in opmath, sum in double.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "core/strided_loop.h"
 #include "kernels/cpu/reduction.h"
+#include "kernels/cpu/reduction_exp.h"
 
 namespace inplace::cpu {
 
 namespace {
 
+// Sum of floats in double, four chains.
+double sum_floats(const float* p, int64_t n) {
+  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    a0 += p[i];
+    a1 += p[i + 1];
+    a2 += p[i + 2];
+    a3 += p[i + 3];
+  }
+  for (; i < n; ++i) a0 += p[i];
+  return (a0 + a1) + (a2 + a3);
+}
+
+// Row max over eight lanes (the compiler turns them into vector max); NaN is skipped here and
+// propagates through exp(x - max) instead.
+float max_floats(const float* x, int64_t n) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  float lane[8] = {kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf, kNegInf};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+  float mx = kNegInf;
+  for (int j = 0; j < 8; ++j) mx = lane[j] > mx ? lane[j] : mx;
+  for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
+  return mx;
+}
+
+// The common case, a contiguous float32 row: vectorisable max, exp and scaling loops.
+void softmax_row_float(const float* x, float* y, int64_t n, bool log) {
+  const float mx = max_floats(x, n);
+  if (!log) {
+    for (int64_t i = 0; i < n; ++i) y[i] = exp_vectorizable(x[i] - mx);
+    const float inv = static_cast<float>(1.0 / sum_floats(y, n));
+    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+    return;
+  }
+  // log: the exps go through a small buffer so x is read intact for the final pass.
+  constexpr int64_t kChunk = 256;
+  float buf[kChunk];
+  double sum = 0;
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const int64_t len = std::min(kChunk, n - i0);
+    for (int64_t i = 0; i < len; ++i) buf[i] = exp_vectorizable(x[i0 + i] - mx);
+    sum += sum_floats(buf, len);
+  }
+  const double shift = static_cast<double>(mx) + std::log(sum);
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<double>(x[i]) - shift);
+}
+
 template <typename T>
 void softmax_row(const T* x, int64_t xs, T* y, int64_t ys, int64_t n, bool log) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (xs == 1 && ys == 1) return softmax_row_float(x, y, n, log);
+  }
   using C = opmath_t<T>;
   C mx = -std::numeric_limits<C>::infinity();
   for (int64_t i = 0; i < n; ++i) {
