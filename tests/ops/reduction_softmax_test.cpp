@@ -115,6 +115,25 @@ TEST(Softmax, LongRows) {
                             ref_softmax(x, 1, log), 1e-6));
 }
 
+TEST(Softmax, LeadingDimsInColumnBlocks) {
+  // softmax over a non-last dim of a row-major tensor runs in blocks of 64 adjacent columns.
+  std::mt19937 g(25);
+  for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kBFloat16}) {
+    const double tol = dt == DType::kFloat32 ? 1e-6 : dt == DType::kFloat64 ? 1e-12 : 1e-2;
+    Tensor x = random_tensor({3, 7, 150}, dt, g);
+    for (int64_t d : {0, 1})
+      for (bool log : {false, true})
+        EXPECT_TRUE(tensor_near(call_t(log ? "log_softmax" : "softmax", {T(x), I(d)}), x.shape(),
+                                ref_softmax(x, d, log), log ? tol * 2 : tol))
+            << dtype_name(dt) << " dim " << d << " log " << log;
+  }
+  Tensor n = ft({1.f, NAN, -INFINITY, 2.f, 0.f, -INFINITY}, {2, 3});
+  Tensor sn = call_t("softmax", {T(n), I(0)});
+  EXPECT_NEAR(sn.at(0), 1 / (1 + std::exp(1.0)), 1e-6);
+  EXPECT_TRUE(std::isnan(sn.at(1)) && std::isnan(sn.at(4)));
+  EXPECT_TRUE(std::isnan(sn.at(2)));  // a column of -inf only: NaN, as torch
+}
+
 TEST(Softmax, ExtremeValues) {
   // Large logits must not overflow: the max is subtracted first.
   Tensor x = ft({1000.f, 1001.f, 1002.f, -INFINITY}, {4});
