@@ -65,7 +65,9 @@ void index_put_out(const Args& a, const std::vector<Tensor>& out, const char* op
 
 // ---- one-dim index ops: self.dim() == 0 is handled as shape [1], as torch does.
 
-Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.unsqueeze(0) : t; }
+Tensor as_1d(const Tensor& t) {
+  return t.dim() == 0 ? t.unsqueeze(0) : t;
+}
 
 AdvancedIndex plan_dim(const Tensor& self, int64_t dim, const Tensor& index, const char* op) {
   const Tensor s = as_1d(self);
@@ -95,7 +97,8 @@ Tensor scaled(const Tensor& values, Scalar alpha, DType dtype) {
       for (int64_t i = 0; i < out.numel(); ++i) p[i] = p[i] && alpha.to_bool();
     } else {
       const M al = alpha.to<M>();
-      for (int64_t i = 0; i < out.numel(); ++i) p[i] = convert<T>(static_cast<M>(static_cast<M>(p[i]) * al));
+      for (int64_t i = 0; i < out.numel(); ++i)
+        p[i] = convert<T>(static_cast<M>(static_cast<M>(p[i]) * al));
     }
   });
   return out;
@@ -232,10 +235,9 @@ void register_index_ops(Registry& r) {
         "Tensor(a!)",
         "index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> "
         "Tensor(a!)"}) {
-    std::string twin = std::string("index_fill.") + (std::string(schema).find("int_Scalar") !=
-                                                             std::string::npos
-                                                         ? "int_Scalar"
-                                                         : "int_Tensor");
+    std::string twin =
+        std::string("index_fill.") +
+        (std::string(schema).find("int_Scalar") != std::string::npos ? "int_Scalar" : "int_Tensor");
     add_mutating(r, schema, twin, [](const Args& a) {
       dim_put(a[0].as_tensor("index_fill_"), a, DimOp::kFill, "index_fill_");
       return a[0];

@@ -111,8 +111,13 @@ IndexElem classify_index_element(const Value& v, const MetaTable& metas) {
 ViewRule view_rule(const Node& node, const OpDef& op, const Args& args, const MetaTable& metas) {
   const std::string& n = op.schema.name;
   if (args.empty() || !(args[0].is_node() || args[0].is_tensor())) return {};
-  // The interpreter is the reference: an op it runs as a copy is not a view here either.
-  if (op.kind != OpKind::kView && n != "getitem") return {};
+  // The interpreter is the reference: an op it always runs as a copy (one computed into a
+  // fresh result, OpDef::out) is not a view here either, whatever its schema says. Ops whose
+  // schema returns an alias and whose kernel may return self (contiguous, to) are decided below.
+  // type_as returns self when the dtype already matches, though its schema has no alias.
+  bool may_alias = op.kind == OpKind::kView || (op.schema.is_view() && !op.out) ||
+                   (n == "type_as" && !op.out);
+  if (!may_alias) return {};
   const Tensor* pm = meta_of(args[0], metas);
 
   if (name_in(n, {"alias", "detach", "lift_fresh"})) return view({ViewStep::identity()});
@@ -220,7 +225,7 @@ ViewRule view_rule(const Node& node, const OpDef& op, const Args& args, const Me
     }
     return r;
   }
-  if (op.kind == OpKind::kView) {
+  if (may_alias) {
     ViewRule r;
     r.kind = op.schema.returns.size() == 1 && op.schema.returns[0].type == "Tensor"
                  ? Kind::kView

@@ -138,7 +138,8 @@ M minimum(M a, M b) {
 
 // Integer division by zero is an error in torch; checked before anything is written.
 template <typename T>
-void check_divisor(const Prepared<T>& y, const char* name) {
+void check_divisor(const Tensor& out, const Prepared<T>& y, const char* name) {
+  if (out.numel() == 0) return;  // torch checks per element: nothing to divide, no error
   bool zero = false;
   if (!y.tensor.defined()) {
     zero = y.value == 0;
@@ -195,7 +196,7 @@ void binary_typed(BinaryOp op, const Tensor& out, const Operand& a, const Operan
       if constexpr (kFloat) {
         return run([](M p, M q) { return std::trunc(p / q); });
       } else if constexpr (kInt<T>) {
-        check_divisor(y, name);
+        check_divisor(out, y, name);
         return run([](M p, M q) { return div_trunc_int(p, q); });
       } else {
         unsupported(name, out.dtype());
@@ -204,7 +205,7 @@ void binary_typed(BinaryOp op, const Tensor& out, const Operand& a, const Operan
       if constexpr (kFloat) {
         return run([](M p, M q) { return div_floor_float(p, q); });
       } else if constexpr (kInt<T>) {
-        check_divisor(y, name);
+        check_divisor(out, y, name);
         return run([](M p, M q) { return div_floor_int(p, q); });
       } else {
         unsupported(name, out.dtype());
@@ -213,7 +214,7 @@ void binary_typed(BinaryOp op, const Tensor& out, const Operand& a, const Operan
       if constexpr (kFloat) {
         return run([](M p, M q) { return remainder_float(p, q); });
       } else if constexpr (kInt<T>) {
-        check_divisor(y, name);
+        check_divisor(out, y, name);
         return run([](M p, M q) { return remainder_int(p, q); });
       } else {
         unsupported(name, out.dtype());
@@ -222,7 +223,7 @@ void binary_typed(BinaryOp op, const Tensor& out, const Operand& a, const Operan
       if constexpr (kFloat) {
         return run([](M p, M q) { return std::fmod(p, q); });
       } else if constexpr (kInt<T>) {
-        check_divisor(y, name);
+        check_divisor(out, y, name);
         return run([](M p, M q) { return fmod_int(p, q); });
       } else {
         unsupported(name, out.dtype());

@@ -94,8 +94,8 @@ std::vector<Tensor> expand_index_masks(const Shape& self_shape, const std::vecto
              "] too many indices for tensor of dimension ", self_shape.size(), " (mask of shape ",
              shape_str(t.shape()), " at index ", pos, ")");
     for (int64_t j = 0; j < t.dim(); ++j)
-      IP_CHECK(t.shape()[j] == self_shape[pos + j], kShapeMismatch, "[", op, "] the shape of the mask ",
-               shape_str(t.shape()), " at index ", j,
+      IP_CHECK(t.shape()[j] == self_shape[pos + j], kShapeMismatch, "[", op,
+               "] the shape of the mask ", shape_str(t.shape()), " at index ", j,
                " does not match the shape of the indexed tensor ", shape_str(self_shape),
                " at index ", pos + j);
     IP_CHECK(!t.is_meta(), kUnsupported, "[", op,
@@ -276,7 +276,8 @@ void for_each_coord(const Tensor& t, F&& f) {
 
 template <typename T>
 bool nonzero_value(T v) {
-  if constexpr (std::is_same_v<T, bool>) return v;
+  if constexpr (std::is_same_v<T, bool>)
+    return v;
   else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
     return static_cast<float>(v) != 0.0f;
   else
@@ -313,8 +314,8 @@ Tensor nonzero(const Tensor& t) {
 
 namespace {
 Shape check_mask(const Tensor& self, const Tensor& mask, const char* op) {
-  IP_CHECK(is_mask_dtype(mask.dtype()), kDTypeMismatch, "[", op,
-           "] expected a bool mask, got ", dtype_name(mask.dtype()));
+  IP_CHECK(is_mask_dtype(mask.dtype()), kDTypeMismatch, "[", op, "] expected a bool mask, got ",
+           dtype_name(mask.dtype()));
   return broadcast_shapes(self.shape(), mask.shape(), op);
 }
 }  // namespace
@@ -342,8 +343,8 @@ Tensor masked_select(const Tensor& self, const Tensor& mask, const char* op) {
 }
 
 void masked_scatter(const Tensor& self, const Tensor& mask, const Tensor& source, const char* op) {
-  IP_CHECK(is_mask_dtype(mask.dtype()), kDTypeMismatch, "[", op,
-           "] expected a bool mask, got ", dtype_name(mask.dtype()));
+  IP_CHECK(is_mask_dtype(mask.dtype()), kDTypeMismatch, "[", op, "] expected a bool mask, got ",
+           dtype_name(mask.dtype()));
   const Tensor m = mask.dtype() == DType::kBool ? mask : mask.to(DType::kBool);
   const Shape mst = broadcast_strides(m, self.shape(), op);
   if (self.numel() == 0) return;
@@ -352,10 +353,9 @@ void masked_scatter(const Tensor& self, const Tensor& mask, const Tensor& source
   strided_loop<1>(self.shape(), {mst}, [&](auto off, int64_t n, auto st) {
     for (int64_t i = 0; i < n; ++i) count += mp[off[0] + i * st[0]];
   });
-  IP_CHECK(count <= source.numel(), kShapeMismatch, "[", op, "] the mask ",
-           shape_str(mask.shape()), " selects ", count, " elements of self ",
-           shape_str(self.shape()), " but source ", shape_str(source.shape()), " has only ",
-           source.numel());
+  IP_CHECK(count <= source.numel(), kShapeMismatch, "[", op, "] the mask ", shape_str(mask.shape()),
+           " selects ", count, " elements of self ", shape_str(self.shape()), " but source ",
+           shape_str(source.shape()), " has only ", source.numel());
   if (count == 0) return;
   const Tensor src = unaliased(source.to(self.dtype()).contiguous(), self);
   visit_itemsize(self.itemsize(), [&]<typename U>() {

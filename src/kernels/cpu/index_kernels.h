@@ -12,11 +12,11 @@ namespace inplace::cpu {
 // The plan of one advanced index over `self`: which dims carry an index tensor and where the
 // broadcast index dims land in the result (torch's placement rule).
 struct AdvancedIndex {
-  std::vector<int64_t> dims;      // self dims that carry an index tensor, ascending
-  std::vector<Tensor> indices;    // their int64/int32 index tensors, in `dims` order
-  Shape index_shape;              // the index tensors broadcast together
-  bool front = false;             // indexed dims not adjacent: the index dims lead the result
-  Shape result_shape;             // the gathered shape (index_put: what values broadcast to)
+  std::vector<int64_t> dims;         // self dims that carry an index tensor, ascending
+  std::vector<Tensor> indices;       // their int64/int32 index tensors, in `dims` order
+  Shape index_shape;                 // the index tensors broadcast together
+  bool front = false;                // indexed dims not adjacent: the index dims lead the result
+  Shape result_shape;                // the gathered shape (index_put: what values broadcast to)
   std::vector<int64_t> report_dims;  // the dim a bounds error names, per entry of `dims`
 };
 
@@ -24,8 +24,7 @@ struct AdvancedIndex {
 // already expanded. Shape work only: the index tensors may be metas. `dim_names` (optional)
 // maps self dims to the dims bounds errors should name (getitem reports the user's dims).
 AdvancedIndex plan_advanced_index(const Shape& self_shape, const std::vector<Tensor>& indices,
-                                  const char* op,
-                                  const std::vector<int64_t>* dim_names = nullptr);
+                                  const char* op, const std::vector<int64_t>* dim_names = nullptr);
 
 // Replaces each bool/uint8 mask by its nonzero() columns, checking the mask's shape against
 // the dims it covers. A meta mask throws kUnsupported: the result shape depends on its values.
@@ -54,6 +53,8 @@ Tensor masked_select(const Tensor& self, const Tensor& mask, const char* op);
 void masked_scatter(const Tensor& self, const Tensor& mask, const Tensor& source, const char* op);
 
 // bool or uint8 (torch still treats uint8 index tensors as masks).
-inline bool is_mask_dtype(DType t) { return t == DType::kBool || t == DType::kUInt8; }
+inline bool is_mask_dtype(DType t) {
+  return t == DType::kBool || t == DType::kUInt8;
+}
 
 }  // namespace inplace::cpu
