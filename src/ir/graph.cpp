@@ -74,6 +74,13 @@ Node* Graph::add_node(NodeOp op, std::string target, std::vector<Value> args,
   return insert_before(out, op, std::move(target), std::move(args), std::move(kwargs), name_hint);
 }
 
+void Graph::move_before(Node* n, Node* pos) {
+  if (n == pos) return;
+  auto from = iter_of(n);
+  auto to = pos ? iter_of(pos) : nodes_.end();
+  nodes_.splice(to, nodes_, from);
+}
+
 void Graph::erase(Node* n) {
   auto us = users(n);
   IP_CHECK(us.empty(), kInvalidArgument, "[graph] cannot erase '", n->name, "': used by '",

@@ -47,6 +47,8 @@ class Graph {
   Node* insert_before(Node* pos, NodeOp op, std::string target, std::vector<Value> args = {},
                       std::vector<std::pair<std::string, Value>> kwargs = {},
                       const std::string& name_hint = "");
+  // Moves `n` to just before `pos` (null: the end). The caller keeps uses after definitions.
+  void move_before(Node* n, Node* pos);
   // Erases a node that nothing uses any more.
   void erase(Node* n);
   // Every use of `from` (after it in program order, or everywhere if `only_after` is null)

@@ -22,13 +22,17 @@ void lift_mutated_buffers(FunctionalProgram& program) {
     const std::string& target = ctx.input_names[i];
     IP_CHECK(g.constants.count(target), kNotFound, "[lift_mutated_buffers] buffer '", target,
              "' has no initial value in the graph's constants");
-    // Placeholders stay first and in input order: insert after the last one.
+    // Lifted inputs follow every existing placeholder: input index i is the i-th placeholder.
+    // Placeholders read nothing, so hoisting them all to the front keeps the program valid.
+    std::vector<Node*> nodes = g.nodes();
     Node* first_other = nullptr;
-    for (Node* n : g.nodes())
+    for (Node* n : nodes)
       if (n->op != NodeOp::kPlaceholder) {
         first_other = n;
         break;
       }
+    for (Node* n : nodes)
+      if (n->op == NodeOp::kPlaceholder && first_other) g.move_before(n, first_other);
     Node* ph = g.insert_before(first_other, NodeOp::kPlaceholder, binding_name(target), {}, {},
                                binding_name(target));
     ph->meta.attrs["lifted_buffer"] = target;

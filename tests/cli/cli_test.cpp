@@ -119,13 +119,10 @@ TEST_F(Cli, UsageMistakesExitTwo) {
       one_line_error(run("print --format=yaml g.json"), 2, {"--format must be text or json"}));
 }
 
-TEST_F(Cli, ModesNotYetAvailable) {
-  for (const char* mode : {"compiled", "functional"}) {
-    CliResult r =
-        run(std::string("exec g.json --inputs i --out o --no-alias --mutated-input x=0 --mode ") +
-            mode);
-    EXPECT_EQ(r.code, 1);
-    EXPECT_EQ(r.err, std::string("inplace: error: mode '") + mode + "' is not available yet\n");
+TEST_F(Cli, EveryModeReportsAMissingGraphFile) {
+  for (const char* mode : {"eager", "compiled", "functional"}) {
+    CliResult r = run(std::string("exec missing.json --out o --mode ") + mode);
+    EXPECT_TRUE(one_line_error(r, 1, {"missing.json"})) << mode;
   }
 }
 

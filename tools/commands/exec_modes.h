@@ -40,6 +40,11 @@ const std::vector<Mode>& exec_modes();
 std::vector<Value> run_mode_eager(const Graph& graph, Inputs& inputs, State& state,
                                   const ExecOptions& options);
 
+// Runs the graph after the functionalization passes and writes every mutated value back
+// through the io_map.
+std::vector<Value> run_mode_functional(const Graph& graph, Inputs& inputs, State& state,
+                                       const ExecOptions& options);
+
 // Compiles the graph for these inputs into an engine (aliased I/O unless options.no_alias)
 // and runs it once.
 std::vector<Value> run_mode_compiled(const Graph& graph, Inputs& inputs, State& state,
