@@ -129,6 +129,27 @@ TEST(EngineFileCli, CompileThenInspect) {
   out = run_cli("inspect " + file, &status);
   EXPECT_NE(out.find("aliased_io: none"), std::string::npos) << out;
 
+  // exec runs the engine file like the graph: same outputs, same inputs after the call.
+  out = run_cli("compile " + dir + "/graph.json --inputs " + dir + "/inputs.safetensors -o " + file,
+                &status);
+  ASSERT_EQ(status, 0) << out;
+  const std::string a = ::testing::TempDir() + "engine_file_a.safetensors";
+  const std::string b = ::testing::TempDir() + "engine_file_b.safetensors";
+  out = run_cli("exec " + file + " --inputs " + dir + "/inputs.safetensors --out " + a, &status);
+  ASSERT_EQ(status, 0) << out;
+  out = run_cli("exec " + dir + "/graph.json --inputs " + dir + "/inputs.safetensors --out " + b,
+                &status);
+  ASSERT_EQ(status, 0) << out;
+  auto ra = read_safetensors(a), rb = read_safetensors(b);
+  EXPECT_EQ(ra.size(), rb.size());
+  for (const auto& [k, t] : rb) {
+    ASSERT_TRUE(ra.count(k)) << k;
+    EXPECT_TRUE(tensor_equal(ra.at(k), t, 1e-6)) << k;
+  }
+  EXPECT_FALSE(tensor_equal(ra.at("input.cache"),
+                            read_safetensors(dir + "/inputs.safetensors").at("cache"), 0))
+      << "the engine wrote the cache";
+
   // A broken file: exit status 1, one line naming the file.
   std::ofstream(file, std::ios::binary) << "INPLACE";
   out = run_cli("inspect " + file, &status);
