@@ -225,6 +225,30 @@ const Value* leaf_at(const std::vector<Value>& args, const std::vector<int>& pat
   return v;
 }
 
+// An out kernel writes contiguous results of the shapes its infer function gives: results of
+// any other shape in the file would make it write out of bounds, so they are checked here.
+void check_out_results(Reader& r, const Step& s) {
+  std::vector<Tensor> metas;
+  try {
+    metas = s.op->infer(s.args);
+  } catch (const Error& e) {
+    r.fail(str_cat("step '", s.node, "': its arguments do not fit op '", s.op->schema.full_name(),
+                   "': ", e.what()));
+  }
+  if (metas.size() != s.outs.size())
+    r.fail(str_cat("step '", s.node, "' has ", s.outs.size(), " results where op '",
+                   s.op->schema.full_name(), "' returns ", metas.size()));
+  for (size_t k = 0; k < metas.size(); ++k) {
+    const TensorRef& o = s.outs[k];
+    if (o.shape != metas[k].shape() || o.dtype != metas[k].dtype() ||
+        o.strides != contiguous_strides(o.shape))
+      r.fail(str_cat("step '", s.node, "' result ", k, " is ", shape_str(o.shape), " ",
+                     dtype_name(o.dtype), " but op '", s.op->schema.full_name(), "' makes ",
+                     shape_str(metas[k].shape()), " ", dtype_name(metas[k].dtype()),
+                     " (contiguous)"));
+  }
+}
+
 }  // namespace
 
 void write_plan(Writer& w, const Plan& plan) {
@@ -290,6 +314,10 @@ void read_plan(Reader& r, Plan* plan) {
       const Value* leaf = leaf_at(s.args, t.path);
       if (!leaf || !leaf->is_tensor())
         r.fail(str_cat("step '", s.node, "' has an operand path that names no tensor argument"));
+      if (leaf->tensor.shape() != t.ref.shape || leaf->tensor.strides() != t.ref.strides ||
+          leaf->tensor.dtype() != t.ref.dtype)
+        r.fail(
+            str_cat("step '", s.node, "' has an operand template that differs from its reference"));
       s.tensors.push_back(std::move(t));
     }
     uint64_t nouts = r.count("results", 1);
@@ -300,6 +328,7 @@ void read_plan(Reader& r, Plan* plan) {
     if (s.kind != StepKind::kCopy && s.op && s.args.size() != s.op->schema.args.size())
       r.fail(str_cat("step '", s.node, "' has ", s.args.size(), " arguments for op '", op,
                      "' which takes ", s.op->schema.args.size()));
+    if (s.kind == StepKind::kOut && s.op && s.op->infer) check_out_results(r, s);
     if (s.kind == StepKind::kEager && s.op && !s.op->eager)
       r.fail(str_cat("step '", s.node, "' needs an eager kernel op '", op, "' lacks"));
   }

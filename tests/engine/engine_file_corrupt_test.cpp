@@ -262,6 +262,23 @@ TEST(EngineFileCorrupt, PlanReferringToMissingBuffersIsRefused) {
     if (!p.arena.empty()) expect_refused(with_plan(f, p), ErrorCode::kCorrupt, "outside the arena");
   }
   {
+    // A result larger than the op makes: the out kernel would write past it, so it is refused.
+    Plan p = good;
+    for (Step& s : p.steps)
+      if (s.kind == StepKind::kOut && !s.outs.empty() &&
+          s.outs[0].buffer.kind == BufferKind::kOutput) {
+        s.outs[0].shape.back() -= 1;
+        s.outs[0].strides = contiguous_strides(s.outs[0].shape);
+        expect_refused(with_plan(f, p), ErrorCode::kCorrupt, "but op");
+        break;
+      }
+  }
+  {
+    Plan p = good;
+    p.steps[0].tensors[0].ref.dtype = DType::kFloat16;
+    expect_refused(with_plan(f, p), ErrorCode::kCorrupt, "differs from its reference");
+  }
+  {
     Plan p = good;
     p.steps[0].args.pop_back();
     expect_refused(with_plan(f, p), ErrorCode::kCorrupt, "arguments for op");
