@@ -59,8 +59,8 @@ std::vector<AliasedIO> reconcile_aliased_io(const std::vector<AliasedIO>& derive
   };
   for (const AliasedIO& r : recorded)
     if (!has_output(r.output)) out.push_back({r.output, r.input, AliasKind::kUser});
-  for (const AliasedIO& d : derived)
-    if (!has_output(d.output)) out.push_back(d);
+  // Derived user entries are not added: a copy-back engine's write-back looks like one, and
+  // only the stored map can tell a user alias from a copy-back (TensorRT cannot report them).
   std::sort(out.begin(), out.end(),
             [](const AliasedIO& a, const AliasedIO& b) { return a.output < b.output; });
   return out;

@@ -63,7 +63,8 @@ class Engine {
 // What the plan itself writes in place: output j is input i when its result is the whole
 // input binding and a step writes that binding; the kind is kv_cache_update when that step is.
 std::vector<AliasedIO> derive_aliased_io(const Plan& plan);
-// Plan-derived entries win for kv_cache_update; recorded user entries are kept.
+// Plan-derived entries win for kv_cache_update; recorded user entries are kept. Derived user
+// entries are not added (a copy-back write looks the same; only the record knows).
 std::vector<AliasedIO> reconcile_aliased_io(const std::vector<AliasedIO>& derived,
                                             const std::vector<AliasedIO>& recorded);
 // Throws kCorrupt naming the step when a plan refers to buffers or bindings it does not have.

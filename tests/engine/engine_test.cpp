@@ -11,7 +11,9 @@ using namespace inplace::testing;
 
 namespace {
 
-Value N(Node* n) { return Value::node_ref(n); }
+Value N(Node* n) {
+  return Value::node_ref(n);
+}
 
 struct Built {
   std::shared_ptr<const Engine> engine;
@@ -31,8 +33,7 @@ std::unique_ptr<Graph> slice_write_graph(bool read_old_after) {
   Node* k = g->add_node(NodeOp::kPlaceholder, "k", {}, {}, "k");
   Node* w = g->add_node(NodeOp::kCallFunction, "aten.slice_scatter.default",
                         {N(cache), N(k), I(2), I(3), I(4)});
-  Node* s = g->add_node(NodeOp::kCallFunction, "aten.sum.default",
-                        {N(read_old_after ? cache : w)});
+  Node* s = g->add_node(NodeOp::kCallFunction, "aten.sum.default", {N(read_old_after ? cache : w)});
   g->add_node(NodeOp::kOutput, "output", {Tup({N(s), N(w)})});
   return g;
 }

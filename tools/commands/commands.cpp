@@ -9,6 +9,9 @@ const std::vector<Command>& commands() {
        &run_exec},
       {"plan", "compile a graph and print the engine: steps, bindings, aliased I/O, arena",
        &run_plan},
+      {"compile", "compile a graph and save the engine file (-o model.inplace)", &run_compile},
+      {"inspect", "print an engine file: bindings, aliased I/O, arena, weights, op counts",
+       &run_inspect},
       {"compare", "compare two safetensors files tensor by tensor", &run_compare},
   };
   return kCommands;

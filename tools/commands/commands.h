@@ -17,6 +17,8 @@ int run_print(const std::vector<std::string>& args);
 int run_exec(const std::vector<std::string>& args);
 int run_plan(const std::vector<std::string>& args);
 int run_compare(const std::vector<std::string>& args);
+int run_compile(const std::vector<std::string>& args);
+int run_inspect(const std::vector<std::string>& args);
 
 // Every command, in the order `inplace --help` lists them.
 const std::vector<Command>& commands();

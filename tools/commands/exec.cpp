@@ -8,6 +8,7 @@
 
 #include "arg_parser.h"
 #include "commands.h"
+#include "exec_engine.h"
 #include "exec_modes.h"
 #include "frontend/graph_json.h"
 #include "frontend/safetensors.h"
@@ -96,6 +97,8 @@ int run_exec(const std::vector<std::string>& args) {
   }
   IP_CHECK(mode->run != nullptr, kUnsupported, "mode '", mode_name, "' is not available yet");
 
+  if (looks_like_engine_file(graph_path))
+    return run_exec_engine(graph_path, inputs_path, out_path, print);
   std::unique_ptr<Graph> graph = read_graph_json(graph_path);
   std::map<std::string, Tensor> given;
   if (!inputs_path.empty()) given = read_safetensors(inputs_path);

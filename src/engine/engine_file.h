@@ -1,0 +1,46 @@
+// Engine files: an engine saved with its plan, weights and aliased I/O map, loaded back without
+// the graph. docs/engine-format.md describes the bytes. Loading refuses anything broken with an
+// inplace::Error (kCorrupt / kAbiMismatch / kIO) naming the file; it never crashes on it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "engine/engine.h"
+
+namespace inplace {
+
+inline constexpr char kEngineFileMagic[8] = {'I', 'N', 'P', 'L', 'A', 'C', 'E', '\0'};
+inline constexpr uint32_t kEngineFileAbi = 1;
+
+// The fields, in file order (their count is stored and checked).
+enum EngineFileField : uint32_t {
+  kFieldName = 0,
+  kFieldTargetDevice,
+  kFieldPlan,
+  kFieldInputBindingNames,
+  kFieldOutputBindingNames,
+  kFieldMetadata,
+  kFieldRequiresOutputAllocator,
+  kFieldAliasedIO,
+  kFieldWeights,
+  kEngineFileFieldCount,
+};
+const char* engine_file_field_name(uint32_t field);
+
+std::string serialize_engine(const Engine& engine);
+void save_engine(const Engine& engine, const std::string& path);
+// `label` names the source in errors (a path, or "<memory>").
+std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const std::string& label);
+std::shared_ptr<const Engine> load_engine(const std::string& path);
+
+// FNV-1a 64 over `bytes`: the file's trailing checksum covers every byte before it.
+uint64_t engine_file_checksum(std::string_view bytes);
+// True when `bytes` starts with the engine file magic (the CLI uses it to tell files apart).
+bool is_engine_file(std::string_view bytes);
+
+// ALIASED_IO text: records "OUT@IN@KIND" joined by '%', OUT and IN as "<index>:<name>".
+std::string serialize_aliased_io(const Engine& engine);
+
+}  // namespace inplace

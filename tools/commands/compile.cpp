@@ -1,0 +1,38 @@
+// inplace compile GRAPH.json [--inputs IN.safetensors] [--mutated-input IN=OUT]... [--no-alias]
+//                 -o model.inplace
+// Compiles a graph and saves the engine (docs/engine-format.md).
+#include <cstdio>
+
+#include "arg_parser.h"
+#include "commands.h"
+#include "compile_common.h"
+#include "engine/engine_file.h"
+#include "frontend/graph_json.h"
+
+namespace inplace::cli {
+
+int run_compile(const std::vector<std::string>& args) {
+  std::string path, inputs_path, out_path;
+  bool no_alias = false;
+  std::vector<std::string> mutated;
+  ArgParser p("compile",
+              "Compiles GRAPH.json into an engine file: bindings, steps, weights and\n"
+              "the aliased I/O map (docs/engine-format.md).");
+  p.positional("GRAPH.json", &path, "the graph");
+  p.option("--inputs", "IN.safetensors", &inputs_path,
+           "example inputs fixing binding shapes (default: the placeholders' meta)");
+  p.repeated("--mutated-input", "INPUT=OUTPUT", &mutated, "declare an aliased output");
+  p.flag("--no-alias", &no_alias, "the copy-back engine (no aliased I/O)");
+  p.option("-o", "model.inplace", &out_path, "the engine file to write", /*required=*/true);
+  if (!p.parse(args)) return 0;
+  std::unique_ptr<Graph> g = read_graph_json(path);
+  CompiledProgram cp =
+      compile(*g, example_inputs(*g, inputs_path), compile_options(no_alias, mutated));
+  save_engine(*cp.engine, out_path);
+  std::printf("wrote %s: %zu inputs, %zu outputs, %zu aliased\n", out_path.c_str(),
+              cp.engine->inputs().size(), cp.engine->outputs().size(),
+              cp.engine->aliased_io().size());
+  return 0;
+}
+
+}  // namespace inplace::cli
