@@ -42,8 +42,7 @@ class Functionalizer {
   void sync_roots();
   Value creation_value(const Node* user, const Value& v) const;
   Node* emit(const std::string& target, std::vector<Value> args,
-             std::vector<std::pair<std::string, Value>> kwargs = {},
-             const std::string& hint = "");
+             std::vector<std::pair<std::string, Value>> kwargs = {}, const std::string& hint = "");
   Node* emitted(Node* n);  // records the meta of a node the emitter made
 
   // ---- new values of mutated tensors (mutation_lowering.cpp) ----

@@ -48,8 +48,8 @@ class NormalizePass : public Pass {
         Args bound;
         std::string why;
         IP_CHECK(bind_args(op->schema, n->args, n->kwargs, &bound, &why), kInvalidArgument,
-                 "[normalize] node '", n->name, "': arguments do not fit '",
-                 op->schema.to_string(), "': ", why);
+                 "[normalize] node '", n->name, "': arguments do not fit '", op->schema.to_string(),
+                 "': ", why);
         std::vector<Value> args;
         std::vector<std::pair<std::string, Value>> kwargs;
         for (size_t i = 0; i < bound.size(); ++i) {
@@ -72,6 +72,8 @@ class NormalizePass : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_normalize_pass() { return std::make_unique<NormalizePass>(); }
+std::unique_ptr<Pass> make_normalize_pass() {
+  return std::make_unique<NormalizePass>();
+}
 
 }  // namespace inplace

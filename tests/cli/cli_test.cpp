@@ -120,7 +120,7 @@ TEST_F(Cli, UsageMistakesExitTwo) {
 }
 
 TEST_F(Cli, ModesNotYetAvailable) {
-  for (const char* mode : {"compiled", "functional"}) {
+  for (const char* mode : {"compiled"}) {
     CliResult r =
         run(std::string("exec g.json --inputs i --out o --no-alias --mutated-input x=0 --mode ") +
             mode);

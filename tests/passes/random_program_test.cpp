@@ -56,7 +56,8 @@ TEST(RandomPrograms, FunctionalEqualsEager) {
     ASSERT_TRUE(eager_runs(p, &why)) << "eager mode refuses this program: " << why;
     try {
       PassOptions options;
-      if (!options_for(seed).shape_free) options.input_metas = metas_of_inputs(clone_inputs(p.inputs));
+      if (!options_for(seed).shape_free)
+        options.input_metas = metas_of_inputs(clone_inputs(p.inputs));
       std::cout << "functional:\n" << make_functional(*p.graph, options).graph->to_string();
     } catch (const Error& e) {
       std::cout << "the passes fail: " << e.what() << "\n";
@@ -79,8 +80,8 @@ TEST(RandomPrograms, FunctionalEqualsEager) {
     }
     std::string failure = check(p, !o.shape_free);
     if (!failure.empty()) {
-      ADD_FAILURE() << "random program " << seed << " differs (replay: INPLACE_RANDOM_SEED="
-                    << seed << " ./inplace_tests --gtest_filter=RandomPrograms.*)\n"
+      ADD_FAILURE() << "random program " << seed << " differs (replay: INPLACE_RANDOM_SEED=" << seed
+                    << " ./inplace_tests --gtest_filter=RandomPrograms.*)\n"
                     << p.graph->to_string() << failure;
       if (++failures >= 5) break;
     }

@@ -36,29 +36,51 @@ struct ViewCase {
 
 TEST(ViewWrite, WritesThroughEveryViewReachTheBaseAndEveryAlias) {
   std::vector<ViewCase> cases = {
-      {"transpose", [](GraphBuilder& b, Node* x) { return b.call_method("transpose", {x, 0, 2}); },
+      {"transpose",
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("transpose", {x, 0, 2});
+       },
        {5, 4, 3}},
       {"t_of_select",
-       [](GraphBuilder& b, Node* x) { return b.call_method("t", {b.call_function("_operator.getitem", {x, 1})}); },
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("t", {b.call_function("_operator.getitem", {x, 1})});
+       },
        {5, 4}},
-      {"permute", [](GraphBuilder& b, Node* x) { return b.call_method("permute", {x, 2, 0, 1}); },
+      {"permute",
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("permute", {x, 2, 0, 1});
+       },
        {5, 3, 4}},
       {"slice_step",
-       [](GraphBuilder& b, Node* x) { return b.call_function("aten.slice.Tensor", {x, 1, 1, 4, 2}); },
+       [](GraphBuilder& b, Node* x) {
+         return b.call_function("aten.slice.Tensor", {x, 1, 1, 4, 2});
+       },
        {3, 2, 5}},
-      {"select", [](GraphBuilder& b, Node* x) { return b.call_method("select", {x, 2, -1}); },
+      {"select",
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("select", {x, 2, -1});
+       },
        {3, 4}},
-      {"narrow", [](GraphBuilder& b, Node* x) { return b.call_method("narrow", {x, 1, 1, 2}); },
+      {"narrow",
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("narrow", {x, 1, 1, 2});
+       },
        {3, 2, 5}},
       {"diagonal",
-       [](GraphBuilder& b, Node* x) { return b.call_method("diagonal", {x, 0, 1, 2}); },
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("diagonal", {x, 0, 1, 2});
+       },
        {3, 4}},
-      {"getitem_int", [](GraphBuilder& b, Node* x) { return b.call_function("_operator.getitem", {x, -1}); },
+      {"getitem_int",
+       [](GraphBuilder& b, Node* x) {
+         return b.call_function("_operator.getitem", {x, -1});
+       },
        {4, 5}},
       {"getitem_tuple",
        [](GraphBuilder& b, Node* x) {
-         return b.call_function("_operator.getitem",
-                                {x, arg::tuple({arg::slice(0, 2), nullptr, 1, arg::slice(1, 5, 3)})});
+         return b.call_function(
+             "_operator.getitem",
+             {x, arg::tuple({arg::slice(0, 2), nullptr, 1, arg::slice(1, 5, 3)})});
        },
        {2, 1, 2}},
       {"split_piece",
@@ -104,7 +126,10 @@ TEST(ViewWrite, WritesThroughEveryViewReachTheBaseAndEveryAlias) {
        },
        {4},
        true},
-      {"movedim", [](GraphBuilder& b, Node* x) { return b.call_method("movedim", {x, 0, -1}); },
+      {"movedim",
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("movedim", {x, 0, -1});
+       },
        {4, 5, 3}},
       {"chain",
        [](GraphBuilder& b, Node* x) {
@@ -114,7 +139,9 @@ TEST(ViewWrite, WritesThroughEveryViewReachTheBaseAndEveryAlias) {
        },
        {1, 2, 5}},
       {"detach_alias",
-       [](GraphBuilder& b, Node* x) { return b.call_method("detach", {b.call_method("alias", {x})}); },
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("detach", {b.call_method("alias", {x})});
+       },
        {3, 4, 5}},
   };
   for (const auto& vc : cases) {
@@ -130,7 +157,9 @@ TEST(ViewWrite, WritesThroughEveryViewReachTheBaseAndEveryAlias) {
 }
 
 TEST(ViewWrite, WriteThroughTransposeScattersBackTransposed) {
-  auto g = write_through([](GraphBuilder& b, Node* x) { return b.call_method("t", {b.call_function("_operator.getitem", {x, 0})}); });
+  auto g = write_through([](GraphBuilder& b, Node* x) {
+    return b.call_method("t", {b.call_function("_operator.getitem", {x, 0})});
+  });
   Comparison c;
   ASSERT_TRUE(functional_matches_eager(*g, inputs({{"x", {3, 4, 5}}, {"y", {5, 4}}}), &c));
   const Graph& f = *c.program.graph;
@@ -285,8 +314,8 @@ TEST(ViewWrite, BuffersAreNumberedAfterPlaceholders) {
   Node* counter = b.get_attr("counter", Tensor::zeros({}, DType::kInt64));
   Node* cache = b.get_attr("cache", Tensor::zeros({2, 8, 4}, DType::kFloat32));
   Node* weight = b.get_attr("weight", ft({1, 2, 3, 4}, {4}));
-  b.call_function("_operator.setitem",
-                  {cache, arg::tuple({arg::slice(), pos}), b.call_function("torch.mul", {k, weight})});
+  b.call_function("_operator.setitem", {cache, arg::tuple({arg::slice(), pos}),
+                                        b.call_function("torch.mul", {k, weight})});
   b.call_method("add_", {counter, 1});
   Node* again = b.get_attr("cache");  // a second read of the same buffer sees the write
   Node* s = b.call_method("sum", {again});

@@ -21,7 +21,7 @@ void write_back(const Tensor& dst, const Value& src, const std::string& what) {
 const std::vector<Mode>& exec_modes() {
   static const std::vector<Mode> kModes = {
       {"eager", &run_mode_eager},
-      {"functional", nullptr},
+      {"functional", &run_mode_functional},
       {"compiled", nullptr},
   };
   return kModes;

@@ -40,6 +40,11 @@ const std::vector<Mode>& exec_modes();
 std::vector<Value> run_mode_eager(const Graph& graph, Inputs& inputs, State& state,
                                   const ExecOptions& options);
 
+// Runs the graph after the functionalization passes and writes each mutated input and buffer
+// back through the io_map (exec_functional.cpp).
+std::vector<Value> run_mode_functional(const Graph& graph, Inputs& inputs, State& state,
+                                       const ExecOptions& options);
+
 // Binds parameter/buffer/constant placeholders of a torch.export signature to the state
 // (by target), without copying. Shared by the modes.
 void bind_lifted_placeholders(const Graph& graph, Inputs& inputs, State& state);
