@@ -1,5 +1,6 @@
 #include "ops/index_spec.h"
 
+#include "ir/node.h"
 #include "kernels/cpu/index_common.h"
 #include "kernels/cpu/index_kernels.h"
 
@@ -59,14 +60,20 @@ Tensor sequence_to_tensor(const Value& v, const char* op) {
   Tensor t = Tensor::empty(shape, all_bool ? DType::kBool : DType::kInt64);
   for (size_t i = 0; i < leaves.size(); ++i) {
     Scalar s = leaves[i].as_scalar(op);
-    if (all_bool) t.data<bool>()[i] = s.to_bool();
-    else t.data<int64_t>()[i] = s.to_int();
+    if (all_bool)
+      t.data<bool>()[i] = s.to_bool();
+    else
+      t.data<int64_t>()[i] = s.to_int();
   }
   return t;
 }
 
-std::optional<int64_t> slice_bound(const Value& v, const char* op) {
+std::optional<int64_t> slice_bound(const Value& v, bool* dynamic, const char* op) {
   if (v.is_none()) return std::nullopt;
+  if (v.is_node() || (v.is_tensor() && v.tensor.is_meta())) {
+    *dynamic = true;
+    return std::nullopt;
+  }
   IP_CHECK(v.kind == Value::Kind::kInt || v.kind == Value::Kind::kBool ||
                (v.is_tensor() && v.tensor.numel() == 1 && !is_floating(v.tensor.dtype())),
            kInvalidArgument, "[", op, "] slice indices must be integers or None, got ",
@@ -74,8 +81,19 @@ std::optional<int64_t> slice_bound(const Value& v, const char* op) {
   return v.as_int(op);
 }
 
-IndexEntry entry_from(const Value& v, const char* op) {
+IndexEntry entry_from(const Value& written, const char* op) {
   IndexEntry e;
+  e.raw = written;
+  Value v = written;
+  if (v.is_node()) {
+    const Meta& meta = v.node->meta;
+    if (!meta.dtype) {  // a Python int produced at run time (e.g. a sym size)
+      e.kind = Kind::kInt;
+      e.dynamic = true;
+      return e;
+    }
+    v = Value::from_tensor(Tensor::meta(meta.shape.value_or(Shape{}), *meta.dtype));
+  }
   switch (v.kind) {
     case Value::Kind::kInt:
       e.kind = Kind::kInt;
@@ -85,16 +103,20 @@ IndexEntry entry_from(const Value& v, const char* op) {
       e.kind = Kind::kBool;
       e.flag = v.b;
       return e;
-    case Value::Kind::kNone: e.kind = Kind::kNone; return e;
-    case Value::Kind::kEllipsis: e.kind = Kind::kEllipsis; return e;
+    case Value::Kind::kNone:
+      e.kind = Kind::kNone;
+      return e;
+    case Value::Kind::kEllipsis:
+      e.kind = Kind::kEllipsis;
+      return e;
     case Value::Kind::kSlice: {
       e.kind = Kind::kSlice;
-      e.start = slice_bound(v.items[0], op);
-      e.stop = slice_bound(v.items[1], op);
-      std::optional<int64_t> step = slice_bound(v.items[2], op);
+      e.start = slice_bound(v.items[0], &e.dynamic, op);
+      e.stop = slice_bound(v.items[1], &e.dynamic, op);
+      std::optional<int64_t> step = slice_bound(v.items[2], &e.dynamic, op);
       e.step = step.value_or(1);
-      IP_CHECK(e.step > 0, kInvalidArgument, "[", op, "] step must be greater than zero, got ",
-               e.step);
+      IP_CHECK(e.step > 0 || e.dynamic, kInvalidArgument, "[", op,
+               "] step must be greater than zero, got ", e.step);
       return e;
     }
     case Value::Kind::kList:
@@ -113,9 +135,12 @@ IndexEntry entry_from(const Value& v, const char* op) {
         // torch: a 0-dim integer tensor selects like an int; a 0-dim bool acts like a bool.
         e.kind = mask ? Kind::kBool : Kind::kInt;
         e.tensor = t;
+        e.dynamic = t.is_meta();
         if (!t.is_meta()) {
-          if (mask) e.flag = t.item().to_bool();
-          else e.index = t.item().to_int();
+          if (mask)
+            e.flag = t.item().to_bool();
+          else
+            e.index = t.item().to_int();
         }
         return e;
       }
@@ -151,8 +176,8 @@ IndexSpec parse_index(const Value& index, int64_t self_dim, const char* op) {
     }
   }
   IP_CHECK(ellipses <= 1, kInvalidArgument, "[", op, "] an index can only have a single ellipsis");
-  IP_CHECK(specified <= self_dim, kOutOfRange, "[", op, "] too many indices for tensor of dimension ",
-           self_dim, " (got ", specified, ")");
+  IP_CHECK(specified <= self_dim, kOutOfRange, "[", op,
+           "] too many indices for tensor of dimension ", self_dim, " (got ", specified, ")");
   int64_t sdim = 0, vdim = 0;
   for (IndexEntry& e : spec.entries) {
     e.view_dim = vdim;
@@ -205,13 +230,20 @@ BasicIndexed apply_basic_index(const Tensor& self, const IndexSpec& spec, const 
                  "] invalid index of a 0-dim tensor; use tensor.item()");
         const int64_t size = r.view.shape()[vd];
         int64_t i = e.index;
-        if (e.tensor.defined()) i = e.tensor.item().to_int();  // a meta index throws here
-        i = cpu::wrap_index(i, size, e.self_dim, op);
+        IP_CHECK(!e.dynamic || self.is_meta(), kInvalidArgument, "[", op,
+                 "] an index is only known at run time: ", e.raw.to_string());
+        if (e.tensor.defined() && !e.dynamic) i = e.tensor.item().to_int();
+        if (!e.dynamic)
+          i = cpu::wrap_index(i, size, e.self_dim, op);
+        else
+          i = 0;  // shape work on metas: any index gives the same shape
         r.view = r.view.select(vd, i);
         r.self_dims.erase(r.self_dims.begin() + vd);
         break;
       }
       case Kind::kSlice:
+        IP_CHECK(!e.dynamic, kInvalidArgument, "[", op,
+                 "] a slice bound is only known at run time: ", e.raw.to_string());
         r.view = r.view.slice(vd, e.start, e.stop, e.step);
         if (started) r.indices.emplace_back();
         break;
@@ -224,7 +256,9 @@ BasicIndexed apply_basic_index(const Tensor& self, const IndexSpec& spec, const 
         if (started) r.indices.resize(r.indices.size() + static_cast<size_t>(e.span));
         break;
       case Kind::kBool: {
-        bool flag = e.tensor.defined() ? e.tensor.item().to_bool() : e.flag;
+        IP_CHECK(!e.dynamic || self.is_meta(), kUnsupported, "[", op,
+                 "] a 0-dim boolean index gives a data-dependent shape");
+        bool flag = e.tensor.defined() && !e.dynamic ? e.tensor.item().to_bool() : e.flag;
         r.view = r.view.unsqueeze(vd);
         r.self_dims.insert(r.self_dims.begin() + vd, -1);
         // True indexes the new dim as [0] (keeps it), False as [] (empties it).
@@ -232,7 +266,9 @@ BasicIndexed apply_basic_index(const Tensor& self, const IndexSpec& spec, const 
         record(t, vd);
         break;
       }
-      case Kind::kTensor: record(e.tensor, vd); break;
+      case Kind::kTensor:
+        record(e.tensor, vd);
+        break;
     }
   }
   return r;

@@ -31,13 +31,18 @@ struct IndexEntry {
   // Dims of self consumed: 1 for int, slice and integer tensors, mask.dim() for a mask, the
   // dims it stands for for Ellipsis, 0 for None and bool.
   int64_t span = 0;
-  int64_t index = 0;  // kInt, as written (may be negative)
+  int64_t index = 0;                   // kInt, as written (may be negative)
   std::optional<int64_t> start, stop;  // kSlice (None = open)
   int64_t step = 1;                    // kSlice, > 0
   bool flag = false;                   // kBool
   // kTensor: an int64/int32 index or a bool/uint8 mask (dim >= 1). kInt from a 0-dim integer
   // tensor keeps that tensor here too.
   Tensor tensor;
+  // The value only exists at run time: a graph node reference (an int or a bound of a slice)
+  // or a meta tensor; index/start/stop/flag are then placeholders.
+  bool dynamic = false;
+  // The entry as written, node references included: passes emitting select/slice nodes reuse it.
+  Value raw;
 };
 
 struct IndexSpec {
@@ -49,6 +54,8 @@ struct IndexSpec {
 // Parses `index` (int, slice, None, Ellipsis, bool, tensor, list, tuple of those) for a tensor
 // of `self_dim` dims. Lists follow torch: a list holding a tensor, slice, None, Ellipsis or
 // sequence (and shorter than 32) reads as a tuple; else it becomes an int64 (or bool) tensor.
+// Graph node references are accepted too (for passes): a node whose meta has a dtype stands for
+// a meta tensor of its meta shape, any other node for an int known at run time (dynamic).
 IndexSpec parse_index(const Value& index, int64_t self_dim, const char* op);
 
 // Step 1 above: the basic view of self and aten's index list for step 2.

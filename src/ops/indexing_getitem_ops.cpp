@@ -55,7 +55,8 @@ Value setitem(const Args& a) {
   const Value& value = a[2];
   Tensor v;
   if (value.is_number()) {
-    v = Tensor::scalar(value.as_scalar("setitem"), self.dtype());  // Python numbers take self's dtype
+    v = Tensor::scalar(value.as_scalar("setitem"),
+                       self.dtype());  // Python numbers take self's dtype
   } else {
     IP_CHECK(value.is_tensor(), kInvalidArgument, "[setitem] can't assign a ", value.kind_name(),
              " to a tensor");

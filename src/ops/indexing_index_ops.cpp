@@ -65,7 +65,9 @@ void index_put_out(const Args& a, const std::vector<Tensor>& out, const char* op
 
 // ---- one-dim index ops: self.dim() == 0 is handled as shape [1], as torch does.
 
-Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.unsqueeze(0) : t; }
+Tensor as_1d(const Tensor& t) {
+  return t.dim() == 0 ? t.unsqueeze(0) : t;
+}
 
 AdvancedIndex plan_dim(const Tensor& self, int64_t dim, const Tensor& index, const char* op) {
   const Tensor s = as_1d(self);
@@ -80,25 +82,6 @@ void check_source(const Tensor& self, const AdvancedIndex& ai, const Tensor& sou
            shape_str(source.shape()), " does not match the indexed region ",
            shape_str(self.dim() == 0 ? Shape{} : ai.result_shape), " of self ",
            shape_str(self.shape()));
-}
-
-// values * alpha in self's dtype (index_add's alpha).
-Tensor scaled(const Tensor& values, Scalar alpha, DType dtype) {
-  Tensor v = values.to(dtype);
-  if (alpha.to_double() == 1.0) return v;
-  Tensor out = Tensor::empty(v.shape(), dtype);
-  cpu::copy_region(out, v);
-  visit_dtype(dtype, [&]<typename T>() {
-    using M = opmath_t<T>;
-    T* p = out.data<T>();
-    if constexpr (std::is_same_v<T, bool>) {
-      for (int64_t i = 0; i < out.numel(); ++i) p[i] = p[i] && alpha.to_bool();
-    } else {
-      const M al = alpha.to<M>();
-      for (int64_t i = 0; i < out.numel(); ++i) p[i] = convert<T>(static_cast<M>(static_cast<M>(p[i]) * al));
-    }
-  });
-  return out;
 }
 
 enum class DimOp { kCopy, kAdd, kFill };
@@ -122,8 +105,7 @@ void dim_put(const Tensor& target, const Args& a, DimOp kind, const char* op) {
   if (kind == DimOp::kCopy) {
     cpu::index_put(t1, ai, src1, false, op);
   } else {
-    Scalar alpha = a[4].as_scalar(op);
-    cpu::index_put(t1, ai, scaled(src1, alpha, target.dtype()), true, op);
+    cpu::index_put(t1, ai, src1, true, op, a[4].as_scalar(op));
   }
 }
 
@@ -232,10 +214,9 @@ void register_index_ops(Registry& r) {
         "Tensor(a!)",
         "index_fill_.int_Tensor(Tensor(a!) self, int dim, Tensor index, Tensor value) -> "
         "Tensor(a!)"}) {
-    std::string twin = std::string("index_fill.") + (std::string(schema).find("int_Scalar") !=
-                                                             std::string::npos
-                                                         ? "int_Scalar"
-                                                         : "int_Tensor");
+    std::string twin =
+        std::string("index_fill.") +
+        (std::string(schema).find("int_Scalar") != std::string::npos ? "int_Scalar" : "int_Tensor");
     add_mutating(r, schema, twin, [](const Args& a) {
       dim_put(a[0].as_tensor("index_fill_"), a, DimOp::kFill, "index_fill_");
       return a[0];

@@ -37,9 +37,8 @@ void register_mask_ops(Registry& r) {
     return Value::from_tensor(cpu::nonzero(tensor_arg(a[0], "argwhere")));
   });
   add_dynamic(r, "masked_select(Tensor self, Tensor mask) -> Tensor", [](const Args& a) {
-    return Value::from_tensor(cpu::masked_select(tensor_arg(a[0], "masked_select"),
-                                                 tensor_arg(a[1], "masked_select"),
-                                                 "masked_select"));
+    return Value::from_tensor(cpu::masked_select(
+        tensor_arg(a[0], "masked_select"), tensor_arg(a[1], "masked_select"), "masked_select"));
   });
 
   // masked_scatter: the functional form broadcasts self and mask together (torch's
@@ -59,8 +58,7 @@ void register_mask_ops(Registry& r) {
         cpu::masked_scatter(out[0], tensor_arg(a[1], "masked_scatter"),
                             tensor_arg(a[2], "masked_scatter"), "masked_scatter");
       });
-  add_mutating(r,
-               "masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)",
+  add_mutating(r, "masked_scatter_(Tensor(a!) self, Tensor mask, Tensor source) -> Tensor(a!)",
                "masked_scatter", [](const Args& a) {
                  cpu::masked_scatter(a[0].as_tensor("masked_scatter_"),
                                      tensor_arg(a[1], "masked_scatter_"),

@@ -67,13 +67,13 @@ void register_form(Registry& r, Form form, const std::string& name, const std::s
         run(out[0], c, form, op.c_str());
       });
   std::string op_ = name + "_";
-  add_mutating(r, name + "_" + ov + "(Tensor(a!) self, int dim, Tensor index, " + params +
-                      ") -> Tensor(a!)",
-               fn, [form, op_](const Args& a) {
-                 ScatterCall c = read_call(a, form, op_.c_str());
-                 run(a[0].as_tensor(op_.c_str()), c, form, op_.c_str());
-                 return a[0];
-               });
+  add_mutating(
+      r, name + "_" + ov + "(Tensor(a!) self, int dim, Tensor index, " + params + ") -> Tensor(a!)",
+      fn, [form, op_](const Args& a) {
+        ScatterCall c = read_call(a, form, op_.c_str());
+        run(a[0].as_tensor(op_.c_str()), c, form, op_.c_str());
+        return a[0];
+      });
 }
 
 }  // namespace

@@ -9,7 +9,9 @@ namespace inplace::indexing {
 
 namespace {
 
-std::string opt_str(const Value& v) { return v.is_none() ? "None" : std::to_string(v.as_int("")); }
+std::string opt_str(const Value& v) {
+  return v.is_none() ? "None" : std::to_string(v.as_int(""));
+}
 
 // The region of `t` (self, a meta, or the result) that an op's arguments name.
 using RegionFn = std::function<Tensor(const Tensor& t, const Args& a)>;
@@ -86,8 +88,10 @@ void register_view_scatter_ops(Registry& r) {
       "diagonal_scatter",
       [](const Tensor& t, const Args& a) {
         const char* op = "diagonal_scatter";
-        IP_CHECK(t.dim() >= 2, kInvalidArgument, "[diagonal_scatter] self must have at least 2 "
-                 "dims, got shape ", shape_str(t.shape()));
+        IP_CHECK(t.dim() >= 2, kInvalidArgument,
+                 "[diagonal_scatter] self must have at least 2 "
+                 "dims, got shape ",
+                 shape_str(t.shape()));
         return t.diagonal(a[2].as_int(op), a[3].as_int(op), a[4].as_int(op));
       },
       [](const Args& a) {

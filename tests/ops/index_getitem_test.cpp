@@ -1,5 +1,6 @@
 // getitem on tensors (every index form torch accepts) and on lists/tuples. Expected values are
 // worked by hand from x = arange(24).view(2, 3, 4): x[i][j][k] = 12i + 4j + k.
+#include "ir/node.h"
 #include "ops/index_spec.h"
 #include "ops/index_test_util.h"
 
@@ -8,8 +9,12 @@ using namespace inplace::testing;
 
 namespace {
 
-Tensor X() { return iota({2, 3, 4}); }
-Tensor get_t(const Tensor& x, Value index) { return call_t("_operator.getitem", {T(x), index}); }
+Tensor X() {
+  return iota({2, 3, 4});
+}
+Tensor get_t(const Tensor& x, Value index) {
+  return call_t("_operator.getitem", {T(x), index});
+}
 
 }  // namespace
 
@@ -37,7 +42,8 @@ TEST(IndexGetitem, WriteThroughBasicResultIsSeenInBase) {
 TEST(IndexGetitem, SlicesWithStepAndNegativeBounds) {
   Tensor x = X();
   Tensor r = get_t(x, Tup({All(), Sl(None(), None(), I(2))}));  // x[:, ::2]
-  EXPECT_TRUE(tensor_near(r, {2, 2, 4}, {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23}));
+  EXPECT_TRUE(
+      tensor_near(r, {2, 2, 4}, {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23}));
   EXPECT_TRUE(r.same_storage(x));
   // x[:, 1::2, -3:-1] -> j = 1, k = 1, 2
   r = get_t(x, Tup({All(), Sl(I(1), None(), I(2)), Sl(I(-3), I(-1), None())}));
@@ -92,7 +98,8 @@ TEST(IndexGetitem, BoolMasks) {
   EXPECT_FALSE(r.same_storage(x));
   // x[:, m1] with a 1-d mask on dim 1
   r = get_t(x, Tup({All(), T(bt({true, false, true}, {3}))}));
-  EXPECT_TRUE(tensor_near(r, {2, 2, 4}, {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23}));
+  EXPECT_TRUE(
+      tensor_near(r, {2, 2, 4}, {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23}));
   // full-shape mask -> 1-d of the selected elements
   Tensor big = Tensor::empty({2, 3, 4}, DType::kBool);
   for (int64_t i = 0; i < 24; ++i) big.data<bool>()[i] = i % 5 == 0;
@@ -102,8 +109,11 @@ TEST(IndexGetitem, BoolMasks) {
   // a list of Python bools is a mask too
   r = get_t(x, L({B(false), B(true)}));
   EXPECT_TRUE(tensor_near(r, {1, 3, 4}, {12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23}));
-  EXPECT_TRUE(throws_with([&] { get_t(x, T(bt({true, false, true}, {3}))); },
-                          {"[getitem]", "mask [3]", "[2,3,4]", "index 0"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        get_t(x, T(bt({true, false, true}, {3})));
+      },
+      {"[getitem]", "mask [3]", "[2,3,4]", "index 0"}));
 }
 
 TEST(IndexGetitem, IntTensorsAndLists) {
@@ -133,7 +143,8 @@ TEST(IndexGetitem, IntTensorsAndLists) {
   EXPECT_TRUE(s.same_storage(x));
   // a top-level list holding a slice reads as a tuple: x[[slice(None), [0, 2]]] == x[:, [0, 2]]
   r = get_t(x, L({All(), L({I(0), I(2)})}));
-  EXPECT_TRUE(tensor_near(r, {2, 2, 4}, {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23}));
+  EXPECT_TRUE(
+      tensor_near(r, {2, 2, 4}, {0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 20, 21, 22, 23}));
   // a nested list of ints is one 2-d index: x[[[1], [0]]] -> [2, 1, 3, 4]? No: a list holding
   // sequences reads as a tuple (torch), so this is x[[1], [0]] -> [1, 4] = x[1, 0]
   r = get_t(x, L({L({I(1)}), L({I(0)})}));
@@ -164,10 +175,15 @@ TEST(IndexGetitem, KvCacheBlocksIntOffsets) {
   EXPECT_TRUE(tensor_near(r, {2, 4}, {96, 97, 98, 99, 4, 5, 6, 7}));
   // bounds errors name the dim of state, the index and the size
   EXPECT_TRUE(throws_with(
-      [&] { get_t(state, Tup({T(blocks), I(0), T(lt({5, 1}, {2})), All()})); },
+      [&] {
+        get_t(state, Tup({T(blocks), I(0), T(lt({5, 1}, {2})), All()}));
+      },
       {"[getitem]", "index 5", "dimension 2", "size 5"}));
-  EXPECT_TRUE(throws_with([&] { get_t(state, Tup({T(blocks), I(2)})); },
-                          {"[getitem]", "index 2", "dimension 1", "size 2"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        get_t(state, Tup({T(blocks), I(2)}));
+      },
+      {"[getitem]", "index 2", "dimension 1", "size 2"}));
 }
 
 TEST(IndexGetitem, SeparatedAdvancedIndicesMoveToTheFront) {
@@ -199,20 +215,32 @@ TEST(IndexGetitem, IndexTensorsBroadcast) {
     for (int64_t p = 0; p < 2; ++p)
       for (int64_t q = 0; q < 3; ++q)
         EXPECT_EQ(get(r, {a, p, q}), 12 * a + 4 * i.data<int64_t>()[p] + j.data<int64_t>()[q]);
-  EXPECT_TRUE(throws_with([&] { get_t(x, Tup({L({I(0), I(1)}), L({I(0), I(1), I(2)})})); },
-                          {"[getitem]", "could not be broadcast", "[2]", "[3]"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        get_t(x, Tup({L({I(0), I(1)}), L({I(0), I(1), I(2)})}));
+      },
+      {"[getitem]", "could not be broadcast", "[2]", "[3]"}));
 }
 
 TEST(IndexGetitem, OutOfRangeAndTooManyIndices) {
   Tensor x = X();
-  EXPECT_TRUE(throws_with([&] { get_t(x, I(2)); },
-                          {"[getitem]", "index 2", "dimension 0", "size 2"}));
-  EXPECT_TRUE(throws_with([&] { get_t(x, Tup({I(0), I(-4)})); },
-                          {"[getitem]", "index -4", "dimension 1", "size 3"}));
-  EXPECT_TRUE(throws_with([&] { get_t(x, Tup({All(), L({I(0), I(3)})})); },
-                          {"[getitem]", "index 3", "dimension 1", "size 3"}));
-  EXPECT_TRUE(throws_with([&] { get_t(x, Tup({I(0), I(0), I(0), I(0)})); },
-                          {"[getitem]", "too many indices", "dimension 3", "got 4"}));
+  EXPECT_TRUE(
+      throws_with([&] { get_t(x, I(2)); }, {"[getitem]", "index 2", "dimension 0", "size 2"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        get_t(x, Tup({I(0), I(-4)}));
+      },
+      {"[getitem]", "index -4", "dimension 1", "size 3"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        get_t(x, Tup({All(), L({I(0), I(3)})}));
+      },
+      {"[getitem]", "index 3", "dimension 1", "size 3"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        get_t(x, Tup({I(0), I(0), I(0), I(0)}));
+      },
+      {"[getitem]", "too many indices", "dimension 3", "got 4"}));
   EXPECT_TRUE(throws_with([&] { get_t(x, F(1.5)); }, {"[getitem]", "valid indices"}));
   Tensor s = Tensor::scalar(Scalar(3.0), DType::kFloat32);
   EXPECT_TRUE(throws_with([&] { get_t(s, I(0)); }, {"[getitem]", "too many indices"}));
@@ -246,8 +274,11 @@ TEST(IndexGetitem, MetaTensorsGiveShapes) {
   EXPECT_EQ(r.shape(), (Shape{5, 4}));
   EXPECT_EQ(r.dtype(), DType::kFloat16);
   EXPECT_EQ(get_t(x, Tup({I(1), Sl(None(), None(), I(2))})).shape(), (Shape{2, 4}));
-  EXPECT_TRUE(throws_with([&] { get_t(x, T(Tensor::meta({2, 3}, DType::kBool))); },
-                          {"[getitem]", "data-dependent"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        get_t(x, T(Tensor::meta({2, 3}, DType::kBool)));
+      },
+      {"[getitem]", "data-dependent"}));
 }
 
 TEST(IndexGetitem, ListsAndTuples) {
@@ -270,8 +301,11 @@ TEST(IndexGetitem, ListsAndTuples) {
   Tensor got = call_t("_operator.getitem", {tup, I(1)});
   EXPECT_TRUE(got.same_view(b));
   EXPECT_EQ(call("_operator.getitem", {tup, Sl(I(1), None(), None())}).kind, Value::Kind::kTuple);
-  EXPECT_TRUE(throws_with([&] { call("_operator.getitem", {tup, I(2)}); },
-                          {"[getitem]", "index 2", "2 items"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        call("_operator.getitem", {tup, I(2)});
+      },
+      {"[getitem]", "index 2", "2 items"}));
 }
 
 TEST(IndexSpec, EntriesNameSelfAndViewDims) {
@@ -298,4 +332,35 @@ TEST(IndexSpec, EntriesNameSelfAndViewDims) {
   EXPECT_TRUE(b.indices[3].defined());
   EXPECT_EQ(b.self_dims, (std::vector<int64_t>{-1, 1, 2, 3}));
   EXPECT_FALSE(parse_index(Tup({I(0), All()}), 2, "test").has_advanced());
+}
+
+TEST(IndexSpec, NodeReferencesForPasses) {
+  Node tensor_node, int_node;
+  tensor_node.name = "offsets";
+  tensor_node.meta.shape = Shape{5};
+  tensor_node.meta.dtype = DType::kInt64;
+  int_node.name = "pos";  // no dtype meta: a run-time int
+  // x[:, pos, offsets] and x[:, :pos]
+  IndexSpec spec = parse_index(
+      Tup({All(), Value::node_ref(&int_node), Value::node_ref(&tensor_node)}), 3, "test");
+  ASSERT_EQ(spec.entries.size(), 3u);
+  EXPECT_EQ(spec.entries[1].kind, IndexEntry::Kind::kInt);
+  EXPECT_TRUE(spec.entries[1].dynamic);
+  EXPECT_EQ(spec.entries[1].raw.node, &int_node);
+  EXPECT_EQ(spec.entries[2].kind, IndexEntry::Kind::kTensor);
+  EXPECT_EQ(spec.entries[2].tensor.shape(), (Shape{5}));
+  EXPECT_EQ(spec.entries[2].view_dim, 1);
+  EXPECT_TRUE(spec.has_advanced());
+  // shapes still follow on metas: the run-time int selects a dim away
+  BasicIndexed b = apply_basic_index(Tensor::meta({2, 3, 4}, DType::kFloat32), spec, "test");
+  EXPECT_EQ(b.view.shape(), (Shape{2, 4}));
+  IndexSpec sl = parse_index(Tup({All(), Sl(None(), Value::node_ref(&int_node), None())}), 3, "t");
+  EXPECT_EQ(sl.entries[1].kind, IndexEntry::Kind::kSlice);
+  EXPECT_TRUE(sl.entries[1].dynamic);
+  EXPECT_EQ(sl.entries[1].raw.items[1].node, &int_node);
+  EXPECT_TRUE(throws_with(
+      [&] {
+        apply_basic_index(Tensor::meta({2, 3}, DType::kFloat32), sl, "t");
+      },
+      {"[t]", "only known at run time"}));
 }

@@ -39,17 +39,24 @@ TEST(IndexPut, IndexTensorMatchesGetitemPlacement) {
   Tensor x = iota({2, 3, 4});
   // index(x, [None, [2, 0]]) == x[:, [2, 0]]
   Tensor r = call_t("aten.index.Tensor", {T(x), L({None(), T(idx({2, 0}))})});
-  EXPECT_TRUE(tensor_near(r, {2, 2, 4}, {8, 9, 10, 11, 0, 1, 2, 3, 20, 21, 22, 23, 12, 13, 14, 15}));
+  EXPECT_TRUE(
+      tensor_near(r, {2, 2, 4}, {8, 9, 10, 11, 0, 1, 2, 3, 20, 21, 22, 23, 12, 13, 14, 15}));
   // separated: index(x, [[1, 0], None, [3, 2]]) -> [2, 3]
   r = call_t("torch.ops.aten.index.Tensor", {T(x), L({T(idx({1, 0})), None(), T(idx({3, 2}))})});
   EXPECT_TRUE(tensor_near(r, {2, 3}, {15, 19, 23, 2, 6, 10}));
   // a bool mask inside the list expands to its nonzero() columns
   r = call_t("aten.index.Tensor", {T(x), L({None(), T(bt({false, true, true}, {3}))})});
-  EXPECT_TRUE(tensor_near(r, {2, 2, 4}, {4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23}));
-  EXPECT_TRUE(throws_with([&] { call("aten.index.Tensor", {T(x), L({T(idx({2}))})}); },
-                          {"[index]", "index 2", "dimension 0", "size 2"}));
+  EXPECT_TRUE(
+      tensor_near(r, {2, 2, 4}, {4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23}));
   EXPECT_TRUE(throws_with(
-      [&] { call("aten.index.Tensor", {T(x), L({None(), None(), None(), T(idx({0}))})}); },
+      [&] {
+        call("aten.index.Tensor", {T(x), L({T(idx({2}))})});
+      },
+      {"[index]", "index 2", "dimension 0", "size 2"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        call("aten.index.Tensor", {T(x), L({None(), None(), None(), T(idx({0}))})});
+      },
       {"[index]", "too many indices"}));
 }
 
@@ -82,12 +89,14 @@ TEST(IndexPut, AccumulateSumsDuplicatesAndPlainPutLastWins) {
   // in place, 2-d, with an int32 and an int64 index broadcast together
   Tensor y = Tensor::zeros({2, 3}, DType::kInt64);
   Tensor rows = Tensor::from_vector<int32_t>({1, 1}, {2});
-  Tensor out = call_t("aten.index_put_", {T(y), L({T(rows), T(idx({2, 2}))}), T(lt({5}, {})), B(true)});
+  Tensor out =
+      call_t("aten.index_put_", {T(y), L({T(rows), T(idx({2, 2}))}), T(lt({5}, {})), B(true)});
   EXPECT_TRUE(out.same_view(y));
   EXPECT_TRUE(tensor_near(y, {2, 3}, {0, 0, 0, 0, 0, 10}));
   // accumulate in half precision goes through float
   Tensor h = Tensor::zeros({2}, DType::kFloat16);
-  call("aten.index_put_", {T(h), L({T(idx({1, 1, 1}))}), T(Tensor::full({3}, Scalar(0.5), DType::kFloat16)), B(true)});
+  call("aten.index_put_",
+       {T(h), L({T(idx({1, 1, 1}))}), T(Tensor::full({3}, Scalar(0.5), DType::kFloat16)), B(true)});
   EXPECT_TRUE(tensor_near(h, {2}, {0, 1.5}));
   // bool accumulate is logical or
   Tensor b = bt({false, false}, {2});
@@ -98,13 +107,15 @@ TEST(IndexPut, AccumulateSumsDuplicatesAndPlainPutLastWins) {
 TEST(IndexPut, MaskIndexAndValueBroadcast) {
   Tensor x = iota({2, 3});
   call("aten._index_put_impl_", {T(x), L({T(bt({true, false, true, false, false, true}, {2, 3}))}),
-                                  T(ft({-1, -2, -3}, {3}))});
+                                 T(ft({-1, -2, -3}, {3}))});
   EXPECT_TRUE(tensor_near(x, {2, 3}, {-1, 1, -2, 3, 4, -3}));
   Tensor y = iota({2, 3});
   call("aten.index_put_", {T(y), L({None(), T(idx({0, 2}))}), T(ft({7, 8}, {2}))});
   EXPECT_TRUE(tensor_near(y, {2, 3}, {7, 1, 8, 7, 4, 8}));
   EXPECT_TRUE(throws_with(
-      [&] { call("aten.index_put_", {T(y), L({None(), T(idx({0, 2}))}), T(ft({1, 2, 3}, {3}))}); },
+      [&] {
+        call("aten.index_put_", {T(y), L({None(), T(idx({0, 2}))}), T(ft({1, 2, 3}, {3}))});
+      },
       {"[index_put_]", "value tensor of shape [3]", "indexing result of shape [2,2]"}));
   const OpDef* op = Registry::get().find("index_put");
   EXPECT_TRUE(throws_with(
@@ -138,14 +149,23 @@ TEST(IndexSelect, MatchesReferenceOnEveryDimAndDType) {
     }
   }
   Tensor x = iota({3, 2});
-  EXPECT_TRUE(throws_with([&] { call("aten.index_select", {T(x), I(0), T(idx({3}))}); },
-                          {"[index_select]", "index 3", "dimension 0", "size 3"}));
-  EXPECT_TRUE(throws_with([&] { call("aten.index_select", {T(x), I(0), T(lt({0, 1}, {1, 2}))}); },
-                          {"[index_select]", "at most one dimension"}));
-  EXPECT_TRUE(throws_with([&] { call("aten.index_select", {T(x), I(0), T(ft({0}, {1}))}); },
-                          {"[index_select]", "int64 or int32"}));
-  EXPECT_TRUE(tensor_near(call_t("aten.index_select", {T(x), I(1), T(lt({1}, {}))}), {3, 1},
-                          {1, 3, 5}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        call("aten.index_select", {T(x), I(0), T(idx({3}))});
+      },
+      {"[index_select]", "index 3", "dimension 0", "size 3"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        call("aten.index_select", {T(x), I(0), T(lt({0, 1}, {1, 2}))});
+      },
+      {"[index_select]", "at most one dimension"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        call("aten.index_select", {T(x), I(0), T(ft({0}, {1}))});
+      },
+      {"[index_select]", "int64 or int32"}));
+  EXPECT_TRUE(
+      tensor_near(call_t("aten.index_select", {T(x), I(1), T(lt({1}, {}))}), {3, 1}, {1, 3, 5}));
 }
 
 TEST(IndexCopyAdd, MatchReferenceLoops) {
@@ -168,10 +188,15 @@ TEST(IndexCopyAdd, MatchReferenceLoops) {
        {{"alpha", I(2)}});
   EXPECT_TRUE(tensor_near(base, {4, 3}, {4, 0, 0, 4, 0, 0, 5, 2, 3, 4, 0, 0}));
   EXPECT_TRUE(throws_with(
-      [&] { call("aten.index_copy", {T(self), I(1), T(idx(index)), T(Tensor::zeros({3, 3, 2}, DType::kFloat32))}); },
+      [&] {
+        call("aten.index_copy",
+             {T(self), I(1), T(idx(index)), T(Tensor::zeros({3, 3, 2}, DType::kFloat32))});
+      },
       {"[index_copy]", "source of shape [3,3,2]", "[3,2,2]", "[3,4,2]"}));
   EXPECT_TRUE(throws_with(
-      [&] { call("aten.index_copy", {T(self), I(1), T(idx({4, 0})), T(source)}); },
+      [&] {
+        call("aten.index_copy", {T(self), I(1), T(idx({4, 0})), T(source)});
+      },
       {"[index_copy]", "index 4", "dimension 1", "size 4"}));
 }
 
@@ -181,8 +206,11 @@ TEST(IndexFill, ScalarAndTensorValue) {
   EXPECT_TRUE(tensor_near(r, {2, 3}, {-1, 1, -1, -1, 4, -1}));
   call("index_fill_", {T(x), I(0), T(idx({1})), T(ft({9}, {}))});
   EXPECT_TRUE(tensor_near(x, {2, 3}, {0, 1, 2, 9, 9, 9}));
-  EXPECT_TRUE(throws_with([&] { call("index_fill_", {T(x), I(0), T(idx({1})), T(ft({9, 9}, {2}))}); },
-                          {"[index_fill_]", "0-dimensional"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        call("index_fill_", {T(x), I(0), T(idx({1})), T(ft({9, 9}, {2}))});
+      },
+      {"[index_fill_]", "0-dimensional"}));
 }
 
 TEST(IndexPut, EmptyIndexAndEmptySelf) {
@@ -190,6 +218,7 @@ TEST(IndexPut, EmptyIndexAndEmptySelf) {
   Tensor r = call_t("aten.index_put", {T(x), L({T(idx({}))}), T(ft({1}, {1}))});
   EXPECT_TRUE(tensor_near(r, {3}, {0, 1, 2}));
   Tensor e = Tensor::empty({0, 2}, DType::kFloat32);
-  EXPECT_EQ(call_t("aten.index.Tensor", {T(e), L({None(), T(idx({1, 1, 0}))})}).shape(), (Shape{0, 3}));
+  EXPECT_EQ(call_t("aten.index.Tensor", {T(e), L({None(), T(idx({1, 1, 0}))})}).shape(),
+            (Shape{0, 3}));
   EXPECT_EQ(call_t("aten.index_select", {T(e), I(0), T(idx({}))}).shape(), (Shape{0, 2}));
 }

@@ -44,12 +44,21 @@ TEST(IndexGather, MatchesReferenceOnBothDimsAndStrides) {
   Tensor i1l = lt({3, 0, 3, 1, 1, 2}, {3, 2});
   EXPECT_TRUE(tensor_near(r, {3, 2}, ref_gather(self, 1, i1l)));
   // index smaller than self off `dim` is fine; larger is an error naming both shapes
-  EXPECT_TRUE(throws_with([&] { call("torch.gather", {T(self), I(0), T(lt({0, 0, 0, 0, 0}, {1, 5}))}); },
-                          {"[gather]", "[1,5]", "[3,4]"}));
-  EXPECT_TRUE(throws_with([&] { call("torch.gather", {T(self), I(1), T(lt({4}, {1, 1}))}); },
-                          {"[gather]", "index 4", "dimension 1", "size 4"}));
-  EXPECT_TRUE(throws_with([&] { call("torch.gather", {T(self), I(1), T(lt({0}, {1}))}); },
-                          {"[gather]", "as many dims"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        call("torch.gather", {T(self), I(0), T(lt({0, 0, 0, 0, 0}, {1, 5}))});
+      },
+      {"[gather]", "[1,5]", "[3,4]"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        call("torch.gather", {T(self), I(1), T(lt({4}, {1, 1}))});
+      },
+      {"[gather]", "index 4", "dimension 1", "size 4"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        call("torch.gather", {T(self), I(1), T(lt({0}, {1}))});
+      },
+      {"[gather]", "as many dims"}));
   // every dtype moves bits unchanged
   for (DType dt : {DType::kFloat16, DType::kInt8, DType::kBool, DType::kFloat64}) {
     Tensor s = iota({2, 2}, dt);
@@ -58,8 +67,9 @@ TEST(IndexGather, MatchesReferenceOnBothDimsAndStrides) {
                             ref_gather(s, 1, index)))
         << dtype_name(dt);
   }
-  EXPECT_EQ(call_t("torch.gather", {T(self), I(0), T(Tensor::empty({0, 4}, DType::kInt64))}).shape(),
-            (Shape{0, 4}));
+  EXPECT_EQ(
+      call_t("torch.gather", {T(self), I(0), T(Tensor::empty({0, 4}, DType::kInt64))}).shape(),
+      (Shape{0, 4}));
 }
 
 TEST(IndexScatter, SrcValueAndReduceMatchReference) {
@@ -69,7 +79,8 @@ TEST(IndexScatter, SrcValueAndReduceMatchReference) {
   Tensor r = call_t("torch.scatter", {T(self), I(0), T(index), T(src)});
   EXPECT_TRUE(tensor_near(r, {3, 4}, ref_scatter(self, 0, index, src, '=')));
   EXPECT_TRUE(tensor_near(self, {3, 4}, iota({3, 4}).to_double_vector()));  // untouched
-  r = call_t("torch.scatter", {T(self), I(0), T(index), T(src)}, {{"reduce", Value::string("add")}});
+  r = call_t("torch.scatter", {T(self), I(0), T(index), T(src)},
+             {{"reduce", Value::string("add")}});
   EXPECT_TRUE(tensor_near(r, {3, 4}, ref_scatter(self, 0, index, src, '+')));
   r = call_t("torch.scatter", {T(self), I(0), T(index), T(src)},
              {{"reduce", Value::string("multiply")}});
@@ -99,13 +110,18 @@ TEST(IndexScatter, InPlaceFormsWriteSelf) {
   EXPECT_TRUE(tensor_near(base, {4, 3}, {10, 0, 0, 8, 0, 0, 0, 0, 0, 9, 0, 0}));
   call("scatter_", {T(self), I(0), T(lt({2}, {1, 1})), F(-1)});
   EXPECT_TRUE(tensor_near(base, {4, 3}, {10, 0, -1, 8, 0, 0, 0, 0, 0, 9, 0, 0}));
-  call("aten.scatter_reduce_.two", {T(self), I(1), T(lt({0, 0}, {1, 2})), T(dt({5, 3}, {1, 2})),
-                                    Value::string("amax")});
+  call("aten.scatter_reduce_.two",
+       {T(self), I(1), T(lt({0, 0}, {1, 2})), T(dt({5, 3}, {1, 2})), Value::string("amax")});
   EXPECT_TRUE(tensor_near(base, {4, 3}, {10, 0, -1, 8, 0, 0, 0, 0, 0, 9, 0, 0}));
-  EXPECT_TRUE(throws_with([&] { call("scatter_", {T(self), I(1), T(lt({4}, {1, 1})), F(0)}); },
-                          {"[scatter_]", "index 4", "dimension 1", "size 4"}));
   EXPECT_TRUE(throws_with(
-      [&] { call("scatter_", {T(self), I(0), T(lt({0, 0}, {1, 2})), T(dt({1}, {1, 1}))}); },
+      [&] {
+        call("scatter_", {T(self), I(1), T(lt({4}, {1, 1})), F(0)});
+      },
+      {"[scatter_]", "index 4", "dimension 1", "size 4"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        call("scatter_", {T(self), I(0), T(lt({0, 0}, {1, 2})), T(dt({1}, {1, 1}))});
+      },
       {"[scatter_]", "[1,2]", "src [1,1]"}));
   EXPECT_TRUE(throws_with(
       [&] {
@@ -126,40 +142,46 @@ TEST(IndexScatterReduce, AllReductionsWithAndWithoutSelf) {
     std::vector<double> want;
   };
   const std::vector<Case> cases = {
-      {"sum", true, {31, 32, 3, 54, 105, 6}},      {"sum", false, {30, 30, 3, 50, 100, 6}},
-      {"prod", true, {200, 60, 3, 200, 12000, 6}}, {"prod", false, {200, 30, 3, 50, 2400, 6}},
+      {"sum", true, {31, 32, 3, 54, 105, 6}},       {"sum", false, {30, 30, 3, 50, 100, 6}},
+      {"prod", true, {200, 60, 3, 200, 12000, 6}},  {"prod", false, {200, 30, 3, 50, 2400, 6}},
       {"mean", true, {31.0 / 3, 16, 3, 27, 35, 6}}, {"mean", false, {15, 30, 3, 50, 50, 6}},
-      {"amax", true, {20, 30, 3, 50, 60, 6}},      {"amax", false, {20, 30, 3, 50, 60, 6}},
-      {"amin", true, {1, 2, 3, 4, 5, 6}},          {"amin", false, {10, 30, 3, 50, 40, 6}},
+      {"amax", true, {20, 30, 3, 50, 60, 6}},       {"amax", false, {20, 30, 3, 50, 60, 6}},
+      {"amin", true, {1, 2, 3, 4, 5, 6}},           {"amin", false, {10, 30, 3, 50, 40, 6}},
   };
   for (const Case& c : cases) {
-    Tensor r = call_t("torch.scatter_reduce", {T(self), I(1), T(index), T(src), Value::string(c.reduce)},
-                      {{"include_self", B(c.include_self)}});
+    Tensor r =
+        call_t("torch.scatter_reduce", {T(self), I(1), T(index), T(src), Value::string(c.reduce)},
+               {{"include_self", B(c.include_self)}});
     EXPECT_TRUE(tensor_near(r, {2, 3}, c.want, 1e-6)) << c.reduce << " " << c.include_self;
   }
   // integer mean floors: (1 + 10 + 20) / 3 = 10, (1 - 31 + 20) / 3 = -4
   Tensor si = lt({1, 2, 3, 4, 5, 6}, {2, 3});
-  Tensor r = call_t("torch.scatter_reduce", {T(si), I(1), T(index), T(lt({10, 20, 31, 40, 50, 61}, {2, 3})),
-                                             Value::string("mean")});
+  Tensor r = call_t(
+      "torch.scatter_reduce",
+      {T(si), I(1), T(index), T(lt({10, 20, 31, 40, 50, 61}, {2, 3})), Value::string("mean")});
   EXPECT_TRUE(tensor_near(r, {2, 3}, {10, 16, 3, 27, 35, 6}));
-  r = call_t("torch.scatter_reduce", {T(si), I(1), T(index), T(lt({-31, 20, 31, 40, 50, 61}, {2, 3})),
-                                      Value::string("mean")});
+  r = call_t(
+      "torch.scatter_reduce",
+      {T(si), I(1), T(index), T(lt({-31, 20, 31, 40, 50, 61}, {2, 3})), Value::string("mean")});
   EXPECT_EQ(get(r, {0, 0}), -4);
   // NaN propagates through amax
   Tensor n = ft({0, 0}, {2});
-  r = call_t("torch.scatter_reduce",
-             {T(n), I(0), T(lt({0, 0}, {2})), T(ft({std::nanf(""), 1}, {2})), Value::string("amax")});
+  r = call_t("torch.scatter_reduce", {T(n), I(0), T(lt({0, 0}, {2})),
+                                      T(ft({std::nanf(""), 1}, {2})), Value::string("amax")});
   EXPECT_TRUE(std::isnan(get(r, {0})));
   EXPECT_TRUE(throws_with(
-      [&] { call("torch.scatter_reduce", {T(self), I(1), T(index), T(src), Value::string("max")}); },
+      [&] {
+        call("torch.scatter_reduce", {T(self), I(1), T(index), T(src), Value::string("max")});
+      },
       {"[scatter_reduce]", "sum, prod, mean, amax, amin"}));
 }
 
 TEST(IndexScatter, HalfAndIntegerDTypes) {
-  for (DType dt : {DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kUInt8, DType::kInt16}) {
+  for (DType dt :
+       {DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kUInt8, DType::kInt16}) {
     Tensor self = iota({2, 3}, dt);
-    Tensor r = call_t("torch.scatter_add", {T(self), I(0), T(lt({1, 1, 0}, {1, 3})),
-                                            T(iota({1, 3}, dt))});
+    Tensor r =
+        call_t("torch.scatter_add", {T(self), I(0), T(lt({1, 1, 0}, {1, 3})), T(iota({1, 3}, dt))});
     EXPECT_EQ(r.dtype(), dt);
     EXPECT_TRUE(tensor_near(r, {2, 3}, {0, 1, 4, 3, 5, 5})) << dtype_name(dt);
   }

@@ -7,7 +7,9 @@ using namespace inplace::testing;
 
 namespace {
 
-Tensor X() { return iota({2, 3, 4}); }
+Tensor X() {
+  return iota({2, 3, 4});
+}
 
 void set(const Tensor& x, Value index, Value value) {
   Value r = call("_operator.setitem", {T(x), std::move(index), std::move(value)});
@@ -31,7 +33,7 @@ TEST(IndexSetitem, IntAndNegativeInt) {
   std::vector<std::pair<int64_t, double>> e;
   for (int64_t i = 12; i < 24; ++i) e.push_back({i, 5});
   EXPECT_TRUE(tensor_near(x, {2, 3, 4}, edited(24, e)));
-  EXPECT_EQ(x.data_ptr(), data);  // same storage, written in place
+  EXPECT_EQ(x.data_ptr(), data);            // same storage, written in place
   set(x, Tup({I(0), I(2), I(-1)}), I(-7));  // x[0, 2, -1] = -7
   e.push_back({11, -7});
   EXPECT_TRUE(tensor_near(x, {2, 3, 4}, edited(24, e)));
@@ -53,8 +55,11 @@ TEST(IndexSetitem, LeadingUnitDimsOfValueAreDropped) {
   std::vector<std::pair<int64_t, double>> e;
   for (int64_t i = 0; i < 12; ++i) e.push_back({i, 9});
   EXPECT_TRUE(tensor_near(x, {2, 3, 4}, edited(24, e)));
-  EXPECT_TRUE(throws_with([&] { set(x, I(0), T(Tensor::full({2, 3, 4}, Scalar(1.0), DType::kFloat32))); },
-                          {"[setitem]", "[2,3,4]", "[3,4]"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        set(x, I(0), T(Tensor::full({2, 3, 4}, Scalar(1.0), DType::kFloat32)));
+      },
+      {"[setitem]", "[2,3,4]", "[3,4]"}));
 }
 
 TEST(IndexSetitem, NoneAndEllipsis) {
@@ -92,8 +97,11 @@ TEST(IndexSetitem, BoolMaskWithScalarAndWithVector) {
     for (int64_t k = 0; k < 4; ++k) ez.push_back({base + k, -r});
   }
   EXPECT_TRUE(tensor_near(z, {2, 3, 4}, edited(24, ez)));
-  EXPECT_TRUE(throws_with([&] { set(y, T(m2), T(ft({1, 2}, {2}))); },
-                          {"[setitem]", "value tensor of shape [2]", "indexing result of shape [3]"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        set(y, T(m2), T(ft({1, 2}, {2})));
+      },
+      {"[setitem]", "value tensor of shape [2]", "indexing result of shape [3]"}));
 }
 
 TEST(IndexSetitem, IntTensorListAndDuplicatesLastWins) {
@@ -128,7 +136,9 @@ TEST(IndexSetitem, KvCacheBlocksIntOffsets) {
   }
   EXPECT_TRUE(tensor_near(state, {3, 2, 5, 4}, edited(120, e)));
   EXPECT_TRUE(throws_with(
-      [&] { set(state, Tup({T(blocks), I(0), T(lt({1, 7}, {2})), All()}), T(vals)); },
+      [&] {
+        set(state, Tup({T(blocks), I(0), T(lt({1, 7}, {2})), All()}), T(vals));
+      },
       {"[setitem]", "index 7", "dimension 2", "size 5"}));
 }
 
@@ -143,7 +153,9 @@ TEST(IndexSetitem, SeparatedAdvancedIndicesTakeFrontShapedValues) {
   }
   EXPECT_TRUE(tensor_near(x, {2, 3, 4}, edited(24, e)));
   EXPECT_TRUE(throws_with(
-      [&] { set(x, Tup({L({I(1), I(0)}), All(), L({I(3), I(2)})}), T(ft({1, 2}, {2, 1, 1}))); },
+      [&] {
+        set(x, Tup({L({I(1), I(0)}), All(), L({I(3), I(2)})}), T(ft({1, 2}, {2, 1, 1})));
+      },
       {"[setitem]", "[2,1,1]", "[2,3]"}));
 }
 
@@ -174,7 +186,7 @@ TEST(IndexSetitem, ScalarsTakeSelfDTypeAndTensorsAreCast) {
 TEST(IndexSetitem, OverlappingValueIsReadBeforeWritten) {
   Tensor x = iota({5});
   Tensor src = call_t("_operator.getitem", {T(x), Sl(None(), I(-1), None())});  // a view x[:-1]
-  set(x, Sl(I(1), None(), None()), T(src));  // x[1:] = x[:-1]
+  set(x, Sl(I(1), None(), None()), T(src));                                     // x[1:] = x[:-1]
   EXPECT_TRUE(tensor_near(x, {5}, {0, 0, 1, 2, 3}));
   Tensor y = iota({5});
   set(y, L({I(4), I(3), I(2), I(1), I(0)}), T(y));  // reverse through index_put
@@ -185,7 +197,7 @@ TEST(IndexSetitem, NonContiguousSelfAndDTypes) {
   for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt64, DType::kInt8,
                    DType::kUInt8, DType::kBool}) {
     Tensor base = Tensor::zeros({3, 4}, dt);
-    Tensor x = base.t();  // [4, 3], strides [1, 4]
+    Tensor x = base.t();                         // [4, 3], strides [1, 4]
     set(x, Tup({L({I(3), I(0)}), I(1)}), I(1));  // x[[3, 0], 1] = 1 -> base[1][3], base[1][0]
     set(x, Tup({I(2), Sl(None(), None(), I(2))}), I(1));  // x[2, ::2] -> base[0][2], base[2][2]
     EXPECT_TRUE(tensor_near(base, {3, 4}, {0, 0, 1, 0, 1, 0, 0, 1, 0, 0, 1, 0})) << dtype_name(dt);

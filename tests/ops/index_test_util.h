@@ -17,8 +17,12 @@ inline double get(const Tensor& t, const std::vector<int64_t>& idx) {
   return t.at(flat);
 }
 
-inline Value E() { return Value::ellipsis(); }
-inline Value All() { return Sl(None(), None(), None()); }
+inline Value E() {
+  return Value::ellipsis();
+}
+inline Value All() {
+  return Sl(None(), None(), None());
+}
 
 // Runs f, expects an inplace::Error whose message contains every part.
 template <typename F>

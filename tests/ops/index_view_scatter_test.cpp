@@ -1,6 +1,8 @@
 // slice_scatter / select_scatter / diagonal_scatter / as_strided_scatter: values, exact-shape
 // errors naming both shapes, and self left untouched (they are functional).
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "ops/index_test_util.h"
 
@@ -33,7 +35,9 @@ TEST(IndexSliceScatter, ValuesDefaultsAndStep) {
   // st[i][j] = 2j + i
   EXPECT_TRUE(tensor_near(r, {2, 5}, {0, 2, 4, 6, 7, 1, 3, 5, 7, 8}));
   EXPECT_TRUE(throws_with(
-      [&] { call("aten.slice_scatter", {T(self), T(src), I(1), I(0), I(3), I(1)}); },
+      [&] {
+        call("aten.slice_scatter", {T(self), T(src), I(1), I(0), I(3), I(1)});
+      },
       {"[slice_scatter]", "src shape [2,2]", "region [2,3]", "self [2,5]", "dim 1", "start 0",
        "end 3", "step 1"}));
 }
@@ -47,10 +51,22 @@ TEST(IndexSliceScatter, KvCacheUpdate) {
   const OpDef* op = Registry::get().find("slice_scatter");
   Args args = {T(cache), T(upd), I(2), I(4000), I(4001), I(1)};
   Tensor out = Tensor::empty({1, 8, 4096, 64}, DType::kFloat32);
-  auto t0 = std::chrono::steady_clock::now();
-  const int reps = 20;
-  for (int k = 0; k < reps; ++k) op->out(args, {out});
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // Best of several runs, against a plain memcpy of the cache measured the same way: robust to a
+  // busy machine, and still catches an element-by-element copy.
+  auto best_ms = [](auto&& f) {
+    double best = 1e30;
+    for (int k = 0; k < 15; ++k) {
+      auto t0 = std::chrono::steady_clock::now();
+      f();
+      best = std::min(
+          best,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+  };
+  std::vector<float> scratch(static_cast<size_t>(cache.numel()));
+  double memcpy_ms = best_ms([&] { std::memcpy(scratch.data(), c, cache.nbytes()); });
+  double ms = best_ms([&] { op->out(args, {out}); });
   const float* o = out.data<float>();
   int64_t bad = 0;
   for (int64_t h = 0; h < 8; ++h)
@@ -63,7 +79,8 @@ TEST(IndexSliceScatter, KvCacheUpdate) {
   EXPECT_EQ(bad, 0);
   EXPECT_EQ(c[(0 * 4096 + 4000) * 64], static_cast<float>((4000 * 64) % 1000));  // self untouched
   // 8 MiB per call: a memcpy-speed copy takes well under 10 ms even on a slow shared machine
-  EXPECT_LT(ms / reps, 10.0) << "slice_scatter of the KV cache took " << ms / reps << " ms";
+  EXPECT_LT(ms, 3 * memcpy_ms + 1.0)
+      << "slice_scatter of the KV cache took " << ms << " ms; a memcpy of it " << memcpy_ms;
 }
 
 TEST(IndexSelectScatter, ValuesAndErrors) {
@@ -71,10 +88,16 @@ TEST(IndexSelectScatter, ValuesAndErrors) {
   Tensor r = call_t("torch.select_scatter", {T(self), T(ft({-1, -2, -3}, {3})), I(1), I(-1)});
   EXPECT_TRUE(tensor_near(r, {3, 4}, iota_with(12, {{3, -1}, {7, -2}, {11, -3}})));
   EXPECT_TRUE(tensor_near(self, {3, 4}, iota_with(12, {})));
-  EXPECT_TRUE(throws_with([&] { call("torch.select_scatter", {T(self), T(ft({1, 2, 3, 4}, {4})), I(1), I(0)}); },
-                          {"[select_scatter]", "src shape [4]", "region [3]", "self [3,4]"}));
-  EXPECT_TRUE(throws_with([&] { call("torch.select_scatter", {T(self), T(ft({1, 2, 3}, {3})), I(1), I(4)}); },
-                          {"[select_scatter]", "index 4", "dimension 1", "size 4"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        call("torch.select_scatter", {T(self), T(ft({1, 2, 3, 4}, {4})), I(1), I(0)});
+      },
+      {"[select_scatter]", "src shape [4]", "region [3]", "self [3,4]"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        call("torch.select_scatter", {T(self), T(ft({1, 2, 3}, {3})), I(1), I(4)});
+      },
+      {"[select_scatter]", "index 4", "dimension 1", "size 4"}));
   Tensor one = call_t("torch.select_scatter",
                       {T(self), T(Tensor::full({4}, Scalar(5), DType::kInt64)), I(0), I(0)});
   EXPECT_TRUE(tensor_near(one, {3, 4}, iota_with(12, {{0, 5}, {1, 5}, {2, 5}, {3, 5}})));
@@ -94,16 +117,19 @@ TEST(IndexDiagonalScatter, OffsetsAndDims) {
   Tensor b = iota({2, 2, 3});
   r = call_t("torch.diagonal_scatter", {T(b), T(ft({-1, -2, -3, -4}, {2, 2})), I(0), I(1), I(2)});
   EXPECT_TRUE(tensor_near(r, {2, 2, 3}, iota_with(12, {{0, -1}, {4, -2}, {6, -3}, {10, -4}})));
-  EXPECT_TRUE(throws_with([&] { call("torch.diagonal_scatter", {T(self), T(ft({1, 2}, {2}))}); },
-                          {"[diagonal_scatter]", "src shape [2]", "region [3]", "self [3,4]"}));
+  EXPECT_TRUE(throws_with(
+      [&] {
+        call("torch.diagonal_scatter", {T(self), T(ft({1, 2}, {2}))});
+      },
+      {"[diagonal_scatter]", "src shape [2]", "region [3]", "self [3,4]"}));
   EXPECT_TRUE(tensor_near(self, {3, 4}, iota_with(12, {})));
 }
 
 TEST(IndexAsStridedScatter, ContiguousLayoutAndBounds) {
   Tensor self = iota({3, 4});
   // size [2, 2], stride [4, 2], offset 1 -> elements 1, 3, 5, 7
-  Tensor r = call_t("torch.as_strided_scatter",
-                    {T(self), T(ft({-1, -2, -3, -4}, {2, 2})), L({I(2), I(2)}), L({I(4), I(2)}), I(1)});
+  Tensor r = call_t("torch.as_strided_scatter", {T(self), T(ft({-1, -2, -3, -4}, {2, 2})),
+                                                 L({I(2), I(2)}), L({I(4), I(2)}), I(1)});
   EXPECT_TRUE(tensor_near(r, {3, 4}, iota_with(12, {{1, -1}, {3, -2}, {5, -3}, {7, -4}})));
   r = call_t("aten.as_strided_scatter.default",
              {T(self), T(ft({9, 9, 9}, {3})), L({I(3)}), L({I(5)})});
@@ -116,7 +142,9 @@ TEST(IndexAsStridedScatter, ContiguousLayoutAndBounds) {
       },
       {"[as_strided_scatter]", "reaches past self [3,4]"}));
   EXPECT_TRUE(throws_with(
-      [&] { call("torch.as_strided_scatter", {T(self), T(ft({1, 2}, {2})), L({I(3)}), L({I(1)})}); },
+      [&] {
+        call("torch.as_strided_scatter", {T(self), T(ft({1, 2}, {2})), L({I(3)}), L({I(1)})});
+      },
       {"[as_strided_scatter]", "src shape [2]", "region [3]"}));
   // the out path writes relative to the result, wherever it lives
   const OpDef* op = Registry::get().find("as_strided_scatter");
@@ -144,7 +172,8 @@ TEST(IndexViewScatter, InferChecksShapesOnMetas) {
 }
 
 TEST(IndexViewScatter, DTypesAndCast) {
-  for (DType dt : {DType::kFloat16, DType::kBFloat16, DType::kInt8, DType::kBool, DType::kFloat64}) {
+  for (DType dt :
+       {DType::kFloat16, DType::kBFloat16, DType::kInt8, DType::kBool, DType::kFloat64}) {
     Tensor self = Tensor::zeros({2, 3}, dt);
     Tensor r = call_t("torch.slice_scatter",
                       {T(self), T(Tensor::full({2, 1}, Scalar(1), DType::kInt64)), I(1), I(2)});

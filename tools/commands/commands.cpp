@@ -8,6 +8,9 @@ const std::vector<Command>& commands() {
       {"exec", "run a graph on inputs from a safetensors file (the conformance entry point)",
        &run_exec},
       {"passes", "run the passes that make a graph functional and print it", &run_passes},
+      {"plan", "compile a graph and print the engine: steps, bindings, aliased I/O, arena",
+       &run_plan},
+      {"compare", "compare two safetensors files tensor by tensor", &run_compare},
   };
   return kCommands;
 }

@@ -10,7 +10,9 @@
 namespace inplace::cpu {
 
 // Integer dtypes accepted as index tensors (masks are bool/uint8 and handled apart).
-inline bool is_index_dtype(DType t) { return t == DType::kInt64 || t == DType::kInt32; }
+inline bool is_index_dtype(DType t) {
+  return t == DType::kInt64 || t == DType::kInt32;
+}
 
 // Checks that `t` is an int64/int32 index tensor; `op` names the caller.
 void check_index_dtype(const Tensor& t, const char* op, const char* what = "index");
@@ -34,19 +36,35 @@ decltype(auto) visit_index_dtype(DType t, F&& f) {
 // An unsigned type of the given element size: moves elements without caring what they are.
 template <size_t N>
 struct Bits;
-template <> struct Bits<1> { using type = uint8_t; };
-template <> struct Bits<2> { using type = uint16_t; };
-template <> struct Bits<4> { using type = uint32_t; };
-template <> struct Bits<8> { using type = uint64_t; };
+template <>
+struct Bits<1> {
+  using type = uint8_t;
+};
+template <>
+struct Bits<2> {
+  using type = uint16_t;
+};
+template <>
+struct Bits<4> {
+  using type = uint32_t;
+};
+template <>
+struct Bits<8> {
+  using type = uint64_t;
+};
 
 // Calls f.template operator()<U>() with U an unsigned type of `itemsize` bytes.
 template <typename F>
 decltype(auto) visit_itemsize(size_t itemsize, F&& f) {
   switch (itemsize) {
-    case 1: return f.template operator()<uint8_t>();
-    case 2: return f.template operator()<uint16_t>();
-    case 4: return f.template operator()<uint32_t>();
-    default: return f.template operator()<uint64_t>();
+    case 1:
+      return f.template operator()<uint8_t>();
+    case 2:
+      return f.template operator()<uint16_t>();
+    case 4:
+      return f.template operator()<uint32_t>();
+    default:
+      return f.template operator()<uint64_t>();
   }
 }
 

@@ -94,8 +94,8 @@ std::vector<Tensor> expand_index_masks(const Shape& self_shape, const std::vecto
              "] too many indices for tensor of dimension ", self_shape.size(), " (mask of shape ",
              shape_str(t.shape()), " at index ", pos, ")");
     for (int64_t j = 0; j < t.dim(); ++j)
-      IP_CHECK(t.shape()[j] == self_shape[pos + j], kShapeMismatch, "[", op, "] the shape of the mask ",
-               shape_str(t.shape()), " at index ", j,
+      IP_CHECK(t.shape()[j] == self_shape[pos + j], kShapeMismatch, "[", op,
+               "] the shape of the mask ", shape_str(t.shape()), " at index ", j,
                " does not match the shape of the indexed tensor ", shape_str(self_shape),
                " at index ", pos + j);
     IP_CHECK(!t.is_meta(), kUnsupported, "[", op,
@@ -190,7 +190,7 @@ void index_gather(const Tensor& self, const AdvancedIndex& ai, const Tensor& out
 }
 
 void index_put(const Tensor& self, const AdvancedIndex& ai, const Tensor& values, bool accumulate,
-               const char* op) {
+               const char* op, Scalar alpha) {
   bool fits = values.dim() <= static_cast<int64_t>(ai.result_shape.size());
   for (int64_t i = 0; fits && i < values.dim(); ++i) {
     int64_t s = values.shape()[values.dim() - 1 - i];
@@ -233,6 +233,7 @@ void index_put(const Tensor& self, const AdvancedIndex& ai, const Tensor& values
     using M = opmath_t<T>;
     T* dp = self.data<T>();
     const T* vp = v.data<T>();
+    const M al = alpha.to<M>();
     strided_loop<3>(ai.result_shape, {vst, self_st, adv_st}, [&](auto off, int64_t n, auto st) {
       const T* s = vp + off[0];
       T* d = dp + off[1];
@@ -240,9 +241,9 @@ void index_put(const Tensor& self, const AdvancedIndex& ai, const Tensor& values
       for (int64_t i = 0; i < n; ++i) {
         T& x = d[i * st[1] + a[i * st[2]]];
         if constexpr (std::is_same_v<T, bool>) {
-          x = x || s[i * st[0]];
+          x = x || (s[i * st[0]] && al);
         } else {
-          x = convert<T>(static_cast<M>(static_cast<M>(x) + static_cast<M>(s[i * st[0]])));
+          x = convert<T>(static_cast<M>(static_cast<M>(x) + al * static_cast<M>(s[i * st[0]])));
         }
       }
     });
@@ -276,7 +277,8 @@ void for_each_coord(const Tensor& t, F&& f) {
 
 template <typename T>
 bool nonzero_value(T v) {
-  if constexpr (std::is_same_v<T, bool>) return v;
+  if constexpr (std::is_same_v<T, bool>)
+    return v;
   else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
     return static_cast<float>(v) != 0.0f;
   else
@@ -313,8 +315,8 @@ Tensor nonzero(const Tensor& t) {
 
 namespace {
 Shape check_mask(const Tensor& self, const Tensor& mask, const char* op) {
-  IP_CHECK(is_mask_dtype(mask.dtype()), kDTypeMismatch, "[", op,
-           "] expected a bool mask, got ", dtype_name(mask.dtype()));
+  IP_CHECK(is_mask_dtype(mask.dtype()), kDTypeMismatch, "[", op, "] expected a bool mask, got ",
+           dtype_name(mask.dtype()));
   return broadcast_shapes(self.shape(), mask.shape(), op);
 }
 }  // namespace
@@ -342,8 +344,8 @@ Tensor masked_select(const Tensor& self, const Tensor& mask, const char* op) {
 }
 
 void masked_scatter(const Tensor& self, const Tensor& mask, const Tensor& source, const char* op) {
-  IP_CHECK(is_mask_dtype(mask.dtype()), kDTypeMismatch, "[", op,
-           "] expected a bool mask, got ", dtype_name(mask.dtype()));
+  IP_CHECK(is_mask_dtype(mask.dtype()), kDTypeMismatch, "[", op, "] expected a bool mask, got ",
+           dtype_name(mask.dtype()));
   const Tensor m = mask.dtype() == DType::kBool ? mask : mask.to(DType::kBool);
   const Shape mst = broadcast_strides(m, self.shape(), op);
   if (self.numel() == 0) return;
@@ -352,10 +354,9 @@ void masked_scatter(const Tensor& self, const Tensor& mask, const Tensor& source
   strided_loop<1>(self.shape(), {mst}, [&](auto off, int64_t n, auto st) {
     for (int64_t i = 0; i < n; ++i) count += mp[off[0] + i * st[0]];
   });
-  IP_CHECK(count <= source.numel(), kShapeMismatch, "[", op, "] the mask ",
-           shape_str(mask.shape()), " selects ", count, " elements of self ",
-           shape_str(self.shape()), " but source ", shape_str(source.shape()), " has only ",
-           source.numel());
+  IP_CHECK(count <= source.numel(), kShapeMismatch, "[", op, "] the mask ", shape_str(mask.shape()),
+           " selects ", count, " elements of self ", shape_str(self.shape()), " but source ",
+           shape_str(source.shape()), " has only ", source.numel());
   if (count == 0) return;
   const Tensor src = unaliased(source.to(self.dtype()).contiguous(), self);
   visit_itemsize(self.itemsize(), [&]<typename U>() {

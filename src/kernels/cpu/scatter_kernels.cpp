@@ -27,21 +27,21 @@ ScatterReduce parse_scatter_reduce(const std::string& name, bool two, const char
 namespace {
 
 // torch treats 0-dim operands of gather/scatter as 1-dim of size 1.
-Tensor at_least_1d(const Tensor& t) { return t.defined() && t.dim() == 0 ? t.unsqueeze(0) : t; }
+Tensor at_least_1d(const Tensor& t) {
+  return t.defined() && t.dim() == 0 ? t.unsqueeze(0) : t;
+}
 
-void check_rank(const Tensor& a, const char* a_name, const Tensor& b, const char* b_name,
-                const char* op) {
-  IP_CHECK(std::max<int64_t>(a.dim(), 1) == std::max<int64_t>(b.dim(), 1), kShapeMismatch, "[",
-           op, "] index ", shape_str(a.shape()), " must have as many dims as ", b_name, " ",
+void check_rank(const Tensor& index, const Tensor& b, const char* b_name, const char* op) {
+  IP_CHECK(std::max<int64_t>(index.dim(), 1) == std::max<int64_t>(b.dim(), 1), kShapeMismatch, "[",
+           op, "] index ", shape_str(index.shape()), " must have as many dims as ", b_name, " ",
            shape_str(b.shape()));
-  (void)a_name;
 }
 
 }  // namespace
 
 Shape check_gather(const Tensor& self, int64_t dim, const Tensor& index, const char* op) {
   check_index_dtype(index, op);
-  check_rank(index, "index", self, "self", op);
+  check_rank(index, self, "self", op);
   const Tensor s = at_least_1d(self), i = at_least_1d(index);
   for (int64_t d = 0; d < s.dim(); ++d)
     IP_CHECK(d == dim || i.shape()[d] <= s.shape()[d], kShapeMismatch, "[", op, "] index ",
@@ -62,12 +62,13 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& 
       const U* sp = static_cast<const U*>(s.data_ptr());
       const I* ip = i.data<I>();
       U* dp = static_cast<U*>(o.data_ptr());
-      strided_loop<3>(i.shape(), {o.strides(), sst, i.strides()}, [&](auto off, int64_t n, auto st) {
-        for (int64_t k = 0; k < n; ++k) {
-          int64_t v = wrap_index(static_cast<int64_t>(ip[off[2] + k * st[2]]), size, dim, op);
-          dp[off[0] + k * st[0]] = sp[off[1] + k * st[1] + v * stride];
-        }
-      });
+      strided_loop<3>(
+          i.shape(), {o.strides(), sst, i.strides()}, [&](auto off, int64_t n, auto st) {
+            for (int64_t k = 0; k < n; ++k) {
+              int64_t v = wrap_index(static_cast<int64_t>(ip[off[2] + k * st[2]]), size, dim, op);
+              dp[off[0] + k * st[0]] = sp[off[1] + k * st[1] + v * stride];
+            }
+          });
     });
   });
 }
@@ -75,8 +76,8 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& 
 void check_scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                    const char* op) {
   check_index_dtype(index, op);
-  check_rank(index, "index", self, "self", op);
-  if (src.defined()) check_rank(index, "index", src, "src", op);
+  check_rank(index, self, "self", op);
+  if (src.defined()) check_rank(index, src, "src", op);
   const Tensor s = at_least_1d(self), i = at_least_1d(index), v = at_least_1d(src);
   for (int64_t d = 0; d < s.dim(); ++d) {
     IP_CHECK(d == dim || i.shape()[d] <= s.shape()[d], kShapeMismatch, "[", op, "] index ",
@@ -96,8 +97,10 @@ inline void combine(T& x, T v) {
   if constexpr (R == ScatterReduce::kNone) {
     x = v;
   } else if constexpr (std::is_same_v<T, bool>) {
-    if constexpr (R == ScatterReduce::kSum || R == ScatterReduce::kMax) x = x || v;
-    else x = x && v;  // prod, min
+    if constexpr (R == ScatterReduce::kSum || R == ScatterReduce::kMax)
+      x = x || v;
+    else
+      x = x && v;  // prod, min
   } else if constexpr (R == ScatterReduce::kSum) {
     x = convert<T>(static_cast<M>(static_cast<M>(x) + static_cast<M>(v)));
   } else if constexpr (R == ScatterReduce::kProd) {
@@ -110,8 +113,10 @@ inline void combine(T& x, T v) {
         return;
       }
     }
-    if constexpr (R == ScatterReduce::kMax) x = b > a ? v : x;
-    else x = b < a ? v : x;
+    if constexpr (R == ScatterReduce::kMax)
+      x = b > a ? v : x;
+    else
+      x = b < a ? v : x;
   }
 }
 
@@ -152,12 +157,23 @@ void scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor&
   visit_dtype(self.dtype(), [&]<typename T>() {
     const T* vp = v.data<T>();
     switch (reduce) {
-      case ScatterReduce::kNone: scatter_typed<ScatterReduce::kNone, T>(s, dim, i, vp, vst, op); break;
-      case ScatterReduce::kSum: scatter_typed<ScatterReduce::kSum, T>(s, dim, i, vp, vst, op); break;
-      case ScatterReduce::kProd: scatter_typed<ScatterReduce::kProd, T>(s, dim, i, vp, vst, op); break;
-      case ScatterReduce::kMax: scatter_typed<ScatterReduce::kMax, T>(s, dim, i, vp, vst, op); break;
-      case ScatterReduce::kMin: scatter_typed<ScatterReduce::kMin, T>(s, dim, i, vp, vst, op); break;
-      case ScatterReduce::kMean: break;
+      case ScatterReduce::kNone:
+        scatter_typed<ScatterReduce::kNone, T>(s, dim, i, vp, vst, op);
+        break;
+      case ScatterReduce::kSum:
+        scatter_typed<ScatterReduce::kSum, T>(s, dim, i, vp, vst, op);
+        break;
+      case ScatterReduce::kProd:
+        scatter_typed<ScatterReduce::kProd, T>(s, dim, i, vp, vst, op);
+        break;
+      case ScatterReduce::kMax:
+        scatter_typed<ScatterReduce::kMax, T>(s, dim, i, vp, vst, op);
+        break;
+      case ScatterReduce::kMin:
+        scatter_typed<ScatterReduce::kMin, T>(s, dim, i, vp, vst, op);
+        break;
+      case ScatterReduce::kMean:
+        break;
     }
   });
 }
@@ -170,14 +186,20 @@ Scalar identity_of(ScatterReduce r) {
   } else {
     using L = std::numeric_limits<std::conditional_t<kIsFloat<T>, double, T>>;
     switch (r) {
-      case ScatterReduce::kProd: return Scalar(int64_t{1});
+      case ScatterReduce::kProd:
+        return Scalar(int64_t{1});
       case ScatterReduce::kMax:
-        if constexpr (kIsFloat<T>) return Scalar(-L::infinity());
-        else return Scalar(static_cast<int64_t>(L::lowest()));
+        if constexpr (kIsFloat<T>)
+          return Scalar(-L::infinity());
+        else
+          return Scalar(static_cast<int64_t>(L::lowest()));
       case ScatterReduce::kMin:
-        if constexpr (kIsFloat<T>) return Scalar(L::infinity());
-        else return Scalar(static_cast<int64_t>(L::max()));
-      default: return Scalar(int64_t{0});
+        if constexpr (kIsFloat<T>)
+          return Scalar(L::infinity());
+        else
+          return Scalar(static_cast<int64_t>(L::max()));
+      default:
+        return Scalar(int64_t{0});
     }
   }
 }
@@ -203,22 +225,22 @@ void scatter_reduce_two(const Tensor& self, int64_t dim, const Tensor& index, co
   visit_dtype(self.dtype(), [&]<typename T>() {
     using M = opmath_t<T>;
     T* p = self.data<T>();
-    strided_loop<2>(self.shape(), {self.strides(), count.strides()}, [&](auto off, int64_t n,
-                                                                         auto st) {
-      for (int64_t k = 0; k < n; ++k) {
-        int64_t c = std::max<int64_t>(cp[off[1] + k * st[1]], 1);
-        T& x = p[off[0] + k * st[0]];
-        if constexpr (std::is_same_v<T, bool>) {
-          (void)c;
-        } else if constexpr (kIsFloat<T>) {
-          x = convert<T>(static_cast<M>(static_cast<M>(x) / static_cast<M>(c)));
-        } else {
-          int64_t a = static_cast<int64_t>(x), q = a / c;
-          if ((a % c != 0) && ((a < 0) != (c < 0))) --q;  // floor division
-          x = static_cast<T>(q);
-        }
-      }
-    });
+    strided_loop<2>(self.shape(), {self.strides(), count.strides()},
+                    [&](auto off, int64_t n, auto st) {
+                      for (int64_t k = 0; k < n; ++k) {
+                        int64_t c = std::max<int64_t>(cp[off[1] + k * st[1]], 1);
+                        T& x = p[off[0] + k * st[0]];
+                        if constexpr (std::is_same_v<T, bool>) {
+                          (void)c;
+                        } else if constexpr (kIsFloat<T>) {
+                          x = convert<T>(static_cast<M>(static_cast<M>(x) / static_cast<M>(c)));
+                        } else {
+                          int64_t a = static_cast<int64_t>(x), q = a / c;
+                          if ((a % c != 0) && ((a < 0) != (c < 0))) --q;  // floor division
+                          x = static_cast<T>(q);
+                        }
+                      }
+                    });
   });
 }
 

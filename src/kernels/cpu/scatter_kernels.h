@@ -27,8 +27,8 @@ void check_scatter(const Tensor& self, int64_t dim, const Tensor& index, const T
 // self[...index[i][j]...] (reduce)= src[i][j], or `value` where src is undefined; index elements
 // are visited in row-major order, so with kNone the last duplicate wins. kMean is not allowed
 // here (see scatter_reduce_two).
-void scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-             Scalar value, ScatterReduce reduce, const char* op);
+void scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, Scalar value,
+             ScatterReduce reduce, const char* op);
 // torch.scatter_reduce (in place on self): include_self=false first resets every target to the
 // reduction's identity; mean divides by the number of contributions (floor for integers).
 void scatter_reduce_two(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
