@@ -35,6 +35,7 @@ class Generator {
     std::vector<Arg> outs;
     int n_out = uniform(1, std::min<int>(4, static_cast<int>(live_.size())));
     for (int i = 0; i < n_out; ++i) outs.push_back(live_[pick(live_.size())].node);
+    for (Node* s : snapshots_) outs.push_back(s);
     b_.output(arg::tuple(outs));
     RandomProgram p;
     p.seed = seed;
@@ -121,11 +122,28 @@ class Generator {
   void step() {
     int kind = uniform(0, 99);
     if (kind < 38) return view_step();
-    if (kind < 58) return arith_step();
-    if (kind < 78) return setitem_step();
-    if (kind < 88) return copy_fill_step();
-    if (kind < 93) return index_put_step();
+    if (kind < 93) {
+      // A write, then maybe a snapshot of some alias: what it holds right after.
+      if (kind < 58)
+        arith_step();
+      else if (kind < 78)
+        setitem_step();
+      else if (kind < 88)
+        copy_fill_step();
+      else
+        index_put_step();
+      if (chance(0.5)) snapshot();
+      return;
+    }
     return read_step();
+  }
+
+  // clone() of a random live value: a fresh tensor the program returns, so the check sees
+  // every value between writes, not only the final ones.
+  void snapshot() {
+    if (snapshots_.size() >= 6) return;
+    const Live& v = live_[pick(live_.size())];
+    snapshots_.push_back(b_.call_method("clone", {v.node}, {}, "snapshot"));
   }
 
   void read_step() {
@@ -577,6 +595,7 @@ class Generator {
   RandomProgramOptions options_;
   GraphBuilder b_;
   std::vector<Live> live_;
+  std::vector<Node*> snapshots_;
   std::map<std::string, Tensor> inputs_;
   int next_name_ = 0, next_root_ = 0;
 };

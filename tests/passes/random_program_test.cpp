@@ -2,7 +2,7 @@
 // index forms, reads before and after each write), each run eagerly and functionally; outputs
 // and the final value of every input and buffer must agree bit for bit.
 //   INPLACE_RANDOM_SEED=N      replay one program (printed before and after the passes)
-//   INPLACE_RANDOM_PROGRAMS=K  how many programs to run (default 3000)
+//   INPLACE_RANDOM_PROGRAMS=K  how many programs to run (default 10000)
 #include <cstdlib>
 #include <iostream>
 
@@ -66,7 +66,7 @@ TEST(RandomPrograms, FunctionalEqualsEager) {
     EXPECT_TRUE(failure.empty()) << failure;
     return;
   }
-  int count = 3000;
+  int count = 10000;
   if (const char* n = std::getenv("INPLACE_RANDOM_PROGRAMS")) count = std::atoi(n);
   int skipped = 0, failures = 0;
   for (int i = 0; i < count; ++i) {
