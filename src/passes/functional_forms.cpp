@@ -17,6 +17,13 @@ FunctionalForm functional_form(const Node& node, const OpDef& op) {
            op.schema.full_name(), "' writes ", muts.size(),
            " arguments; only ops that write one argument can be made functional");
   f.mutated_arg = muts[0];
+  // The rewrite computes what the op writes; a result of its own besides would be lost.
+  IP_CHECK(op.schema.returns.empty() ||
+               (op.schema.returns.size() == 1 && op.schema.aliased_arg_of_return(0) == muts[0]),
+           kUnsupported, "[inplace_to_out_of_place] node '", node.name, "': op '",
+           op.schema.full_name(),
+           "' writes an argument and also returns a new value; only ops that return nothing or "
+           "what they write can be made functional");
   if (name == "setitem") {
     f.kind = FunctionalForm::Kind::kSetitem;
     return f;

@@ -209,7 +209,7 @@ void Functionalizer::process(Node* n) {
   if (op.kind != OpKind::kMutating) {
     rewrite_uses(n);
     const AliasInfo& a = tracker_.info(n);
-    if (a.absolute && a.steps[0].params[2].kind == Value::Kind::kInt) {
+    if (a.absolute && a.steps[0].params[2].kind == Value::Kind::kInt && n->args.size() > 3) {
       // as_strided on the root's current value, at the offset its input had: the input's
       // current value may be a fresh tensor that no longer shares the root's storage.
       n->args[a.parent_arg] = ref(strided_base(a.base));

@@ -47,7 +47,7 @@ class Functionalizer {
 
   // ---- new values of mutated tensors (mutation_lowering.cpp) ----
   Node* lower(Node* n, const FunctionalForm& form, const ResolvedCall& rc, Node* target_now);
-  Node* lower_twin(Node* n, const FunctionalForm& form, const ResolvedCall& rc, Node* target_now);
+  Node* lower_twin(const FunctionalForm& form, const ResolvedCall& rc, Node* target_now);
   Node* lower_copy(const Value& src, Node* target_now);
   // A fresh tensor like `target_now` holding `value` (already of its shape).
   Node* whole_update(Node* target_now, Node* value);

@@ -16,17 +16,13 @@ bool is_comparison(const std::string& target) {
   return false;
 }
 
-Value as_value(Node* n) {
-  return ref(n);
-}
-
 }  // namespace
 
 Node* Functionalizer::lower(Node* n, const FunctionalForm& form, const ResolvedCall& rc,
                             Node* target_now) {
   switch (form.kind) {
     case FunctionalForm::Kind::kTwin:
-      return lower_twin(n, form, rc, target_now);
+      return lower_twin(form, rc, target_now);
     case FunctionalForm::Kind::kCopy:
       return lower_copy(rc.args[1], target_now);
     case FunctionalForm::Kind::kFill: {
@@ -39,7 +35,7 @@ Node* Functionalizer::lower(Node* n, const FunctionalForm& form, const ResolvedC
   return target_now;
 }
 
-Node* Functionalizer::lower_twin(Node* n, const FunctionalForm& form, const ResolvedCall& rc,
+Node* Functionalizer::lower_twin(const FunctionalForm& form, const ResolvedCall& rc,
                                  Node* target_now) {
   const Schema& schema = rc.op->schema;
   std::vector<Value> args;
@@ -52,12 +48,11 @@ Node* Functionalizer::lower_twin(Node* n, const FunctionalForm& form, const Reso
   }
   Node* v = emit(form.twin_target, std::move(args), std::move(kwargs));
   // An in-place op keeps the dtype of what it writes (x.ge_(y) stays float).
-  std::optional<DType> have = dtype_of_value(as_value(v));
+  std::optional<DType> have = dtype_of_value(ref(v));
   const Tensor* like = meta(target_now);
   if (like && have) return *have == like->dtype() ? v : cast_to(v, like->dtype());
   if (like) return cast_to(v, like->dtype());
   if (is_comparison(form.twin_target)) return cast_like(v, target_now);
-  (void)n;
   return v;
 }
 
