@@ -174,6 +174,41 @@ TEST(ViewWrite, WriteThroughTransposeScattersBackTransposed) {
   EXPECT_EQ(output_node(f, 3)->args[0].node, xm);
 }
 
+TEST(ViewWrite, AListOfViewsReadAfterAWriteSeesIt) {
+  GraphBuilder b("list_read");
+  Node* x = b.placeholder("x");
+  Node* parts = b.call_method("split", {x, 2, 1});
+  Node* piece = b.call_function("_operator.getitem", {parts, 0});
+  b.call_method("mul_", {piece, -2.0});  // through a piece
+  b.call_method("add_", {x, 1.0});       // through the base
+  Node* joined = b.call_function("torch.cat", {parts, 1});
+  b.output(arg::tuple({joined, piece}));
+  auto g = b.build();
+  Comparison c;
+  ASSERT_TRUE(functional_matches_eager(*g, inputs({{"x", {3, 5}}}), &c));
+  EXPECT_TRUE(functional_matches_eager(*g, inputs({{"x", {3, 5}}}), nullptr, false));
+  // cat reads a split replayed on x's final value.
+  Node* cat = output_node(*c.program.graph, 0);
+  ASSERT_NE(cat, nullptr);
+  EXPECT_EQ(cat->args[0].node->target, "aten.split.Tensor");
+  EXPECT_EQ(cat->args[0].node->args[0].node->name, "x_modified_1");
+}
+
+TEST(ViewWrite, AugmentedAssignmentThroughAnIndex) {
+  // x[1:3] += v as FX records it: getitem, operator.iadd on the view, setitem back.
+  GraphBuilder b("iadd");
+  Node* x = b.placeholder("x");
+  Node* v = b.placeholder("v");
+  Node* region = b.call_function("_operator.getitem", {x, arg::slice(1, 3)});
+  Node* sum = b.call_function("_operator.iadd", {region, v});
+  b.call_function("_operator.setitem", {x, arg::slice(1, 3), sum});
+  b.output(arg::tuple({x}));
+  auto g = b.build();
+  Comparison c;
+  ASSERT_TRUE(functional_matches_eager(*g, inputs({{"x", {4, 2}}, {"v", {2}}}), &c));
+  EXPECT_EQ(c.program.context.io_map, (std::map<int, int>{{0, 0}}));
+}
+
 TEST(ViewWrite, ReshapeThatCopiesDoesNotWriteBack) {
   // reshape of a transposed tensor copies: a write into it leaves x alone.
   GraphBuilder b("reshape_copy");
@@ -230,6 +265,12 @@ TEST(ViewWrite, IndexPutAccumulateKeepsAccumulating) {
   ASSERT_TRUE(functional_matches_eager(*g, in, &c));
   const Tensor& got = c.functional_inputs["x"].tensor;
   EXPECT_FLOAT_EQ(got.at(1 * 4 + 2), in["x"].at(1 * 4 + 2) + 1 + 2 + 4);
+  // Both stay accumulating index_puts; the first is scattered back into row 1.
+  int accumulating = 0;
+  for (Node* n : c.program.graph->nodes())
+    if (n->target == "aten.index_put.default") accumulating += n->args[3].b;
+  EXPECT_EQ(accumulating, 2);
+  EXPECT_EQ(count_target(*c.program.graph, "aten.select_scatter.default"), 1);
 }
 
 TEST(ViewWrite, CopyAcrossDtypesCasts) {
@@ -246,6 +287,10 @@ TEST(ViewWrite, CopyAcrossDtypesCasts) {
   ASSERT_TRUE(functional_matches_eager(*g, in, &c));
   EXPECT_EQ(c.functional_inputs["x"].tensor.dtype(), DType::kFloat32);
   EXPECT_EQ(c.functional_inputs["x"].tensor.at(1), -8.0);
+  EXPECT_EQ(
+      call_targets(*c.program.graph),
+      (std::vector<std::string>{"_operator.getitem", "aten._to_copy.default",
+                                "aten.slice_scatter.default", "aten.select_scatter.default"}));
   EXPECT_TRUE(functional_matches_eager(*g, in, nullptr, false));
 }
 
@@ -260,6 +305,10 @@ TEST(ViewWrite, ComparisonInPlaceKeepsTheDtype) {
   Comparison c;
   ASSERT_TRUE(functional_matches_eager(*g, inputs({{"x", {3, 3}}, {"y", {3, 3}}}), &c));
   EXPECT_EQ(c.functional.flat[0].tensor.dtype(), DType::kFloat32);
+  EXPECT_EQ(
+      call_targets(*c.program.graph),
+      (std::vector<std::string>{"aten.ge.Tensor", "aten._to_copy.default", "aten.add.Tensor"}));
+  EXPECT_EQ(c.program.graph->find("x_modified")->target, "aten._to_copy.default");
   EXPECT_TRUE(functional_matches_eager(*g, inputs({{"x", {3, 3}}, {"y", {3, 3}}}), nullptr, false));
 }
 
