@@ -15,7 +15,7 @@ struct Live {
   Node* node = nullptr;
   Tensor meta;  // shape, dtype, strides and offset within its root's storage
   int root = 0;
-  bool writable = true;   // false for views that repeat elements (expand)
+  bool writable = true;    // false for views that repeat elements (expand)
   bool root_level = true;  // the whole root, contiguous (as_strided may start here)
 };
 
@@ -35,6 +35,7 @@ class Generator {
     std::vector<Arg> outs;
     int n_out = uniform(1, std::min<int>(4, static_cast<int>(live_.size())));
     for (int i = 0; i < n_out; ++i) outs.push_back(live_[pick(live_.size())].node);
+    for (Node* s : snapshots_) outs.push_back(s);
     b_.output(arg::tuple(outs));
     RandomProgram p;
     p.seed = seed;
@@ -121,11 +122,28 @@ class Generator {
   void step() {
     int kind = uniform(0, 99);
     if (kind < 38) return view_step();
-    if (kind < 58) return arith_step();
-    if (kind < 78) return setitem_step();
-    if (kind < 88) return copy_fill_step();
-    if (kind < 93) return index_put_step();
+    if (kind < 93) {
+      // A write, then maybe a snapshot of some alias: what it holds right after.
+      if (kind < 58)
+        arith_step();
+      else if (kind < 78)
+        setitem_step();
+      else if (kind < 88)
+        copy_fill_step();
+      else
+        index_put_step();
+      if (chance(0.5)) snapshot();
+      return;
+    }
     return read_step();
+  }
+
+  // clone() of a random live value: a fresh tensor the program returns, so the check sees
+  // every value between writes, not only the final ones.
+  void snapshot() {
+    if (snapshots_.size() >= 6) return;
+    const Live& v = live_[pick(live_.size())];
+    snapshots_.push_back(b_.call_method("clone", {v.node}, {}, "snapshot"));
   }
 
   void read_step() {
@@ -133,8 +151,12 @@ class Generator {
     Node* n;
     Tensor meta;
     switch (uniform(0, 3)) {
-      case 0: n = b_.call_method("clone", {src.node}); break;
-      case 1: n = b_.call_function("torch.mul", {src.node, 2}); break;
+      case 0:
+        n = b_.call_method("clone", {src.node});
+        break;
+      case 1:
+        n = b_.call_function("torch.mul", {src.node, 2});
+        break;
       case 2: {
         // reshape views when the strides allow, else copies; without shapes the passes assume
         // a view.
@@ -153,7 +175,9 @@ class Generator {
           add_root(n, {src.meta.numel()}, src.meta.dtype());
         return;
       }
-      default: n = b_.call_function("torch.neg", {src.node}); break;
+      default:
+        n = b_.call_function("torch.neg", {src.node});
+        break;
     }
     add_root(n, src.meta.shape(), src.meta.dtype());
   }
@@ -162,7 +186,9 @@ class Generator {
     Live v = live_[pick(live_.size())];
     const Tensor& m = v.meta;
     int64_t d = m.dim();
-    auto dim = [&] { return static_cast<int64_t>(uniform(static_cast<int>(-d), static_cast<int>(d - 1))); };
+    auto dim = [&] {
+      return static_cast<int64_t>(uniform(static_cast<int>(-d), static_cast<int>(d - 1)));
+    };
     switch (uniform(0, 16)) {
       case 0:
         if (d >= 2) {
@@ -199,7 +225,8 @@ class Generator {
       case 4:
         if (d >= 1) {
           int64_t a = dim(), size = m.size(a);
-          int64_t start = uniform(0, static_cast<int>(size)), end = uniform(static_cast<int>(start), static_cast<int>(size));
+          int64_t start = uniform(0, static_cast<int>(size)),
+                  end = uniform(static_cast<int>(start), static_cast<int>(size));
           int64_t st = uniform(1, 2);
           add_view(v, b_.call_function("aten.slice.Tensor", {v.node, a, start, end, st}),
                    m.slice(a, start, end, st));
@@ -209,7 +236,8 @@ class Generator {
       case 5:
         if (d >= 1) {
           int64_t a = dim(), size = m.size(a);
-          int64_t start = uniform(0, static_cast<int>(size)), len = uniform(0, static_cast<int>(size - start));
+          int64_t start = uniform(0, static_cast<int>(size)),
+                  len = uniform(0, static_cast<int>(size - start));
           add_view(v, b_.call_method("narrow", {v.node, a, start, len}), m.narrow(a, start, len));
           return;
         }
@@ -251,7 +279,8 @@ class Generator {
         add_view(v, b_.call_method("expand", {v.node, arg::ints(s)}), m.expand(s), false);
         return;
       }
-      case 11: return getitem_view(v);
+      case 11:
+        return getitem_view(v);
       case 12:
         if (d >= 1) {
           int64_t a = dim(), size = m.size(a);
@@ -355,10 +384,15 @@ class Generator {
       if (dims_left == 0 || pos >= d) break;
       int64_t size = m.size(pos);
       if (kind <= 4 && size > 0) {
-        items.push_back(static_cast<int64_t>(uniform(static_cast<int>(-size), static_cast<int>(size - 1))));
+        items.push_back(
+            static_cast<int64_t>(uniform(static_cast<int>(-size), static_cast<int>(size - 1))));
       } else {
-        Arg start = chance(0.3) ? Arg(nullptr) : Arg(static_cast<int64_t>(uniform(static_cast<int>(-size - 1), static_cast<int>(size))));
-        Arg stop = chance(0.3) ? Arg(nullptr) : Arg(static_cast<int64_t>(uniform(static_cast<int>(-size), static_cast<int>(size + 1))));
+        Arg start = chance(0.3) ? Arg(nullptr)
+                                : Arg(static_cast<int64_t>(uniform(static_cast<int>(-size - 1),
+                                                                   static_cast<int>(size))));
+        Arg stop = chance(0.3) ? Arg(nullptr)
+                               : Arg(static_cast<int64_t>(
+                                     uniform(static_cast<int>(-size), static_cast<int>(size + 1))));
         Arg stepv = chance(0.6) ? Arg(nullptr) : Arg(static_cast<int64_t>(uniform(1, 3)));
         items.push_back(arg::slice(start, stop, stepv));
       }
@@ -387,11 +421,21 @@ class Generator {
     bool is_float = v.meta.dtype() == DType::kFloat32;
     const Shape& s = v.meta.shape();
     switch (uniform(0, 6)) {
-      case 0: b_.call_method("add_", {v.node, is_float ? Arg(real()) : Arg(uniform(-3, 3))}); return;
-      case 1: b_.call_method("mul_", {v.node, operand(s, v.root, v.meta.dtype())}); return;
-      case 2: b_.call_method("sub_", {v.node, operand(s, v.root, v.meta.dtype())}, {{"alpha", 2}}); return;
-      case 3: b_.call_method("clamp_", {v.node}, {{"min", is_float ? Arg(real()) : Arg(-1)}}); return;
-      case 4: b_.call_method(chance(0.5) ? "ge_" : "lt_", {v.node, operand(s, v.root, v.meta.dtype())}); return;
+      case 0:
+        b_.call_method("add_", {v.node, is_float ? Arg(real()) : Arg(uniform(-3, 3))});
+        return;
+      case 1:
+        b_.call_method("mul_", {v.node, operand(s, v.root, v.meta.dtype())});
+        return;
+      case 2:
+        b_.call_method("sub_", {v.node, operand(s, v.root, v.meta.dtype())}, {{"alpha", 2}});
+        return;
+      case 3:
+        b_.call_method("clamp_", {v.node}, {{"min", is_float ? Arg(real()) : Arg(-1)}});
+        return;
+      case 4:
+        b_.call_method(chance(0.5) ? "ge_" : "lt_", {v.node, operand(s, v.root, v.meta.dtype())});
+        return;
       case 5: {
         Node* mask = b_.call_function("torch.gt", {operand(s, v.root, v.meta.dtype()), 0});
         b_.call_method("masked_fill_", {v.node, mask, is_float ? Arg(real()) : Arg(7)});
@@ -443,7 +487,9 @@ class Generator {
     Value idx;
     switch (uniform(0, 5)) {
       case 0:
-      case 1: idx = basic_index(m); break;
+      case 1:
+        idx = basic_index(m);
+        break;
       case 2: {
         // A bool mask over the leading dims.
         int64_t k = uniform(1, static_cast<int>(m.dim()));
@@ -452,8 +498,9 @@ class Generator {
         for (int64_t i = 0; i < mask.numel(); ++i) mask.data<bool>()[i] = chance(0.5);
         idx = Value::node_ref(new_input("m", mask));
         Tensor region = getitem_tensor(m, Value::from_tensor(mask));
-        Arg value = (options_.shape_free || chance(0.5)) ? fill_value(tail(region.shape()), v.root, m.dtype())
-                                                          : operand(region.shape(), v.root, m.dtype());
+        Arg value = (options_.shape_free || chance(0.5))
+                        ? fill_value(tail(region.shape()), v.root, m.dtype())
+                        : operand(region.shape(), v.root, m.dtype());
         b_.call_function("_operator.setitem", {v.node, idx, value});
         return;
       }
@@ -465,9 +512,11 @@ class Generator {
         if (m.size(a) == 0) return;
         Node* in = new_input("i", it);
         std::vector<Arg> items;
-        for (int64_t i = 0; i < a; ++i) items.push_back(chance(0.5) ? Arg(arg::slice()) : Arg(static_cast<int64_t>(0)));
+        for (int64_t i = 0; i < a; ++i)
+          items.push_back(chance(0.5) ? Arg(arg::slice()) : Arg(static_cast<int64_t>(0)));
         items.push_back(in);
-        if (m.dim() > a + 1 && chance(0.5)) items.push_back(static_cast<int64_t>(uniform(0, static_cast<int>(m.size(a + 1) - 1))));
+        if (m.dim() > a + 1 && chance(0.5))
+          items.push_back(static_cast<int64_t>(uniform(0, static_cast<int>(m.size(a + 1) - 1))));
         idx = items.size() == 1 ? Value::node_ref(in) : arg::tuple(items);
         Value probe = substitute(idx, in, it);
         Tensor region;
@@ -476,10 +525,13 @@ class Generator {
         } catch (const Error&) {
           return;
         }
-        b_.call_function("_operator.setitem", {v.node, idx, fill_value(tail(region.shape()), v.root, m.dtype())});
+        b_.call_function("_operator.setitem",
+                         {v.node, idx, fill_value(tail(region.shape()), v.root, m.dtype())});
         return;
       }
-      default: idx = basic_index(m); break;
+      default:
+        idx = basic_index(m);
+        break;
     }
     Tensor region;
     try {
@@ -487,7 +539,8 @@ class Generator {
     } catch (const Error&) {
       return;
     }
-    b_.call_function("_operator.setitem", {v.node, idx, fill_value(region.shape(), v.root, m.dtype())});
+    b_.call_function("_operator.setitem",
+                     {v.node, idx, fill_value(region.shape(), v.root, m.dtype())});
   }
 
   // A shape's trailing part (values broadcast over the rest).
@@ -508,8 +561,12 @@ class Generator {
     if (c.empty()) return;
     Live& v = *c[pick(c.size())];
     switch (uniform(0, 3)) {
-      case 0: b_.call_method("fill_", {v.node, v.meta.dtype() == DType::kFloat32 ? Arg(real()) : Arg(3)}); return;
-      case 1: b_.call_method("zero_", {v.node}); return;
+      case 0:
+        b_.call_method("fill_", {v.node, v.meta.dtype() == DType::kFloat32 ? Arg(real()) : Arg(3)});
+        return;
+      case 1:
+        b_.call_method("zero_", {v.node});
+        return;
       default: {
         DType dt = chance(0.3) ? DType::kInt64 : v.meta.dtype();
         b_.call_method("copy_", {v.node, operand(v.meta.shape(), v.root, dt)});
@@ -538,6 +595,7 @@ class Generator {
   RandomProgramOptions options_;
   GraphBuilder b_;
   std::vector<Live> live_;
+  std::vector<Node*> snapshots_;
   std::map<std::string, Tensor> inputs_;
   int next_name_ = 0, next_root_ = 0;
 };

@@ -114,6 +114,9 @@ class AliasAnalysisPass : public Pass {
       int r = input_root[i];
       if (!mutated_roots.count(r)) continue;
       int found = -1;
+      for (auto [o, in] : ctx.io_map)
+        if (in == static_cast<int>(i)) found = o;  // declared (signature, --mutated-input)
+      if (found >= 0) continue;
       for (size_t o = 0; o < leaves.size() && found < 0; ++o) {
         const Value& leaf = *leaves[o];
         if (leaf.is_node() && !ctx.io_map.count(static_cast<int>(o)) &&
@@ -146,13 +149,12 @@ class AliasAnalysisPass : public Pass {
       m.output_index = o;
       ctx.mutated.push_back(m);
     }
-    std::sort(ctx.mutated.begin(), ctx.mutated.end(),
-              [](const MutatedInput& a, const MutatedInput& b) {
-                return a.input_index < b.input_index;
-              });
+    std::sort(
+        ctx.mutated.begin(), ctx.mutated.end(),
+        [](const MutatedInput& a, const MutatedInput& b) { return a.input_index < b.input_index; });
     std::string io;
-    for (auto [o, i] : ctx.io_map) io += (io.empty() ? "" : ",") + std::to_string(o) + ":" +
-                                         std::to_string(i);
+    for (auto [o, i] : ctx.io_map)
+      io += (io.empty() ? "" : ",") + std::to_string(o) + ":" + std::to_string(i);
     out->meta.attrs["io_map"] = io;
     out->meta.attrs["original_output_count"] = std::to_string(ctx.original_output_count);
   }

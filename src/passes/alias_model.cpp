@@ -72,8 +72,11 @@ void AliasTracker::record(Node* node) {
       return;
     }
     case NodeOp::kCallFunction:
-    case NodeOp::kCallMethod: record_call(node); return;
-    case NodeOp::kOutput: return;
+    case NodeOp::kCallMethod:
+      record_call(node);
+      return;
+    case NodeOp::kOutput:
+      return;
   }
 }
 
@@ -90,9 +93,7 @@ void AliasTracker::record_call(Node* node) {
     }
     info_[node] = a;
   };
-  auto tracked = [&](const Value& v) {
-    return v.is_node() && info(v.node).root >= 0;
-  };
+  auto tracked = [&](const Value& v) { return v.is_node() && info(v.node).root >= 0; };
 
   if (op.kind == OpKind::kMutating) {
     int a = op.schema.returns.size() == 1 ? op.schema.aliased_arg_of_return(0) : -1;

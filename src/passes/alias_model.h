@@ -13,7 +13,7 @@ namespace inplace {
 struct Root {
   enum class Kind : uint8_t { kInput, kBuffer, kIntermediate };
   Kind kind = Kind::kIntermediate;
-  std::string name;      // placeholder name, buffer target, or the origin node's name
+  std::string name;        // placeholder name, buffer target, or the origin node's name
   Node* origin = nullptr;  // the node whose value is the whole root
 };
 
@@ -22,9 +22,9 @@ struct AliasInfo {
   Kind kind = Kind::kOther;
   int root = -1;
   bool is_sequence = false;  // kOther: a list or tuple of fresh values (max.dim, ...)
-  Node* parent = nullptr;  // view, container: the value it was taken from
-  int parent_arg = 0;      // the argument of this node that holds `parent`
-  Node* base = nullptr;    // view: the value `steps` start from (parent, or a split's input)
+  Node* parent = nullptr;    // view, container: the value it was taken from
+  int parent_arg = 0;        // the argument of this node that holds `parent`
+  Node* base = nullptr;      // view: the value `steps` start from (parent, or a split's input)
   std::vector<ViewStep> steps;
   std::string no_inverse;  // a write through this view can't be scattered back, and why
   bool absolute = false;   // as_strided: `base` is the root, steps address its storage

@@ -13,10 +13,17 @@ FunctionalForm functional_form(const Node& node, const OpDef& op) {
   const std::string& name = op.schema.name;
   FunctionalForm f;
   std::vector<int> muts = op.schema.mutated_args();
-  IP_CHECK(muts.size() == 1, kUnsupported, "[inplace_to_out_of_place] node '", node.name,
-           "': op '", op.schema.full_name(), "' writes ", muts.size(),
+  IP_CHECK(muts.size() == 1, kUnsupported, "[inplace_to_out_of_place] node '", node.name, "': op '",
+           op.schema.full_name(), "' writes ", muts.size(),
            " arguments; only ops that write one argument can be made functional");
   f.mutated_arg = muts[0];
+  // The rewrite computes what the op writes; a result of its own besides would be lost.
+  IP_CHECK(op.schema.returns.empty() ||
+               (op.schema.returns.size() == 1 && op.schema.aliased_arg_of_return(0) == muts[0]),
+           kUnsupported, "[inplace_to_out_of_place] node '", node.name, "': op '",
+           op.schema.full_name(),
+           "' writes an argument and also returns a new value; only ops that return nothing or "
+           "what they write can be made functional");
   if (name == "setitem") {
     f.kind = FunctionalForm::Kind::kSetitem;
     return f;
@@ -44,12 +51,10 @@ FunctionalForm functional_form(const Node& node, const OpDef& op) {
              op.schema.args[f.mutated_arg].name,
              "' but has no functional twin to compute the new value out of place");
     twin_name = name.substr(0, name.size() - 1);
-    IP_CHECK(has_op(twin_name), kUnsupported, "[inplace_to_out_of_place] node '", node.name,
-             "': '", name, "' is not supported: there is no out-of-place op '", twin_name,
-             "'");
-    const OpDef* same = op.schema.overload.empty()
-                            ? nullptr
-                            : reg.find(twin_name + "." + op.schema.overload);
+    IP_CHECK(has_op(twin_name), kUnsupported, "[inplace_to_out_of_place] node '", node.name, "': '",
+             name, "' is not supported: there is no out-of-place op '", twin_name, "'");
+    const OpDef* same =
+        op.schema.overload.empty() ? nullptr : reg.find(twin_name + "." + op.schema.overload);
     f.twin_target = same ? canonical_target(*same) : "aten." + twin_name;
   }
   for (const OpDef* twin : reg.overloads(twin_name))

@@ -4,7 +4,6 @@
 
 namespace inplace {
 
-
 Functionalizer::Functionalizer(Graph& graph, const PassOptions& options)
     : graph_(graph), options_(options), metas_(infer_metas(graph, options)), tracker_(metas_) {}
 
@@ -74,9 +73,11 @@ Node* Functionalizer::current(Node* orig) {
       auto it = values_.find(orig);
       return it != values_.end() && it->second.current ? it->second.current : orig;
     }
-    case AliasInfo::Kind::kRoot: return roots_[a.root].current;
+    case AliasInfo::Kind::kRoot:
+      return roots_[a.root].current;
     case AliasInfo::Kind::kView:
-    case AliasInfo::Kind::kContainer: break;
+    case AliasInfo::Kind::kContainer:
+      break;
   }
   ValueState& st = values_[orig];
   int version = roots_[a.root].version;
@@ -194,9 +195,12 @@ void Functionalizer::process(Node* n) {
       tracker_.record(n);
       sync_roots();
       return;
-    case NodeOp::kOutput: rewrite_uses(n); return;
+    case NodeOp::kOutput:
+      rewrite_uses(n);
+      return;
     case NodeOp::kCallFunction:
-    case NodeOp::kCallMethod: break;
+    case NodeOp::kCallMethod:
+      break;
   }
   tracker_.record(n);
   sync_roots();
@@ -205,7 +209,7 @@ void Functionalizer::process(Node* n) {
   if (op.kind != OpKind::kMutating) {
     rewrite_uses(n);
     const AliasInfo& a = tracker_.info(n);
-    if (a.absolute && a.steps[0].params[2].kind == Value::Kind::kInt) {
+    if (a.absolute && a.steps[0].params[2].kind == Value::Kind::kInt && n->args.size() > 3) {
       // as_strided on the root's current value, at the offset its input had: the input's
       // current value may be a fresh tensor that no longer shares the root's storage.
       n->args[a.parent_arg] = ref(strided_base(a.base));

@@ -42,13 +42,12 @@ class Functionalizer {
   void sync_roots();
   Value creation_value(const Node* user, const Value& v) const;
   Node* emit(const std::string& target, std::vector<Value> args,
-             std::vector<std::pair<std::string, Value>> kwargs = {},
-             const std::string& hint = "");
+             std::vector<std::pair<std::string, Value>> kwargs = {}, const std::string& hint = "");
   Node* emitted(Node* n);  // records the meta of a node the emitter made
 
   // ---- new values of mutated tensors (mutation_lowering.cpp) ----
   Node* lower(Node* n, const FunctionalForm& form, const ResolvedCall& rc, Node* target_now);
-  Node* lower_twin(Node* n, const FunctionalForm& form, const ResolvedCall& rc, Node* target_now);
+  Node* lower_twin(const FunctionalForm& form, const ResolvedCall& rc, Node* target_now);
   Node* lower_copy(const Value& src, Node* target_now);
   // A fresh tensor like `target_now` holding `value` (already of its shape).
   Node* whole_update(Node* target_now, Node* value);

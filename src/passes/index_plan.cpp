@@ -51,10 +51,18 @@ IndexPlan plan_index(const Value& index, const ClassifyIndex& classify,
   for (const Value& v : raw) {
     Elem e{Elem::Kind::kTensor, v, 1};
     switch (v.kind) {
-      case K::kInt: e.kind = Elem::Kind::kInt; break;
-      case K::kSlice: e.kind = Elem::Kind::kSlice; break;
-      case K::kNone: e.kind = Elem::Kind::kNone; break;
-      case K::kEllipsis: e.kind = Elem::Kind::kEllipsis; break;
+      case K::kInt:
+        e.kind = Elem::Kind::kInt;
+        break;
+      case K::kSlice:
+        e.kind = Elem::Kind::kSlice;
+        break;
+      case K::kNone:
+        e.kind = Elem::Kind::kNone;
+        break;
+      case K::kEllipsis:
+        e.kind = Elem::Kind::kEllipsis;
+        break;
       case K::kNode: {
         IndexElem c = classify(v);
         if (c.kind == IndexElem::Kind::kInt) e.kind = Elem::Kind::kInt;
@@ -75,8 +83,8 @@ IndexPlan plan_index(const Value& index, const ClassifyIndex& classify,
         e.dims = 1;
         break;
       default:
-        plan.unsupported = str_cat("index element ", v.to_string(), " (", v.kind_name(),
-                                   ") is not supported");
+        plan.unsupported =
+            str_cat("index element ", v.to_string(), " (", v.kind_name(), ") is not supported");
         return plan;
     }
     elems.push_back(std::move(e));
@@ -121,7 +129,8 @@ IndexPlan plan_index(const Value& index, const ClassifyIndex& classify,
         d += e.dims, head_dims += e.dims;
         any_tensor = true;
         break;
-      case Elem::Kind::kEllipsis: break;
+      case Elem::Kind::kEllipsis:
+        break;
     }
   }
   // After the ellipsis: dims counted from the back, right to left.
@@ -150,7 +159,8 @@ IndexPlan plan_index(const Value& index, const ClassifyIndex& classify,
         p -= e.dims, tail_dims += e.dims;
         tail_tensor = true;
         break;
-      case Elem::Kind::kEllipsis: break;
+      case Elem::Kind::kEllipsis:
+        break;
     }
   }
   if (!any_tensor && !tail_tensor) return plan;

@@ -101,9 +101,9 @@ int match_kv_cache_updates(FunctionalProgram& program, const std::vector<Tensor>
   // Shapes of every value, from one run on the examples.
   std::map<std::string, Value> inputs;
   for (size_t i = 0; i < placeholders.size(); ++i)
-    inputs[placeholders[i]->name] = Value::from_tensor(examples[i].is_meta()
-                                                           ? Tensor::zeros(examples[i].shape(), examples[i].dtype())
-                                                           : examples[i].clone());
+    inputs[placeholders[i]->name] = Value::from_tensor(
+        examples[i].is_meta() ? Tensor::zeros(examples[i].shape(), examples[i].dtype())
+                              : examples[i].clone());
   State state = initial_state(g);
   std::map<const Node*, Value> env;
   run_eager(g, inputs, &state, &env);

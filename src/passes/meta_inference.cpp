@@ -72,7 +72,8 @@ std::optional<Value> call_meta(const Node& node, const MetaTable& table) {
     return m;
   }
   ViewRule rule = view_rule(node, op, rc.args, table);
-  if (rule.kind == ViewRule::Kind::kCopy && rule.result_meta) return Value::from_tensor(*rule.result_meta);
+  if (rule.kind == ViewRule::Kind::kCopy && rule.result_meta)
+    return Value::from_tensor(*rule.result_meta);
   Args args(rc.args.size());
   bool known = true;
   for (size_t i = 0; i < rc.args.size(); ++i) known &= table.substitute(rc.args[i], &args[i]);
@@ -100,18 +101,21 @@ std::optional<Value> call_meta(const Node& node, const MetaTable& table) {
 
 }  // namespace
 
-std::optional<Value> infer_node_meta(const Graph& graph, const Node& node,
-                                     const MetaTable& table, const PassOptions& options) {
+std::optional<Value> infer_node_meta(const Graph& graph, const Node& node, const MetaTable& table,
+                                     const PassOptions& options) {
   switch (node.op) {
-    case NodeOp::kPlaceholder: return placeholder_meta(node, options);
+    case NodeOp::kPlaceholder:
+      return placeholder_meta(node, options);
     case NodeOp::kGetAttr: {
       auto it = graph.constants.find(node.target);
       if (it == graph.constants.end()) return std::nullopt;
       return Value::from_tensor(Tensor::meta(it->second.shape(), it->second.dtype()));
     }
     case NodeOp::kCallFunction:
-    case NodeOp::kCallMethod: return call_meta(node, table);
-    case NodeOp::kOutput: return std::nullopt;
+    case NodeOp::kCallMethod:
+      return call_meta(node, table);
+    case NodeOp::kOutput:
+      return std::nullopt;
   }
   return std::nullopt;
 }

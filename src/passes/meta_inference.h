@@ -26,8 +26,8 @@ class MetaTable {
 // The meta of a placeholder: node meta, else options.input_metas, else its default value.
 std::optional<Value> placeholder_meta(const Node& n, const PassOptions& options);
 // The meta of `node` from the metas of the nodes it reads; nullopt when unknown.
-std::optional<Value> infer_node_meta(const Graph& graph, const Node& node,
-                                     const MetaTable& table, const PassOptions& options);
+std::optional<Value> infer_node_meta(const Graph& graph, const Node& node, const MetaTable& table,
+                                     const PassOptions& options);
 MetaTable infer_metas(const Graph& graph, const PassOptions& options);
 // Records shape and dtype of every tensor-valued node in Node::meta where it is missing.
 void annotate_metas(Graph& graph, const MetaTable& table);

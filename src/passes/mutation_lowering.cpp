@@ -7,34 +7,35 @@ namespace inplace {
 namespace {
 
 bool is_comparison(const std::string& target) {
-  static const char* const kNames[] = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-                                       "logical_or", "logical_xor", "logical_not", "isnan",
-                                       "isinf", "isfinite", "signbit"};
+  static const char* const kNames[] = {
+      "eq",         "ne",          "lt",          "le",    "gt",    "ge",       "logical_and",
+      "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite", "signbit"};
   for (const char* n : kNames)
     if (target == std::string("aten.") + n || target.rfind(std::string("aten.") + n + ".", 0) == 0)
       return true;
   return false;
 }
 
-Value as_value(Node* n) { return ref(n); }
-
 }  // namespace
 
 Node* Functionalizer::lower(Node* n, const FunctionalForm& form, const ResolvedCall& rc,
                             Node* target_now) {
   switch (form.kind) {
-    case FunctionalForm::Kind::kTwin: return lower_twin(n, form, rc, target_now);
-    case FunctionalForm::Kind::kCopy: return lower_copy(rc.args[1], target_now);
+    case FunctionalForm::Kind::kTwin:
+      return lower_twin(form, rc, target_now);
+    case FunctionalForm::Kind::kCopy:
+      return lower_copy(rc.args[1], target_now);
     case FunctionalForm::Kind::kFill: {
       Value fill = rc.op->schema.name == "zero_" ? Value::integer(0) : rc.args[1];
       return emit("aten.full_like.default", {ref(target_now), fill});
     }
-    case FunctionalForm::Kind::kSetitem: return lower_setitem(n, rc, target_now);
+    case FunctionalForm::Kind::kSetitem:
+      return lower_setitem(n, rc, target_now);
   }
   return target_now;
 }
 
-Node* Functionalizer::lower_twin(Node* n, const FunctionalForm& form, const ResolvedCall& rc,
+Node* Functionalizer::lower_twin(const FunctionalForm& form, const ResolvedCall& rc,
                                  Node* target_now) {
   const Schema& schema = rc.op->schema;
   std::vector<Value> args;
@@ -47,12 +48,11 @@ Node* Functionalizer::lower_twin(Node* n, const FunctionalForm& form, const Reso
   }
   Node* v = emit(form.twin_target, std::move(args), std::move(kwargs));
   // An in-place op keeps the dtype of what it writes (x.ge_(y) stays float).
-  std::optional<DType> have = dtype_of_value(as_value(v));
+  std::optional<DType> have = dtype_of_value(ref(v));
   const Tensor* like = meta(target_now);
   if (like && have) return *have == like->dtype() ? v : cast_to(v, like->dtype());
   if (like) return cast_to(v, like->dtype());
   if (is_comparison(form.twin_target)) return cast_like(v, target_now);
-  (void)n;
   return v;
 }
 
@@ -112,7 +112,10 @@ Node* Functionalizer::lower_copy(const Value& src, Node* target_now) {
   std::optional<DType> have = dtype_of_value(src);
   const Tensor* t = meta(target_now);
   if (have && t && *have != t->dtype()) s = cast_to(s, t->dtype());
-  Node* expanded = emit("aten.expand_as.default", {ref(s), ref(target_now)});
+  std::optional<Shape> shape = shape_of_value(ref(s));
+  Node* expanded = t && shape && *shape == t->shape()
+                       ? s
+                       : emit("aten.expand_as.default", {ref(s), ref(target_now)});
   return whole_update(target_now, expanded);
 }
 
@@ -120,8 +123,7 @@ Node* Functionalizer::whole_update(Node* target_now, Node* value) {
   // The seed's form: a full slice_scatter makes a fresh tensor of target's dtype. A 0-d
   // tensor has no dim to slice, and without shapes the rank is unknown: aten.copy then.
   const Tensor* t = meta(target_now);
-  if (t && t->dim() > 0)
-    return emit("aten.slice_scatter.default", {ref(target_now), ref(value)});
+  if (t && t->dim() > 0) return emit("aten.slice_scatter.default", {ref(target_now), ref(value)});
   return emit("aten.copy.default", {ref(target_now), ref(value)});
 }
 
@@ -140,9 +142,8 @@ Node* Functionalizer::lower_setitem(Node* n, const ResolvedCall& rc, Node* targe
     return value.is_number() ? v : whole_update(target_now, v);
   }
   std::vector<Node*> chain = forward_chain(target_now, plan.steps);
-  Node* region = plan.steps.empty()
-                     ? target_now
-                     : emitted(emit_forward(*em_, plan.steps.back(), chain.back()));
+  Node* region = plan.steps.empty() ? target_now
+                                    : emitted(emit_forward(*em_, plan.steps.back(), chain.back()));
   Node* region_value = plan.has_advanced() ? lower_advanced(n, region, plan.advanced, value)
                                            : fit_value(value, region);
   if (plan.steps.empty()) return region_value;
@@ -159,8 +160,8 @@ Node* Functionalizer::lower_advanced(Node* n, Node* region, const std::vector<Va
   // masked_scatter for one value per position (x[mask] = v with v of shape [count, ...]).
   if (w && indices.size() == 1 && (indices[0].is_node() || indices[0].is_tensor())) {
     const Tensor* mask = indices[0].is_tensor() ? &indices[0].tensor : meta(indices[0].node);
-    std::optional<Shape> vs = value.is_number() ? std::optional<Shape>(Shape{})
-                                                : shape_of_value(value);
+    std::optional<Shape> vs =
+        value.is_number() ? std::optional<Shape>(Shape{}) : shape_of_value(value);
     if (mask && mask->dtype() == DType::kBool && mask->dim() <= w->dim() && vs) {
       Shape rest(w->shape().begin() + mask->dim(), w->shape().end());
       Value mask_u = indices[0];

@@ -1,4 +1,5 @@
-// normalize: every call node becomes call_function on its canonical target
+// normalize: placeholders come first; every call node becomes call_function on its canonical
+// target
 // ("aten.add.Tensor", "_operator.setitem"), with its arguments bound to the schema: positional
 // parameters as args, keyword-only ones as kwargs, defaults filled in. Overloads are chosen
 // with the shapes and dtypes known so far, so x.add(y) picks add.Tensor for a tensor y.
@@ -29,10 +30,31 @@ const OpDef* choose_op(const Node& n, const MetaTable& metas) {
   return resolve_node(n).op;
 }
 
+// FX's order: placeholders first (in their order), so input i is the i-th node. A builder may
+// put a get_attr before a placeholder; later passes append inputs after the last placeholder.
+void placeholders_first(Graph& graph) {
+  Node* first_other = nullptr;
+  for (Node* n : graph.nodes()) {
+    if (n->op != NodeOp::kPlaceholder) {
+      if (!first_other) first_other = n;
+      continue;
+    }
+    if (!first_other) continue;
+    std::string name = n->name;
+    Node* moved = graph.insert_before(first_other, NodeOp::kPlaceholder, n->target, n->args,
+                                      n->kwargs, name + "_moved");
+    moved->meta = n->meta;
+    graph.replace_all_uses_with(n, moved);
+    graph.erase(n);
+    graph.rename(moved, name);
+  }
+}
+
 class NormalizePass : public Pass {
  public:
   std::string name() const override { return "normalize"; }
   void run(Graph& graph, PassContext& ctx) override {
+    placeholders_first(graph);
     const Registry& reg = Registry::get();
     MetaTable metas;
     for (Node* n : graph.nodes()) {
@@ -48,8 +70,8 @@ class NormalizePass : public Pass {
         Args bound;
         std::string why;
         IP_CHECK(bind_args(op->schema, n->args, n->kwargs, &bound, &why), kInvalidArgument,
-                 "[normalize] node '", n->name, "': arguments do not fit '",
-                 op->schema.to_string(), "': ", why);
+                 "[normalize] node '", n->name, "': arguments do not fit '", op->schema.to_string(),
+                 "': ", why);
         std::vector<Value> args;
         std::vector<std::pair<std::string, Value>> kwargs;
         for (size_t i = 0; i < bound.size(); ++i) {
@@ -72,6 +94,8 @@ class NormalizePass : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_normalize_pass() { return std::make_unique<NormalizePass>(); }
+std::unique_ptr<Pass> make_normalize_pass() {
+  return std::make_unique<NormalizePass>();
+}
 
 }  // namespace inplace

@@ -20,7 +20,9 @@ bool op_is(const OpDef& op, std::initializer_list<const char*> names) {
   return false;
 }
 
-bool has_op(const std::string& name) { return !Registry::get().overloads(name).empty(); }
+bool has_op(const std::string& name) {
+  return !Registry::get().overloads(name).empty();
+}
 
 bool returns_tensor(const OpDef& op) {
   return !op.schema.returns.empty() && op.schema.returns[0].type == "Tensor";

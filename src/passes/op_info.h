@@ -41,6 +41,8 @@ class Emitter {
   std::vector<Node*> emitted_;
 };
 
-inline Value ref(Node* n) { return Value::node_ref(n); }
+inline Value ref(Node* n) {
+  return Value::node_ref(n);
+}
 
 }  // namespace inplace

@@ -23,7 +23,7 @@ struct PassOptions {
 
 // One input or buffer whose final value the program changes.
 struct MutatedInput {
-  std::string name;    // placeholder name, or get_attr target for a buffer
+  std::string name;  // placeholder name, or get_attr target for a buffer
   bool is_buffer = false;
   int input_index = -1;   // placeholders in order, then mutated buffers (see input_names)
   int output_index = -1;  // flat output holding its final value
@@ -38,10 +38,10 @@ struct PassContext {
   // target) in order of its first get_attr node.
   std::vector<std::string> input_names;
   int num_placeholders = 0;
-  std::map<int, int> io_map;  // flat output index -> input index
+  std::map<int, int> io_map;          // flat output index -> input index
   std::vector<MutatedInput> mutated;  // in input order
   int original_output_count = -1;     // flat outputs the program had before alias_analysis
-  bool output_wrapped = false;  // a single (non-tuple) output was wrapped into a tuple
+  bool output_wrapped = false;        // a single (non-tuple) output was wrapped into a tuple
 
   // ---- bookkeeping ----
   std::vector<std::pair<std::string, double>> timings_ms;  // per pass, in run order

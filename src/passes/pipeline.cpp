@@ -37,8 +37,8 @@ void run_passes(const std::vector<std::unique_ptr<Pass>>& passes, Graph& graph, 
     if (wanted->empty()) continue;
     bool known = false;
     for (const auto& p : passes) known |= p->name() == *wanted;
-    IP_CHECK(known, kInvalidArgument, "[passes] unknown pass '", *wanted, "'; passes are: ",
-             join_names(passes));
+    IP_CHECK(known, kInvalidArgument, "[passes] unknown pass '", *wanted,
+             "'; passes are: ", join_names(passes));
   }
   std::ostream& log = ctx.log ? *ctx.log : std::cerr;
   std::ostream& out = options.print_to ? *options.print_to : std::cout;
@@ -46,20 +46,25 @@ void run_passes(const std::vector<std::unique_ptr<Pass>>& passes, Graph& graph, 
   for (const auto& pass : passes) {
     auto start = std::chrono::steady_clock::now();
     pass->run(graph, ctx);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                    .count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     ctx.timings_ms.emplace_back(pass->name(), ms);
     if (ctx.options.verbose)
-      log << "[passes] " << std::left << std::setw(26) << pass->name() << std::right
-          << std::fixed << std::setprecision(3) << ms << " ms, " << graph.size() << " nodes\n";
+      log << "[passes] " << std::left << std::setw(26) << pass->name() << std::right << std::fixed
+          << std::setprecision(3) << ms << " ms, " << graph.size() << " nodes\n";
     try {
       graph.verify();
     } catch (const Error& e) {
-      throw Error(e.code(), str_cat("[passes] graph is invalid after pass '", pass->name(),
-                                    "': ", e.what()));
+      throw Error(e.code(),
+                  str_cat("[passes] graph is invalid after pass '", pass->name(), "': ", e.what()));
     }
     if (pass->name() == "inplace_to_out_of_place") verify_functional(graph);
-    if (pass->name() == options.print_after) out << graph.to_string();
+    if (pass->name() == options.print_after) {
+      if (options.printer)
+        options.printer(graph, ctx);
+      else
+        out << graph.to_string();
+    }
     if (pass->name() == options.until) break;
   }
 }
@@ -73,8 +78,7 @@ void verify_functional(const Graph& graph) {
     if (!n->is_call()) continue;
     const OpDef* op = resolve_node(*n).op;
     IP_CHECK(op->kind != OpKind::kMutating, kInternal, "[verify] node '", n->name,
-             "' still mutates its arguments with '", n->target,
-             "' after inplace_to_out_of_place");
+             "' still mutates its arguments with '", n->target, "' after inplace_to_out_of_place");
   }
 }
 

@@ -10,9 +10,11 @@
 namespace inplace {
 
 struct PipelineOptions {
-  std::string until;        // stop after this pass (empty: run all)
-  std::string print_after;  // print the graph after this pass to `print_to`
+  std::string until;                 // stop after this pass (empty: run all)
+  std::string print_after;           // print the graph after this pass to `print_to`
   std::ostream* print_to = nullptr;  // null = std::cout
+  // When set, called instead of printing the listing (to print another format).
+  std::function<void(const Graph&, const PassContext&)> printer;
 };
 
 // The passes that make a program functional, in order. Later stages append to this list.

@@ -41,9 +41,9 @@ std::optional<Tensor> result_on_contiguous(const OpDef& op, const Args& args, in
 std::optional<DType> cast_target(const std::string& name, const Args& args, const OpDef& op,
                                  const MetaTable& metas, bool* unknown) {
   static const std::pair<const char*, DType> kMethods[] = {
-      {"float", DType::kFloat32}, {"double", DType::kFloat64}, {"half", DType::kFloat16},
-      {"bfloat16", DType::kBFloat16}, {"long", DType::kInt64}, {"int", DType::kInt32},
-      {"short", DType::kInt16}, {"char", DType::kInt8}, {"byte", DType::kUInt8},
+      {"float", DType::kFloat32},     {"double", DType::kFloat64}, {"half", DType::kFloat16},
+      {"bfloat16", DType::kBFloat16}, {"long", DType::kInt64},     {"int", DType::kInt32},
+      {"short", DType::kInt16},       {"char", DType::kInt8},      {"byte", DType::kUInt8},
       {"bool", DType::kBool}};
   for (auto& [n, t] : kMethods)
     if (name == n) return t;
@@ -114,8 +114,8 @@ ViewRule view_rule(const Node& node, const OpDef& op, const Args& args, const Me
   // Views, and ops whose eager kernel returns a view sometimes (reshape when the strides
   // allow, contiguous and to when nothing changes; their engine form may copy). type_as and
   // _unsafe_view return views the same way though their schemas show no alias.
-  bool may_alias = op.kind == OpKind::kView || op.schema.is_view() || n == "type_as" ||
-                   n == "_unsafe_view";
+  bool may_alias =
+      op.kind == OpKind::kView || op.schema.is_view() || n == "type_as" || n == "_unsafe_view";
   if (!may_alias) return {};
   const Tensor* pm = meta_of(args[0], metas);
 
@@ -135,11 +135,11 @@ ViewRule view_rule(const Node& node, const OpDef& op, const Args& args, const Me
     return copy(Tensor::meta(pm->shape(), *target));
   }
 
-  bool always_reshape =
-      name_in(n, {"view", "_reshape_alias", "unflatten", "squeeze", "view_as"});
+  bool always_reshape = name_in(n, {"view", "_reshape_alias", "unflatten", "squeeze", "view_as"});
   bool maybe_reshape = name_in(n, {"reshape", "reshape_as", "flatten", "ravel", "_unsafe_view"});
   if ((always_reshape || maybe_reshape) && !(n == "view" && op.schema.index_of("dtype") >= 0)) {
-    std::optional<Tensor> shaped = pm ? result_on_contiguous(op, args, 0, *pm, metas) : std::nullopt;
+    std::optional<Tensor> shaped =
+        pm ? result_on_contiguous(op, args, 0, *pm, metas) : std::nullopt;
     if (maybe_reshape && pm && shaped) {
       try {
         Tensor v = pm->view(shaped->shape());
@@ -153,8 +153,10 @@ ViewRule view_rule(const Node& node, const OpDef& op, const Args& args, const Me
     return r;
   }
   if (name_in(n, {"expand", "expand_as"})) {
-    std::optional<Tensor> shaped = pm ? result_on_contiguous(op, args, 0, *pm, metas) : std::nullopt;
-    Value sizes = shaped ? Value::int_list(shaped->shape()) : (n == "expand" ? args[1] : Value::none());
+    std::optional<Tensor> shaped =
+        pm ? result_on_contiguous(op, args, 0, *pm, metas) : std::nullopt;
+    Value sizes =
+        shaped ? Value::int_list(shaped->shape()) : (n == "expand" ? args[1] : Value::none());
     return view({ViewStep::make(SK::kExpand, {sizes})});
   }
   if (n == "unsqueeze") return view({ViewStep::make(SK::kUnsqueeze, {args[1]})});
@@ -165,19 +167,17 @@ ViewRule view_rule(const Node& node, const OpDef& op, const Args& args, const Me
   if (name_in(n, {"movedim", "moveaxis"}))
     return view({ViewStep::make(SK::kMovedim, {args[1], args[2]})});
   if (n == "select") return view({ViewStep::make(SK::kSelect, {args[1], args[2]})});
-  if (n == "slice")
-    return view({ViewStep::make(SK::kSlice, {args[1], args[2], args[3], args[4]})});
+  if (n == "slice") return view({ViewStep::make(SK::kSlice, {args[1], args[2], args[3], args[4]})});
   if (n == "narrow") {
     if (args[2].kind == Value::Kind::kInt && args[3].kind == Value::Kind::kInt)
-      return view({ViewStep::make(SK::kSlice, {args[1], args[2],
-                                               Value::integer(args[2].i + args[3].i),
-                                               Value::integer(1)})});
+      return view(
+          {ViewStep::make(SK::kSlice, {args[1], args[2], Value::integer(args[2].i + args[3].i),
+                                       Value::integer(1)})});
     ViewRule r = view({});
     r.no_inverse = "narrow with a start that is not a constant int";
     return r;
   }
-  if (n == "diagonal")
-    return view({ViewStep::make(SK::kDiagonal, {args[1], args[2], args[3]})});
+  if (n == "diagonal") return view({ViewStep::make(SK::kDiagonal, {args[1], args[2], args[3]})});
   if (n == "as_strided") {
     Value offset = args.size() > 3 ? args[3] : Value::none();
     if (offset.is_none() && pm) offset = Value::integer(pm->offset());
@@ -245,20 +245,21 @@ bool piece_steps(const ViewRule& c, int64_t k, std::vector<ViewStep>* steps, std
       return true;
     case S::kSplit:
       if (c.split_size < 0) break;  // 0: the chunks of an empty dim, all empty
-      steps->push_back(ViewStep::make(SK::kSlice, {c.dim, Value::integer(k * c.split_size),
-                                                   Value::integer((k + 1) * c.split_size),
-                                                   Value::integer(1)}));
+      steps->push_back(
+          ViewStep::make(SK::kSlice, {c.dim, Value::integer(k * c.split_size),
+                                      Value::integer((k + 1) * c.split_size), Value::integer(1)}));
       return true;
     case S::kSplitWithSizes: {
       if (k < 0 || k >= static_cast<int64_t>(c.sizes.size())) break;
       int64_t start = 0;
       for (int64_t i = 0; i < k; ++i) start += c.sizes[i];
-      steps->push_back(ViewStep::make(SK::kSlice, {c.dim, Value::integer(start),
-                                                   Value::integer(start + c.sizes[k]),
-                                                   Value::integer(1)}));
+      steps->push_back(ViewStep::make(
+          SK::kSlice,
+          {c.dim, Value::integer(start), Value::integer(start + c.sizes[k]), Value::integer(1)}));
       return true;
     }
-    case S::kUnknown: break;
+    case S::kUnknown:
+      break;
   }
   *why = "the pieces of this split are not known statically (split sizes or the input's shape)";
   return false;

@@ -7,18 +7,30 @@ namespace inplace {
 const char* view_step_name(ViewStep::Kind k) {
   using K = ViewStep::Kind;
   switch (k) {
-    case K::kIdentity: return "identity";
-    case K::kSelect: return "select";
-    case K::kSlice: return "slice";
-    case K::kUnsqueeze: return "unsqueeze";
-    case K::kTranspose: return "transpose";
-    case K::kT: return "t";
-    case K::kPermute: return "permute";
-    case K::kMovedim: return "movedim";
-    case K::kDiagonal: return "diagonal";
-    case K::kAsStrided: return "as_strided";
-    case K::kReshape: return "reshape";
-    case K::kExpand: return "expand";
+    case K::kIdentity:
+      return "identity";
+    case K::kSelect:
+      return "select";
+    case K::kSlice:
+      return "slice";
+    case K::kUnsqueeze:
+      return "unsqueeze";
+    case K::kTranspose:
+      return "transpose";
+    case K::kT:
+      return "t";
+    case K::kPermute:
+      return "permute";
+    case K::kMovedim:
+      return "movedim";
+    case K::kDiagonal:
+      return "diagonal";
+    case K::kAsStrided:
+      return "as_strided";
+    case K::kReshape:
+      return "reshape";
+    case K::kExpand:
+      return "expand";
   }
   return "?";
 }
@@ -36,7 +48,9 @@ std::optional<int64_t> opt_int(const Value& v, const char* what) {
   return v.as_int(what);
 }
 
-std::vector<int64_t> as_dims(const Value& v, const char* what) { return v.as_int_list(what); }
+std::vector<int64_t> as_dims(const Value& v, const char* what) {
+  return v.as_int_list(what);
+}
 
 // movedim(source, destination) as a permutation of `ndim` dims (torch's rule).
 std::vector<int64_t> movedim_perm(std::vector<int64_t> src, std::vector<int64_t> dst,
@@ -66,15 +80,21 @@ Tensor apply_step(const Tensor& t, const ViewStep& s) {
   using K = ViewStep::Kind;
   const auto& p = s.params;
   switch (s.kind) {
-    case K::kIdentity: return t;
-    case K::kSelect: return t.select(p[0].as_int("select"), p[1].as_int("select"));
+    case K::kIdentity:
+      return t;
+    case K::kSelect:
+      return t.select(p[0].as_int("select"), p[1].as_int("select"));
     case K::kSlice:
       return t.slice(p[0].as_int("slice"), opt_int(p[1], "slice"), opt_int(p[2], "slice"),
                      p[3].is_none() ? 1 : p[3].as_int("slice"));
-    case K::kUnsqueeze: return t.unsqueeze(p[0].as_int("unsqueeze"));
-    case K::kTranspose: return t.transpose(p[0].as_int("transpose"), p[1].as_int("transpose"));
-    case K::kT: return t.t();
-    case K::kPermute: return t.permute(as_dims(p[0], "permute"));
+    case K::kUnsqueeze:
+      return t.unsqueeze(p[0].as_int("unsqueeze"));
+    case K::kTranspose:
+      return t.transpose(p[0].as_int("transpose"), p[1].as_int("transpose"));
+    case K::kT:
+      return t.t();
+    case K::kPermute:
+      return t.permute(as_dims(p[0], "permute"));
     case K::kMovedim:
       return t.permute(movedim_perm(as_dims(p[0], "movedim"), as_dims(p[1], "movedim"), t.dim()));
     case K::kDiagonal:
@@ -82,8 +102,10 @@ Tensor apply_step(const Tensor& t, const ViewStep& s) {
     case K::kAsStrided:
       return t.as_strided(as_dims(p[0], "as_strided"), as_dims(p[1], "as_strided"),
                           opt_int(p[2], "as_strided"));
-    case K::kReshape: return t.view(as_dims(p[0], "view"));
-    case K::kExpand: return t.expand(as_dims(p[0], "expand"));
+    case K::kReshape:
+      return t.view(as_dims(p[0], "view"));
+    case K::kExpand:
+      return t.expand(as_dims(p[0], "expand"));
   }
   return t;
 }
@@ -92,20 +114,31 @@ Node* emit_forward(Emitter& em, const ViewStep& s, Node* in) {
   using K = ViewStep::Kind;
   const auto& p = s.params;
   switch (s.kind) {
-    case K::kIdentity: return in;
-    case K::kSelect: return em.call("aten.select.int", {ref(in), p[0], p[1]});
+    case K::kIdentity:
+      return in;
+    case K::kSelect:
+      return em.call("aten.select.int", {ref(in), p[0], p[1]});
     case K::kSlice:
       return em.call("aten.slice.Tensor",
                      {ref(in), p[0], p[1], p[2], p[3].is_none() ? Value::integer(1) : p[3]});
-    case K::kUnsqueeze: return em.call("aten.unsqueeze.default", {ref(in), p[0]});
-    case K::kTranspose: return em.call("aten.transpose.int", {ref(in), p[0], p[1]});
-    case K::kT: return em.call("aten.t.default", {ref(in)});
-    case K::kPermute: return em.call("aten.permute.default", {ref(in), p[0]});
-    case K::kMovedim: return em.call("aten.movedim", {ref(in), p[0], p[1]});
-    case K::kDiagonal: return em.call("aten.diagonal.default", {ref(in), p[0], p[1], p[2]});
-    case K::kAsStrided: return em.call("aten.as_strided.default", {ref(in), p[0], p[1], p[2]});
-    case K::kReshape: return em.call("aten.reshape.default", {ref(in), p[0]});
-    case K::kExpand: return em.call("aten.expand.default", {ref(in), p[0]});
+    case K::kUnsqueeze:
+      return em.call("aten.unsqueeze.default", {ref(in), p[0]});
+    case K::kTranspose:
+      return em.call("aten.transpose.int", {ref(in), p[0], p[1]});
+    case K::kT:
+      return em.call("aten.t.default", {ref(in)});
+    case K::kPermute:
+      return em.call("aten.permute.default", {ref(in), p[0]});
+    case K::kMovedim:
+      return em.call("aten.movedim", {ref(in), p[0], p[1]});
+    case K::kDiagonal:
+      return em.call("aten.diagonal.default", {ref(in), p[0], p[1], p[2]});
+    case K::kAsStrided:
+      return em.call("aten.as_strided.default", {ref(in), p[0], p[1], p[2]});
+    case K::kReshape:
+      return em.call("aten.reshape.default", {ref(in), p[0]});
+    case K::kExpand:
+      return em.call("aten.expand.default", {ref(in), p[0]});
   }
   return in;
 }
@@ -128,15 +161,19 @@ Node* emit_inverse(Emitter& em, const ViewStep& s, Node* base, Node* v, const Te
   using K = ViewStep::Kind;
   const auto& p = s.params;
   switch (s.kind) {
-    case K::kIdentity: return v;
-    case K::kSelect: return em.call("aten.select_scatter.default", {ref(base), ref(v), p[0], p[1]});
+    case K::kIdentity:
+      return v;
+    case K::kSelect:
+      return em.call("aten.select_scatter.default", {ref(base), ref(v), p[0], p[1]});
     case K::kSlice:
-      return em.call("aten.slice_scatter.default",
-                     {ref(base), ref(v), p[0], p[1], p[2],
-                      p[3].is_none() ? Value::integer(1) : p[3]});
-    case K::kUnsqueeze: return em.call("aten.squeeze.dim", {ref(v), p[0]});
-    case K::kTranspose: return em.call("aten.transpose.int", {ref(v), p[0], p[1]});
-    case K::kT: return em.call("aten.t.default", {ref(v)});
+      return em.call("aten.slice_scatter.default", {ref(base), ref(v), p[0], p[1], p[2],
+                                                    p[3].is_none() ? Value::integer(1) : p[3]});
+    case K::kUnsqueeze:
+      return em.call("aten.squeeze.dim", {ref(v), p[0]});
+    case K::kTranspose:
+      return em.call("aten.transpose.int", {ref(v), p[0], p[1]});
+    case K::kT:
+      return em.call("aten.t.default", {ref(v)});
     case K::kPermute: {
       std::vector<int64_t> dims = p[0].as_int_list("permute");
       int64_t n = static_cast<int64_t>(dims.size());
@@ -144,12 +181,14 @@ Node* emit_inverse(Emitter& em, const ViewStep& s, Node* base, Node* v, const Te
       for (int64_t i = 0; i < n; ++i) inverse[wrap_dim(dims[i], n, "permute")] = i;
       return em.call("aten.permute.default", {ref(v), Value::int_list(inverse)});
     }
-    case K::kMovedim: return em.call("aten.movedim", {ref(v), p[1], p[0]});
+    case K::kMovedim:
+      return em.call("aten.movedim", {ref(v), p[1], p[0]});
     case K::kDiagonal:
       return em.call("aten.diagonal_scatter.default", {ref(base), ref(v), p[0], p[1], p[2]});
     case K::kAsStrided:
       return em.call("aten.as_strided_scatter.default", {ref(base), ref(v), p[0], p[1], p[2]});
-    case K::kReshape: return emit_reshape_back(em, base, v, base_meta, where, "view");
+    case K::kReshape:
+      return emit_reshape_back(em, base, v, base_meta, where, "view");
     case K::kExpand: {
       if (base_meta) {
         Tensor expanded = base_meta->expand(p[0].as_int_list("expand"));

@@ -25,8 +25,8 @@ TEST(DeadCodeElimination, RemovesUnusedPureNodesOnly) {
   dce(*g);
   std::vector<std::string> names;
   for (Node* n : g->nodes()) names.push_back(n->name);
-  EXPECT_EQ(names, (std::vector<std::string>{"x", "unused", "written_view", "write", "live",
-                                             "output"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"x", "unused", "written_view", "write", "live", "output"}));
   (void)unused_input;
 }
 

@@ -45,8 +45,8 @@ TEST(InplaceToOutOfPlace, ChainedMutationsEachReadThePreviousValue) {
   b.output(arg::tuple({x, w}));
   auto g = b.build();
   Comparison c;
-  ASSERT_TRUE(functional_matches_eager(
-      *g, inputs({{"x", {2, 3}}, {"y", {2, 3}}, {"z", {2, 3}}}), &c));
+  ASSERT_TRUE(
+      functional_matches_eager(*g, inputs({{"x", {2, 3}}, {"y", {2, 3}}, {"z", {2, 3}}}), &c));
   const Graph& f = *c.program.graph;
   EXPECT_EQ(call_targets(f), (Targets{"aten.add.Tensor", "aten.mul.Tensor", "aten.mul.Tensor"}));
   Node* first = f.find("x_modified");
@@ -94,8 +94,8 @@ TEST(InplaceToOutOfPlace, CopyBecomesExpandAsAndSliceScatter) {
   EXPECT_EQ(out->name, "dest_modified");
   EXPECT_EQ(out->args[0].node->name, "dest");
   EXPECT_EQ(out->args[1].node->target, "aten.expand_as.default");
-  EXPECT_TRUE(functional_matches_eager(*g, inputs({{"dest", {32, 64}}, {"src", {1, 64}}}),
-                                       nullptr, false));
+  EXPECT_TRUE(
+      functional_matches_eager(*g, inputs({{"dest", {32, 64}}, {"src", {1, 64}}}), nullptr, false));
 }
 
 TEST(InplaceToOutOfPlace, SetitemIntIsSelectScatter) {
@@ -115,8 +115,8 @@ TEST(InplaceToOutOfPlace, SetitemIntIsSelectScatter) {
     EXPECT_EQ(out->name, "buf_modified");
     EXPECT_EQ(out->args[2].i, 0);  // dim
     EXPECT_EQ(out->args[3].i, index);
-    EXPECT_TRUE(functional_matches_eager(*g, inputs({{"buf", {5, 4}}, {"value", {4}}}), nullptr,
-                                         false));
+    EXPECT_TRUE(
+        functional_matches_eager(*g, inputs({{"buf", {5, 4}}, {"value", {4}}}), nullptr, false));
   }
 }
 
@@ -132,8 +132,7 @@ TEST(InplaceToOutOfPlace, SetitemScalarIsPromotedToATensor) {
   const Graph& f = *c.program.graph;
   EXPECT_EQ(call_targets(f),
             (Targets{"aten.select.int", "aten.full_like.default", "aten.select_scatter.default",
-                     "aten.slice.Tensor", "aten.full_like.default",
-                     "aten.slice_scatter.default"}));
+                     "aten.slice.Tensor", "aten.full_like.default", "aten.slice_scatter.default"}));
   EXPECT_EQ(output_node(f, 0)->name, "buf_modified_1");
   EXPECT_TRUE(functional_matches_eager(*g, inputs({{"buf", {5, 3}}}), nullptr, false));
   // An int tensor takes the number truncated, as torch does.
@@ -142,7 +141,7 @@ TEST(InplaceToOutOfPlace, SetitemScalarIsPromotedToATensor) {
 
 TEST(InplaceToOutOfPlace, SetitemSliceForms) {
   // [start:stop:step] forms: the fast path, explicit bounds, steps, negative starts.
-  std::vector<Value> slices = {arg::slice(nullptr, 32), arg::slice(2, 8), arg::slice(1, 8, 2),
+  std::vector<Value> slices = {arg::slice(nullptr, 32), arg::slice(2, 8),     arg::slice(1, 8, 2),
                                arg::slice(-3, nullptr), arg::slice(0, 40, 3), arg::slice(5, 5)};
   for (const Value& s : slices) {
     GraphBuilder b("setitem_slice");
@@ -154,8 +153,8 @@ TEST(InplaceToOutOfPlace, SetitemSliceForms) {
     b.output(arg::tuple({cache}));
     auto g = b.build();
     Comparison c;
-    ASSERT_TRUE(functional_matches_eager(*g, inputs({{"kv_cache", {40, 4}}, {"new_keys", {1, 4}}}),
-                                         &c))
+    ASSERT_TRUE(
+        functional_matches_eager(*g, inputs({{"kv_cache", {40, 4}}, {"new_keys", {1, 4}}}), &c))
         << s.to_string();
     const Graph& f = *c.program.graph;
     Node* out = output_node(f, 0);
@@ -164,8 +163,8 @@ TEST(InplaceToOutOfPlace, SetitemSliceForms) {
     EXPECT_EQ(out->args[0].node->name, "kv_cache");
     EXPECT_EQ(out->args[3].to_string(), s.items[0].to_string());
     EXPECT_EQ(out->args[4].to_string(), s.items[1].to_string());
-    EXPECT_TRUE(functional_matches_eager(
-        *g, inputs({{"kv_cache", {40, 4}}, {"new_keys", {1, 4}}}), nullptr, false));
+    EXPECT_TRUE(functional_matches_eager(*g, inputs({{"kv_cache", {40, 4}}, {"new_keys", {1, 4}}}),
+                                         nullptr, false));
   }
 }
 
@@ -177,8 +176,8 @@ TEST(InplaceToOutOfPlace, SeedKvCacheExample) {
   b.output(arg::tuple({cache}));
   auto g = b.build();
   Comparison c;
-  ASSERT_TRUE(functional_matches_eager(*g, inputs({{"kv_cache", {48, 8}}, {"new_keys", {32, 8}}}),
-                                       &c));
+  ASSERT_TRUE(
+      functional_matches_eager(*g, inputs({{"kv_cache", {48, 8}}, {"new_keys", {32, 8}}}), &c));
   const Graph& f = *c.program.graph;
   EXPECT_EQ(call_targets(f), Targets{"aten.slice_scatter.default"});
   Node* out = output_node(f, 0);
@@ -197,8 +196,7 @@ TEST(InplaceToOutOfPlace, SetitemTupleOfSlicesScattersThroughEachDim) {
   b.output(arg::tuple({buf}));
   auto g = b.build();
   Comparison c;
-  ASSERT_TRUE(
-      functional_matches_eager(*g, inputs({{"buf", {6, 3, 5}}, {"value", {2, 3, 2}}}), &c));
+  ASSERT_TRUE(functional_matches_eager(*g, inputs({{"buf", {6, 3, 5}}, {"value", {2, 3, 2}}}), &c));
   const Graph& f = *c.program.graph;
   // Forward: slice dim 0; inner scatter into dim 2; reverse: scatter back into dim 0.
   EXPECT_EQ(call_targets(f), (Targets{"aten.slice.Tensor", "aten.slice_scatter.default",
@@ -265,16 +263,16 @@ TEST(InplaceToOutOfPlace, SetitemBoolMaskWithVectorIsMaskedScatter) {
   b.output(arg::tuple({buf}));
   auto g = b.build();
   TensorMap in = inputs({{"buf", {3, 4}}});
-  in["mask"] = bt({true, false, true, true, false, false, false, true, false, true, false, false},
-                  {3, 4});
+  in["mask"] =
+      bt({true, false, true, true, false, false, false, true, false, true, false, false}, {3, 4});
   in["vals"] = ft({10, 20, 30, 40, 50}, {5});
   Comparison c;
   ASSERT_TRUE(functional_matches_eager(*g, in, &c));
   EXPECT_EQ(count_target(*c.program.graph, "aten.masked_scatter.default"), 1);
-  EXPECT_TRUE(tensor_near(c.functional_inputs["buf"].tensor, {3, 4},
-                          {10, in["buf"].at(1), 20, 30, in["buf"].at(4), in["buf"].at(5),
-                           in["buf"].at(6), 40, in["buf"].at(8), 50, in["buf"].at(10),
-                           in["buf"].at(11)}));
+  EXPECT_TRUE(
+      tensor_near(c.functional_inputs["buf"].tensor, {3, 4},
+                  {10, in["buf"].at(1), 20, 30, in["buf"].at(4), in["buf"].at(5), in["buf"].at(6),
+                   40, in["buf"].at(8), 50, in["buf"].at(10), in["buf"].at(11)}));
   // Row masks: a mask over the leading dim with rows of values.
   GraphBuilder b2("mask_rows");
   Node* buf2 = b2.placeholder("buf");

@@ -96,6 +96,21 @@ TEST(Normalize, NormalizedGraphsRunTheSame) {
     EXPECT_TRUE(tensor_equal(after.flat[i].tensor, before.flat[i].tensor));
 }
 
+TEST(Normalize, PlaceholdersComeFirstInTheirOrder) {
+  GraphBuilder b("order");
+  Node* buf = b.get_attr("buf", ft({1, 2}, {2}));
+  Node* x = b.placeholder("x");
+  Node* s = b.call_function("torch.add", {buf, x});
+  Node* y = b.placeholder("y");
+  b.output(arg::tuple({b.call_function("torch.mul", {s, y})}));
+  auto g = b.build();
+  normalize(*g);
+  std::vector<std::string> names;
+  for (Node* n : g->nodes()) names.push_back(n->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"x", "y", "buf", "add", "mul", "output"}));
+  EXPECT_EQ(g->find("add")->args[1].node, g->find("x"));
+}
+
 TEST(Normalize, UnknownOpsAreNamed) {
   GraphBuilder b("unknown");
   Node* x = b.placeholder("x");

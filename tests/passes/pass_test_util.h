@@ -21,7 +21,8 @@ inline Tensor random_tensor(const Shape& shape, DType dtype, std::mt19937& rng) 
   std::uniform_real_distribution<double> real(-4.0, 4.0);
   std::uniform_int_distribution<int> small(-5, 5);
   for (int64_t i = 0; i < t.numel(); ++i) {
-    double v = is_floating(dtype) ? real(rng) : (dtype == DType::kBool ? small(rng) > 0 : small(rng));
+    double v =
+        is_floating(dtype) ? real(rng) : (dtype == DType::kBool ? small(rng) > 0 : small(rng));
     if (dtype == DType::kUInt8) v = std::abs(v);
     t.data<double>()[i] = v;
   }
@@ -39,14 +40,16 @@ inline std::map<std::string, Value> clone_inputs(const TensorMap& inputs) {
 inline ::testing::AssertionResult values_equal(const Value& a, const Value& b, double tol,
                                                const std::string& what) {
   if (a.is_tensor() != b.is_tensor())
-    return ::testing::AssertionFailure() << what << ": " << a.kind_name() << " vs " << b.kind_name();
+    return ::testing::AssertionFailure()
+           << what << ": " << a.kind_name() << " vs " << b.kind_name();
   if (a.is_tensor()) {
     auto r = tensor_equal(b.tensor, a.tensor, tol);
     if (!r) return ::testing::AssertionFailure() << what << ": " << r.message();
     return ::testing::AssertionSuccess();
   }
   if (a.to_string() != b.to_string())
-    return ::testing::AssertionFailure() << what << ": " << a.to_string() << " vs " << b.to_string();
+    return ::testing::AssertionFailure()
+           << what << ": " << a.to_string() << " vs " << b.to_string();
   return ::testing::AssertionSuccess();
 }
 
@@ -78,12 +81,13 @@ inline ::testing::AssertionResult functional_matches_eager(const Graph& graph,
   c.functional = run_functional(c.program, c.functional_inputs, &c.functional_state);
 
   if (c.eager.flat.size() != c.functional.flat.size())
-    return ::testing::AssertionFailure() << "eager has " << c.eager.flat.size()
-                                         << " outputs, functional " << c.functional.flat.size()
-                                         << "\n" << c.program.graph->to_string();
+    return ::testing::AssertionFailure()
+           << "eager has " << c.eager.flat.size() << " outputs, functional "
+           << c.functional.flat.size() << "\n"
+           << c.program.graph->to_string();
   for (size_t i = 0; i < c.eager.flat.size(); ++i) {
-    auto r = values_equal(c.eager.flat[i], c.functional.flat[i], tol,
-                          "output " + std::to_string(i));
+    auto r =
+        values_equal(c.eager.flat[i], c.functional.flat[i], tol, "output " + std::to_string(i));
     if (!r) return r << "\n" << c.program.graph->to_string();
   }
   for (const auto& [name, v] : c.eager_inputs) {

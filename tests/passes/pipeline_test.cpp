@@ -47,8 +47,8 @@ TEST(Pipeline, FullRunIsFunctionalAndDeadCodeIsGone) {
   functionalize(*g, ctx);
   EXPECT_EQ(call_targets(*g), (std::vector<std::string>{"aten.add.Tensor", "aten.mul.Tensor"}));
   EXPECT_NO_THROW(verify_functional(*g));
-  for (const char* name : {"normalize", "alias_analysis", "inplace_to_out_of_place",
-                           "dead_code_elimination"})
+  for (const char* name :
+       {"normalize", "alias_analysis", "inplace_to_out_of_place", "dead_code_elimination"})
     EXPECT_NE(log.str().find(name), std::string::npos) << log.str();
   EXPECT_NE(log.str().find(" ms"), std::string::npos);
 }

@@ -2,7 +2,7 @@
 // index forms, reads before and after each write), each run eagerly and functionally; outputs
 // and the final value of every input and buffer must agree bit for bit.
 //   INPLACE_RANDOM_SEED=N      replay one program (printed before and after the passes)
-//   INPLACE_RANDOM_PROGRAMS=K  how many programs to run (default 3000)
+//   INPLACE_RANDOM_PROGRAMS=K  how many programs to run (default 10000)
 #include <cstdlib>
 #include <iostream>
 
@@ -56,7 +56,8 @@ TEST(RandomPrograms, FunctionalEqualsEager) {
     ASSERT_TRUE(eager_runs(p, &why)) << "eager mode refuses this program: " << why;
     try {
       PassOptions options;
-      if (!options_for(seed).shape_free) options.input_metas = metas_of_inputs(clone_inputs(p.inputs));
+      if (!options_for(seed).shape_free)
+        options.input_metas = metas_of_inputs(clone_inputs(p.inputs));
       std::cout << "functional:\n" << make_functional(*p.graph, options).graph->to_string();
     } catch (const Error& e) {
       std::cout << "the passes fail: " << e.what() << "\n";
@@ -65,7 +66,7 @@ TEST(RandomPrograms, FunctionalEqualsEager) {
     EXPECT_TRUE(failure.empty()) << failure;
     return;
   }
-  int count = 3000;
+  int count = 10000;
   if (const char* n = std::getenv("INPLACE_RANDOM_PROGRAMS")) count = std::atoi(n);
   int skipped = 0, failures = 0;
   for (int i = 0; i < count; ++i) {
@@ -79,8 +80,8 @@ TEST(RandomPrograms, FunctionalEqualsEager) {
     }
     std::string failure = check(p, !o.shape_free);
     if (!failure.empty()) {
-      ADD_FAILURE() << "random program " << seed << " differs (replay: INPLACE_RANDOM_SEED="
-                    << seed << " ./inplace_tests --gtest_filter=RandomPrograms.*)\n"
+      ADD_FAILURE() << "random program " << seed << " differs (replay: INPLACE_RANDOM_SEED=" << seed
+                    << " ./inplace_tests --gtest_filter=RandomPrograms.*)\n"
                     << p.graph->to_string() << failure;
       if (++failures >= 5) break;
     }

@@ -36,29 +36,51 @@ struct ViewCase {
 
 TEST(ViewWrite, WritesThroughEveryViewReachTheBaseAndEveryAlias) {
   std::vector<ViewCase> cases = {
-      {"transpose", [](GraphBuilder& b, Node* x) { return b.call_method("transpose", {x, 0, 2}); },
+      {"transpose",
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("transpose", {x, 0, 2});
+       },
        {5, 4, 3}},
       {"t_of_select",
-       [](GraphBuilder& b, Node* x) { return b.call_method("t", {b.call_function("_operator.getitem", {x, 1})}); },
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("t", {b.call_function("_operator.getitem", {x, 1})});
+       },
        {5, 4}},
-      {"permute", [](GraphBuilder& b, Node* x) { return b.call_method("permute", {x, 2, 0, 1}); },
+      {"permute",
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("permute", {x, 2, 0, 1});
+       },
        {5, 3, 4}},
       {"slice_step",
-       [](GraphBuilder& b, Node* x) { return b.call_function("aten.slice.Tensor", {x, 1, 1, 4, 2}); },
+       [](GraphBuilder& b, Node* x) {
+         return b.call_function("aten.slice.Tensor", {x, 1, 1, 4, 2});
+       },
        {3, 2, 5}},
-      {"select", [](GraphBuilder& b, Node* x) { return b.call_method("select", {x, 2, -1}); },
+      {"select",
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("select", {x, 2, -1});
+       },
        {3, 4}},
-      {"narrow", [](GraphBuilder& b, Node* x) { return b.call_method("narrow", {x, 1, 1, 2}); },
+      {"narrow",
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("narrow", {x, 1, 1, 2});
+       },
        {3, 2, 5}},
       {"diagonal",
-       [](GraphBuilder& b, Node* x) { return b.call_method("diagonal", {x, 0, 1, 2}); },
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("diagonal", {x, 0, 1, 2});
+       },
        {3, 4}},
-      {"getitem_int", [](GraphBuilder& b, Node* x) { return b.call_function("_operator.getitem", {x, -1}); },
+      {"getitem_int",
+       [](GraphBuilder& b, Node* x) {
+         return b.call_function("_operator.getitem", {x, -1});
+       },
        {4, 5}},
       {"getitem_tuple",
        [](GraphBuilder& b, Node* x) {
-         return b.call_function("_operator.getitem",
-                                {x, arg::tuple({arg::slice(0, 2), nullptr, 1, arg::slice(1, 5, 3)})});
+         return b.call_function(
+             "_operator.getitem",
+             {x, arg::tuple({arg::slice(0, 2), nullptr, 1, arg::slice(1, 5, 3)})});
        },
        {2, 1, 2}},
       {"split_piece",
@@ -104,7 +126,10 @@ TEST(ViewWrite, WritesThroughEveryViewReachTheBaseAndEveryAlias) {
        },
        {4},
        true},
-      {"movedim", [](GraphBuilder& b, Node* x) { return b.call_method("movedim", {x, 0, -1}); },
+      {"movedim",
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("movedim", {x, 0, -1});
+       },
        {4, 5, 3}},
       {"chain",
        [](GraphBuilder& b, Node* x) {
@@ -114,7 +139,9 @@ TEST(ViewWrite, WritesThroughEveryViewReachTheBaseAndEveryAlias) {
        },
        {1, 2, 5}},
       {"detach_alias",
-       [](GraphBuilder& b, Node* x) { return b.call_method("detach", {b.call_method("alias", {x})}); },
+       [](GraphBuilder& b, Node* x) {
+         return b.call_method("detach", {b.call_method("alias", {x})});
+       },
        {3, 4, 5}},
   };
   for (const auto& vc : cases) {
@@ -130,7 +157,9 @@ TEST(ViewWrite, WritesThroughEveryViewReachTheBaseAndEveryAlias) {
 }
 
 TEST(ViewWrite, WriteThroughTransposeScattersBackTransposed) {
-  auto g = write_through([](GraphBuilder& b, Node* x) { return b.call_method("t", {b.call_function("_operator.getitem", {x, 0})}); });
+  auto g = write_through([](GraphBuilder& b, Node* x) {
+    return b.call_method("t", {b.call_function("_operator.getitem", {x, 0})});
+  });
   Comparison c;
   ASSERT_TRUE(functional_matches_eager(*g, inputs({{"x", {3, 4, 5}}, {"y", {5, 4}}}), &c));
   const Graph& f = *c.program.graph;
@@ -143,6 +172,41 @@ TEST(ViewWrite, WriteThroughTransposeScattersBackTransposed) {
   // The view itself is the add's result; the view taken before is re-read from x_modified.
   EXPECT_EQ(output_node(f, 1)->target, "aten.add.Tensor");
   EXPECT_EQ(output_node(f, 3)->args[0].node, xm);
+}
+
+TEST(ViewWrite, AListOfViewsReadAfterAWriteSeesIt) {
+  GraphBuilder b("list_read");
+  Node* x = b.placeholder("x");
+  Node* parts = b.call_method("split", {x, 2, 1});
+  Node* piece = b.call_function("_operator.getitem", {parts, 0});
+  b.call_method("mul_", {piece, -2.0});  // through a piece
+  b.call_method("add_", {x, 1.0});       // through the base
+  Node* joined = b.call_function("torch.cat", {parts, 1});
+  b.output(arg::tuple({joined, piece}));
+  auto g = b.build();
+  Comparison c;
+  ASSERT_TRUE(functional_matches_eager(*g, inputs({{"x", {3, 5}}}), &c));
+  EXPECT_TRUE(functional_matches_eager(*g, inputs({{"x", {3, 5}}}), nullptr, false));
+  // cat reads a split replayed on x's final value.
+  Node* cat = output_node(*c.program.graph, 0);
+  ASSERT_NE(cat, nullptr);
+  EXPECT_EQ(cat->args[0].node->target, "aten.split.Tensor");
+  EXPECT_EQ(cat->args[0].node->args[0].node->name, "x_modified_1");
+}
+
+TEST(ViewWrite, AugmentedAssignmentThroughAnIndex) {
+  // x[1:3] += v as FX records it: getitem, operator.iadd on the view, setitem back.
+  GraphBuilder b("iadd");
+  Node* x = b.placeholder("x");
+  Node* v = b.placeholder("v");
+  Node* region = b.call_function("_operator.getitem", {x, arg::slice(1, 3)});
+  Node* sum = b.call_function("_operator.iadd", {region, v});
+  b.call_function("_operator.setitem", {x, arg::slice(1, 3), sum});
+  b.output(arg::tuple({x}));
+  auto g = b.build();
+  Comparison c;
+  ASSERT_TRUE(functional_matches_eager(*g, inputs({{"x", {4, 2}}, {"v", {2}}}), &c));
+  EXPECT_EQ(c.program.context.io_map, (std::map<int, int>{{0, 0}}));
 }
 
 TEST(ViewWrite, ReshapeThatCopiesDoesNotWriteBack) {
@@ -201,6 +265,12 @@ TEST(ViewWrite, IndexPutAccumulateKeepsAccumulating) {
   ASSERT_TRUE(functional_matches_eager(*g, in, &c));
   const Tensor& got = c.functional_inputs["x"].tensor;
   EXPECT_FLOAT_EQ(got.at(1 * 4 + 2), in["x"].at(1 * 4 + 2) + 1 + 2 + 4);
+  // Both stay accumulating index_puts; the first is scattered back into row 1.
+  int accumulating = 0;
+  for (Node* n : c.program.graph->nodes())
+    if (n->target == "aten.index_put.default") accumulating += n->args[3].b;
+  EXPECT_EQ(accumulating, 2);
+  EXPECT_EQ(count_target(*c.program.graph, "aten.select_scatter.default"), 1);
 }
 
 TEST(ViewWrite, CopyAcrossDtypesCasts) {
@@ -217,6 +287,10 @@ TEST(ViewWrite, CopyAcrossDtypesCasts) {
   ASSERT_TRUE(functional_matches_eager(*g, in, &c));
   EXPECT_EQ(c.functional_inputs["x"].tensor.dtype(), DType::kFloat32);
   EXPECT_EQ(c.functional_inputs["x"].tensor.at(1), -8.0);
+  EXPECT_EQ(
+      call_targets(*c.program.graph),
+      (std::vector<std::string>{"_operator.getitem", "aten._to_copy.default",
+                                "aten.slice_scatter.default", "aten.select_scatter.default"}));
   EXPECT_TRUE(functional_matches_eager(*g, in, nullptr, false));
 }
 
@@ -231,6 +305,10 @@ TEST(ViewWrite, ComparisonInPlaceKeepsTheDtype) {
   Comparison c;
   ASSERT_TRUE(functional_matches_eager(*g, inputs({{"x", {3, 3}}, {"y", {3, 3}}}), &c));
   EXPECT_EQ(c.functional.flat[0].tensor.dtype(), DType::kFloat32);
+  EXPECT_EQ(
+      call_targets(*c.program.graph),
+      (std::vector<std::string>{"aten.ge.Tensor", "aten._to_copy.default", "aten.add.Tensor"}));
+  EXPECT_EQ(c.program.graph->find("x_modified")->target, "aten._to_copy.default");
   EXPECT_TRUE(functional_matches_eager(*g, inputs({{"x", {3, 3}}, {"y", {3, 3}}}), nullptr, false));
 }
 
@@ -285,8 +363,8 @@ TEST(ViewWrite, BuffersAreNumberedAfterPlaceholders) {
   Node* counter = b.get_attr("counter", Tensor::zeros({}, DType::kInt64));
   Node* cache = b.get_attr("cache", Tensor::zeros({2, 8, 4}, DType::kFloat32));
   Node* weight = b.get_attr("weight", ft({1, 2, 3, 4}, {4}));
-  b.call_function("_operator.setitem",
-                  {cache, arg::tuple({arg::slice(), pos}), b.call_function("torch.mul", {k, weight})});
+  b.call_function("_operator.setitem", {cache, arg::tuple({arg::slice(), pos}),
+                                        b.call_function("torch.mul", {k, weight})});
   b.call_method("add_", {counter, 1});
   Node* again = b.get_attr("cache");  // a second read of the same buffer sees the write
   Node* s = b.call_method("sum", {again});

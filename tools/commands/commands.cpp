@@ -7,6 +7,7 @@ const std::vector<Command>& commands() {
       {"print", "print a graph JSON file as an FX-style listing", &run_print},
       {"exec", "run a graph on inputs from a safetensors file (the conformance entry point)",
        &run_exec},
+      {"passes", "run the passes that make a graph functional and print it", &run_passes},
       {"plan", "compile a graph and print the engine: steps, bindings, aliased I/O, arena",
        &run_plan},
       {"compile", "compile a graph and save the engine file (-o model.inplace)", &run_compile},

@@ -15,6 +15,7 @@ struct Command {
 
 int run_print(const std::vector<std::string>& args);
 int run_exec(const std::vector<std::string>& args);
+int run_passes(const std::vector<std::string>& args);
 int run_plan(const std::vector<std::string>& args);
 int run_compare(const std::vector<std::string>& args);
 int run_compile(const std::vector<std::string>& args);

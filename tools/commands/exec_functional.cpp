@@ -1,5 +1,5 @@
-// `inplace exec --mode functional`: the functionalized graph in the interpreter, then each
-// mutated value written back through the io_map, so the caller sees what eager leaves.
+// `inplace exec --mode functional`: the graph after the lowering passes, run in the
+// interpreter, with every mutated input and buffer written back through the io_map.
 #include "exec_modes.h"
 #include "passes/functional_runner.h"
 
@@ -7,12 +7,11 @@ namespace inplace::cli {
 
 std::vector<Value> run_mode_functional(const Graph& graph, Inputs& inputs, State& state,
                                        const ExecOptions& options) {
+  (void)options;  // exec itself writes back --mutated-input outputs, in every mode
   bind_lifted_placeholders(graph, inputs, state);
-  PassOptions po;
-  po.input_metas = metas_of_inputs(inputs);
-  for (const auto& [name, index] : options.mutated_inputs)
-    po.mutated_inputs.emplace_back(name, static_cast<int>(index));
-  FunctionalProgram program = make_functional(graph, po);
+  PassOptions pass_options;
+  pass_options.input_metas = metas_of_inputs(inputs);
+  FunctionalProgram program = make_functional(graph, pass_options);
   RunOutput r = run_functional(program, inputs, &state);
   return apply_signature(graph, r.flat, inputs, state);
 }

@@ -40,8 +40,8 @@ const std::vector<Mode>& exec_modes();
 std::vector<Value> run_mode_eager(const Graph& graph, Inputs& inputs, State& state,
                                   const ExecOptions& options);
 
-// Runs the graph after the functionalization passes and writes every mutated value back
-// through the io_map.
+// Runs the graph after the functionalization passes and writes each mutated input and buffer
+// back through the io_map (exec_functional.cpp).
 std::vector<Value> run_mode_functional(const Graph& graph, Inputs& inputs, State& state,
                                        const ExecOptions& options);
 
