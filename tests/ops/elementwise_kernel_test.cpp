@@ -37,9 +37,8 @@ TEST(ElementwiseKernel, BinaryEveryLoopShape) {
   EXPECT_TRUE(tensor_near(out, {5, 6}, ref_binary(row, col, {5, 6}, sub)));
   // one tensor operand broadcast along the inner dim: each row is one value
   cpu::binary(BinaryOp::kMul, out, col, Scalar(-2.0), Scalar(1), "mul");
-  EXPECT_TRUE(tensor_near(out, {5, 6}, ref_binary(col, row, {5, 6}, [](double x, double) {
-                            return -2 * x;
-                          })));
+  EXPECT_TRUE(tensor_near(out, {5, 6},
+                          ref_binary(col, row, {5, 6}, [](double x, double) { return -2 * x; })));
   Tensor copied = Tensor::empty({5, 6}, DType::kInt32);
   cpu::copy_cast(copied, col.to(DType::kInt32));
   EXPECT_TRUE(tensor_near(copied, {5, 6}, ref_binary(col, row, {5, 6}, [](double x, double) {
