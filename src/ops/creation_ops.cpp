@@ -318,6 +318,8 @@ std::vector<int64_t> roll_dims(const Tensor& self, const std::vector<int64_t>& s
   IP_CHECK(!shifts.empty(), kInvalidArgument, "[roll] shifts required");
   IP_CHECK(shifts.size() == dims.size() || (dims.empty() && shifts.size() == 1), kInvalidArgument,
            "[roll] shifts ", shape_str(shifts), " and dims ", shape_str(dims), " must align");
+  IP_CHECK(self.dim() > 0 || dims.empty(), kOutOfRange, "[roll] dims ", shape_str(dims),
+           " given for a 0-dim tensor");  // as torch; without dims a scalar rolls to itself
   std::vector<int64_t> out;
   for (int64_t d : dims) out.push_back(wrap_dim(d, self.dim(), "roll"));
   return out;

@@ -97,6 +97,24 @@ void register_norms(Registry& r) {
         int64_t axis = check_norm("rms_norm", x, a[1].as_int_list("rms_norm"), a[2], Value::none());
         cpu::rms_norm(x, axis, opt_tensor(a[2], "rms_norm"), rms_eps(x, a[3]), out[0]);
       });
+  // The fused form also returns rstd, kept-dim shaped, in the compute dtype.
+  r.add_out(
+      "_fused_rms_norm(Tensor input, int[] normalized_shape, Tensor? weight, float? eps) -> "
+      "(Tensor, Tensor)",
+      [stat_shape](const Args& a) {
+        const char* op = "_fused_rms_norm";
+        const Tensor& x = a[0].as_tensor(op);
+        int64_t axis = check_norm(op, x, a[1].as_int_list(op), a[2], Value::none());
+        const DType acc = x.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+        return std::vector<Tensor>{Tensor::meta(x.shape(), x.dtype()),
+                                   Tensor::meta(stat_shape(x, axis), acc)};
+      },
+      [rms_eps](const Args& a, const std::vector<Tensor>& out) {
+        const char* op = "_fused_rms_norm";
+        const Tensor& x = a[0].as_tensor(op);
+        int64_t axis = check_norm(op, x, a[1].as_int_list(op), a[2], Value::none());
+        cpu::rms_norm(x, axis, opt_tensor(a[2], op), rms_eps(x, a[3]), out[0], out[1]);
+      });
 }
 
 // ---------------------------------------------------------------- attention
@@ -208,6 +226,35 @@ void register_attention(Registry& r) {
         SdpaPlan p = plan_sdpa(a);
         cpu::scaled_dot_product_attention(p.q, p.k, p.v, p.mask, p.scale, p.causal,
                                           out[0].view(p.grouped_shape));
+      });
+  // What torch.export / make_fx record for CPU attention: 4-D operands, plus the per-row
+  // log-sum-exp of the scores (in the compute dtype).
+  auto flash_plan = [](const Args& a) {
+    const Args full = {a[0], a[1], a[2], a[5], a[3], a[4], a[6], Value::boolean(false)};
+    SdpaPlan p = plan_sdpa(full);
+    for (const Tensor* t : {&p.q, &p.k, &p.v})
+      IP_CHECK(t->dim() == 4, kShapeMismatch,
+               "[_scaled_dot_product_flash_attention_for_cpu] "
+               "expects 4-D query, key and value, got ",
+               shape_str(p.q.shape()), ", ", shape_str(p.k.shape()), " and ",
+               shape_str(p.v.shape()));
+    return p;
+  };
+  auto lse_meta = [](const SdpaPlan& p) {
+    Shape s(p.out_shape.begin(), p.out_shape.end() - 1);
+    return Tensor::meta(s, p.q.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32);
+  };
+  r.add_out(
+      "_scaled_dot_product_flash_attention_for_cpu(Tensor query, Tensor key, Tensor value, "
+      "float dropout_p=0.0, bool is_causal=False, *, Tensor? attn_mask=None, float? scale=None) "
+      "-> (Tensor output, Tensor logsumexp)",
+      [flash_plan, lse_meta](const Args& a) {
+        SdpaPlan p = flash_plan(a);
+        return std::vector<Tensor>{Tensor::meta(p.out_shape, p.q.dtype()), lse_meta(p)};
+      },
+      [flash_plan](const Args& a, const std::vector<Tensor>& out) {
+        SdpaPlan p = flash_plan(a);
+        cpu::scaled_dot_product_attention(p.q, p.k, p.v, p.mask, p.scale, p.causal, out[0], out[1]);
       });
 }
 

@@ -125,47 +125,48 @@ void register_mean(Registry& r) {
 
 // ---------------------------------------------------------------- var
 
-void register_var(Registry& r) {
-  auto run_var = [](const Tensor& self, const Value& dim, double correction, bool keepdim,
-                    const Tensor* out) {
-    IP_CHECK(is_floating(self.dtype()), kDTypeMismatch,
-             "[var] std and var only support floating point dtypes, got ",
-             dtype_name(self.dtype()));
-    Reduction red = plan_reduction(self, dim, keepdim, "var");
+// var and std (its square root) share the kernel and the three overloads.
+void register_var(Registry& r, const std::string& name, bool take_sqrt) {
+  const std::string op = name;
+  auto run_var = [op, take_sqrt](const Tensor& self, const Value& dim, double correction,
+                                 bool keepdim, const Tensor* out) {
+    IP_CHECK(is_floating(self.dtype()), kDTypeMismatch, "[", op,
+             "] std and var only support floating point dtypes, got ", dtype_name(self.dtype()));
+    Reduction red = plan_reduction(self, dim, keepdim, op.c_str());
     if (!out) return Tensor::meta(red.out_shape, self.dtype());
-    cpu::var(self, red.mask, correction, *out);
+    cpu::var(self, red.mask, correction, *out, take_sqrt);
     return *out;
   };
-  auto unbiased = [](const Value& v) { return v.as_bool("var") ? 1.0 : 0.0; };
-  auto correction = [](const Value& v) { return v.is_none() ? 1.0 : v.as_double("var"); };
+  auto unbiased = [op](const Value& v) { return v.as_bool(op.c_str()) ? 1.0 : 0.0; };
+  auto correction = [op](const Value& v) { return v.is_none() ? 1.0 : v.as_double(op.c_str()); };
+  auto self = [op](const Args& a) { return a[0].as_tensor(op.c_str()); };
+  auto flag = [op](const Value& v) { return v.as_bool(op.c_str()); };
   // var.dim before var.default: torch.var(x, 1) means dim 1, not unbiased=1.
   r.add_out(
-      "var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
+      name + ".dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
       [=](const Args& a) {
-        return std::vector<Tensor>{
-            run_var(a[0].as_tensor("var"), a[1], unbiased(a[2]), a[3].as_bool("var"), nullptr)};
+        return std::vector<Tensor>{run_var(self(a), a[1], unbiased(a[2]), flag(a[3]), nullptr)};
       },
       [=](const Args& a, const std::vector<Tensor>& out) {
-        run_var(a[0].as_tensor("var"), a[1], unbiased(a[2]), a[3].as_bool("var"), &out[0]);
+        run_var(self(a), a[1], unbiased(a[2]), flag(a[3]), &out[0]);
       });
   r.add_out(
-      "var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, "
-      "bool keepdim=False) -> Tensor",
+      name +
+          ".correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, "
+          "bool keepdim=False) -> Tensor",
       [=](const Args& a) {
-        return std::vector<Tensor>{
-            run_var(a[0].as_tensor("var"), a[1], correction(a[2]), a[3].as_bool("var"), nullptr)};
+        return std::vector<Tensor>{run_var(self(a), a[1], correction(a[2]), flag(a[3]), nullptr)};
       },
       [=](const Args& a, const std::vector<Tensor>& out) {
-        run_var(a[0].as_tensor("var"), a[1], correction(a[2]), a[3].as_bool("var"), &out[0]);
+        run_var(self(a), a[1], correction(a[2]), flag(a[3]), &out[0]);
       });
   r.add_out(
-      "var(Tensor self, bool unbiased=True) -> Tensor",
+      name + "(Tensor self, bool unbiased=True) -> Tensor",
       [=](const Args& a) {
-        return std::vector<Tensor>{
-            run_var(a[0].as_tensor("var"), Value::none(), unbiased(a[1]), false, nullptr)};
+        return std::vector<Tensor>{run_var(self(a), Value::none(), unbiased(a[1]), false, nullptr)};
       },
       [=](const Args& a, const std::vector<Tensor>& out) {
-        run_var(a[0].as_tensor("var"), Value::none(), unbiased(a[1]), false, &out[0]);
+        run_var(self(a), Value::none(), unbiased(a[1]), false, &out[0]);
       });
 }
 
@@ -315,7 +316,8 @@ void register_softmax(Registry& r, const std::string& name, bool log) {
 void register_reduction_ops(Registry& r) {
   register_sum(r);
   register_mean(r);
-  register_var(r);
+  register_var(r, "var", false);
+  register_var(r, "std", true);
   register_amax(r, "amax", true);
   register_amax(r, "amin", false);
   register_max(r, "max", true);

@@ -41,14 +41,6 @@ std::optional<Value> placeholder_meta(const Node& n, const PassOptions& options)
   return std::nullopt;
 }
 
-bool is_maybe_view_op(const OpDef& op) {
-  static const char* const kNames[] = {"reshape", "reshape_as", "flatten", "ravel", "contiguous",
-                                       "to", "type", "type_as"};
-  for (const char* n : kNames)
-    if (op.schema.name == n) return true;
-  return false;
-}
-
 namespace {
 
 std::optional<Value> call_meta(const Node& node, const MetaTable& table) {

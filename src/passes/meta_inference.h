@@ -32,8 +32,4 @@ MetaTable infer_metas(const Graph& graph, const PassOptions& options);
 // Records shape and dtype of every tensor-valued node in Node::meta where it is missing.
 void annotate_metas(Graph& graph, const MetaTable& table);
 
-// Ops whose result is a view of their input only sometimes (torch decides at run time):
-// reshape-like ops alias when the strides allow, casts alias when the dtype is unchanged.
-bool is_maybe_view_op(const OpDef& op);
-
 }  // namespace inplace

@@ -172,6 +172,27 @@ TEST_F(Cli, ExecEagerWritesOutputsInputsAndBuffers) {
   EXPECT_TRUE(tensor_equal(out.at("buffer.layer.w"), lt({7, 8, 9}, {3})));
 }
 
+TEST_F(Cli, ExecSkipsNoneOutputsAndRejectsStrings) {
+  GraphBuilder b("none_out");
+  Node* x = b.placeholder("x");
+  b.outputs({nullptr, x});
+  std::string g = write_graph(*b.build());
+  write_safetensors(path("in.safetensors"), {{"x", ft({4}, {1})}});
+  const std::string io =
+      " --inputs " + path("in.safetensors") + " --out " + path("out.safetensors");
+  CliResult r = run("exec " + g + io);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto out = read_safetensors(path("out.safetensors"));
+  EXPECT_FALSE(out.count("output.0"));
+  EXPECT_TRUE(tensor_near(out.at("output.1"), {1}, {4}));
+
+  GraphBuilder b2("string_out");
+  b2.placeholder("x");
+  b2.output(arg::tuple({"text"}));
+  std::string g2 = write_graph(*b2.build(), "g2.json");
+  EXPECT_TRUE(one_line_error(run("exec " + g2 + io), 1, {"[exec] output 0 is str"}));
+}
+
 TEST_F(Cli, ExecMutatedInputWritesAnOutputBack) {
   GraphBuilder b("write_back");
   Node* x = b.placeholder("x");
@@ -215,7 +236,8 @@ TEST_F(Cli, ExecShowsAnInPlaceAdd) {
 
 TEST_F(Cli, ExecAtenFixtureAppliesTheSignature) {
   const std::string fixture = kFixtures + "/aten_level.json";
-  for (const Node* n : read_graph_json(fixture)->nodes())
+  auto graph = read_graph_json(fixture);  // kept alive: the loop walks its nodes
+  for (const Node* n : graph->nodes())
     if (n->is_call() && !registered(n->target))
       GTEST_SKIP() << n->target << " is not registered yet";
   write_safetensors(path("in.safetensors"),

@@ -233,8 +233,12 @@ TEST(CreationMovement, Roll) {
                             int64_t src = pmod(i[0] * 3 + i[1] - 5, 12);
                             return elem(x, {src / 3, src % 3});
                           })));
-  EXPECT_TRUE(tensor_near(
-      call_t("roll", {T(Tensor::scalar(Scalar(2.0), DType::kFloat32)), I(1), I(0)}), {}, {2}));
+  Tensor scalar = Tensor::scalar(Scalar(2.0), DType::kFloat32);
+  EXPECT_TRUE(tensor_near(call_t("roll", {T(scalar), I(1)}), {}, {2}));
+  EXPECT_TRUE(mentions(error_of([&] {
+                         call("roll", {T(scalar), I(1), I(0)});
+                       }),
+                       {"[roll]", "0-dim"}));
   EXPECT_EQ(call_t("roll", {T(Tensor::empty({0, 2}, DType::kFloat32)), I(1), I(0)}).shape(),
             (Shape{0, 2}));
   EXPECT_TRUE(mentions(error_of([&] {

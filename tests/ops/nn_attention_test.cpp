@@ -45,7 +45,7 @@ double bget(const Tensor& t, const std::vector<int64_t>& idx, int64_t head_div =
 
 struct Ref {
   Shape shape;
-  std::vector<double> values;
+  std::vector<double> values, lse;
 };
 
 Ref ref_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool causal,
@@ -95,6 +95,7 @@ Ref ref_sdpa(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& ma
       double mx = -INFINITY, sum = 0;
       for (double s : w) mx = std::max(mx, s);
       for (double& s : w) sum += (s = mx == -INFINITY ? 0 : std::exp(s - mx));
+      r.lse.push_back(mx == -INFINITY ? -INFINITY : mx + std::log(sum));
       for (int64_t c = 0; c < Ev; ++c) {
         double o = 0;
         for (int64_t j = 0; j < S; ++j) {
@@ -192,6 +193,33 @@ TEST(Attention, HalfTypes) {
     EXPECT_EQ(got.dtype(), dt);
     EXPECT_TRUE(tensor_near(got, r.shape, r.values, dt == DType::kFloat16 ? 2e-3 : 1.6e-2));
   }
+}
+
+TEST(Attention, FlashForCpuReturnsLogSumExp) {
+  std::mt19937 g(55);
+  for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kFloat16}) {
+    Tensor q = random_tensor({2, 3, 4, 8}, dt, g), k = random_tensor({2, 3, 6, 8}, dt, g),
+           v = random_tensor({2, 3, 6, 5}, dt, g);
+    Tensor m = random_tensor({4, 6}, dt, g);
+    Ref r = ref_sdpa(q, k, v, m, false, 0.25);
+    Value res = call("aten._scaled_dot_product_flash_attention_for_cpu.default", {T(q), T(k), T(v)},
+                     {{"attn_mask", T(m)}, {"scale", F(0.25)}});
+    ASSERT_EQ(res.items.size(), 2u);
+    const double tol = dt == DType::kFloat64 ? 1e-12 : dt == DType::kFloat32 ? 2e-6 : 2e-3;
+    EXPECT_TRUE(tensor_near(res.items[0].tensor, r.shape, r.values, tol)) << dtype_name(dt);
+    const Tensor& lse = res.items[1].tensor;
+    EXPECT_EQ(lse.dtype(), dt == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32);
+    EXPECT_TRUE(tensor_near(lse, {2, 3, 4}, r.lse, dt == DType::kFloat64 ? 1e-12 : 2e-6));
+    Ref rc = ref_sdpa(q, k, v, Tensor(), true, 1 / std::sqrt(8.0));
+    Value rcs = call("aten._scaled_dot_product_flash_attention_for_cpu.default",
+                     {T(q), T(k), T(v), F(0.0), B(true)});
+    EXPECT_TRUE(tensor_near(rcs.items[0].tensor, rc.shape, rc.values, tol));
+    EXPECT_TRUE(
+        tensor_near(rcs.items[1].tensor, {2, 3, 4}, rc.lse, dt == DType::kFloat64 ? 1e-12 : 2e-6));
+  }
+  EXPECT_THROW(call("aten._scaled_dot_product_flash_attention_for_cpu.default",
+                    {T(iota({3, 4})), T(iota({5, 4})), T(iota({5, 4}))}),
+               Error);
 }
 
 std::string error_of(const std::function<void()>& f) {

@@ -143,6 +143,22 @@ TEST(RmsNorm, MatchesReference) {
       tensor_near(call_t("rms_norm", {T(tf), L({I(3)})}, {{"eps", None()}}), {3}, rf.out, 1e-6));
 }
 
+TEST(RmsNorm, FusedFormReturnsRstd) {
+  std::mt19937 g(45);
+  for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kBFloat16}) {
+    Tensor x = random_tensor({2, 3, 4}, dt, g), w = random_tensor({3, 4}, dt, g);
+    NormRef r = ref_norm(x, 12, w, Tensor(), 1e-5, true);
+    Value res = call("aten._fused_rms_norm.default", {T(x), L({I(3), I(4)}), T(w), F(1e-5)});
+    ASSERT_EQ(res.items.size(), 2u);
+    const double tol = dt == DType::kFloat32 ? 1e-6 : dt == DType::kFloat64 ? 1e-12 : 1.6e-2;
+    EXPECT_TRUE(tensor_near(res.items[0].tensor, {2, 3, 4}, r.out, tol)) << dtype_name(dt);
+    EXPECT_EQ(res.items[1].tensor.dtype(),
+              dt == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32);
+    EXPECT_TRUE(
+        tensor_near(res.items[1].tensor, {2, 1, 1}, r.rstd, dt == DType::kFloat64 ? 1e-12 : 1e-6));
+  }
+}
+
 TEST(Dropout, EvalIsIdentityAndTrainingErrors) {
   Tensor x = iota({2, 3}).t();
   for (const auto& [target, kwargs] :

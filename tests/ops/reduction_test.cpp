@@ -138,6 +138,28 @@ TEST(ReductionSum, NonContiguousInputs) {
   }
 }
 
+TEST(ReductionSum, OuterReductionsInBlocks) {
+  // Reducing leading dims of a row-major tensor accumulates blocks of 64 adjacent outputs.
+  std::mt19937 g(8);
+  for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kFloat16}) {
+    Tensor x = random_tensor({2, 3, 5, 137}, dt, g);
+    for (const auto& dims : std::vector<std::vector<int64_t>>{{0}, {1}, {0, 2}, {1, 2}}) {
+      Ref r = ref_reduce(x, dims, false, ref_sum);
+      EXPECT_TRUE(
+          tensor_near(call_t("sum", {T(x), dims_value(dims)}), r.shape, r.values, tol_for(dt)))
+          << dtype_name(dt) << " " << shape_str(dims);
+      if (!is_floating(dt)) continue;
+      Ref rm = ref_reduce(x, dims, true, ref_mean);
+      EXPECT_TRUE(tensor_near(call_t("mean", {T(x), dims_value(dims), B(true)}), rm.shape,
+                              rm.values, tol_for(dt)));
+      Ref rv = ref_reduce(x, dims, false,
+                          [](const std::vector<double>& grp) { return ref_var(grp, 1); });
+      EXPECT_TRUE(tensor_near(call_t("var", {T(x), dims_value(dims)}), rv.shape, rv.values,
+                              tol_for(dt) * 10));
+    }
+  }
+}
+
 TEST(ReductionSum, Float32AccumulatesPrecisely) {
   // A float accumulator drifts by ~1e-4 relative here; the double one stays within 1e-6.
   std::mt19937 g(3);
@@ -256,6 +278,23 @@ TEST(ReductionVar, OverloadsAndCorrection) {
   Tensor two = call_t("var", {T(dt({1.0, 3.0}, {2}))}, {{"correction", I(5)}});
   EXPECT_TRUE(std::isinf(two.at(0)));
   EXPECT_THROW(call("var", {T(lt({1, 2}, {2}))}), Error);
+}
+
+TEST(ReductionVar, StdIsSquareRootOfVar) {
+  std::mt19937 g(7);
+  Tensor x = random_tensor({4, 6}, DType::kFloat32, g).t();
+  auto std_c = [](double c) {
+    return [c](const std::vector<double>& grp) { return std::sqrt(ref_var(grp, c)); };
+  };
+  Ref all = ref_reduce(x, {}, false, std_c(1));
+  EXPECT_TRUE(tensor_near(call_t("torch.std", {T(x)}), {}, all.values, 1e-6));
+  Ref d = ref_reduce(x, {1}, true, std_c(0));
+  EXPECT_TRUE(tensor_near(call_t("std", {T(x), I(1)}, {{"correction", I(0)}, {"keepdim", B(true)}}),
+                          d.shape, d.values, 1e-6));
+  Ref d0 = ref_reduce(x, {0}, false, std_c(1));
+  EXPECT_TRUE(
+      tensor_near(call_t("aten.std.dim", {T(x), Value::int_list({0})}), d0.shape, d0.values, 1e-6));
+  EXPECT_THROW(call("std", {T(lt({1, 2}, {2}))}), Error);
 }
 
 TEST(ReductionVar, Float32LargeOffsetStaysAccurate) {

@@ -24,8 +24,10 @@ std::string wrap(const std::string& text, size_t indent, size_t width) {
     word.clear();
   };
   for (char c : text) {
-    if (c == ' ' || c == '\n') flush();
-    else word += c;
+    if (c == ' ' || c == '\n')
+      flush();
+    else
+      word += c;
   }
   flush();
   return out;

@@ -15,6 +15,8 @@ struct Command {
 
 int run_print(const std::vector<std::string>& args);
 int run_exec(const std::vector<std::string>& args);
+int run_plan(const std::vector<std::string>& args);
+int run_compare(const std::vector<std::string>& args);
 
 // Every command, in the order `inplace --help` lists them.
 const std::vector<Command>& commands();

@@ -2,6 +2,7 @@
 //              [--mode eager|functional|compiled] [--no-alias] [--mutated-input INPUT=OUTPUT]...
 // (DESIGN.md "inplace exec"). OUT holds output.<i>, input.<name> and buffer.<target>.
 #include <algorithm>
+#include <cstdio>
 #include <cctype>
 #include <set>
 
@@ -55,7 +56,7 @@ std::string join(const std::vector<std::string>& names) {
 
 int run_exec(const std::vector<std::string>& args) {
   std::string graph_path, inputs_path, out_path, mode_name = "eager";
-  bool no_alias = false;
+  bool no_alias = false, print = false;
   std::vector<std::string> mutated;
   ArgParser p("exec",
               "Runs GRAPH.json on the tensors in IN.safetensors (one per user placeholder, keyed\n"
@@ -71,6 +72,7 @@ int run_exec(const std::vector<std::string>& args) {
            "eager: the graph as written (default); functional: after the lowering passes; "
            "compiled: through an engine");
   p.flag("--no-alias", &no_alias, "compiled mode: copy results back instead of aliasing I/O");
+  p.flag("--print", &print, "also print every result written to OUT");
   p.repeated("--mutated-input", "INPUT=OUTPUT", &mutated,
              "output OUTPUT (an index, or output.<i>) is the new value of input INPUT and is "
              "written back into it");
@@ -139,8 +141,11 @@ int run_exec(const std::vector<std::string>& args) {
   }
 
   std::map<std::string, Tensor> results;
+  // A None output (a forward that only updates state returns None) has nothing to write; it
+  // still takes its index so the other outputs keep theirs.
   for (size_t i = 0; i < outputs.size(); ++i)
-    results[str_cat("output.", i)] = as_output_tensor(outputs[i], str_cat("output ", i));
+    if (!outputs[i].is_none())
+      results[str_cat("output.", i)] = as_output_tensor(outputs[i], str_cat("output ", i));
   for (const Node* n : graph->placeholders()) {
     auto it = inputs.find(n->name);
     const Value* v = it != inputs.end() ? &it->second : (n->args.empty() ? nullptr : &n->args[0]);
@@ -149,6 +154,8 @@ int run_exec(const std::vector<std::string>& args) {
   }
   for (const auto& [target, t] : state) results["buffer." + target] = t;
   write_safetensors(out_path, results);
+  if (print)
+    for (const auto& [key, t] : results) std::printf("  %-24s %s\n", key.c_str(), t.to_string(16).c_str());
   return 0;
 }
 

@@ -22,7 +22,7 @@ const std::vector<Mode>& exec_modes() {
   static const std::vector<Mode> kModes = {
       {"eager", &run_mode_eager},
       {"functional", nullptr},
-      {"compiled", nullptr},
+      {"compiled", &run_mode_compiled},
   };
   return kModes;
 }

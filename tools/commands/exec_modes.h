@@ -40,6 +40,11 @@ const std::vector<Mode>& exec_modes();
 std::vector<Value> run_mode_eager(const Graph& graph, Inputs& inputs, State& state,
                                   const ExecOptions& options);
 
+// Compiles the graph for these inputs into an engine (aliased I/O unless options.no_alias)
+// and runs it once.
+std::vector<Value> run_mode_compiled(const Graph& graph, Inputs& inputs, State& state,
+                                     const ExecOptions& options);
+
 // Binds parameter/buffer/constant placeholders of a torch.export signature to the state
 // (by target), without copying. Shared by the modes.
 void bind_lifted_placeholders(const Graph& graph, Inputs& inputs, State& state);

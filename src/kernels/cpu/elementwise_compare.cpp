@@ -12,15 +12,20 @@ void compare_typed(CompareOp op, const Tensor& out, const Operand& a, const Oper
   const auto x = detail::prepare<T>(a), y = detail::prepare<T>(b);
   auto run = [&](auto f) { detail::run_binary<T, bool>(out, x, y, f); };
   switch (op) {
-    case CompareOp::kEq: return run([](M p, M q) { return p == q; });
-    case CompareOp::kNe: return run([](M p, M q) { return p != q; });
-    case CompareOp::kLt: return run([](M p, M q) { return p < q; });
-    case CompareOp::kLe: return run([](M p, M q) { return p <= q; });
-    case CompareOp::kGt: return run([](M p, M q) { return p > q; });
-    case CompareOp::kGe: return run([](M p, M q) { return p >= q; });
+    case CompareOp::kEq:
+      return run([](M p, M q) { return p == q; });
+    case CompareOp::kNe:
+      return run([](M p, M q) { return p != q; });
+    case CompareOp::kLt:
+      return run([](M p, M q) { return p < q; });
+    case CompareOp::kLe:
+      return run([](M p, M q) { return p <= q; });
+    case CompareOp::kGt:  // swapped into lt / le by compare()
+    case CompareOp::kGe:
     case CompareOp::kAnd:
     case CompareOp::kOr:
-    case CompareOp::kXor: break;
+    case CompareOp::kXor:
+      break;
   }
   IP_ASSERT(false, "comparisons are handled by compare_typed");
 }
@@ -31,6 +36,12 @@ void compare(CompareOp op, const Tensor& out, const Operand& a, const Operand& b
   IP_ASSERT(out.dtype() == DType::kBool, "comparison output is bool");
   const bool logical = op == CompareOp::kAnd || op == CompareOp::kOr || op == CompareOp::kXor;
   if (!logical) {
+    // a > b is b < a: two fewer functors to instantiate for every dtype.
+    if (op == CompareOp::kGt || op == CompareOp::kGe) {
+      const CompareOp flipped = op == CompareOp::kGt ? CompareOp::kLt : CompareOp::kLe;
+      visit_dtype(compute, [&]<typename T>() { compare_typed<T>(flipped, out, b, a); });
+      return;
+    }
     visit_dtype(compute, [&]<typename T>() { compare_typed<T>(op, out, a, b); });
     return;
   }

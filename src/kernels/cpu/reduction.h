@@ -15,8 +15,10 @@ using DimMask = std::vector<bool>;  // DimMask[d]: input dim d is reduced
 void sum(const Tensor& in, const DimMask& reduced, const Tensor& out);
 // Floating in, out of the same dtype; an empty reduction gives NaN.
 void mean(const Tensor& in, const DimMask& reduced, const Tensor& out);
-// Sum of squared deviations / max(0, n - correction), two passes in double.
-void var(const Tensor& in, const DimMask& reduced, double correction, const Tensor& out);
+// Sum of squared deviations / max(0, n - correction), two passes in double; its square root
+// when `take_sqrt` (std).
+void var(const Tensor& in, const DimMask& reduced, double correction, const Tensor& out,
+         bool take_sqrt = false);
 // Largest (is_max) or smallest value, NaN winning like torch, and the row-major position of its
 // first occurrence within the reduced dims. `values` (in's dtype) or `indices` (int64) may be
 // undefined. The reduced dims must not be empty.

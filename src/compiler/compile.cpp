@@ -1,0 +1,94 @@
+#include "compiler/compile.h"
+
+#include <chrono>
+#include <iostream>
+#include <set>
+
+namespace inplace {
+
+namespace {
+
+int parse_index(const std::string& s, const char* prefix) {
+  std::string t = s;
+  if (t.rfind(prefix, 0) == 0) t = t.substr(std::char_traits<char>::length(prefix));
+  if (t.empty() || t.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoi(t);
+}
+
+// mark_aliased_outputs: resolves the user's IN=OUT pairs (names or indices) and rejects
+// unknown names and anything claimed twice, naming it.
+std::vector<std::pair<std::string, int>> resolve_mutated_inputs(const Graph& graph,
+                                                                const CompileOptions& options) {
+  std::vector<Node*> ph = graph.placeholders();
+  std::vector<std::pair<std::string, int>> out;
+  std::set<std::string> inputs_seen;
+  std::set<int> outputs_seen;
+  for (const auto& [in, o] : options.mutated_inputs) {
+    std::string name = in;
+    int idx = parse_index(in, "input.");
+    if (idx >= 0) {
+      IP_CHECK(idx < static_cast<int>(ph.size()), kNotFound, "[mark_aliased_outputs] input index ",
+               idx, " is out of range (", ph.size(), " inputs)");
+      name = ph[idx]->name;
+    } else {
+      bool known = graph.constants.count(name) > 0;
+      for (Node* p : ph) known |= p->name == name;
+      IP_CHECK(known, kNotFound, "[mark_aliased_outputs] unknown input '", in, "'");
+    }
+    int out_index = parse_index(o, "output.");
+    IP_CHECK(out_index >= 0, kNotFound, "[mark_aliased_outputs] unknown output '", o,
+             "' (give an index or output.<i>)");
+    IP_CHECK(inputs_seen.insert(name).second, kInvalidArgument, "[mark_aliased_outputs] input '",
+             name, "' is claimed twice");
+    IP_CHECK(outputs_seen.insert(out_index).second, kInvalidArgument,
+             "[mark_aliased_outputs] output ", out_index, " is claimed twice");
+    out.emplace_back(name, out_index);
+  }
+  return out;
+}
+
+}  // namespace
+
+CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_inputs,
+                        const CompileOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Node*> ph = graph.placeholders();
+  IP_CHECK(example_inputs.size() == ph.size(), kInvalidArgument, "[compile] graph '", graph.name,
+           "' has ", ph.size(), " inputs but ", example_inputs.size(), " were given");
+  PassOptions po;
+  po.verbose = options.verbose;
+  po.mutated_inputs = resolve_mutated_inputs(graph, options);
+  for (size_t i = 0; i < ph.size(); ++i) {
+    Meta m;
+    m.shape = example_inputs[i].shape();
+    m.dtype = example_inputs[i].dtype();
+    po.input_metas[ph[i]->name] = m;
+  }
+  CompiledProgram cp;
+  cp.program = make_functional(graph, po);
+  cp.num_user_inputs = cp.program.context.num_placeholders;
+  lift_mutated_buffers(cp.program);
+  const PassContext& ctx = cp.program.context;
+  std::vector<Tensor> examples = example_inputs;
+  for (size_t i = ctx.num_placeholders; i < ctx.input_names.size(); ++i) {
+    examples.push_back(graph.constants.at(ctx.input_names[i]));
+    cp.lifted_buffers.emplace_back(static_cast<int>(i), ctx.input_names[i]);
+  }
+  int kv = match_kv_cache_updates(cp.program, examples);
+  std::vector<AliasRequest> io;
+  for (auto [o, i] : ctx.io_map) io.push_back({o, i});
+  EngineOptions eo;
+  eo.alias = options.alias;
+  cp.engine = Engine::build(*cp.program.graph, io, ctx.original_output_count, examples, eo);
+  if (options.verbose) {
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                    .count();
+    std::cerr << "[compile] " << graph.name << ": " << cp.engine->plan().steps.size()
+              << " steps, " << cp.engine->aliased_io().size() << " aliased outputs, " << kv
+              << " kv_cache_update, arena " << cp.engine->plan().arena_bytes << " bytes, " << ms
+              << " ms\n";
+  }
+  return cp;
+}
+
+}  // namespace inplace

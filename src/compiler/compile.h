@@ -1,0 +1,36 @@
+// compile(): the whole path from a program with in-place ops to an engine that writes the
+// mutated state into the caller's memory: functionalization passes, buffer lifting, the
+// KV-cache update matcher, then the engine builder (reinplacing, memory planning).
+#pragma once
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/engine.h"
+#include "passes/engine_passes.h"
+
+namespace inplace {
+
+struct CompileOptions {
+  bool alias = true;  // false: the copy-back engine
+  // User-declared aliasing (`--mutated-input IN=OUT`): input name or index -> output index
+  // (or "output.<i>"). The output is the input's new value and is written into its memory.
+  std::vector<std::pair<std::string, std::string>> mutated_inputs;
+  bool verbose = false;
+};
+
+struct CompiledProgram {
+  std::shared_ptr<const Engine> engine;
+  FunctionalProgram program;  // the graph the engine was built from, with io_map
+  // Engine input bindings that are lifted buffers: binding index -> get_attr target.
+  std::vector<std::pair<int, std::string>> lifted_buffers;
+  int num_user_inputs = 0;
+};
+
+// `example_inputs`: one per placeholder, in graph order (real tensors or metas); they fix the
+// binding shapes. Lifted buffers take their shapes from the graph's constants.
+CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_inputs,
+                        const CompileOptions& options = {});
+
+}  // namespace inplace

@@ -1,0 +1,135 @@
+// kv_cache_update matcher. Only the write that produces a mutated input's final value is
+// rewritten, and only when that input is a static 4-D tensor written along dim 2 with step 1:
+// a functional slice_scatter the program does not assign back never takes this path.
+#include "interpreter/interpreter.h"
+#include "ops/registry.h"
+#include "passes/engine_passes.h"
+
+namespace inplace {
+
+namespace {
+
+struct Match {
+  Value update, start, index;
+};
+
+bool int_value(const Value& v, int64_t* out) {
+  if (v.kind != Value::Kind::kInt) return false;
+  *out = v.i;
+  return true;
+}
+
+const Tensor* tensor_of(const Value& v, const std::map<const Node*, Value>& env) {
+  if (!v.is_node()) return v.is_tensor() ? &v.tensor : nullptr;
+  auto it = env.find(v.node);
+  return it != env.end() && it->second.is_tensor() ? &it->second.tensor : nullptr;
+}
+
+bool match(const Node* n, const Node* cache, const Shape& cshape,
+           const std::map<const Node*, Value>& env, Match* m) {
+  if (!n->is_call() || n->args.empty() || !n->args[0].is_node() || n->args[0].node != cache)
+    return false;
+  std::string overload;
+  std::string name = Registry::get().canonical_name(n->target, &overload);
+  const int64_t s_max = cshape[2];
+  auto dim_is_2 = [](const Value& v) {
+    int64_t d;
+    return int_value(v, &d) && (d == 2 || d == -2);
+  };
+  auto fits = [&](const Tensor* u) {
+    return u && u->dim() == 4 && u->size(0) == cshape[0] && u->size(1) == cshape[1] &&
+           u->size(3) == cshape[3];
+  };
+  if (name == "slice_scatter" && n->args.size() >= 6) {
+    const Tensor* u = tensor_of(n->args[1], env);
+    int64_t step;
+    if (!dim_is_2(n->args[2]) || !int_value(n->args[5], &step) || step != 1 || !fits(u))
+      return false;
+    const Value& start = n->args[3];
+    int64_t s, e;
+    if (start.is_none()) {
+      m->start = Value::integer(0);
+    } else if (int_value(start, &s)) {
+      if (s < 0) s += s_max;  // Python slice bounds wrap once
+      if (int_value(n->args[4], &e)) {
+        if (e < 0) e += s_max;
+        if (e - s != u->size(2)) return false;
+      }
+      m->start = Value::integer(s);
+    } else if (start.is_node()) {
+      m->start = start;  // a runtime position, checked by the kernel on every call
+    } else {
+      return false;
+    }
+    m->update = n->args[1];
+    return true;
+  }
+  if (name == "index_copy" && n->args.size() >= 4) {
+    const Tensor* idx = tensor_of(n->args[2], env);
+    const Tensor* u = tensor_of(n->args[3], env);
+    if (!dim_is_2(n->args[1]) || !fits(u) || !idx || idx->dim() != 1 || idx->size(0) != u->size(2))
+      return false;
+    m->update = n->args[3];
+    m->index = n->args[2];
+    return true;
+  }
+  if (name == "index_put" && n->args.size() >= 4) {
+    const Value& ind = n->args[1];
+    if (n->args[3].kind != Value::Kind::kBool || n->args[3].b || !ind.is_sequence() ||
+        ind.items.size() != 3 || !ind.items[0].is_none() || !ind.items[1].is_none())
+      return false;
+    const Tensor* idx = tensor_of(ind.items[2], env);
+    const Tensor* u = tensor_of(n->args[2], env);
+    if (!idx || idx->dim() != 1 || !is_integral(idx->dtype(), false) || !fits(u) ||
+        u->size(2) != idx->size(0))
+      return false;
+    m->update = n->args[2];
+    m->index = ind.items[2];
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int match_kv_cache_updates(FunctionalProgram& program, const std::vector<Tensor>& examples) {
+  Graph& g = *program.graph;
+  const PassContext& ctx = program.context;
+  std::vector<Node*> placeholders = g.placeholders();
+  IP_CHECK(examples.size() == placeholders.size(), kInvalidArgument, "[kv_cache_update] ",
+           examples.size(), " example inputs for ", placeholders.size(), " placeholders");
+  // Shapes of every value, from one run on the examples.
+  std::map<std::string, Value> inputs;
+  for (size_t i = 0; i < placeholders.size(); ++i)
+    inputs[placeholders[i]->name] = Value::from_tensor(examples[i].is_meta()
+                                                           ? Tensor::zeros(examples[i].shape(), examples[i].dtype())
+                                                           : examples[i].clone());
+  State state = initial_state(g);
+  std::map<const Node*, Value> env;
+  run_eager(g, inputs, &state, &env);
+
+  Node* out = g.output();
+  std::vector<Value> leaves;
+  flatten_value(out->args[0], &leaves);
+  int rewritten = 0;
+  for (auto [o, i] : ctx.io_map) {
+    if (o >= static_cast<int>(leaves.size()) || !leaves[o].is_node()) continue;
+    Node* value = leaves[o].node;
+    Node* cache = placeholders[i];
+    const Shape& cshape = examples[i].shape();
+    if (cshape.size() != 4) continue;
+    Match m;
+    if (!match(value, cache, cshape, env, &m)) continue;
+    Node* kv = g.insert_before(value, NodeOp::kCallFunction, "inplace.kv_cache_update",
+                               {Value::node_ref(cache), m.update, m.start, m.index}, {},
+                               cache->name + "_kv_update");
+    kv->meta = value->meta;
+    g.replace_all_uses_with(value, kv);
+    g.erase(value);
+    ++rewritten;
+  }
+  g.verify();
+  return rewritten;
+}
+
+}  // namespace inplace
