@@ -78,9 +78,14 @@ TEST(IndexSliceScatter, KvCacheUpdate) {
       }
   EXPECT_EQ(bad, 0);
   EXPECT_EQ(c[(0 * 4096 + 4000) * 64], static_cast<float>((4000 * 64) % 1000));  // self untouched
-  // 8 MiB per call: a memcpy-speed copy takes well under 10 ms even on a slow shared machine
+  // Timing means something only in an optimised, uninstrumented build.
+#if defined(NDEBUG) && !defined(__SANITIZE_ADDRESS__)
   EXPECT_LT(ms, 3 * memcpy_ms + 1.0)
       << "slice_scatter of the KV cache took " << ms << " ms; a memcpy of it " << memcpy_ms;
+#else
+  (void)ms;
+  (void)memcpy_ms;
+#endif
 }
 
 TEST(IndexSelectScatter, ValuesAndErrors) {
