@@ -119,14 +119,10 @@ TEST_F(Cli, UsageMistakesExitTwo) {
       one_line_error(run("print --format=yaml g.json"), 2, {"--format must be text or json"}));
 }
 
-TEST_F(Cli, ModesNotYetAvailable) {
-  for (const char* mode : {"compiled", "functional"}) {
-    CliResult r =
-        run(std::string("exec g.json --inputs i --out o --no-alias --mutated-input x=0 --mode ") +
-            mode);
-    EXPECT_EQ(r.code, 1);
-    EXPECT_EQ(r.err, std::string("inplace: error: mode '") + mode + "' is not available yet\n");
-  }
+TEST_F(Cli, ModeNotYetAvailable) {
+  CliResult r = run("exec g.json --inputs i --out o --mutated-input x=0 --mode functional");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.err, "inplace: error: mode 'functional' is not available yet\n");
 }
 
 TEST_F(Cli, PrintShowsTheGraph) {
@@ -257,6 +253,51 @@ TEST_F(Cli, ExecAtenFixtureAppliesTheSignature) {
   EXPECT_TRUE(tensor_near(out.at("buffer.cache"), {1, 2, 4, 3}, cache));
   EXPECT_TRUE(tensor_near(out.at("input.b_cache"), {1, 2, 4, 3}, cache));
   EXPECT_TRUE(tensor_near(out.at("buffer._tensor_constant0"), {3}, {0.5, -1.25, 3.0}));
+}
+
+// OUT of two runs holds the same keys and bit-identical tensors.
+::testing::AssertionResult same_results(const std::string& a, const std::string& b) {
+  auto ra = read_safetensors(a), rb = read_safetensors(b);
+  std::string keys_a, keys_b;
+  for (auto& [k, v] : ra) keys_a += k + " ";
+  for (auto& [k, v] : rb) keys_b += k + " ";
+  if (keys_a != keys_b) return ::testing::AssertionFailure() << keys_a << "!= " << keys_b;
+  for (auto& [k, v] : ra) {
+    auto r = tensor_equal(v, rb.at(k));
+    if (!r) return r << " (" << k << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_F(Cli, ExecCompiledMatchesEager) {
+  GraphBuilder b("iadd_mul");
+  Node* x = b.placeholder("x");
+  Node* y = b.placeholder("y");
+  Node* a = b.call_method("add_", {x, y});
+  b.outputs({b.call_function("torch.mul", {a, 2.0})});
+  const std::string iadd = write_graph(*b.build());
+  write_safetensors(path("iadd.safetensors"),
+                    {{"x", ft({1, 2, 3}, {3})}, {"y", ft({10, 20, 30}, {3})}});
+  write_safetensors(path("aten.safetensors"),
+                    {{"x", iota({2, 3})},
+                     {"k", ft({100, 101, 102, 103, 104, 105}, {1, 2, 1, 3})},
+                     {"idx", lt({2}, {1})}});
+  const std::vector<std::pair<std::string, std::string>> programs = {
+      {iadd, path("iadd.safetensors")}, {kFixtures + "/aten_level.json", path("aten.safetensors")}};
+  for (const auto& [graph, inputs] : programs) {
+    SCOPED_TRACE(graph);
+    const std::string common = "exec " + graph + " --inputs " + inputs + " --out ";
+    CliResult r = run(common + path("eager.safetensors") + " --mode eager");
+    ASSERT_EQ(r.code, 0) << r.err;
+    for (const char* extra : {"", " --no-alias"}) {
+      SCOPED_TRACE(extra);
+      r = run(common + path("compiled.safetensors") + " --mode compiled" + extra);
+      ASSERT_EQ(r.code, 0) << r.err;
+      EXPECT_TRUE(same_results(path("eager.safetensors"), path("compiled.safetensors")));
+    }
+  }
+  auto out = read_safetensors(path("eager.safetensors"));
+  EXPECT_TRUE(out.count("buffer.cache"));  // the comparison covered the mutated buffer
 }
 
 TEST_F(Cli, ExecErrorsAreOneLine) {

@@ -2,8 +2,8 @@
 //              [--mode eager|functional|compiled] [--no-alias] [--mutated-input INPUT=OUTPUT]...
 // (DESIGN.md "inplace exec"). OUT holds output.<i>, input.<name> and buffer.<target>.
 #include <algorithm>
-#include <cstdio>
 #include <cctype>
+#include <cstdio>
 #include <set>
 
 #include "arg_parser.h"
@@ -155,7 +155,8 @@ int run_exec(const std::vector<std::string>& args) {
   for (const auto& [target, t] : state) results["buffer." + target] = t;
   write_safetensors(out_path, results);
   if (print)
-    for (const auto& [key, t] : results) std::printf("  %-24s %s\n", key.c_str(), t.to_string(16).c_str());
+    for (const auto& [key, t] : results)
+      std::printf("  %-24s %s\n", key.c_str(), t.to_string(16).c_str());
   return 0;
 }
 
