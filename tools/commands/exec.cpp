@@ -99,7 +99,6 @@ int run_exec(const std::vector<std::string>& args) {
   std::unique_ptr<Graph> graph = read_graph_json(graph_path);
   std::map<std::string, Tensor> given;
   if (!inputs_path.empty()) given = read_safetensors(inputs_path);
-  const std::string in_label = inputs_path.empty() ? "(no --inputs)" : inputs_path;
 
   // User placeholders are fed from IN; a signature's parameters/buffers come from the state.
   std::set<std::string> lifted;
@@ -111,13 +110,15 @@ int run_exec(const std::vector<std::string>& args) {
   Inputs inputs;
   for (auto& [key, t] : given) {
     IP_CHECK(std::find(user_names.begin(), user_names.end(), key) != user_names.end(), kNotFound,
-             "[exec] ", in_label, ": tensor '", key, "' matches no user placeholder of graph '",
+             "[exec] ", inputs_path, ": tensor '", key, "' matches no user placeholder of graph '",
              graph->name, "' (user placeholders: ", join(user_names), ")");
     inputs[key] = Value::from_tensor(t);
   }
   for (const std::string& name : user_names)
     IP_CHECK(inputs.count(name) || !graph->find(name)->args.empty(), kNotFound,
-             "[exec] missing input '", name, "': ", in_label, " has no tensor '", name, "'");
+             "[exec] missing input '", name, "': ",
+             inputs_path.empty() ? std::string("no --inputs file was given")
+                                 : inputs_path + " has no tensor '" + name + "'");
   for (const auto& [name, index] : options.mutated_inputs)
     IP_CHECK(inputs.count(name) && inputs[name].is_tensor(), kNotFound,
              "[exec] --mutated-input names '", name,
