@@ -523,6 +523,7 @@ Scalar Tensor::item() const {
   return visit_dtype(dtype_, [&]<typename T>() -> Scalar {
     T v = *data<T>();
     if constexpr (std::is_same_v<T, bool>) return Scalar(v);
+    else if constexpr (std::is_floating_point_v<T>) return Scalar(static_cast<double>(v));
     else if constexpr (kIsFloat<T>) return Scalar(static_cast<double>(static_cast<float>(v)));
     else return Scalar(static_cast<int64_t>(v));
   });

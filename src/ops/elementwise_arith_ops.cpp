@@ -2,6 +2,7 @@
 // minimum bitwise_{and,or,xor}, their in-place forms and operator/dunder spellings. Result
 // dtypes follow torch.result_type; the bool rules and integer errors follow torch.
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -120,8 +121,8 @@ void register_add_sub_mul(Registry& r) {
 
   // rsub(self, other, alpha) = other - alpha * self
   auto [rsub_rule, rsub_kernel] = alpha_op("rsub", BinaryOp::kSub, true);
-  add_binary(r, "rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", "rsub", 1,
-             0, rsub_rule, rsub_kernel);
+  add_binary(r, "rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", "rsub", 1, 0,
+             rsub_rule, rsub_kernel);
   add_binary(r, "rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", "rsub", 1, 0,
              rsub_rule, rsub_kernel);
 
@@ -184,16 +185,16 @@ void register_division(Registry& r) {
   };
   const auto floor_k = kernel("floor_divide", BinaryOp::kDivFloor);
   const auto floor_r = int_rule("floor_divide");
-  add_binary(r, "floor_divide(Tensor self, Tensor other) -> Tensor", "floor_divide", 0, 1,
-             floor_r, floor_k);
+  add_binary(r, "floor_divide(Tensor self, Tensor other) -> Tensor", "floor_divide", 0, 1, floor_r,
+             floor_k);
   add_binary(r, "floor_divide.Scalar(Tensor self, Scalar other) -> Tensor", "floor_divide", 0, 1,
              floor_r, floor_k);
   r.add_inplace("floor_divide_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
                 "floor_divide");
   r.add_inplace("floor_divide_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)",
                 "floor_divide.Scalar");
-  add_binary(r, "__rfloordiv__(Tensor self, Tensor other) -> Tensor", "floor_divide", 1, 0,
-             floor_r, floor_k);
+  add_binary(r, "__rfloordiv__(Tensor self, Tensor other) -> Tensor", "floor_divide", 1, 0, floor_r,
+             floor_k);
 
   const auto rem_k = kernel("remainder", BinaryOp::kRemainder);
   const auto rem_r = int_rule("remainder");
@@ -239,10 +240,8 @@ void register_pow(Registry& r) {
   add_binary(r, "pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor", "pow", 0, 1, rule,
              kernel);
   add_binary(r, "pow.Scalar(Scalar self, Tensor exponent) -> Tensor", "pow", 0, 1, rule, kernel);
-  r.add_inplace("pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)",
-                "pow.Tensor_Scalar");
-  r.add_inplace("pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)",
-                "pow.Tensor_Tensor");
+  r.add_inplace("pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)", "pow.Tensor_Scalar");
+  r.add_inplace("pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)", "pow.Tensor_Tensor");
   // x.__rpow__(y) = y ** x
   add_binary(r, "__rpow__(Tensor self, Tensor other) -> Tensor", "pow", 1, 0, rule, kernel);
 
@@ -276,14 +275,13 @@ void register_min_max_bitwise(Registry& r) {
     const char* name;
     BinaryOp kind;
   };
-  for (const Bitwise& b : {Bitwise{"bitwise_and", BinaryOp::kBitwiseAnd},
-                           Bitwise{"bitwise_or", BinaryOp::kBitwiseOr},
-                           Bitwise{"bitwise_xor", BinaryOp::kBitwiseXor}}) {
+  for (const Bitwise& b :
+       {Bitwise{"bitwise_and", BinaryOp::kBitwiseAnd}, Bitwise{"bitwise_or", BinaryOp::kBitwiseOr},
+        Bitwise{"bitwise_xor", BinaryOp::kBitwiseXor}}) {
     const char* op = b.name;
     DTypeRule rule = [op](const Binary& c, const Args&) {
-      IP_CHECK(is_integral(c.common, true), kDTypeMismatch, "[", op,
-               "] not implemented for ", dtype_name(c.common), " (", operand_str(c.a), " and ",
-               operand_str(c.b), ")");
+      IP_CHECK(is_integral(c.common, true), kDTypeMismatch, "[", op, "] not implemented for ",
+               dtype_name(c.common), " (", operand_str(c.a), " and ", operand_str(c.b), ")");
       return c.common;
     };
     const std::string n = op;
@@ -299,30 +297,37 @@ void register_min_max_bitwise(Registry& r) {
 }
 
 void register_arith_aliases(Registry& r) {
-  const std::pair<const char*, const char*> kAliases[] = {
-      // operator module and dunder spellings (FX records these at torch level)
-      {"__add__", "add"}, {"__radd__", "add"}, {"iadd", "add_"}, {"__iadd__", "add_"},
-      {"__sub__", "sub"}, {"__rsub__", "rsub"}, {"isub", "sub_"}, {"__isub__", "sub_"},
-      {"subtract", "sub"}, {"subtract_", "sub_"},
-      {"__mul__", "mul"}, {"__rmul__", "mul"}, {"imul", "mul_"}, {"__imul__", "mul_"},
-      {"multiply", "mul"}, {"multiply_", "mul_"},
-      {"truediv", "div"}, {"__truediv__", "div"}, {"__div__", "div"}, {"divide", "div"},
-      {"true_divide", "div"}, {"itruediv", "div_"}, {"__itruediv__", "div_"},
-      {"__idiv__", "div_"}, {"divide_", "div_"}, {"true_divide_", "div_"},
-      {"__rdiv__", "__rtruediv__"},
-      {"floordiv", "floor_divide"}, {"__floordiv__", "floor_divide"},
-      {"ifloordiv", "floor_divide_"}, {"__ifloordiv__", "floor_divide_"},
-      {"mod", "remainder"}, {"__mod__", "remainder"}, {"imod", "remainder_"},
-      {"__imod__", "remainder_"},
-      {"__pow__", "pow"}, {"ipow", "pow_"}, {"__ipow__", "pow_"},
-      {"and_", "bitwise_and"}, {"__and__", "bitwise_and"}, {"__rand__", "bitwise_and"},
-      {"iand", "bitwise_and_"}, {"__iand__", "bitwise_and_"},
-      {"or_", "bitwise_or"}, {"__or__", "bitwise_or"}, {"__ror__", "bitwise_or"},
-      {"ior", "bitwise_or_"}, {"__ior__", "bitwise_or_"},
-      {"xor", "bitwise_xor"}, {"__xor__", "bitwise_xor"}, {"__rxor__", "bitwise_xor"},
-      {"ixor", "bitwise_xor_"}, {"__ixor__", "bitwise_xor_"},
+  // operator-module and dunder spellings (FX records these at torch level), torch aliases
+  struct Spellings {
+    const char* name;
+    std::initializer_list<const char*> spellings;
   };
-  for (const auto& [spelling, name] : kAliases) r.add_alias(spelling, name);
+  const Spellings kAliases[] = {
+      {"add", {"__add__", "__radd__"}},
+      {"add_", {"iadd", "__iadd__"}},
+      {"sub", {"__sub__", "subtract"}},
+      {"sub_", {"isub", "__isub__", "subtract_"}},
+      {"rsub", {"__rsub__"}},
+      {"mul", {"__mul__", "__rmul__", "multiply"}},
+      {"mul_", {"imul", "__imul__", "multiply_"}},
+      {"div", {"truediv", "__truediv__", "__div__", "divide", "true_divide"}},
+      {"div_", {"itruediv", "__itruediv__", "__idiv__", "divide_", "true_divide_"}},
+      {"__rtruediv__", {"__rdiv__"}},
+      {"floor_divide", {"floordiv", "__floordiv__"}},
+      {"floor_divide_", {"ifloordiv", "__ifloordiv__"}},
+      {"remainder", {"mod", "__mod__"}},
+      {"remainder_", {"imod", "__imod__"}},
+      {"pow", {"__pow__"}},
+      {"pow_", {"ipow", "__ipow__"}},
+      {"bitwise_and", {"and_", "__and__", "__rand__"}},
+      {"bitwise_and_", {"iand", "__iand__"}},
+      {"bitwise_or", {"or_", "__or__", "__ror__"}},
+      {"bitwise_or_", {"ior", "__ior__"}},
+      {"bitwise_xor", {"xor", "__xor__", "__rxor__"}},
+      {"bitwise_xor_", {"ixor", "__ixor__"}},
+  };
+  for (const Spellings& a : kAliases)
+    for (const char* spelling : a.spellings) r.add_alias(spelling, a.name);
 }
 
 }  // namespace

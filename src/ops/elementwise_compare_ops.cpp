@@ -30,9 +30,9 @@ void register_compare_ops(Registry& r) {
     const char* name;
     CompareOp kind;
   };
-  for (const Def& d : {Def{"eq", CompareOp::kEq}, Def{"ne", CompareOp::kNe},
-                       Def{"lt", CompareOp::kLt}, Def{"le", CompareOp::kLe},
-                       Def{"gt", CompareOp::kGt}, Def{"ge", CompareOp::kGe}}) {
+  for (const Def& d :
+       {Def{"eq", CompareOp::kEq}, Def{"ne", CompareOp::kNe}, Def{"lt", CompareOp::kLt},
+        Def{"le", CompareOp::kLe}, Def{"gt", CompareOp::kGt}, Def{"ge", CompareOp::kGe}}) {
     const std::string n = d.name;
     add_compare(r, n + ".Tensor(Tensor self, Tensor other) -> Tensor", d.name, d.kind);
     add_compare(r, n + ".Scalar(Tensor self, Scalar other) -> Tensor", d.name, d.kind);
@@ -46,12 +46,10 @@ void register_compare_ops(Registry& r) {
     r.add_inplace(n + "_(Tensor(a!) self, Tensor other) -> Tensor(a!)", n);
   }
   const std::pair<const char*, const char*> kAliases[] = {
-      {"__eq__", "eq"},          {"__ne__", "ne"},         {"__lt__", "lt"},
-      {"__le__", "le"},          {"__gt__", "gt"},         {"__ge__", "ge"},
-      {"not_equal", "ne"},       {"not_equal_", "ne_"},    {"less", "lt"},
-      {"less_", "lt_"},          {"less_equal", "le"},     {"less_equal_", "le_"},
-      {"greater", "gt"},         {"greater_", "gt_"},      {"greater_equal", "ge"},
-      {"greater_equal_", "ge_"},
+      {"__eq__", "eq"},  {"__ne__", "ne"},    {"__lt__", "lt"},        {"__le__", "le"},
+      {"__gt__", "gt"},  {"__ge__", "ge"},    {"not_equal", "ne"},     {"not_equal_", "ne_"},
+      {"less", "lt"},    {"less_", "lt_"},    {"less_equal", "le"},    {"less_equal_", "le_"},
+      {"greater", "gt"}, {"greater_", "gt_"}, {"greater_equal", "ge"}, {"greater_equal_", "ge_"},
   };
   for (const auto& [spelling, name] : kAliases) r.add_alias(spelling, name);
 }

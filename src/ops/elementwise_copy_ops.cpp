@@ -24,6 +24,24 @@ std::optional<DType> dtype_arg(const Value& v, const char* op) {
   return v.as_dtype(op);
 }
 
+// x.type() also takes the legacy tensor type names: 'torch.FloatTensor', 'torch.cuda.HalfTensor'.
+DType legacy_type_arg(const Value& v) {
+  if (v.kind == Value::Kind::kString) {
+    static const std::pair<const char*, DType> kNames[] = {
+        {"FloatTensor", DType::kFloat32}, {"DoubleTensor", DType::kFloat64},
+        {"HalfTensor", DType::kFloat16},  {"BFloat16Tensor", DType::kBFloat16},
+        {"LongTensor", DType::kInt64},    {"IntTensor", DType::kInt32},
+        {"ShortTensor", DType::kInt16},   {"CharTensor", DType::kInt8},
+        {"ByteTensor", DType::kUInt8},    {"BoolTensor", DType::kBool},
+    };
+    const size_t dot = v.s.rfind('.');
+    const std::string base = dot == std::string::npos ? v.s : v.s.substr(dot + 1);
+    for (const auto& [name, t] : kNames)
+      if (base == name) return t;
+  }
+  return v.as_dtype("type");
+}
+
 // self itself when nothing changes (torch's to() returns an alias then), else a new tensor.
 Value converted(const Tensor& self, std::optional<DType> dtype, bool copy) {
   const DType t = dtype.value_or(self.dtype());
@@ -90,15 +108,22 @@ void register_to(Registry& r) {
         cpu::copy_cast(out[0], a[0].as_tensor("_to_copy"));
       });
 
+  // x.type(torch.float16) or x.type('torch.HalfTensor'): to() by another name.
+  r.add_eager("type(Tensor(a) self, ScalarType? dtype=None, bool non_blocking=False) -> Tensor(a)",
+              [](const Args& a) {
+                IP_CHECK(!a[1].is_none(), kUnsupported,
+                         "[type] x.type() without a dtype returns a type name; not supported");
+                return converted(a[0].as_tensor("type"), legacy_type_arg(a[1]), false);
+              });
   r.add_eager("type_as(Tensor self, Tensor other) -> Tensor", [](const Args& a) {
     return converted(a[0].as_tensor("type_as"), a[1].as_tensor("type_as").dtype(), false);
   });
 
   // x.float(), x.long(), ...: the Tensor methods FX records at torch level.
   const std::pair<const char*, DType> kMethods[] = {
-      {"float", DType::kFloat32}, {"double", DType::kFloat64}, {"half", DType::kFloat16},
-      {"bfloat16", DType::kBFloat16}, {"long", DType::kInt64}, {"int", DType::kInt32},
-      {"short", DType::kInt16}, {"char", DType::kInt8}, {"byte", DType::kUInt8},
+      {"float", DType::kFloat32},     {"double", DType::kFloat64}, {"half", DType::kFloat16},
+      {"bfloat16", DType::kBFloat16}, {"long", DType::kInt64},     {"int", DType::kInt32},
+      {"short", DType::kInt16},       {"char", DType::kInt8},      {"byte", DType::kUInt8},
       {"bool", DType::kBool},
   };
   for (const auto& [name, dtype] : kMethods) {
@@ -112,12 +137,16 @@ void register_to(Registry& r) {
 void register_copy(Registry& r) {
   // copy(self, src): src broadcast to self's shape and cast to self's dtype.
   auto copy_check = [](const Tensor& self, const Value& src, const char* op) {
-    if (src.is_tensor()) (void)broadcast_strides(src.tensor, self.shape(), op);
-    else operand(src, op);
+    if (src.is_tensor())
+      (void)broadcast_strides(src.tensor, self.shape(), op);
+    else
+      operand(src, op);
   };
   auto copy_into = [](const Tensor& dst, const Value& src) {
-    if (src.is_tensor()) cpu::copy_cast(dst, src.tensor);
-    else cpu::fill(dst, src.as_scalar("copy"));
+    if (src.is_tensor())
+      cpu::copy_cast(dst, src.tensor);
+    else
+      cpu::fill(dst, src.as_scalar("copy"));
   };
   r.add_out(
       "copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor",
@@ -144,8 +173,8 @@ void register_copy(Registry& r) {
   auto copy_self = [](const Args& a, const std::vector<Tensor>& out) {
     cpu::copy_cast(out[0], a[0].tensor);
   };
-  r.add_out("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor",
-            same_meta("clone"), copy_self);
+  r.add_out("clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", same_meta("clone"),
+            copy_self);
   r.add_out("lift_fresh_copy(Tensor self) -> Tensor", same_meta("lift_fresh_copy"), copy_self);
   // A view when already contiguous, else a copy: eager, like to().
   r.add_eager(

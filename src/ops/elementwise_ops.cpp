@@ -14,10 +14,14 @@ Operand operand(const Value& v, const char* op) {
 DType result_type(std::initializer_list<const Operand*> operands) {
   ResultType rt;
   for (const Operand* o : operands) {
-    if (o->is_tensor()) rt.add_tensor(o->tensor.dtype(), o->tensor.dim());
-    else if (o->scalar.is_bool()) rt.add_scalar_bool();
-    else if (o->scalar.is_int()) rt.add_scalar_int();
-    else rt.add_scalar_float();
+    if (o->is_tensor())
+      rt.add_tensor(o->tensor.dtype(), o->tensor.dim());
+    else if (o->scalar.is_bool())
+      rt.add_scalar_bool();
+    else if (o->scalar.is_int())
+      rt.add_scalar_int();
+    else
+      rt.add_scalar_float();
   }
   return rt.result();
 }

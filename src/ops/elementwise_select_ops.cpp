@@ -31,8 +31,7 @@ void register_where(Registry& r) {
   };
   r.add_out("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", infer, out);
   r.add_out("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor", infer, out);
-  r.add_out("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", infer,
-            out);
+  r.add_out("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", infer, out);
   r.add_out("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor", infer, out);
 }
 
@@ -60,13 +59,12 @@ Clamp bind_clamp(const Args& args, const char* op, int lo_index, int hi_index) {
   // Number bounds never change a floating self's dtype; otherwise torch promotes over all.
   const bool tensor_bounds = (c.lo && c.lo->is_tensor()) || (c.hi && c.hi->is_tensor());
   const DType self_dtype = c.self.tensor.dtype();
-  c.dtype = (!tensor_bounds && is_floating(self_dtype)) ? self_dtype
-                                                        : result_type({&c.self, lo, hi});
+  c.dtype =
+      (!tensor_bounds && is_floating(self_dtype)) ? self_dtype : result_type({&c.self, lo, hi});
   return c;
 }
 
-void add_clamp(Registry& r, const std::string& schema, const char* op, int lo_index,
-               int hi_index) {
+void add_clamp(Registry& r, const std::string& schema, const char* op, int lo_index, int hi_index) {
   r.add_out(
       schema,
       [=](const Args& args) {
@@ -90,13 +88,11 @@ void register_clamp(Registry& r) {
   add_clamp(r, "clamp_min(Tensor self, Scalar min) -> Tensor", "clamp_min", 1, -1);
   add_clamp(r, "clamp_min.Tensor(Tensor self, Tensor min) -> Tensor", "clamp_min", 1, -1);
   r.add_inplace("clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)", "clamp_min");
-  r.add_inplace("clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)",
-                "clamp_min.Tensor");
+  r.add_inplace("clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)", "clamp_min.Tensor");
   add_clamp(r, "clamp_max(Tensor self, Scalar max) -> Tensor", "clamp_max", -1, 1);
   add_clamp(r, "clamp_max.Tensor(Tensor self, Tensor max) -> Tensor", "clamp_max", -1, 1);
   r.add_inplace("clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)", "clamp_max");
-  r.add_inplace("clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)",
-                "clamp_max.Tensor");
+  r.add_inplace("clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)", "clamp_max.Tensor");
   r.add_alias("clip", "clamp");
   r.add_alias("clip_", "clamp_");
 }

@@ -28,10 +28,11 @@ DType unary_dtype(const char* op, Rule rule, DType in) {
                "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
       IP_CHECK(in != DType::kBool, kDTypeMismatch, "[", op, "] boolean inputs not supported");
       return in;
-    case Rule::kFloat: return is_floating(in) ? in : DType::kFloat32;
+    case Rule::kFloat:
+      return is_floating(in) ? in : DType::kFloat32;
     case Rule::kFloatOnly:
-      IP_CHECK(is_floating(in), kDTypeMismatch, "[", op, "] not implemented for ",
-               dtype_name(in), "; it expects a floating point tensor");
+      IP_CHECK(is_floating(in), kDTypeMismatch, "[", op, "] not implemented for ", dtype_name(in),
+               "; it expects a floating point tensor");
       return in;
     case Rule::kRounding:
       IP_CHECK(in != DType::kBool, kDTypeMismatch, "[", op, "] not implemented for bool");
@@ -40,7 +41,8 @@ DType unary_dtype(const char* op, Rule rule, DType in) {
       IP_CHECK(is_integral(in, true), kDTypeMismatch, "[", op, "] not implemented for ",
                dtype_name(in), "; it expects an integer or bool tensor");
       return in;
-    case Rule::kToBool: return DType::kBool;
+    case Rule::kToBool:
+      return DType::kBool;
   }
   return in;
 }
@@ -68,16 +70,24 @@ UnaryOp gelu_kind(const Value& approximate) {
 }
 
 // torch.nn.functional.relu(input, inplace=False) and silu: FX records the `inplace` keyword.
-// inplace=True writes the input like relu_ (a normalize pass should rewrite it to relu_).
+// inplace=False is the functional op (with infer/out, so engines compute it allocation-free);
+// eager honours inplace=True by writing the input like relu_. The schema cannot say the write
+// is conditional, so a normalize pass must rewrite inplace=True calls to relu_ / silu_.
 void add_functional_spelling(Registry& r, const char* op) {
   const std::string n = op;
+  const OpDef* plain = r.find(n);
+  IP_ASSERT(plain != nullptr, "'" + n + "' is registered before its nn.functional spelling");
+  OpDef def;
+  def.schema = Schema::parse(n + ".nn_functional(Tensor self, bool inplace=False) -> Tensor");
+  def.infer = plain->infer;
+  def.out = plain->out;
   const Registry* reg = &r;
-  r.add_eager(n + ".nn_functional(Tensor self, bool inplace=False) -> Tensor",
-              [n, reg](const Args& args) {
-                const OpDef* def = reg->find(args[1].as_bool(n.c_str()) ? n + "_" : n);
-                IP_ASSERT(def != nullptr, "'" + n + "' and '" + n + "_' are registered");
-                return def->eager(Args{args[0]});
-              });
+  def.eager = [n, reg](const Args& args) {
+    const OpDef* target = reg->find(args[1].as_bool(n.c_str()) ? n + "_" : n);
+    IP_ASSERT(target != nullptr, "'" + n + "' and '" + n + "_' are registered");
+    return target->eager(Args{args[0]});
+  };
+  r.add(std::move(def));
 }
 
 }  // namespace
@@ -125,10 +135,10 @@ void register_unary_ops(Registry& r) {
   add_functional_spelling(r, "silu");
 
   const std::pair<const char*, const char*> kAliases[] = {
-      {"__neg__", "neg"},       {"negative", "neg"},     {"negative_", "neg_"},
-      {"__abs__", "abs"},       {"absolute", "abs"},     {"absolute_", "abs_"},
+      {"__neg__", "neg"},        {"negative", "neg"},    {"negative_", "neg_"},
+      {"__abs__", "abs"},        {"absolute", "abs"},    {"absolute_", "abs_"},
       {"invert", "bitwise_not"}, {"inv", "bitwise_not"}, {"__invert__", "bitwise_not"},
-      {"fix", "trunc"},         {"fix_", "trunc_"},
+      {"fix", "trunc"},          {"fix_", "trunc_"},
   };
   for (const auto& [spelling, name] : kAliases) r.add_alias(spelling, name);
 }

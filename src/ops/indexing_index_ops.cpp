@@ -84,26 +84,6 @@ void check_source(const Tensor& self, const AdvancedIndex& ai, const Tensor& sou
            shape_str(self.shape()));
 }
 
-// values * alpha in self's dtype (index_add's alpha).
-Tensor scaled(const Tensor& values, Scalar alpha, DType dtype) {
-  Tensor v = values.to(dtype);
-  if (alpha.to_double() == 1.0) return v;
-  Tensor out = Tensor::empty(v.shape(), dtype);
-  cpu::copy_region(out, v);
-  visit_dtype(dtype, [&]<typename T>() {
-    using M = opmath_t<T>;
-    T* p = out.data<T>();
-    if constexpr (std::is_same_v<T, bool>) {
-      for (int64_t i = 0; i < out.numel(); ++i) p[i] = p[i] && alpha.to_bool();
-    } else {
-      const M al = alpha.to<M>();
-      for (int64_t i = 0; i < out.numel(); ++i)
-        p[i] = convert<T>(static_cast<M>(static_cast<M>(p[i]) * al));
-    }
-  });
-  return out;
-}
-
 enum class DimOp { kCopy, kAdd, kFill };
 
 // index_copy / index_add / index_fill into `target` (self or its copy).
@@ -125,8 +105,7 @@ void dim_put(const Tensor& target, const Args& a, DimOp kind, const char* op) {
   if (kind == DimOp::kCopy) {
     cpu::index_put(t1, ai, src1, false, op);
   } else {
-    Scalar alpha = a[4].as_scalar(op);
-    cpu::index_put(t1, ai, scaled(src1, alpha, target.dtype()), true, op);
+    cpu::index_put(t1, ai, src1, true, op, a[4].as_scalar(op));
   }
 }
 

@@ -169,6 +169,7 @@ void AliasTracker::record_call(Node* node) {
         why = "as_strided of a view needs the view's storage offset (give shapes in node meta)";
     }
     info_[node] = view_of(parent, rule.parent_arg, base, rule.steps, why);
+    info_[node].absolute = rule.absolute;
     return;
   }
   fresh();

@@ -27,6 +27,7 @@ struct AliasInfo {
   Node* base = nullptr;    // view: the value `steps` start from (parent, or a split's input)
   std::vector<ViewStep> steps;
   std::string no_inverse;  // a write through this view can't be scattered back, and why
+  bool absolute = false;   // as_strided: `base` is the root, steps address its storage
   ViewRule container;      // container: where its pieces sit in `parent`
 };
 

@@ -4,20 +4,6 @@
 
 namespace inplace {
 
-namespace {
-
-// Inverse steps that leave the new base value laid out unlike the base (a transposed view).
-bool reorders_layout(ViewStep::Kind k) {
-  using K = ViewStep::Kind;
-  return k == K::kTranspose || k == K::kT || k == K::kPermute || k == K::kMovedim ||
-         k == K::kExpand;
-}
-bool rebuilds_base(ViewStep::Kind k) {
-  using K = ViewStep::Kind;
-  return k == K::kSelect || k == K::kSlice || k == K::kDiagonal || k == K::kAsStrided;
-}
-
-}  // namespace
 
 Functionalizer::Functionalizer(Graph& graph, const PassOptions& options)
     : graph_(graph), options_(options), metas_(infer_metas(graph, options)), tracker_(metas_) {}
@@ -95,16 +81,38 @@ Node* Functionalizer::current(Node* orig) {
   ValueState& st = values_[orig];
   int version = roots_[a.root].version;
   if (st.current && st.version == version) return st.current;
-  Node* parent_now = current(a.parent);
-  bool identity = a.kind == AliasInfo::Kind::kView && a.parent == a.base &&
-                  std::all_of(a.steps.begin(), a.steps.end(), [](const ViewStep& s) {
-                    return s.kind == ViewStep::Kind::kIdentity;
-                  });
-  Node* now = identity ? parent_now : replay(orig, parent_now);
+  Node* now;
+  if (a.absolute && a.steps[0].params[2].kind == Value::Kind::kInt) {
+    // as_strided addresses its root's storage: replay it on the root's (contiguous) value.
+    ViewStep s = a.steps[0];
+    for (Value& p : s.params) p = creation_value(orig, p);
+    now = emitted(emit_forward(*em_, s, strided_base(a.base)));
+  } else {
+    Node* parent_now = current(a.parent);
+    bool identity = a.kind == AliasInfo::Kind::kView && a.parent == a.base &&
+                    std::all_of(a.steps.begin(), a.steps.end(), [](const ViewStep& s) {
+                      return s.kind == ViewStep::Kind::kIdentity;
+                    });
+    now = identity ? parent_now : replay(orig, parent_now);
+  }
   ValueState& st2 = values_[orig];  // replay may have grown the map
   st2.current = now;
   st2.version = version;
   return now;
+}
+
+Node* Functionalizer::strided_base(Node* root_origin) {
+  // The root's value may now be a view of another tensor (an expand_as of a setitem value);
+  // as_strided must address storage laid out as the root's own.
+  Node* now = current(root_origin);
+  if (now->op == NodeOp::kPlaceholder || now->op == NodeOp::kGetAttr) return now;
+  if (now->is_call()) {
+    const OpDef& op = *resolve_node(*now).op;
+    bool fresh = op.kind == OpKind::kFunctional && !op.schema.is_view() &&
+                 op.schema.name != "type_as" && op.schema.name != "_unsafe_view";
+    if (fresh) return now;
+  }
+  return emit("aten.clone.default", {ref(now)});
 }
 
 void Functionalizer::rewrite_uses(Node* n) {
@@ -122,8 +130,6 @@ void Functionalizer::write(Node* orig, Node* value) {
   const AliasInfo& a = tracker_.info(orig);
   if (a.kind == AliasInfo::Kind::kRoot) {
     RootState& r = roots_[a.root];
-    if (layout_dirty_) value = emit("aten.contiguous.default", {ref(value)});
-    layout_dirty_ = false;
     r.current = value;
     ++r.version;
     if (em_->made(value) && !value->meta.attrs.count("modified_root")) {
@@ -177,8 +183,6 @@ Node* Functionalizer::scatter_back(const std::vector<ViewStep>& steps,
   for (size_t i = steps.size(); i-- > 0;) {
     m = emitted(emit_inverse(*em_, steps[i], chain[i], m, shapes[i] ? &*shapes[i] : nullptr,
                              cursor_->name));
-    if (reorders_layout(steps[i].kind)) layout_dirty_ = true;
-    if (rebuilds_base(steps[i].kind)) layout_dirty_ = false;
   }
   return m;
 }
@@ -201,6 +205,12 @@ void Functionalizer::process(Node* n) {
   if (op.kind != OpKind::kMutating) {
     rewrite_uses(n);
     const AliasInfo& a = tracker_.info(n);
+    if (a.absolute && a.steps[0].params[2].kind == Value::Kind::kInt) {
+      // as_strided on the root's current value, at the offset its input had: the input's
+      // current value may be a fresh tensor that no longer shares the root's storage.
+      n->args[a.parent_arg] = ref(strided_base(a.base));
+      n->args[3] = a.steps[0].params[2];
+    }
     if (a.kind == AliasInfo::Kind::kView || a.kind == AliasInfo::Kind::kContainer) {
       ValueState& st = values_[n];
       st.current = n;
@@ -224,7 +234,6 @@ void Functionalizer::process(Node* n) {
   rewrite_uses(n);
   ResolvedCall rc = resolve_node(*n);
   Node* target_now = rc.args[form.mutated_arg].node;
-  layout_dirty_ = false;
   Node* value = lower(n, form, rc, target_now);
   write(target, value);
   erase_.push_back(n);

@@ -36,6 +36,8 @@ class Functionalizer {
   // `orig` (a tensor value of the input program) now holds `value`.
   void write(Node* orig, Node* value);
   Node* replay(Node* orig, Node* parent_now);
+  // The current value of a root, as a tensor with storage of its own (for as_strided).
+  Node* strided_base(Node* root_origin);
   void process(Node* n);
   void sync_roots();
   Value creation_value(const Node* user, const Value& v) const;
@@ -48,12 +50,16 @@ class Functionalizer {
   Node* lower(Node* n, const FunctionalForm& form, const ResolvedCall& rc, Node* target_now);
   Node* lower_twin(Node* n, const FunctionalForm& form, const ResolvedCall& rc, Node* target_now);
   Node* lower_copy(const Value& src, Node* target_now);
+  // A fresh tensor like `target_now` holding `value` (already of its shape).
+  Node* whole_update(Node* target_now, Node* value);
   Node* lower_setitem(Node* n, const ResolvedCall& rc, Node* target_now);
   Node* lower_advanced(Node* n, Node* region, const std::vector<Value>& indices,
                        const Value& value);
   // `value` (a number or tensor) made into the value of `region`: full_like, cast, expand_as.
   Node* fit_value(const Value& value, Node* region);
   Node* cast_like(Node* v, Node* like);
+  Node* drop_leading_ones(Node* v, int64_t region_dim);
+  Node* cast_value(Node* v, std::optional<DType> have, Node* region);
   Node* cast_to(Node* v, DType dtype);
   std::vector<Node*> forward_chain(Node* base, const std::vector<ViewStep>& steps);
   // The new value of chain[0] once the view `steps` of it takes `value`; chain[i] is the
@@ -75,7 +81,6 @@ class Functionalizer {
   Node* cursor_ = nullptr;  // the node being processed; new nodes go before it
   std::unique_ptr<Emitter> em_;
   std::vector<Node*> erase_;
-  bool layout_dirty_ = false;  // the value being written back is laid out unlike its base
 };
 
 }  // namespace inplace

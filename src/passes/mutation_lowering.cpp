@@ -77,10 +77,31 @@ Node* Functionalizer::fit_value(const Value& value, Node* region) {
   Node* v = value.is_node() ? value.node : emit("aten.clone.default", {value});
   std::optional<DType> have = dtype_of_value(value);
   const Tensor* r = meta(region);
-  if (r && have && *have != r->dtype()) v = cast_to(v, r->dtype());
+  v = cast_value(v, have, region);
+  if (r) v = drop_leading_ones(v, r->dim());
   std::optional<Shape> shape = shape_of_value(ref(v));
   if (r && shape && *shape == r->shape()) return v;
   return emit("aten.expand_as.default", {ref(v), ref(region)});
+}
+
+Node* Functionalizer::cast_value(Node* v, std::optional<DType> have, Node* region) {
+  // setitem casts the value to self's dtype; without dtypes, type_as (a no-op when equal).
+  const Tensor* r = meta(region);
+  if (r && have) return *have == r->dtype() ? v : cast_to(v, r->dtype());
+  if (r) return cast_to(v, r->dtype());
+  return emit("aten.type_as.default", {ref(v), ref(region)});
+}
+
+Node* Functionalizer::drop_leading_ones(Node* v, int64_t region_dim) {
+  // setitem drops the value's leading size-1 dims before broadcasting (x[0] = v of [1, n]);
+  // only a value with more dims than the region needs it.
+  std::optional<Shape> shape = shape_of_value(ref(v));
+  if (!shape || static_cast<int64_t>(shape->size()) <= region_dim) return v;
+  size_t lead = 0;
+  while (lead < shape->size() && (*shape)[lead] == 1) ++lead;
+  if (lead == 0) return v;
+  Shape stripped(shape->begin() + static_cast<long>(lead), shape->end());
+  return emit("aten.reshape.default", {ref(v), Value::int_list(stripped)});
 }
 
 Node* Functionalizer::lower_copy(const Value& src, Node* target_now) {
@@ -92,8 +113,16 @@ Node* Functionalizer::lower_copy(const Value& src, Node* target_now) {
   const Tensor* t = meta(target_now);
   if (have && t && *have != t->dtype()) s = cast_to(s, t->dtype());
   Node* expanded = emit("aten.expand_as.default", {ref(s), ref(target_now)});
-  if (t && t->dim() == 0) return expanded;  // nothing to slice in a 0-d tensor
-  return emit("aten.slice_scatter.default", {ref(target_now), ref(expanded)});
+  return whole_update(target_now, expanded);
+}
+
+Node* Functionalizer::whole_update(Node* target_now, Node* value) {
+  // The seed's form: a full slice_scatter makes a fresh tensor of target's dtype. A 0-d
+  // tensor has no dim to slice, and without shapes the rank is unknown: aten.copy then.
+  const Tensor* t = meta(target_now);
+  if (t && t->dim() > 0)
+    return emit("aten.slice_scatter.default", {ref(target_now), ref(value)});
+  return emit("aten.copy.default", {ref(target_now), ref(value)});
 }
 
 Node* Functionalizer::lower_setitem(Node* n, const ResolvedCall& rc, Node* target_now) {
@@ -106,8 +135,9 @@ Node* Functionalizer::lower_setitem(Node* n, const ResolvedCall& rc, Node* targe
   IP_CHECK(plan.unsupported.empty(), kUnsupported, "[inplace_to_out_of_place] node '", n->name,
            "': ", plan.unsupported);
   if (plan.steps.empty() && !plan.has_advanced()) {
-    // x[...] = v, x[:] = v: the whole tensor, as copy_.
-    return lower_copy(value, target_now);
+    // x[...] = v, x[:] = v: the whole tensor, as copy_ (but with setitem's broadcasting).
+    Node* v = fit_value(value, target_now);
+    return value.is_number() ? v : whole_update(target_now, v);
   }
   std::vector<Node*> chain = forward_chain(target_now, plan.steps);
   Node* region = plan.steps.empty()
@@ -120,8 +150,11 @@ Node* Functionalizer::lower_setitem(Node* n, const ResolvedCall& rc, Node* targe
 }
 
 Node* Functionalizer::lower_advanced(Node* n, Node* region, const std::vector<Value>& indices,
-                                     const Value& value) {
+                                     const Value& value_in) {
   const Tensor* w = meta(region);
+  Value value = value_in;
+  if (value.is_tensor()) value = ref(emit("aten.clone.default", {value}));
+  if (value.is_node()) value = ref(drop_leading_ones(value.node, 0));
   // A single bool mask: where() for a value that is the same at every selected position,
   // masked_scatter for one value per position (x[mask] = v with v of shape [count, ...]).
   if (w && indices.size() == 1 && (indices[0].is_node() || indices[0].is_tensor())) {
@@ -165,13 +198,10 @@ Node* Functionalizer::lower_advanced(Node* n, Node* region, const std::vector<Va
     Node* picked = emit("aten.index.Tensor", {ref(region), Value::list(indices)});
     v = ref(emit("aten.full_like.default", {ref(picked), value}));
   } else {
-    std::optional<DType> have = dtype_of_value(value);
-    if (w && have && *have != w->dtype()) {
-      Node* vn = value.is_node() ? value.node : emit("aten.clone.default", {value});
-      v = ref(cast_to(vn, w->dtype()));
-    }
+    IP_CHECK(value.is_node(), kUnsupported, "[inplace_to_out_of_place] node '", n->name,
+             "' writes a ", value.kind_name(), " value; expected a tensor or number");
+    v = ref(cast_value(value.node, dtype_of_value(value), region));
   }
-  (void)n;
   return emit("aten.index_put.default",
               {ref(region), Value::list(indices), v, Value::boolean(false)});
 }

@@ -111,12 +111,11 @@ IndexElem classify_index_element(const Value& v, const MetaTable& metas) {
 ViewRule view_rule(const Node& node, const OpDef& op, const Args& args, const MetaTable& metas) {
   const std::string& n = op.schema.name;
   if (args.empty() || !(args[0].is_node() || args[0].is_tensor())) return {};
-  // The interpreter is the reference: an op it always runs as a copy (one computed into a
-  // fresh result, OpDef::out) is not a view here either, whatever its schema says. Ops whose
-  // schema returns an alias and whose kernel may return self (contiguous, to) are decided below.
-  // type_as returns self when the dtype already matches, though its schema has no alias.
-  bool may_alias = op.kind == OpKind::kView || (op.schema.is_view() && !op.out) ||
-                   (n == "type_as" && !op.out);
+  // Views, and ops whose eager kernel returns a view sometimes (reshape when the strides
+  // allow, contiguous and to when nothing changes; their engine form may copy). type_as and
+  // _unsafe_view return views the same way though their schemas show no alias.
+  bool may_alias = op.kind == OpKind::kView || op.schema.is_view() || n == "type_as" ||
+                   n == "_unsafe_view";
   if (!may_alias) return {};
   const Tensor* pm = meta_of(args[0], metas);
 
@@ -136,9 +135,9 @@ ViewRule view_rule(const Node& node, const OpDef& op, const Args& args, const Me
     return copy(Tensor::meta(pm->shape(), *target));
   }
 
-  bool always_reshape = name_in(n, {"view", "_unsafe_view", "_reshape_alias", "unflatten",
-                                    "squeeze", "view_as"});
-  bool maybe_reshape = name_in(n, {"reshape", "reshape_as", "flatten", "ravel"});
+  bool always_reshape =
+      name_in(n, {"view", "_reshape_alias", "unflatten", "squeeze", "view_as"});
+  bool maybe_reshape = name_in(n, {"reshape", "reshape_as", "flatten", "ravel", "_unsafe_view"});
   if ((always_reshape || maybe_reshape) && !(n == "view" && op.schema.index_of("dtype") >= 0)) {
     std::optional<Tensor> shaped = pm ? result_on_contiguous(op, args, 0, *pm, metas) : std::nullopt;
     if (maybe_reshape && pm && shaped) {
@@ -215,7 +214,7 @@ ViewRule view_rule(const Node& node, const OpDef& op, const Args& args, const Me
         if (n == "chunk") {
           // Chunks hold ceil(size / chunks) elements: needs the dim's size.
           r.split = ViewRule::Split::kUnknown;
-          if (pm && args[2].kind == Value::Kind::kInt && args[1].i > 0) {
+          if (pm && args[2].kind == Value::Kind::kInt && args[1].i > 0 && pm->dim() > 0) {
             int64_t size = pm->size(args[2].i);
             r.split = ViewRule::Split::kSplit;
             r.split_size = (size + args[1].i - 1) / args[1].i;
@@ -245,7 +244,7 @@ bool piece_steps(const ViewRule& c, int64_t k, std::vector<ViewStep>* steps, std
       steps->push_back(ViewStep::make(SK::kSelect, {c.dim, Value::integer(k)}));
       return true;
     case S::kSplit:
-      if (c.split_size <= 0) break;
+      if (c.split_size < 0) break;  // 0: the chunks of an empty dim, all empty
       steps->push_back(ViewStep::make(SK::kSlice, {c.dim, Value::integer(k * c.split_size),
                                                    Value::integer((k + 1) * c.split_size),
                                                    Value::integer(1)}));

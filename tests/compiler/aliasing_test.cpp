@@ -74,11 +74,11 @@ TEST(Aliasing, PairedKAndVCaches) {
 
 TEST(Aliasing, StreamingCallsWriteTheSameCache) {
   GraphBuilder b("stream");
-  Node* cache = b.placeholder("cache");
-  Node* k = b.placeholder("k");
+  Node* cache_in = b.placeholder("cache");
+  Node* k_in = b.placeholder("k");
   b.call_function("_operator.setitem",
-                  {cache, arg::tuple({arg::slice(), arg::slice(), arg::slice(3, 4)}), k});
-  b.output(arg::tuple({b.call_function("torch.sum", {cache})}));
+                  {cache_in, arg::tuple({arg::slice(), arg::slice(), arg::slice(3, 4)}), k_in});
+  b.output(arg::tuple({b.call_function("torch.sum", {cache_in})}));
   auto g = b.build();
   Tensor cache = Tensor::zeros({2, 4, 16, 8}, DType::kFloat32);
   Tensor k = Tensor::zeros({2, 4, 1, 8}, DType::kFloat32);
@@ -92,7 +92,6 @@ TEST(Aliasing, StreamingCallsWriteTheSameCache) {
     k.fill(Scalar(value));
     auto out = ctx.execute();
     EXPECT_DOUBLE_EQ(out[0].item().to_double(), sum);
-    EXPECT_DOUBLE_EQ(cache.to_double_vector().size() ? 0.0 : 1.0, 0.0);
     double total = 0;
     for (double x : cache.to_double_vector()) total += x;
     EXPECT_DOUBLE_EQ(total, sum);
@@ -145,9 +144,10 @@ TEST(Aliasing, StridedSliceWriteTakesTheGeneralPath) {
 
 TEST(Aliasing, FunctionalSliceScatterLeavesTheInputUntouched) {
   GraphBuilder b("functional");
-  Node* cache = b.placeholder("cache");
-  Node* k = b.placeholder("k");
-  Node* s = b.call_function("torch.slice_scatter", {cache, k}, {{"dim", 2}, {"start", 3}, {"end", 4}});
+  Node* cache_in = b.placeholder("cache");
+  Node* k_in = b.placeholder("k");
+  Node* s = b.call_function("torch.slice_scatter", {cache_in, k_in},
+                            {{"dim", 2}, {"start", 3}, {"end", 4}});
   b.output(arg::tuple({s}));
   auto g = b.build();
   Tensor cache = randn({2, 4, 16, 8}, 10);

@@ -11,8 +11,7 @@ namespace {
 TEST(ElementwiseArith, AddHandWorked) {
   Tensor a = ft({1, 2, 3}, {3}), b = ft({10, 20, 30}, {3});
   EXPECT_TRUE(tensor_near(call_t("torch.add", {T(a), T(b)}), {3}, {11, 22, 33}));
-  EXPECT_TRUE(
-      tensor_near(call_t("torch.add", {T(a), T(b)}, {{"alpha", I(2)}}), {3}, {21, 42, 63}));
+  EXPECT_TRUE(tensor_near(call_t("torch.add", {T(a), T(b)}, {{"alpha", I(2)}}), {3}, {21, 42, 63}));
   EXPECT_TRUE(tensor_near(call_t("aten.sub.Tensor", {T(a), T(b)}, {{"alpha", F(0.5)}}), {3},
                           {-4, -8, -12}));
   EXPECT_TRUE(tensor_near(call_t("_operator.mul", {T(a), F(-1.5)}), {3}, {-1.5, -3, -4.5}));
@@ -48,14 +47,14 @@ TEST(ElementwiseArith, BroadcastBothWaysAgainstReference) {
 
 TEST(ElementwiseArith, NonContiguousInputs) {
   Tensor base = sample({4, 6}, DType::kFloat32, 5);
-  Tensor at = base.t();                      // [6,4], strides (1,6)
+  Tensor at = base.t();                                              // [6,4], strides (1,6)
   Tensor bs = sample({6, 8}, DType::kFloat32, 6).slice(1, 0, 8, 2);  // [6,4] step 2
   ASSERT_FALSE(at.is_contiguous());
   ASSERT_FALSE(bs.is_contiguous());
   Tensor r = call_t("add", {T(at), T(bs)}, {{"alpha", I(3)}});
   EXPECT_TRUE(r.is_contiguous());
-  EXPECT_TRUE(tensor_near(r, {6, 4},
-                          ref_binary(at, bs, {6, 4}, [](double x, double y) { return x + 3 * y; })));
+  EXPECT_TRUE(tensor_near(
+      r, {6, 4}, ref_binary(at, bs, {6, 4}, [](double x, double y) { return x + 3 * y; })));
   // a strided row broadcast against a transposed matrix
   Tensor row = sample({8}, DType::kFloat32, 7).slice(0, 1, 8, 2);  // [4] step 2
   EXPECT_TRUE(tensor_near(call_t("mul", {T(at), T(row)}), {6, 4},
@@ -158,6 +157,16 @@ TEST(ElementwiseArith, PromotionWithScalarsAndZeroDim) {
   EXPECT_TRUE(tensor_near(r, {2}, {44, 103}));
 }
 
+TEST(ElementwiseArith, ZeroDimFloat64KeepsFullPrecision) {
+  Tensor x = dt({1, 2}, {2});
+  Tensor tiny = Tensor::scalar(Scalar(1e-10), DType::kFloat64);
+  Tensor r = call_t("add", {T(x), T(tiny)});
+  EXPECT_EQ(r.at(0), 1 + 1e-10);
+  EXPECT_EQ(r.at(1), 2 + 1e-10);
+  r = call_t("fill", {T(x), T(Tensor::scalar(Scalar(0.1), DType::kFloat64))});
+  EXPECT_EQ(r.at(0), 0.1);
+}
+
 TEST(ElementwiseArith, IntegerOverflowWraps) {
   Tensor i8 = make({100, -100}, {2}, DType::kInt8);
   EXPECT_TRUE(tensor_near(call_t("add", {T(i8), T(i8)}), {2}, {-56, 56}));
@@ -201,14 +210,12 @@ TEST(ElementwiseArith, RoundingModesAndRemainder) {
   EXPECT_TRUE(tensor_near(call_t("fmod", {T(fa), T(fb)}), {4}, {1.5, -1.5, 1.5, -1.5}));
   // reference loop over mixed signs and a broadcast divisor, float64
   Tensor x = sample({5, 3}, DType::kFloat64, 21), y = sample_nonzero({3}, DType::kFloat64, 22);
-  EXPECT_TRUE(tensor_near(call_t("floor_divide", {T(x), T(y)}), {5, 3},
-                          ref_binary(x, y, {5, 3}, [](double p, double q) {
-                            return std::floor(p / q);
-                          })));
-  EXPECT_TRUE(tensor_near(call_t("remainder", {T(x), T(y)}), {5, 3},
-                          ref_binary(x, y, {5, 3}, [](double p, double q) {
-                            return p - std::floor(p / q) * q;
-                          })));
+  EXPECT_TRUE(
+      tensor_near(call_t("floor_divide", {T(x), T(y)}), {5, 3},
+                  ref_binary(x, y, {5, 3}, [](double p, double q) { return std::floor(p / q); })));
+  EXPECT_TRUE(tensor_near(
+      call_t("remainder", {T(x), T(y)}), {5, 3},
+      ref_binary(x, y, {5, 3}, [](double p, double q) { return p - std::floor(p / q) * q; })));
   // Scalar % Tensor
   EXPECT_TRUE(
       tensor_near(call_t("aten.remainder.Scalar_Tensor", {I(7), T(b)}), {5}, {1, 1, -1, -1, 1}));
@@ -239,17 +246,16 @@ TEST(ElementwiseArith, Pow) {
   // Tensor ** Tensor with broadcasting, float64 reference
   Tensor base = sample_nonzero({3, 2}, DType::kFloat64, 31).slice(0, 0, 3);
   Tensor e = ft({2, -1.5f}, {2});
-  EXPECT_TRUE(tensor_near(call_t("pow", {T(base), T(e)}), {3, 2},
-                          ref_binary(base, e, {3, 2}, [](double p, double q) {
-                            return std::pow(p, q);
-                          })));
+  EXPECT_TRUE(
+      tensor_near(call_t("pow", {T(base), T(e)}), {3, 2},
+                  ref_binary(base, e, {3, 2}, [](double p, double q) { return std::pow(p, q); })));
   // integers: powi, negative exponents by the base +-1 rule
   Tensor ib = lt({2, -3, 1, -1, 5}, {5});
   Tensor r = call_t("pow", {T(ib), I(3)});
   EXPECT_EQ(r.dtype(), DType::kInt64);
   EXPECT_TRUE(tensor_near(r, {5}, {8, -27, 1, -1, 125}));
-  EXPECT_TRUE(tensor_near(call_t("pow", {T(ib), T(lt({-1, -1, -2, -3, -1}, {5}))}), {5},
-                          {0, 0, 1, -1, 0}));
+  EXPECT_TRUE(
+      tensor_near(call_t("pow", {T(ib), T(lt({-1, -1, -2, -3, -1}, {5}))}), {5}, {0, 0, 1, -1, 0}));
   std::string msg = error_of([&] { call("pow", {T(ib), I(-2)}); });
   EXPECT_TRUE(contains(msg, "[pow]") && contains(msg, "negative integer powers")) << msg;
   // int tensor ** float -> float32; Scalar ** Tensor
@@ -296,9 +302,8 @@ TEST(ElementwiseArith, MaximumMinimumPropagateNaN) {
   Tensor mx = call_t("maximum", {T(a), T(b)}), mn = call_t("minimum", {T(a), T(b)});
   EXPECT_TRUE(tensor_near(mx, {4}, {2, nan, nan, -0.5}));
   EXPECT_TRUE(tensor_near(mn, {4}, {1, nan, nan, -1}));
-  EXPECT_TRUE(tensor_near(call_t("maximum", {T(lt({1, 5}, {2})), T(make({3, 3}, {2},
-                                                                        DType::kInt32))}),
-                          {2}, {3, 5}));
+  EXPECT_TRUE(tensor_near(
+      call_t("maximum", {T(lt({1, 5}, {2})), T(make({3, 3}, {2}, DType::kInt32))}), {2}, {3, 5}));
 }
 
 TEST(ElementwiseArith, Bitwise) {
@@ -394,8 +399,9 @@ TEST(ElementwiseArith, InPlaceWritesCallersStorage) {
 TEST(ElementwiseArith, InPlaceCastAndShapeErrors) {
   Tensor i = lt({1, 2, 3}, {3});
   std::string msg = error_of([&] { call("add_", {T(i), T(ft({1, 1, 1}, {3}))}); });
-  EXPECT_TRUE(contains(msg, "add_") && contains(msg, "result type float32 can't be cast to the "
-                                                     "desired output type int64"))
+  EXPECT_TRUE(contains(msg, "add_") && contains(msg,
+                                                "result type float32 can't be cast to the "
+                                                "desired output type int64"))
       << msg;
   EXPECT_TRUE(tensor_near(i, {3}, {1, 2, 3}));  // untouched after the error
   msg = error_of([&] { call("div_", {T(i), I(2)}); });

@@ -38,9 +38,9 @@ TEST(ElementwiseCompare, EveryDTypeWithBroadcastingAgainstReference) {
     for (const CmpCase& c : kCmpCases) {
       Tensor r = call_t(c.target, {T(a), T(b)});
       ASSERT_EQ(r.dtype(), DType::kBool);
-      EXPECT_TRUE(tensor_near(r, {4, 3}, ref_binary(a, b, {4, 3}, [&](double x, double y) {
-                                return double(c.ref(x, y));
-                              })))
+      EXPECT_TRUE(tensor_near(
+          r, {4, 3},
+          ref_binary(a, b, {4, 3}, [&](double x, double y) { return double(c.ref(x, y)); })))
           << c.target;
     }
   }
@@ -76,12 +76,10 @@ TEST(ElementwiseCompare, NaNComparesFalseExceptNe) {
 TEST(ElementwiseCompare, NonContiguousAndEmpty) {
   Tensor base = sample({3, 4}, DType::kInt32, 53);
   Tensor at = base.t(), bs = sample({4, 6}, DType::kInt64, 54).slice(1, 0, 6, 2);
-  EXPECT_TRUE(tensor_near(call_t("le", {T(at), T(bs)}), {4, 3}, ref_binary(at, bs, {4, 3},
-                                                                          [](double x, double y) {
-                                                                            return double(x <= y);
-                                                                          })));
-  EXPECT_EQ(call_t("eq", {T(Tensor::empty({0, 2}, DType::kFloat32)), I(0)}).shape(),
-            (Shape{0, 2}));
+  EXPECT_TRUE(
+      tensor_near(call_t("le", {T(at), T(bs)}), {4, 3},
+                  ref_binary(at, bs, {4, 3}, [](double x, double y) { return double(x <= y); })));
+  EXPECT_EQ(call_t("eq", {T(Tensor::empty({0, 2}, DType::kFloat32)), I(0)}).shape(), (Shape{0, 2}));
   Tensor r = call_t("lt", {T(Tensor::scalar(Scalar(1), DType::kInt64)), F(1.5)});
   EXPECT_EQ(r.shape(), Shape{});
   EXPECT_EQ(r.at(0), 1);
@@ -115,10 +113,9 @@ TEST(ElementwiseCompare, Logical) {
   // broadcasting and non-contiguous
   Tensor m = sample({3, 2}, DType::kInt32, 55).t();
   Tensor v = bt({true, false, true}, {3});
-  EXPECT_TRUE(tensor_near(call_t("logical_or", {T(m), T(v)}), {2, 3},
-                          ref_binary(m, v, {2, 3}, [](double x, double y) {
-                            return double(x != 0 || y != 0);
-                          })));
+  EXPECT_TRUE(tensor_near(
+      call_t("logical_or", {T(m), T(v)}), {2, 3},
+      ref_binary(m, v, {2, 3}, [](double x, double y) { return double(x != 0 || y != 0); })));
   // in-place keeps dtype
   Tensor f = ft({0, 2}, {2});
   call("logical_or_", {T(f), T(bt({true, false}, {2}))});

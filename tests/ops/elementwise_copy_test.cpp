@@ -16,8 +16,8 @@ TEST(ElementwiseCopy, ToDTypeConvertsLikeTorch) {
   EXPECT_TRUE(tensor_near(r, {4}, {1, 1, 0, 1}));
   r = call_t("to", {T(x), Dt(DType::kFloat16)});
   EXPECT_EQ(r.dtype(), DType::kFloat16);
-  EXPECT_TRUE(tensor_near(r, {4}, {rounded(2.7f, DType::kFloat16),
-                                   rounded(-2.7f, DType::kFloat16), 0, 300}));
+  EXPECT_TRUE(tensor_near(
+      r, {4}, {rounded(2.7f, DType::kFloat16), rounded(-2.7f, DType::kFloat16), 0, 300}));
   r = call_t("aten.to.dtype", {T(x), S("torch.bfloat16")});
   EXPECT_EQ(r.dtype(), DType::kBFloat16);
   // every dtype pair against the float64 reference (values exact in all of them); a negative
@@ -31,7 +31,7 @@ TEST(ElementwiseCopy, ToDTypeConvertsLikeTorch) {
       std::vector<double> want = ref_unary(src, [&](double v) {
         if (to == DType::kBool) return double(v != 0);
         if (is_floating(to)) return v;
-        v = std::trunc(v);  // float -> int truncates toward zero
+        v = std::trunc(v);                                 // float -> int truncates toward zero
         if (to == DType::kUInt8 && v < 0) return v + 256;  // int -> uint8 wraps
         return v;
       });
@@ -88,6 +88,12 @@ TEST(ElementwiseCopy, CastMethodsAndTypeAs) {
   EXPECT_EQ(r.dtype(), DType::kInt64);
   EXPECT_TRUE(tensor_near(r, {2}, {1, -2}));
   EXPECT_TRUE(call_t("type_as", {T(x), T(ft({0}, {1}))}).same_view(x));
+  r = call_t("type", {T(x), S("torch.HalfTensor")});
+  EXPECT_EQ(r.dtype(), DType::kFloat16);
+  EXPECT_TRUE(tensor_near(r, {2}, {1.5, -2.5}));
+  EXPECT_EQ(call_t("type", {T(x), Dt(DType::kInt32)}).dtype(), DType::kInt32);
+  EXPECT_TRUE(call_t("type", {T(x), S("torch.cuda.FloatTensor")}).same_view(x));
+  EXPECT_TRUE(contains(error_of([&] { call("type", {T(x)}); }), "[type]"));
   r = call_t("aten._to_copy.default", {T(x)}, {{"dtype", Dt(DType::kFloat64)}});
   EXPECT_EQ(r.dtype(), DType::kFloat64);
   r = call_t("_to_copy", {T(x)});

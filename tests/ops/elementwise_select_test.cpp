@@ -45,8 +45,8 @@ TEST(ElementwiseSelect, WhereScalarsAndPromotion) {
   r = call_t("where", {T(c), T(make({1, 2}, {2}, DType::kFloat16)), F(-1e9)});
   EXPECT_EQ(r.dtype(), DType::kFloat16);
   EXPECT_TRUE(std::isinf(r.at(1)));  // -1e9 overflows half, as in torch
-  r = call_t("where", {T(c), T(make({1, 2}, {2}, DType::kInt32)), T(make({3, 4}, {2},
-                                                                        DType::kInt16))});
+  r = call_t("where",
+             {T(c), T(make({1, 2}, {2}, DType::kInt32)), T(make({3, 4}, {2}, DType::kInt16))});
   EXPECT_EQ(r.dtype(), DType::kInt32);
   // uint8 condition counts nonzero as true
   r = call_t("where", {T(make({0, 7}, {2}, DType::kUInt8)), I(1), I(2)});
@@ -56,12 +56,9 @@ TEST(ElementwiseSelect, WhereScalarsAndPromotion) {
 TEST(ElementwiseSelect, WhereErrors) {
   std::string msg = error_of([&] { call("where", {T(ft({1}, {1})), I(1), I(2)}); });
   EXPECT_TRUE(contains(msg, "[where]") && contains(msg, "float32")) << msg;
-  msg = error_of([&] {
-    call("where", {T(bt({true, false}, {2})), T(ft({1, 2, 3}, {3})), I(0)});
-  });
+  msg = error_of([&] { call("where", {T(bt({true, false}, {2})), T(ft({1, 2, 3}, {3})), I(0)}); });
   EXPECT_TRUE(contains(msg, "[where]") && contains(msg, "[2]") && contains(msg, "[3]")) << msg;
-  EXPECT_EQ(call_t("where", {T(Tensor::empty({0}, DType::kBool)), I(1), I(2)}).shape(),
-            (Shape{0}));
+  EXPECT_EQ(call_t("where", {T(Tensor::empty({0}, DType::kBool)), I(1), I(2)}).shape(), (Shape{0}));
 }
 
 TEST(ElementwiseSelect, ClampScalarBounds) {
@@ -73,14 +70,15 @@ TEST(ElementwiseSelect, ClampScalarBounds) {
       tensor_near(call_t("clamp", {T(x)}, {{"max", F(0.0)}}), {6}, {-3, -1, 0, 0, 0, kNaN}));
   EXPECT_TRUE(tensor_near(call_t("clamp_min", {T(x), I(1)}), {6}, {1, 1, 1, 2, 7, kNaN}));
   EXPECT_TRUE(tensor_near(call_t("clamp_max", {T(x), I(1)}), {6}, {-3, -1, 0.5, 1, 1, kNaN}));
-  EXPECT_TRUE(tensor_near(call_t("torch.clip", {T(x), I(-1), I(2)}), {6},
-                          {-1, -1, 0.5, 2, 2, kNaN}));
+  EXPECT_TRUE(
+      tensor_near(call_t("torch.clip", {T(x), I(-1), I(2)}), {6}, {-1, -1, 0.5, 2, 2, kNaN}));
   // min > max gives max everywhere, like torch
   EXPECT_TRUE(tensor_near(call_t("clamp", {T(x), I(3), I(1)}), {6}, {1, 1, 1, 1, 1, kNaN}));
   // reference loop over a non-contiguous input
   Tensor y = sample({3, 4}, DType::kFloat32, 64).t();
-  EXPECT_TRUE(tensor_near(call_t("clamp", {T(y), F(-0.5), F(0.75)}), {4, 3},
-                          ref_unary(y, [](double v) { return std::min(std::max(v, -0.5), 0.75); })));
+  EXPECT_TRUE(
+      tensor_near(call_t("clamp", {T(y), F(-0.5), F(0.75)}), {4, 3},
+                  ref_unary(y, [](double v) { return std::min(std::max(v, -0.5), 0.75); })));
   std::string msg = error_of([&] { call("clamp", {T(x)}); });
   EXPECT_TRUE(contains(msg, "[clamp]") && contains(msg, "min") && contains(msg, "max")) << msg;
 }
@@ -104,7 +102,8 @@ TEST(ElementwiseSelect, ClampDTypes) {
     Tensor x = sample({5}, t, 65);
     Tensor c = call_t("clamp", {T(x), I(1), I(4)});
     EXPECT_EQ(c.dtype(), t);
-    EXPECT_TRUE(tensor_near(c, {5}, ref_unary(x, [](double v) { return std::clamp(v, 1.0, 4.0); })));
+    EXPECT_TRUE(
+        tensor_near(c, {5}, ref_unary(x, [](double v) { return std::clamp(v, 1.0, 4.0); })));
   }
 }
 
@@ -115,14 +114,13 @@ TEST(ElementwiseSelect, ClampTensorBounds) {
   EXPECT_TRUE(tensor_near(r, {2, 3}, {-1, 1, 2, 5, 1, 2}));
   EXPECT_TRUE(tensor_near(call_t("aten.clamp.Tensor", {T(x)}, {{"max", T(hi)}}), {2, 3},
                           {-3, 0, 2, 5, 1, 1}));
+  EXPECT_TRUE(tensor_near(call_t("clamp_min", {T(x), T(lo)}), {2, 3}, {-1, 1, 3, 6, 1, 2}));
   EXPECT_TRUE(
-      tensor_near(call_t("clamp_min", {T(x), T(lo)}), {2, 3}, {-1, 1, 3, 6, 1, 2}));
-  EXPECT_TRUE(tensor_near(call_t("aten.clamp_max.Tensor", {T(x), T(hi)}), {2, 3},
-                          {-3, 0, 2, 5, 1, 1}));
+      tensor_near(call_t("aten.clamp_max.Tensor", {T(x), T(hi)}), {2, 3}, {-3, 0, 2, 5, 1, 1}));
   // NaN in a tensor bound gives NaN
   Tensor nan_lo = dt({kNaN, 0}, {2});
-  EXPECT_TRUE(tensor_near(call_t("clamp", {T(dt({1, -1}, {2}))}, {{"min", T(nan_lo)}}), {2},
-                          {kNaN, 0}));
+  EXPECT_TRUE(
+      tensor_near(call_t("clamp", {T(dt({1, -1}, {2}))}, {{"min", T(nan_lo)}}), {2}, {kNaN, 0}));
   // bounds promote: float16 self with float32 tensor bounds -> float32
   Tensor h = make({1, 2}, {2}, DType::kFloat16);
   EXPECT_EQ(call_t("clamp", {T(h), T(ft({0, 0}, {2}))}).dtype(), DType::kFloat32);
@@ -178,9 +176,13 @@ TEST(ElementwiseSelect, MaskedFillInPlaceAndErrors) {
   call("masked_fill_", {T(x), T(bt({false, true}, {2})), I(0)});
   EXPECT_EQ(x.data_ptr(), p);
   EXPECT_TRUE(tensor_near(x, {2, 2}, {1, 0, 3, 0}));
-  std::string msg = error_of([&] { call("masked_fill", {T(x), T(make({1, 0}, {2}, DType::kUInt8)), I(0)}); });
+  std::string msg = error_of([&] {
+    call("masked_fill", {T(x), T(make({1, 0}, {2}, DType::kUInt8)), I(0)});
+  });
   EXPECT_TRUE(contains(msg, "[masked_fill]") && contains(msg, "uint8")) << msg;
-  msg = error_of([&] { call("masked_fill", {T(x), T(bt({true, true}, {2})), T(ft({1, 2}, {2}))}); });
+  msg = error_of([&] {
+    call("masked_fill", {T(x), T(bt({true, true}, {2})), T(ft({1, 2}, {2}))});
+  });
   EXPECT_TRUE(contains(msg, "[masked_fill]") && contains(msg, "0-dimensional")) << msg;
   // a mask that broadcasts x to a bigger shape cannot be written back into x
   msg = error_of([&] { call("masked_fill_", {T(x), T(bt({true, true}, {2, 1, 1})), I(0)}); });

@@ -12,8 +12,8 @@ namespace inplace::testing {
 inline const std::vector<DType> kAllDTypes = {
     DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt64,
     DType::kInt32,   DType::kInt16,   DType::kInt8,    DType::kUInt8,    DType::kBool};
-inline const std::vector<DType> kFloatDTypes = {DType::kFloat32, DType::kFloat64,
-                                                DType::kFloat16, DType::kBFloat16};
+inline const std::vector<DType> kFloatDTypes = {DType::kFloat32, DType::kFloat64, DType::kFloat16,
+                                                DType::kBFloat16};
 
 // Values in [-8, 8] (quarters for floats, exact in every float dtype); uint8 gets [0, 16],
 // bool alternates irregularly.
@@ -80,21 +80,32 @@ std::vector<double> ref_binary(const Tensor& a, const Tensor& b, const Shape& sh
 }
 
 // A double rounded to dtype t (for reference values of half / bfloat16 results).
-inline double rounded(double v, DType t) { return Tensor::full({}, Scalar(v), t).at(0); }
+inline double rounded(double v, DType t) {
+  return Tensor::full({}, Scalar(v), t).at(0);
+}
 
 // Relative tolerance for results computed in (or rounded to) dtype t.
 inline double tol_for(DType t) {
   switch (t) {
-    case DType::kFloat16: return 2e-3;
-    case DType::kBFloat16: return 1.6e-2;
-    case DType::kFloat32: return 2e-6;
-    case DType::kFloat64: return 1e-12;
-    default: return 0;
+    case DType::kFloat16:
+      return 2e-3;
+    case DType::kBFloat16:
+      return 1.6e-2;
+    case DType::kFloat32:
+      return 2e-6;
+    case DType::kFloat64:
+      return 1e-12;
+    default:
+      return 0;
   }
 }
 
-inline Value Dt(DType t) { return Value::dtype_value(t); }
-inline Value S(const std::string& s) { return Value::string(s); }
+inline Value Dt(DType t) {
+  return Value::dtype_value(t);
+}
+inline Value S(const std::string& s) {
+  return Value::string(s);
+}
 
 // Runs `fn` and returns the error message it throws ("" if none).
 template <typename F>

@@ -8,12 +8,16 @@
 namespace inplace::testing {
 namespace {
 
-double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double gelu_ref(double x) {
+  return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+}
 double gelu_tanh_ref(double x) {
   const double k = std::sqrt(2.0 / M_PI);
   return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
 }
-double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
+double sigmoid_ref(double x) {
+  return 1 / (1 + std::exp(-x));
+}
 
 struct FloatCase {
   const char* target;
@@ -159,8 +163,8 @@ TEST(ElementwiseUnary, LogicalNotAndBitwiseNot) {
   Tensor r = call_t("logical_not", {T(f)});
   EXPECT_EQ(r.dtype(), DType::kBool);
   EXPECT_TRUE(tensor_near(r, {3}, {1, 0, 0}));
-  EXPECT_TRUE(tensor_near(call_t("bitwise_not", {T(make({0, 255}, {2}, DType::kUInt8))}), {2},
-                          {255, 0}));
+  EXPECT_TRUE(
+      tensor_near(call_t("bitwise_not", {T(make({0, 255}, {2}, DType::kUInt8))}), {2}, {255, 0}));
   // logical_not_ keeps self's dtype
   Tensor g = dt({0, 3}, {2});
   call("logical_not_", {T(g)});
@@ -205,6 +209,9 @@ TEST(ElementwiseUnary, FunctionalSpellingWithInplaceKeyword) {
   r = call_t("torch.nn.functional.relu", {T(x)}, {{"inplace", B(true)}});
   EXPECT_TRUE(r.same_view(x));
   EXPECT_TRUE(tensor_near(x, {2}, {0, 2}));
+  const OpDef* f = Registry::get().find("relu.nn_functional");
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->infer && f->out);  // the functional spelling computes into planned memory
   Tensor y = ft({1}, {1});
   call("torch.nn.functional.silu", {T(y)}, {{"inplace", B(true)}});
   EXPECT_NEAR(y.at(0), sigmoid_ref(1), 1e-6);

@@ -53,7 +53,8 @@ TEST(IndexMaskedScatter, SourceReadInOrder) {
   // the functional form broadcasts self with the mask
   r = call_t("torch.masked_scatter", {T(ft({1, 2, 3}, {3})), T(bt({true, false}, {2, 1})), T(src)});
   EXPECT_TRUE(tensor_near(r, {2, 3}, {-1, -2, -3, 1, 2, 3}));
-  // in place through a transposed view: order follows the view's row-major order
+  // in place through a transposed view: source is read in the view's row-major order (torch
+  // enforces linear iteration here; 1.x releases followed memory order instead)
   Tensor base = Tensor::zeros({3, 2}, DType::kFloat32);
   Tensor v = base.t();  // [2, 3]
   call("masked_scatter_", {T(v), T(bt({true, false, true}, {3})), T(ft({1, 2, 3, 4}, {4}))});

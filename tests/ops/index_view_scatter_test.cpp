@@ -1,6 +1,8 @@
 // slice_scatter / select_scatter / diagonal_scatter / as_strided_scatter: values, exact-shape
 // errors naming both shapes, and self left untouched (they are functional).
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "ops/index_test_util.h"
 
@@ -49,11 +51,22 @@ TEST(IndexSliceScatter, KvCacheUpdate) {
   const OpDef* op = Registry::get().find("slice_scatter");
   Args args = {T(cache), T(upd), I(2), I(4000), I(4001), I(1)};
   Tensor out = Tensor::empty({1, 8, 4096, 64}, DType::kFloat32);
-  auto t0 = std::chrono::steady_clock::now();
-  const int reps = 20;
-  for (int k = 0; k < reps; ++k) op->out(args, {out});
-  double ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // Best of several runs, against a plain memcpy of the cache measured the same way: robust to a
+  // busy machine, and still catches an element-by-element copy.
+  auto best_ms = [](auto&& f) {
+    double best = 1e30;
+    for (int k = 0; k < 15; ++k) {
+      auto t0 = std::chrono::steady_clock::now();
+      f();
+      best = std::min(
+          best,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+  };
+  std::vector<float> scratch(static_cast<size_t>(cache.numel()));
+  double memcpy_ms = best_ms([&] { std::memcpy(scratch.data(), c, cache.nbytes()); });
+  double ms = best_ms([&] { op->out(args, {out}); });
   const float* o = out.data<float>();
   int64_t bad = 0;
   for (int64_t h = 0; h < 8; ++h)
@@ -66,7 +79,8 @@ TEST(IndexSliceScatter, KvCacheUpdate) {
   EXPECT_EQ(bad, 0);
   EXPECT_EQ(c[(0 * 4096 + 4000) * 64], static_cast<float>((4000 * 64) % 1000));  // self untouched
   // 8 MiB per call: a memcpy-speed copy takes well under 10 ms even on a slow shared machine
-  EXPECT_LT(ms / reps, 10.0) << "slice_scatter of the KV cache took " << ms / reps << " ms";
+  EXPECT_LT(ms, 3 * memcpy_ms + 1.0)
+      << "slice_scatter of the KV cache took " << ms << " ms; a memcpy of it " << memcpy_ms;
 }
 
 TEST(IndexSelectScatter, ValuesAndErrors) {

@@ -111,6 +111,37 @@ TEST(ReductionExtreme, MaxDimValuesAndFirstIndex) {
   }
 }
 
+TEST(ReductionExtreme, OuterReductionsInBlocks) {
+  std::mt19937 g(14);
+  for (DType dt : {DType::kFloat32, DType::kInt64, DType::kBFloat16, DType::kBool}) {
+    Tensor x = tie_tensor({4, 3, 150}, dt, g);
+    for (const auto& dims : std::vector<std::vector<int64_t>>{{0}, {1}, {0, 1}}) {
+      for (bool is_max : {true, false}) {
+        Ref r = ref_extreme(x, dims, false, is_max);
+        EXPECT_TRUE(tensor_near(call_t(is_max ? "amax" : "amin", {T(x), Value::int_list(dims)}),
+                                r.shape, r.values, 0));
+        if (dims.size() != 1) continue;
+        Value res = call(is_max ? "max" : "min", {T(x), I(dims[0])});
+        EXPECT_TRUE(tensor_near(res.items[0].tensor, r.shape, r.values, 0));
+        EXPECT_TRUE(tensor_near(res.items[1].tensor, r.shape, r.indices, 0)) << dtype_name(dt);
+        if (dt == DType::kBool) continue;
+        EXPECT_TRUE(tensor_near(call_t(is_max ? "argmax" : "argmin", {T(x), I(dims[0])}), r.shape,
+                                r.indices, 0));
+      }
+    }
+  }
+  Tensor nanx = Tensor::full({5, 70}, Scalar(1.0), DType::kFloat32);
+  nanx.select(0, 3).select(0, 65).fill(Scalar(NAN));
+  nanx.select(0, 4).select(0, 65).fill(Scalar(NAN));
+  nanx.select(0, 2).select(0, 1).fill(Scalar(7.0));
+  Value res = call("max", {T(nanx), I(0)});
+  EXPECT_TRUE(std::isnan(res.items[0].tensor.at(65)));
+  EXPECT_EQ(res.items[1].tensor.at(65), 3);
+  EXPECT_EQ(res.items[0].tensor.at(1), 7);
+  EXPECT_EQ(res.items[1].tensor.at(1), 2);
+  EXPECT_EQ(res.items[1].tensor.at(0), 0);  // all ties: the first
+}
+
 TEST(ReductionExtreme, ArgmaxFlattensAndKeepsDims) {
   std::mt19937 g(13);
   for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kInt32, DType::kUInt8}) {

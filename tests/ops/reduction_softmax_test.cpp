@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "kernels/cpu/reduction_exp.h"
 #include "test_util.h"
 
 namespace inplace::testing {
@@ -89,6 +90,48 @@ TEST(Softmax, AtenAndFunctionalSpellings) {
   EXPECT_TRUE(tensor_near(hf, x.shape(), ref_softmax(h, 2, true), 1e-6));
   EXPECT_TRUE(tensor_near(call_t("aten.softmax.int", {T(x), I(0)}), x.shape(),
                           ref_softmax(x, 0, false), 1e-6));
+}
+
+TEST(Softmax, VectorizedExpIsAccurate) {
+  // The float path's exp stays within ~2 ulp of the float64 exp over softmax's range.
+  double worst = 0;
+  for (int i = 0; i <= 200000; ++i) {
+    const float x = -87.0f * static_cast<float>(i) / 200000.0f;
+    const double want = std::exp(static_cast<double>(x));
+    worst = std::max(worst, std::fabs(cpu::exp_vectorizable(x) - want) / want);
+  }
+  EXPECT_LT(worst, 2.5e-7);
+  EXPECT_EQ(cpu::exp_vectorizable(-INFINITY), 0.0f);
+  EXPECT_EQ(cpu::exp_vectorizable(-100.0f), 0.0f);
+  EXPECT_EQ(cpu::exp_vectorizable(0.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(cpu::exp_vectorizable(NAN)));
+}
+
+TEST(Softmax, LongRows) {
+  std::mt19937 g(24);
+  Tensor x = random_tensor({3, 1000}, DType::kFloat32, g, 10);
+  for (bool log : {false, true})
+    EXPECT_TRUE(tensor_near(call_t(log ? "log_softmax" : "softmax", {T(x), I(1)}), {3, 1000},
+                            ref_softmax(x, 1, log), 1e-6));
+}
+
+TEST(Softmax, LeadingDimsInColumnBlocks) {
+  // softmax over a non-last dim of a row-major tensor runs in blocks of 64 adjacent columns.
+  std::mt19937 g(25);
+  for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kBFloat16}) {
+    const double tol = dt == DType::kFloat32 ? 1e-6 : dt == DType::kFloat64 ? 1e-12 : 1e-2;
+    Tensor x = random_tensor({3, 7, 150}, dt, g);
+    for (int64_t d : {0, 1})
+      for (bool log : {false, true})
+        EXPECT_TRUE(tensor_near(call_t(log ? "log_softmax" : "softmax", {T(x), I(d)}), x.shape(),
+                                ref_softmax(x, d, log), log ? tol * 2 : tol))
+            << dtype_name(dt) << " dim " << d << " log " << log;
+  }
+  Tensor n = ft({1.f, NAN, -INFINITY, 2.f, 0.f, -INFINITY}, {2, 3});
+  Tensor sn = call_t("softmax", {T(n), I(0)});
+  EXPECT_NEAR(sn.at(0), 1 / (1 + std::exp(1.0)), 1e-6);
+  EXPECT_TRUE(std::isnan(sn.at(1)) && std::isnan(sn.at(4)));
+  EXPECT_TRUE(std::isnan(sn.at(2)));  // a column of -inf only: NaN, as torch
 }
 
 TEST(Softmax, ExtremeValues) {

@@ -138,6 +138,28 @@ TEST(ReductionSum, NonContiguousInputs) {
   }
 }
 
+TEST(ReductionSum, OuterReductionsInBlocks) {
+  // Reducing leading dims of a row-major tensor accumulates blocks of 64 adjacent outputs.
+  std::mt19937 g(8);
+  for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kFloat16}) {
+    Tensor x = random_tensor({2, 3, 5, 137}, dt, g);
+    for (const auto& dims : std::vector<std::vector<int64_t>>{{0}, {1}, {0, 2}, {1, 2}}) {
+      Ref r = ref_reduce(x, dims, false, ref_sum);
+      EXPECT_TRUE(
+          tensor_near(call_t("sum", {T(x), dims_value(dims)}), r.shape, r.values, tol_for(dt)))
+          << dtype_name(dt) << " " << shape_str(dims);
+      if (!is_floating(dt)) continue;
+      Ref rm = ref_reduce(x, dims, true, ref_mean);
+      EXPECT_TRUE(tensor_near(call_t("mean", {T(x), dims_value(dims), B(true)}), rm.shape,
+                              rm.values, tol_for(dt)));
+      Ref rv = ref_reduce(x, dims, false,
+                          [](const std::vector<double>& grp) { return ref_var(grp, 1); });
+      EXPECT_TRUE(tensor_near(call_t("var", {T(x), dims_value(dims)}), rv.shape, rv.values,
+                              tol_for(dt) * 10));
+    }
+  }
+}
+
 TEST(ReductionSum, Float32AccumulatesPrecisely) {
   // A float accumulator drifts by ~1e-4 relative here; the double one stays within 1e-6.
   std::mt19937 g(3);

@@ -66,7 +66,7 @@ TEST(Normalize, KeywordsBindToPositionsAndDefaultsAreFilled) {
   EXPECT_EQ(v->target, "aten.view.default");
   EXPECT_EQ(v->args[1].to_string(), "[2, 3]");
   EXPECT_EQ(sl->to_string(),
-            "slice_1 = call_function[target=aten.slice.Tensor](args = (%x, 0, 1, None, 1), "
+            "slice = call_function[target=aten.slice.Tensor](args = (%x, 0, 1, None, 1), "
             "kwargs = {})");
   EXPECT_EQ(t->args[1].i, 1);
   EXPECT_EQ(t->args[2].i, 0);

@@ -28,9 +28,9 @@ enum class BinaryOp : uint8_t {
   kAdd,  // a + alpha * b
   kSub,  // a - alpha * b
   kMul,
-  kDiv,       // true division (floating out)
-  kDivTrunc,  // rounding_mode='trunc'
-  kDivFloor,  // rounding_mode='floor', floor_divide
+  kDiv,        // true division (floating out)
+  kDivTrunc,   // rounding_mode='trunc'
+  kDivFloor,   // rounding_mode='floor', floor_divide
   kRemainder,  // Python %: sign of the divisor
   kFmod,       // C fmod: sign of the dividend
   kPow,

@@ -14,7 +14,7 @@ namespace {
 using detail::Prepared;
 
 template <typename M>
-constexpr bool kSignedInt = std::is_integral_v<M> && std::is_signed_v<M>;
+constexpr bool kSignedInt = std::is_integral_v<M>&& std::is_signed_v<M>;
 template <typename M>
 constexpr bool kInt = std::is_integral_v<M> && !std::is_same_v<M, bool>;
 
@@ -157,8 +157,8 @@ void check_divisor(const Tensor& out, const Prepared<T>& y, const char* name) {
 }
 
 template <typename T>
-void binary_typed(BinaryOp op, const Tensor& out, const Operand& a, const Operand& b,
-                  Scalar alpha, const char* name) {
+void binary_typed(BinaryOp op, const Tensor& out, const Operand& a, const Operand& b, Scalar alpha,
+                  const char* name) {
   using M = opmath_t<T>;
   constexpr bool kFloat = kIsFloat<T>;
   constexpr bool kBool = std::is_same_v<T, bool>;
@@ -187,11 +187,15 @@ void binary_typed(BinaryOp op, const Tensor& out, const Operand& a, const Operan
         return run([al](M p, M q) { return sub_wrap(p, mul_wrap(al, q)); });
       }
     case BinaryOp::kMul:
-      if constexpr (kBool) return run([](bool p, bool q) { return p && q; });
-      else return run([](M p, M q) { return mul_wrap(p, q); });
+      if constexpr (kBool)
+        return run([](bool p, bool q) { return p && q; });
+      else
+        return run([](M p, M q) { return mul_wrap(p, q); });
     case BinaryOp::kDiv:
-      if constexpr (kFloat) return run([](M p, M q) { return p / q; });
-      else unsupported(name, out.dtype());
+      if constexpr (kFloat)
+        return run([](M p, M q) { return p / q; });
+      else
+        unsupported(name, out.dtype());
     case BinaryOp::kDivTrunc:
       if constexpr (kFloat) {
         return run([](M p, M q) { return std::trunc(p / q); });
@@ -229,27 +233,43 @@ void binary_typed(BinaryOp op, const Tensor& out, const Operand& a, const Operan
         unsupported(name, out.dtype());
       }
     case BinaryOp::kPow:
-      if constexpr (kFloat) return run([](M p, M q) { return std::pow(p, q); });
-      else if constexpr (kInt<T>) return run([](M p, M q) { return powi(p, q); });
-      else unsupported(name, out.dtype());
+      if constexpr (kFloat)
+        return run([](M p, M q) { return std::pow(p, q); });
+      else if constexpr (kInt<T>)
+        return run([](M p, M q) { return powi(p, q); });
+      else
+        unsupported(name, out.dtype());
     case BinaryOp::kMaximum:
-      if constexpr (kBool) return run([](bool p, bool q) { return p || q; });
-      else return run([](M p, M q) { return maximum(p, q); });
+      if constexpr (kBool)
+        return run([](bool p, bool q) { return p || q; });
+      else
+        return run([](M p, M q) { return maximum(p, q); });
     case BinaryOp::kMinimum:
-      if constexpr (kBool) return run([](bool p, bool q) { return p && q; });
-      else return run([](M p, M q) { return minimum(p, q); });
+      if constexpr (kBool)
+        return run([](bool p, bool q) { return p && q; });
+      else
+        return run([](M p, M q) { return minimum(p, q); });
     case BinaryOp::kBitwiseAnd:
-      if constexpr (kBool) return run([](bool p, bool q) { return p && q; });
-      else if constexpr (kInt<T>) return run([](M p, M q) { return static_cast<M>(p & q); });
-      else unsupported(name, out.dtype());
+      if constexpr (kBool)
+        return run([](bool p, bool q) { return p && q; });
+      else if constexpr (kInt<T>)
+        return run([](M p, M q) { return static_cast<M>(p & q); });
+      else
+        unsupported(name, out.dtype());
     case BinaryOp::kBitwiseOr:
-      if constexpr (kBool) return run([](bool p, bool q) { return p || q; });
-      else if constexpr (kInt<T>) return run([](M p, M q) { return static_cast<M>(p | q); });
-      else unsupported(name, out.dtype());
+      if constexpr (kBool)
+        return run([](bool p, bool q) { return p || q; });
+      else if constexpr (kInt<T>)
+        return run([](M p, M q) { return static_cast<M>(p | q); });
+      else
+        unsupported(name, out.dtype());
     case BinaryOp::kBitwiseXor:
-      if constexpr (kBool) return run([](bool p, bool q) { return p != q; });
-      else if constexpr (kInt<T>) return run([](M p, M q) { return static_cast<M>(p ^ q); });
-      else unsupported(name, out.dtype());
+      if constexpr (kBool)
+        return run([](bool p, bool q) { return p != q; });
+      else if constexpr (kInt<T>)
+        return run([](M p, M q) { return static_cast<M>(p ^ q); });
+      else
+        unsupported(name, out.dtype());
   }
   IP_ASSERT(false, "every BinaryOp is handled");
 }
@@ -258,8 +278,7 @@ void binary_typed(BinaryOp op, const Tensor& out, const Operand& a, const Operan
 
 void binary(BinaryOp op, const Tensor& out, const Operand& a, const Operand& b, Scalar alpha,
             const char* name) {
-  visit_dtype(out.dtype(),
-              [&]<typename T>() { binary_typed<T>(op, out, a, b, alpha, name); });
+  visit_dtype(out.dtype(), [&]<typename T>() { binary_typed<T>(op, out, a, b, alpha, name); });
 }
 
 void pow_scalar(const Tensor& out, const Tensor& base, Scalar exponent) {

@@ -12,15 +12,20 @@ void compare_typed(CompareOp op, const Tensor& out, const Operand& a, const Oper
   const auto x = detail::prepare<T>(a), y = detail::prepare<T>(b);
   auto run = [&](auto f) { detail::run_binary<T, bool>(out, x, y, f); };
   switch (op) {
-    case CompareOp::kEq: return run([](M p, M q) { return p == q; });
-    case CompareOp::kNe: return run([](M p, M q) { return p != q; });
-    case CompareOp::kLt: return run([](M p, M q) { return p < q; });
-    case CompareOp::kLe: return run([](M p, M q) { return p <= q; });
+    case CompareOp::kEq:
+      return run([](M p, M q) { return p == q; });
+    case CompareOp::kNe:
+      return run([](M p, M q) { return p != q; });
+    case CompareOp::kLt:
+      return run([](M p, M q) { return p < q; });
+    case CompareOp::kLe:
+      return run([](M p, M q) { return p <= q; });
     case CompareOp::kGt:  // swapped into lt / le by compare()
     case CompareOp::kGe:
     case CompareOp::kAnd:
     case CompareOp::kOr:
-    case CompareOp::kXor: break;
+    case CompareOp::kXor:
+      break;
   }
   IP_ASSERT(false, "comparisons are handled by compare_typed");
 }

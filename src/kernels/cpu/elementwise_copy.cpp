@@ -30,10 +30,14 @@ void copy_cast(const Tensor& out, const Tensor& src) {
   if (src.dtype() == out.dtype()) {
     if (src.same_view(out)) return;
     switch (out.itemsize()) {
-      case 1: return copy_bits<uint8_t>(out, src);
-      case 2: return copy_bits<uint16_t>(out, src);
-      case 4: return copy_bits<uint32_t>(out, src);
-      default: return copy_bits<uint64_t>(out, src);
+      case 1:
+        return copy_bits<uint8_t>(out, src);
+      case 2:
+        return copy_bits<uint16_t>(out, src);
+      case 4:
+        return copy_bits<uint32_t>(out, src);
+      default:
+        return copy_bits<uint64_t>(out, src);
     }
   }
   visit_dtype(out.dtype(), [&]<typename D>() {

@@ -149,10 +149,14 @@ Prepared<T> prepare(const Operand& o, bool scalar_in_opmath = false) {
     p.tensor = o.tensor.dtype() == dtype_of<T>() ? o.tensor : o.tensor.to(dtype_of<T>());
     return p;
   }
-  const bool wrapped = !o.is_tensor();
-  Scalar s = wrapped ? o.scalar : o.tensor.item();
-  p.stored = s.to<T>();
-  p.value = (wrapped && scalar_in_opmath) ? s.to<M>() : static_cast<M>(p.stored);
+  if (o.is_tensor()) {  // one element, converted like a cast to T
+    p.stored = visit_dtype(o.tensor.dtype(),
+                           [&]<typename S>() { return convert<T>(*o.tensor.data<S>()); });
+    p.value = static_cast<M>(p.stored);
+    return p;
+  }
+  p.stored = o.scalar.to<T>();
+  p.value = scalar_in_opmath ? o.scalar.to<M>() : static_cast<M>(p.stored);
   return p;
 }
 

@@ -41,15 +41,16 @@ void clamp(const Tensor& out, const Operand& self, const std::optional<Operand>&
     M lowest = Limits::lowest(), highest = Limits::max();
     if constexpr (Limits::has_infinity) lowest = -Limits::infinity(), highest = Limits::infinity();
     const auto l = bound(lo, lowest), h = bound(hi, highest);
-    detail::ternary_map<T, T, T, T>(
-        out, detail::source(x, out.shape()), detail::source(l, out.shape()),
-        detail::source(h, out.shape()), [nan_bounds](T xv, T lv, T hv) {
-          const M v = xv, lb = lv, hb = hv;
-          if constexpr (std::is_floating_point_v<M>) {
-            if (nan_bounds && (lb != lb || hb != hb)) return T(Limits::quiet_NaN());
-          }
-          return T(std::min(std::max(v, lb), hb));
-        });
+    detail::ternary_map<T, T, T, T>(out, detail::source(x, out.shape()),
+                                    detail::source(l, out.shape()), detail::source(h, out.shape()),
+                                    [nan_bounds](T xv, T lv, T hv) {
+                                      const M v = xv, lb = lv, hb = hv;
+                                      if constexpr (std::is_floating_point_v<M>) {
+                                        if (nan_bounds && (lb != lb || hb != hb))
+                                          return T(Limits::quiet_NaN());
+                                      }
+                                      return T(std::min(std::max(v, lb), hb));
+                                    });
   });
 }
 

@@ -35,35 +35,59 @@ void unary_typed(UnaryOp op, const Tensor& out, const Tensor& in) {
   auto run = [&](auto f) { detail::unary_map<T, T>(out, in, f); };
   // The float-only functions; integer inputs were promoted to a float `out` by the op layer.
   auto run_float = [&](auto f) {
-    if constexpr (kFloat) run(f);
-    else unsupported(op, out.dtype());
+    if constexpr (kFloat)
+      run(f);
+    else
+      unsupported(op, out.dtype());
   };
   switch (op) {
     case UnaryOp::kNeg:
-      if constexpr (kBool) unsupported(op, out.dtype());
-      else return run([](M x) { return neg_wrap(x); });
+      if constexpr (kBool)
+        unsupported(op, out.dtype());
+      else
+        return run([](M x) { return neg_wrap(x); });
     case UnaryOp::kAbs:
-      if constexpr (kBool) unsupported(op, out.dtype());
-      else if constexpr (std::is_unsigned_v<M>) return run([](M x) { return x; });
-      else return run([](M x) { return x < 0 ? neg_wrap(x) : x; });
+      if constexpr (kBool)
+        unsupported(op, out.dtype());
+      else if constexpr (std::is_unsigned_v<M>)
+        return run([](M x) { return x; });
+      else
+        return run([](M x) { return x < 0 ? neg_wrap(x) : x; });
     case UnaryOp::kRelu:
-      if constexpr (kBool) unsupported(op, out.dtype());
-      else return run([](M x) { return x < 0 ? M(0) : x; });  // NaN stays NaN
-    case UnaryOp::kSqrt: return run_float([](M x) { return std::sqrt(x); });
-    case UnaryOp::kRsqrt: return run_float([](M x) { return M(1) / std::sqrt(x); });
-    case UnaryOp::kExp: return run_float([](M x) { return std::exp(x); });
-    case UnaryOp::kLog: return run_float([](M x) { return std::log(x); });
-    case UnaryOp::kLog2: return run_float([](M x) { return std::log2(x); });
-    case UnaryOp::kLog1p: return run_float([](M x) { return std::log1p(x); });
-    case UnaryOp::kExpm1: return run_float([](M x) { return std::expm1(x); });
-    case UnaryOp::kSin: return run_float([](M x) { return std::sin(x); });
-    case UnaryOp::kCos: return run_float([](M x) { return std::cos(x); });
-    case UnaryOp::kTan: return run_float([](M x) { return std::tan(x); });
-    case UnaryOp::kTanh: return run_float([](M x) { return std::tanh(x); });
-    case UnaryOp::kErf: return run_float([](M x) { return std::erf(x); });
-    case UnaryOp::kSigmoid: return run_float([](M x) { return M(1) / (M(1) + std::exp(-x)); });
-    case UnaryOp::kSilu: return run_float([](M x) { return x / (M(1) + std::exp(-x)); });
-    case UnaryOp::kReciprocal: return run_float([](M x) { return M(1) / x; });
+      if constexpr (kBool)
+        unsupported(op, out.dtype());
+      else
+        return run([](M x) { return x < 0 ? M(0) : x; });  // NaN stays NaN
+    case UnaryOp::kSqrt:
+      return run_float([](M x) { return std::sqrt(x); });
+    case UnaryOp::kRsqrt:
+      return run_float([](M x) { return M(1) / std::sqrt(x); });
+    case UnaryOp::kExp:
+      return run_float([](M x) { return std::exp(x); });
+    case UnaryOp::kLog:
+      return run_float([](M x) { return std::log(x); });
+    case UnaryOp::kLog2:
+      return run_float([](M x) { return std::log2(x); });
+    case UnaryOp::kLog1p:
+      return run_float([](M x) { return std::log1p(x); });
+    case UnaryOp::kExpm1:
+      return run_float([](M x) { return std::expm1(x); });
+    case UnaryOp::kSin:
+      return run_float([](M x) { return std::sin(x); });
+    case UnaryOp::kCos:
+      return run_float([](M x) { return std::cos(x); });
+    case UnaryOp::kTan:
+      return run_float([](M x) { return std::tan(x); });
+    case UnaryOp::kTanh:
+      return run_float([](M x) { return std::tanh(x); });
+    case UnaryOp::kErf:
+      return run_float([](M x) { return std::erf(x); });
+    case UnaryOp::kSigmoid:
+      return run_float([](M x) { return M(1) / (M(1) + std::exp(-x)); });
+    case UnaryOp::kSilu:
+      return run_float([](M x) { return x / (M(1) + std::exp(-x)); });
+    case UnaryOp::kReciprocal:
+      return run_float([](M x) { return M(1) / x; });
     case UnaryOp::kGelu:
       if constexpr (kFloat) {
         return run([](M x) {
@@ -101,12 +125,17 @@ void unary_typed(UnaryOp op, const Tensor& out, const Tensor& in) {
         unsupported(op, out.dtype());
       }
     case UnaryOp::kBitwiseNot:
-      if constexpr (kBool) return run([](bool x) { return !x; });
-      else if constexpr (kInt) return run([](M x) { return static_cast<M>(~x); });
-      else unsupported(op, out.dtype());
+      if constexpr (kBool)
+        return run([](bool x) { return !x; });
+      else if constexpr (kInt)
+        return run([](M x) { return static_cast<M>(~x); });
+      else
+        unsupported(op, out.dtype());
     case UnaryOp::kLogicalNot:
-      if constexpr (kBool) return run([](bool x) { return !x; });
-      else unsupported(op, out.dtype());
+      if constexpr (kBool)
+        return run([](bool x) { return !x; });
+      else
+        unsupported(op, out.dtype());
   }
   IP_ASSERT(false, "every UnaryOp is handled");
 }

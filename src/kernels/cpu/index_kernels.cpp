@@ -190,7 +190,7 @@ void index_gather(const Tensor& self, const AdvancedIndex& ai, const Tensor& out
 }
 
 void index_put(const Tensor& self, const AdvancedIndex& ai, const Tensor& values, bool accumulate,
-               const char* op) {
+               const char* op, Scalar alpha) {
   bool fits = values.dim() <= static_cast<int64_t>(ai.result_shape.size());
   for (int64_t i = 0; fits && i < values.dim(); ++i) {
     int64_t s = values.shape()[values.dim() - 1 - i];
@@ -233,6 +233,7 @@ void index_put(const Tensor& self, const AdvancedIndex& ai, const Tensor& values
     using M = opmath_t<T>;
     T* dp = self.data<T>();
     const T* vp = v.data<T>();
+    const M al = alpha.to<M>();
     strided_loop<3>(ai.result_shape, {vst, self_st, adv_st}, [&](auto off, int64_t n, auto st) {
       const T* s = vp + off[0];
       T* d = dp + off[1];
@@ -240,9 +241,9 @@ void index_put(const Tensor& self, const AdvancedIndex& ai, const Tensor& values
       for (int64_t i = 0; i < n; ++i) {
         T& x = d[i * st[1] + a[i * st[2]]];
         if constexpr (std::is_same_v<T, bool>) {
-          x = x || s[i * st[0]];
+          x = x || (s[i * st[0]] && al);
         } else {
-          x = convert<T>(static_cast<M>(static_cast<M>(x) + static_cast<M>(s[i * st[0]])));
+          x = convert<T>(static_cast<M>(static_cast<M>(x) + al * static_cast<M>(s[i * st[0]])));
         }
       }
     });

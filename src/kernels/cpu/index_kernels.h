@@ -34,10 +34,11 @@ std::vector<Tensor> expand_index_masks(const Shape& self_shape, const std::vecto
 // out (result_shape, self's dtype) <- self[indices].
 void index_gather(const Tensor& self, const AdvancedIndex& ai, const Tensor& out, const char* op);
 
-// self[indices] = values (or += with accumulate). values broadcast to result_shape and are
-// cast to self's dtype; duplicate indices: the last write wins, or all are summed.
+// self[indices] = values (or += alpha * values with accumulate). values broadcast to
+// result_shape and are cast to self's dtype; duplicate indices: the last write wins, or all are
+// summed (in opmath, rounded once per add as torch's index_add does).
 void index_put(const Tensor& self, const AdvancedIndex& ai, const Tensor& values, bool accumulate,
-               const char* op);
+               const char* op, Scalar alpha = Scalar(int64_t{1}));
 
 // An index plan for `index` (0-d or 1-d) along `dim`, as index_select / index_copy use.
 AdvancedIndex plan_dim_index(const Shape& self_shape, int64_t dim, const Tensor& index,

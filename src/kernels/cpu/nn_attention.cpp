@@ -8,6 +8,7 @@
 #include "core/strided_loop.h"
 #include "kernels/cpu/matrix.h"
 #include "kernels/cpu/nn.h"
+#include "kernels/cpu/reduction_exp.h"
 
 namespace inplace::cpu {
 
@@ -85,10 +86,12 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
         continue;
       }
       double sum = 0;
-      for (int64_t j = 0; j < S; ++j) {
-        row[j] = std::exp(row[j] - mx);
-        sum += row[j];
+      if constexpr (std::is_same_v<C, float>) {
+        for (int64_t j = 0; j < S; ++j) row[j] = exp_vectorizable(row[j] - mx);
+      } else {
+        for (int64_t j = 0; j < S; ++j) row[j] = std::exp(row[j] - mx);
       }
+      for (int64_t j = 0; j < S; ++j) sum += row[j];
       const double inv = 1.0 / sum;
       store_lse(lo, i, static_cast<double>(mx) + std::log(sum));
       for (int64_t j = 0; j < S; ++j) row[j] = static_cast<C>(row[j] * inv);

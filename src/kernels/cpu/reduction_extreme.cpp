@@ -23,6 +23,31 @@ void extreme_impl(const ReduceLoop& p, const Tensor& in, const Tensor& values,
   const T* ip = in.data<T>();
   T* vp = values.defined() ? values.data<T>() : nullptr;
   int64_t* xp = indices.defined() ? indices.data<int64_t>() : nullptr;
+  if (is_outer_reduction(p)) {
+    // A block of adjacent outputs at a time: input rows are read contiguously.
+    for_each_output_block(p, [&](int64_t ib, int64_t ob, int64_t w, int64_t os) {
+      C best[kOutputBlock];
+      int64_t best_pos[kOutputBlock] = {};
+      for (int64_t j = 0; j < w; ++j) best[j] = static_cast<C>(ip[ib + j]);
+      for_each_run(p, ib, [&](int64_t off, int64_t n, int64_t s, int64_t pos) {
+        for (int64_t r = 0; r < n; ++r) {
+          const T* row = ip + off + r * s;
+          for (int64_t j = 0; j < w; ++j) {
+            const C v = static_cast<C>(row[j]);
+            if (better<kMax>(v, best[j])) {
+              best[j] = v;
+              best_pos[j] = pos + r;
+            }
+          }
+        }
+      });
+      for (int64_t j = 0; j < w; ++j) {
+        if (vp) vp[ob + j * os] = static_cast<T>(best[j]);
+        if (xp) xp[ob + j * os] = best_pos[j];
+      }
+    });
+    return;
+  }
   for_each_output(p, [&](int64_t io, int64_t oo) {
     C best = static_cast<C>(ip[io]);  // position 0 of the reduced dims sits at the base offset
     int64_t best_pos = 0;

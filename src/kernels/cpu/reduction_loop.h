@@ -1,6 +1,7 @@
 // The iteration every reduction kernel shares: one call per output element, and inside it the
 // reduced elements in row-major order, as strided runs. No allocation per output element.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -28,6 +29,37 @@ void for_each_output(const ReduceLoop& p, F&& f) {
       p.kept_sizes, {p.kept_in_strides, p.kept_out_strides},
       [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
         for (int64_t i = 0; i < n; ++i) f(off[0] + i * st[0], off[1] + i * st[1]);
+      });
+}
+
+// Whether the innermost kept dim is the unit-stride one (reducing the outer dims of a row-major
+// tensor): then a block of adjacent outputs is best accumulated together, row by row.
+inline bool is_outer_reduction(const ReduceLoop& p) {
+  if (p.kept_sizes.empty() || p.kept_in_strides.back() != 1 || p.kept_sizes.back() < 2)
+    return false;
+  for (int64_t s : p.red_strides)
+    if (s == 1 || s == 0) return false;
+  return !p.red_sizes.empty();
+}
+
+inline constexpr int64_t kOutputBlock = 64;
+
+// f(in_offset, out_offset, width, out_stride) for blocks of up to kOutputBlock outputs adjacent
+// along the innermost kept dim (unit input stride); only when is_outer_reduction(p).
+template <typename F>
+void for_each_output_block(const ReduceLoop& p, F&& f) {
+  const size_t nk = p.kept_sizes.size();
+  const Shape outer(p.kept_sizes.begin(), p.kept_sizes.begin() + nk - 1);
+  const Shape outer_in(p.kept_in_strides.begin(), p.kept_in_strides.begin() + nk - 1);
+  const Shape outer_out(p.kept_out_strides.begin(), p.kept_out_strides.begin() + nk - 1);
+  const int64_t inner = p.kept_sizes.back(), os = p.kept_out_strides.back();
+  strided_loop<2>(
+      outer, {outer_in, outer_out},
+      [&](const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& st) {
+        for (int64_t k = 0; k < n; ++k)
+          for (int64_t j0 = 0; j0 < inner; j0 += kOutputBlock)
+            f(off[0] + k * st[0] + j0, off[1] + k * st[1] + j0 * os,
+              std::min(kOutputBlock, inner - j0), os);
       });
 }
 

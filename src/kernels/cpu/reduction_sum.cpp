@@ -55,6 +55,27 @@ AccT<T> sum_reduced(const ReduceLoop& p, const T* in, int64_t base) {
   return acc;
 }
 
+// Runs the sums of every output and hands each to done(out_offset, acc): per output, or for an
+// outer reduction a block of adjacent outputs at a time so input rows are read contiguously.
+template <typename T, typename Done>
+void reduce_sums(const ReduceLoop& p, const T* in, Done&& done) {
+  using A = AccT<T>;
+  if (is_outer_reduction(p)) {
+    for_each_output_block(p, [&](int64_t ib, int64_t ob, int64_t w, int64_t os) {
+      A acc[kOutputBlock] = {};
+      for_each_run(p, ib, [&](int64_t off, int64_t n, int64_t s, int64_t) {
+        for (int64_t r = 0; r < n; ++r) {
+          const T* row = in + off + r * s;
+          for (int64_t j = 0; j < w; ++j) acc[j] += load<A>(row[j]);
+        }
+      });
+      for (int64_t j = 0; j < w; ++j) done(ob + j * os, acc[j]);
+    });
+    return;
+  }
+  for_each_output(p, [&](int64_t io, int64_t oo) { done(oo, sum_reduced(p, in, io)); });
+}
+
 // Calls f<T, O>() for in's type T and out's type O, which is T or (integral T) int64.
 template <typename F>
 void visit_sum_types(const Tensor& in, const Tensor& out, F&& f) {
@@ -76,7 +97,7 @@ void sum(const Tensor& in, const DimMask& reduced, const Tensor& out) {
   visit_sum_types(in, out, [&]<typename T, typename O>() {
     const T* ip = in.data<T>();
     O* op = out.data<O>();
-    for_each_output(p, [&](int64_t io, int64_t oo) { op[oo] = store<O>(sum_reduced(p, ip, io)); });
+    reduce_sums(p, ip, [&](int64_t oo, AccT<T> acc) { op[oo] = store<O>(acc); });
   });
 }
 
@@ -88,9 +109,8 @@ void mean(const Tensor& in, const DimMask& reduced, const Tensor& out) {
     if constexpr (kIsFloat<T>) {
       const T* ip = in.data<T>();
       T* op = out.data<T>();
-      for_each_output(p, [&](int64_t io, int64_t oo) {
-        op[oo] = convert<T>(sum_reduced(p, ip, io) / n);  // 0/0 = NaN for an empty reduction
-      });
+      // 0/0 = NaN for an empty reduction.
+      reduce_sums(p, ip, [&](int64_t oo, double acc) { op[oo] = convert<T>(acc / n); });
     }
   });
 }
@@ -105,8 +125,31 @@ void var(const Tensor& in, const DimMask& reduced, double correction, const Tens
     if constexpr (kIsFloat<T>) {
       const T* ip = in.data<T>();
       T* op = out.data<T>();
+      auto finish = [&](double m2) {
+        const double v = m2 / divisor;
+        return convert<T>(take_sqrt ? std::sqrt(v) : v);
+      };
+      // Two passes: deviations from the mean avoid sum-of-squares cancellation.
+      if (is_outer_reduction(p)) {
+        for_each_output_block(p, [&](int64_t ib, int64_t ob, int64_t w, int64_t os) {
+          double mu[kOutputBlock] = {}, m2[kOutputBlock] = {};
+          for_each_run(p, ib, [&](int64_t off, int64_t len, int64_t s, int64_t) {
+            for (int64_t r = 0; r < len; ++r)
+              for (int64_t j = 0; j < w; ++j) mu[j] += load<double>(ip[off + r * s + j]);
+          });
+          for (int64_t j = 0; j < w; ++j) mu[j] /= n;
+          for_each_run(p, ib, [&](int64_t off, int64_t len, int64_t s, int64_t) {
+            for (int64_t r = 0; r < len; ++r)
+              for (int64_t j = 0; j < w; ++j) {
+                const double d = load<double>(ip[off + r * s + j]) - mu[j];
+                m2[j] += d * d;
+              }
+          });
+          for (int64_t j = 0; j < w; ++j) op[ob + j * os] = finish(m2[j]);
+        });
+        return;
+      }
       for_each_output(p, [&](int64_t io, int64_t oo) {
-        // Two passes: the deviations from an exact-ish mean avoid sum-of-squares cancellation.
         const double mu = sum_reduced(p, ip, io) / n;
         double m2 = 0;
         for_each_run(p, io, [&](int64_t off, int64_t len, int64_t s, int64_t) {
@@ -116,8 +159,7 @@ void var(const Tensor& in, const DimMask& reduced, double correction, const Tens
             m2 += d * d;
           }
         });
-        const double v = m2 / divisor;
-        op[oo] = convert<T>(take_sqrt ? std::sqrt(v) : v);
+        op[oo] = finish(m2);
       });
     }
   });

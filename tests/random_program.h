@@ -1,0 +1,33 @@
+// Random small programs for differential tests: views of every kind, in-place ops, setitem with
+// random index forms, copy_/fill_/index_put_, and reads before and after each write. Each
+// program is valid in eager mode (no write through an overlapping view, no duplicate indices in
+// a non-accumulating index_put, setitem values from another storage) and comes with fresh
+// random inputs. Shared by the functional and engine differential tests.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "ir/graph.h"
+
+namespace inplace::testing {
+
+struct RandomProgramOptions {
+  int min_ops = 4;
+  int max_ops = 14;
+  bool buffers = true;  // may read and write a get_attr buffer
+  // Leave out constructs the passes can only lower with shapes (chunk pieces, as_strided of a
+  // view, tensor indices after an Ellipsis, masks with one value per element).
+  bool shape_free = false;
+};
+
+struct RandomProgram {
+  uint64_t seed = 0;
+  std::unique_ptr<Graph> graph;
+  std::map<std::string, Tensor> inputs;  // one per placeholder
+};
+
+RandomProgram make_random_program(uint64_t seed, const RandomProgramOptions& options = {});
+
+}  // namespace inplace::testing
