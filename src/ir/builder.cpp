@@ -1,7 +1,6 @@
 #include "ir/builder.h"
 
 #include <cctype>
-#include <set>
 
 namespace inplace {
 
@@ -19,44 +18,6 @@ std::string attr_hint(const std::string& target) {
   std::string out;
   for (char c : target) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
   return out.empty() ? "attr" : out;
-}
-// The name FX gives a call node: "aten.add_.Tensor" -> "add_", "torch.nn.functional.relu" ->
-// "relu", "_operator.setitem" -> "setitem", method "view" -> "view".
-std::string call_hint(const std::string& target) {
-  std::string t = target;
-  size_t aten = t.find("aten.");
-  if (t.rfind("aten.", 0) == 0 || t.rfind("torch.ops.aten.", 0) == 0) {
-    std::string rest = t.substr(aten + 5);
-    t = rest.substr(0, rest.find('.'));
-  } else if (size_t dot = t.find_last_of('.'); dot != std::string::npos) {
-    t = t.substr(dot + 1);
-  }
-  std::string out = attr_hint(t);
-  while (!out.empty() && out.front() == '_') out.erase(out.begin());
-  return out.empty() ? "node" : out;
-}
-
-// FX never names a node after a Python keyword or builtin (the generated code would shadow
-// it): torch.sum becomes "sum_1", aten.slice "slice_1".
-bool shadows_python_name(const std::string& name) {
-  static const std::set<std::string> kNames = {
-      // keywords
-      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
-      "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if",
-      "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try",
-      "while", "with", "yield",
-      // builtins
-      "abs", "all", "any", "ascii", "bin", "bool", "breakpoint", "bytearray", "bytes", "callable",
-      "chr", "classmethod", "compile", "complex", "copyright", "credits", "delattr", "dict", "dir",
-      "divmod", "enumerate", "eval", "exec", "exit", "filter", "float", "format", "frozenset",
-      "getattr", "globals", "hasattr", "hash", "help", "hex", "id", "input", "int", "isinstance",
-      "issubclass", "iter", "len", "license", "list", "locals", "map", "max", "memoryview", "min",
-      "next", "object", "oct", "open", "ord", "pow", "print", "property", "quit", "range", "repr",
-      "reversed", "round", "set", "setattr", "slice", "sorted", "staticmethod", "str", "sum",
-      "super", "tuple", "type", "vars", "zip", "Ellipsis", "NotImplemented",
-      // names FX's generated code uses itself
-      "inf", "nan", "NoneType", "torch", "device", "fx_pytree", "pytree", "math"};
-  return kNames.count(name) > 0;
 }
 }  // namespace
 
@@ -103,15 +64,7 @@ Node* GraphBuilder::add(NodeOp op, const std::string& target, std::vector<Arg> a
            "[graph_builder] build() already handed the graph over");
   std::vector<std::pair<std::string, Value>> kw;
   for (auto& [k, v] : kwargs) kw.emplace_back(k, std::move(v.value));
-  std::string hint = name_hint;
-  if (hint.empty() && (op == NodeOp::kCallFunction || op == NodeOp::kCallMethod))
-    hint = call_hint(target);
-  if (op != NodeOp::kPlaceholder && shadows_python_name(hint)) {
-    std::string base = hint;
-    for (int k = 1; graph_->find(hint = base + "_" + std::to_string(k)); ++k) {
-    }
-  }
-  return graph_->add_node(op, target, values_of(std::move(args)), std::move(kw), hint);
+  return graph_->add_node(op, target, values_of(std::move(args)), std::move(kw), name_hint);
 }
 
 Node* GraphBuilder::placeholder(const std::string& name, std::optional<Arg> default_value) {
