@@ -2,8 +2,8 @@
 //              [--mode eager|functional|compiled] [--no-alias] [--mutated-input INPUT=OUTPUT]...
 // (DESIGN.md "inplace exec"). OUT holds output.<i>, input.<name> and buffer.<target>.
 #include <algorithm>
-#include <cstdio>
 #include <cctype>
+#include <cstdio>
 #include <set>
 
 #include "arg_parser.h"
@@ -102,7 +102,6 @@ int run_exec(const std::vector<std::string>& args) {
   std::unique_ptr<Graph> graph = read_graph_json(graph_path);
   std::map<std::string, Tensor> given;
   if (!inputs_path.empty()) given = read_safetensors(inputs_path);
-  const std::string in_label = inputs_path.empty() ? "(no --inputs)" : inputs_path;
 
   // User placeholders are fed from IN; a signature's parameters/buffers come from the state.
   std::set<std::string> lifted;
@@ -114,13 +113,15 @@ int run_exec(const std::vector<std::string>& args) {
   Inputs inputs;
   for (auto& [key, t] : given) {
     IP_CHECK(std::find(user_names.begin(), user_names.end(), key) != user_names.end(), kNotFound,
-             "[exec] ", in_label, ": tensor '", key, "' matches no user placeholder of graph '",
+             "[exec] ", inputs_path, ": tensor '", key, "' matches no user placeholder of graph '",
              graph->name, "' (user placeholders: ", join(user_names), ")");
     inputs[key] = Value::from_tensor(t);
   }
   for (const std::string& name : user_names)
     IP_CHECK(inputs.count(name) || !graph->find(name)->args.empty(), kNotFound,
-             "[exec] missing input '", name, "': ", in_label, " has no tensor '", name, "'");
+             "[exec] missing input '", name, "': ",
+             inputs_path.empty() ? std::string("no --inputs file was given")
+                                 : inputs_path + " has no tensor '" + name + "'");
   for (const auto& [name, index] : options.mutated_inputs)
     IP_CHECK(inputs.count(name) && inputs[name].is_tensor(), kNotFound,
              "[exec] --mutated-input names '", name,
@@ -158,7 +159,8 @@ int run_exec(const std::vector<std::string>& args) {
   for (const auto& [target, t] : state) results["buffer." + target] = t;
   write_safetensors(out_path, results);
   if (print)
-    for (const auto& [key, t] : results) std::printf("  %-24s %s\n", key.c_str(), t.to_string(16).c_str());
+    for (const auto& [key, t] : results)
+      std::printf("  %-24s %s\n", key.c_str(), t.to_string(16).c_str());
   return 0;
 }
 
