@@ -132,6 +132,10 @@ TEST_F(PassesCli, ErrorsAreOneLine) {
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
   r = run("passes");
   EXPECT_EQ(r.code, 2) << r.err;
+  r = run("passes " + kFixtures +
+          "/torch_level.json --until normalize --print-after alias_analysis");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("comes after --until"), std::string::npos) << r.err;
 }
 
 }  // namespace

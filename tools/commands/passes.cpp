@@ -1,6 +1,7 @@
 // inplace passes GRAPH.json [--until NAME] [--print-after NAME] [--inputs IN.safetensors]
 //                           [--format text|json] [--verbose]
 // Runs the functionalization pipeline and prints the graph (docs/passes.md).
+#include <algorithm>
 #include <cstdio>
 
 #include "arg_parser.h"
@@ -40,9 +41,10 @@ std::string summary(const PassContext& ctx) {
 int run_passes(const std::vector<std::string>& args) {
   std::string path, until, print_after, inputs_path, format = "text";
   bool verbose = false;
-  ArgParser p("passes", "Runs the passes that make GRAPH.json functional (" + pass_list() +
-                            ") and prints the graph after the last pass run, or after "
-                            "--print-after.");
+  ArgParser p("passes",
+              "Runs the passes that make GRAPH.json functional:\n  " + pass_list() +
+                  "\nand prints the graph after the last pass run (or after --print-after),\n"
+                  "then the io_map: which outputs are new values of which inputs.");
   p.positional("GRAPH.json", &path, "the graph (graph JSON version 1)");
   p.option("--until", "NAME", &until, "stop after this pass");
   p.option("--print-after", "NAME", &print_after,
@@ -55,6 +57,12 @@ int run_passes(const std::vector<std::string>& args) {
   if (format != "text" && format != "json")
     throw UsageError("passes: --format must be text or json, got '" + format + "'");
 
+  if (!until.empty() && !print_after.empty()) {
+    std::vector<std::string> names = functionalization_pass_names();
+    auto at = [&](const std::string& n) { return std::find(names.begin(), names.end(), n); };
+    if (at(until) != names.end() && at(print_after) != names.end() && at(print_after) > at(until))
+      throw UsageError("passes: --print-after " + print_after + " comes after --until " + until);
+  }
   std::unique_ptr<Graph> graph = read_graph_json(path);
   PassContext ctx;
   ctx.options.verbose = verbose;
