@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
-# Builds the engine file fuzzer with clang (libFuzzer + ASan + UBSan) into build-fuzz and runs it
-# for ${FUZZ_SECONDS:-60} s from the checked-in corpus tests/fuzz/corpus (new inputs go to
-# build-fuzz/corpus, so the checked-in one stays as it is). Extra args go to the fuzzer.
-#
-# FUZZ_QUICK=1 instruments only the engine file sources and links the rest from an existing
-# Release build (${RELEASE_BUILD:-build}/libinplace.a): a minute instead of a full sanitized
-# build, with coverage guidance and sanitizers on the decoder itself.
+# Runs the loader fuzzers (libFuzzer + ASan + UBSan): scripts/fuzz.sh [TARGET...]
+# TARGET is engine_file, graph_json or safetensors (default: all three). Each runs for
+# ${FUZZ_SECONDS:-60} s from its checked-in corpus tests/fuzz/corpus/TARGET; new inputs go to
+# ${SAN_BUILD_DIR:-build-san}/corpus/TARGET so the checked-in corpus stays as it is. A finding
+# (crash, sanitizer report, leak, timeout) fails the run and leaves a crash-* file to reproduce:
+#   build-san/tests/fuzz/TARGET_fuzzer crash-...
+# Extra libFuzzer flags go in FUZZ_ARGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD_DIR=${BUILD_DIR:-build-fuzz}
-if [[ "${FUZZ_QUICK:-0}" == 1 ]]; then
-  mkdir -p "$BUILD_DIR/tests/fuzz"
-  clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -Isrc -Iinclude -DINPLACE_VERSION=\"quick\" tests/fuzz/engine_file_fuzzer.cpp \
-    src/engine/engine_file.cpp src/engine/engine_file_plan.cpp src/engine/engine.cpp \
-    src/engine/plan.cpp "${RELEASE_BUILD:-build}/libinplace.a" -lopenblas -lpthread \
-    -o "$BUILD_DIR/tests/fuzz/engine_file_fuzzer"
-else
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DINPLACE_FUZZ=ON -DINPLACE_BUILD_TESTS=OFF -DINPLACE_BUILD_BENCH=OFF >/dev/null
-  cmake --build "$BUILD_DIR" -j"${JOBS:-$(nproc)}" --target engine_file_fuzzer
-fi
-mkdir -p "$BUILD_DIR/corpus"
-"$BUILD_DIR/tests/fuzz/engine_file_fuzzer" -max_total_time="${FUZZ_SECONDS:-60}" -max_len=65536 \
-  -print_final_stats=1 "$@" "$BUILD_DIR/corpus" tests/fuzz/corpus
+source scripts/lib/sanitized_build.sh
+./scripts/setup.sh
+targets=("$@")
+[ ${#targets[@]} -eq 0 ] && targets=(engine_file graph_json safetensors)
+declare -A max_len=([engine_file]=65536 [graph_json]=16384 [safetensors]=8192)
+for t in "${targets[@]}"; do
+  [ -n "${max_len[$t]:-}" ] || { echo "fuzz.sh: unknown target '$t' (engine_file, graph_json, safetensors)" >&2; exit 2; }
+done
+configure_sanitized_build
+cmake --build "$SAN_BUILD_DIR" -j"$(nproc)" --target "${targets[@]/%/_fuzzer}"
+for t in "${targets[@]}"; do
+  echo "[fuzz] $t: ${FUZZ_SECONDS:-60} s from tests/fuzz/corpus/$t"
+  mkdir -p "$SAN_BUILD_DIR/corpus/$t" "$SAN_BUILD_DIR/findings"
+  # shellcheck disable=SC2086
+  "$SAN_BUILD_DIR/tests/fuzz/${t}_fuzzer" -max_total_time="${FUZZ_SECONDS:-60}" \
+    -max_len="${max_len[$t]}" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+    -artifact_prefix="$SAN_BUILD_DIR/findings/$t-" ${FUZZ_ARGS:-} \
+    "$SAN_BUILD_DIR/corpus/$t" "tests/fuzz/corpus/$t"
+done

@@ -38,7 +38,7 @@ TEST(EngineFileWeights, WeightsAreAlignedAndRoundTrip) {
   EXPECT_EQ(serialize_engine(*loaded), bytes);
   // INPLACE_WRITE_FUZZ_CORPUS=1 refreshes the fuzzer's corpus entry with weights.
   if (std::getenv("INPLACE_WRITE_FUZZ_CORPUS"))
-    save_engine(*cp.engine, INPLACE_SOURCE_DIR "/tests/fuzz/corpus/weighted.inplace");
+    save_engine(*cp.engine, INPLACE_SOURCE_DIR "/tests/fuzz/corpus/engine_file/weighted.inplace");
 
   // Every weight's data sits at a 64-byte multiple from the file start and equals the tensor.
   const Plan& plan = cp.engine->plan();
