@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# The main job: builds inplace and runs every example program through `inplace exec` in eager
-# mode (the reference), then compiled with aliased I/O and with the copy-back engine, checking
-# that both leave exactly what eager leaves (outputs, inputs after the call, buffers).
+# The main job: builds inplace, then
+#  1. the streaming decoder (examples/streaming_decoder): greedy decoding with a tiny GPT whose
+#     KV caches the caller owns, run by the eager interpreter, the copy-back engine and the
+#     aliased engine, checked against PyTorch's own decoding and timed per step;
+#  2. every small example through `inplace exec`: eager (the reference), then compiled with
+#     aliased I/O and with the copy-back engine, checking both leave exactly what eager leaves.
+# Extra args go to the streaming decoder (--steps N, --reps R).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh
-BIN=${BUILD_DIR:-build}/inplace
+BUILD=${BUILD_DIR:-build}
+echo "=== streaming decoder"
+"$BUILD/examples/streaming_decoder" --dir examples/streaming_decoder "$@"
+echo
+echo "=== small examples through inplace exec"
+BIN=$BUILD/inplace
 OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
 for dir in examples/*/; do
   name=$(basename "$dir")
-  [ -f "$dir/graph.json" ] || continue
+  [ -f "$dir/graph.json" ] && [ "$name" != streaming_decoder ] || continue
   echo "== $name: $(head -1 "$dir/README.md" 2>/dev/null)"
   args=("$dir/graph.json" --inputs "$dir/inputs.safetensors")
   "$BIN" exec "${args[@]}" --out "$OUT/$name.eager.safetensors" --mode eager --print

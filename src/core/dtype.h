@@ -2,6 +2,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -109,6 +110,23 @@ constexpr DType dtype_of() {
   else return DType::kBool;
 }
 
+// Floating -> integer as PyTorch's static_cast compiles on x86, without C++'s undefined
+// behaviour for values out of range: truncate toward zero through a 32-bit conversion (int8,
+// int16, int32) or a 64-bit one (uint8 — as c10 does, so -2.5 -> 254 — and int64), then wrap to
+// the width. NaN and values outside the intermediate type give its minimum, as cvttsd2si does.
+template <typename To>
+inline To float_to_int(double v) {
+  if constexpr (sizeof(To) == 8 || std::is_same_v<To, uint8_t>) {
+    const bool in_range = v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+    const int64_t i = in_range ? static_cast<int64_t>(v) : std::numeric_limits<int64_t>::min();
+    return static_cast<To>(i);
+  } else {
+    const bool in_range = v > -2147483649.0 && v < 2147483648.0;
+    const int32_t i = in_range ? static_cast<int32_t>(v) : std::numeric_limits<int32_t>::min();
+    return static_cast<To>(i);
+  }
+}
+
 // Converts between element types as PyTorch's static_cast-based copy does
 // (float -> int truncates; anything -> bool is != 0).
 template <typename To, typename From>
@@ -121,7 +139,12 @@ inline To convert(From v) {
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
     return To(static_cast<float>(v));
   } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
-    return static_cast<To>(static_cast<float>(v));
+    if constexpr (std::is_integral_v<To>)
+      return float_to_int<To>(static_cast<float>(v));
+    else
+      return static_cast<To>(static_cast<float>(v));
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    return float_to_int<To>(v);
   } else {
     return static_cast<To>(v);
   }

@@ -17,7 +17,6 @@ using engine_file::Writer;
 
 namespace {
 constexpr size_t kWeightAlignment = 64;
-constexpr size_t kHeaderBytes = 8 + 4 + 4;  // magic, ABI, field count
 constexpr char kRecordSep = '%', kPartSep = '@';
 
 std::string join_names(const std::vector<Binding>& bs) {

@@ -93,9 +93,24 @@ void write_value(Writer& w, const Value& v) {
   IP_FAIL(kInternal, "[engine_file] cannot save a ", v.kind_name(), " argument");
 }
 
+// Every size in range and the product of the non-zero sizes too, so contiguous strides of the
+// shape cannot overflow (check_extent stops at a zero size; strides do not).
+void check_shape(Reader& r, const Shape& shape, const char* item) {
+  if (shape.size() > kMaxRank) r.fail(str_cat(item, " has rank ", shape.size()));
+  int64_t product = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0 || shape[d] > kMaxExtent)
+      r.fail(str_cat(item, " has size ", shape[d], " in dim ", d));
+    if (shape[d] == 0) continue;
+    if (product > kMaxExtent / shape[d])
+      r.fail(str_cat(item, " has too many elements ", shape_str(shape)));
+    product *= shape[d];
+  }
+}
+
 void check_extent(Reader& r, const Shape& shape, const Shape& strides, int64_t offset,
                   const char* item) {
-  if (shape.size() > kMaxRank) r.fail(str_cat(item, " has rank ", shape.size()));
+  check_shape(r, shape, item);
   if (shape.size() != strides.size())
     r.fail(str_cat(item, " has shape and strides of different rank"));
   if (offset < 0 || offset > kMaxExtent) r.fail(str_cat(item, " has offset ", offset));
@@ -209,6 +224,7 @@ std::vector<Binding> read_bindings(Reader& r, const char* item) {
     b.name = r.str("binding name");
     b.shape = r.shape("binding shape");
     b.dtype = r.dtype("binding dtype");
+    check_shape(r, b.shape, "binding");
     check_extent(r, b.shape, contiguous_strides(b.shape), 0, "binding");
   }
   return out;

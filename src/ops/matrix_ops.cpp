@@ -123,7 +123,9 @@ void register_matmul(Registry& r) {
       fail_multiply(op, "self", x, "other", y, str_cat("expected ", adim, "-D and 1-D"));
     return infer(op, a);
   };
-  for (auto [name, adim] : {std::pair<const char*, int64_t>{"dot", 1}, {"mv", 2}}) {
+  for (auto [name_, adim_] : {std::pair<const char*, int64_t>{"dot", 1}, {"mv", 2}}) {
+    const char* name = name_;  // structured bindings cannot be captured before C++20 in clang 14
+    const int64_t adim = adim_;
     const std::string schema =
         std::string(name) + (adim == 1 ? "(Tensor self, Tensor tensor) -> Tensor"
                                        : "(Tensor self, Tensor vec) -> Tensor");

@@ -225,6 +225,13 @@ void register_max(Registry& r, const std::string& name, bool is_max) {
       [plan_dim, is_max](const Args& a, const std::vector<Tensor>& out) {
         cpu::extreme(a[0].tensor, plan_dim(a).mask, is_max, out[0], out[1]);
       });
+  // torch.max(a, b) is elementwise maximum (NaN-propagating). Registered after max.dim so that
+  // torch.max(x, 1) binds the reduction: an int never binds a Tensor parameter here.
+  const OpDef* elementwise = r.find(is_max ? "maximum" : "minimum");
+  IP_ASSERT(elementwise, "maximum/minimum must be registered before the reductions");
+  OpDef other = *elementwise;
+  other.schema = Schema::parse(name + ".other(Tensor self, Tensor other) -> Tensor");
+  r.add(std::move(other));
 }
 
 // argmax/argmin: dim None flattens (keepdim then gives all-ones dims).

@@ -50,6 +50,26 @@ void placeholders_first(Graph& graph) {
   }
 }
 
+// F.relu(x, inplace=True) (and every op with an `inplace` flag): the write depends on a flag
+// that a schema cannot annotate, so the call becomes the in-place op it stands for (relu_),
+// which the later passes see as a mutation. Returns whether the node was rewritten.
+bool rewrite_inplace_flag(Node& n, const OpDef& op, const Args& bound) {
+  const int flag = op.schema.index_of("inplace");
+  if (flag < 0 || bound[flag].kind != Value::Kind::kBool || !bound[flag].b) return false;
+  const std::string target = op.schema.name + "_";
+  IP_CHECK(!Registry::get().overloads(target).empty(), kUnsupported, "[normalize] node '", n.name,
+           "': '", n.target, "' with inplace=True needs the in-place op '", target,
+           "', which is not supported");
+  std::vector<Value> args;
+  for (size_t i = 0; i < bound.size(); ++i)
+    if (static_cast<int>(i) != flag && !op.schema.args[i].kwarg_only) args.push_back(bound[i]);
+  n.op = NodeOp::kCallFunction;
+  n.target = target;
+  n.args = std::move(args);
+  n.kwargs.clear();
+  return true;
+}
+
 class NormalizePass : public Pass {
  public:
   std::string name() const override { return "normalize"; }
@@ -72,6 +92,12 @@ class NormalizePass : public Pass {
         IP_CHECK(bind_args(op->schema, n->args, n->kwargs, &bound, &why), kInvalidArgument,
                  "[normalize] node '", n->name, "': arguments do not fit '", op->schema.to_string(),
                  "': ", why);
+        if (rewrite_inplace_flag(*n, *op, bound)) {
+          op = choose_op(*n, metas);
+          IP_CHECK(bind_args(op->schema, n->args, n->kwargs, &bound, &why), kInvalidArgument,
+                   "[normalize] node '", n->name, "': arguments do not fit '",
+                   op->schema.to_string(), "': ", why);
+        }
         std::vector<Value> args;
         std::vector<std::pair<std::string, Value>> kwargs;
         for (size_t i = 0; i < bound.size(); ++i) {

@@ -180,6 +180,20 @@ TEST(Aliasing, ElementwiseStateUpdate) {
   for (const Step& s : r.compiled.engine->plan().steps) EXPECT_NE(s.kind, StepKind::kCopy);
 }
 
+// F.relu(x, inplace=True) writes x: normalize turns it into relu_, so the write is not lost.
+TEST(Aliasing, FunctionalReluWithInplaceFlagWritesTheInput) {
+  for (bool inplace : {true, false}) {
+    GraphBuilder b("relu_inplace");
+    Node* st = b.placeholder("state");
+    Node* y = b.call_function("torch.nn.functional.relu", {st}, {{"inplace", inplace}});
+    Node* z = b.call_function("torch.nn.functional.silu", {st}, {{"inplace", inplace}});
+    b.output(arg::tuple({b.call_method("mul", {y, 2.0}), z}));
+    auto g = b.build();
+    CompiledRun r = expect_compiled_equals_eager(*g, {randn({4, 8}, 17)}, 1e-6);
+    EXPECT_EQ(r.compiled.engine->aliased_io().size(), inplace ? 1u : 0u) << inplace;
+  }
+}
+
 TEST(Aliasing, RingBuffer3D) {
   GraphBuilder b("ring");
   Node* ring = b.placeholder("ring");

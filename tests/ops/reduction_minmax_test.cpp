@@ -212,5 +212,21 @@ TEST(ReductionExtreme, ZeroDimInput) {
   EXPECT_TRUE(tensor_near(r.items[1].tensor, {}, {0}));
 }
 
+// torch.max(a, b) / torch.min(a, b) are elementwise (NaN propagates, broadcasting), while
+// torch.max(x, 1) stays the dim reduction returning (values, indices).
+TEST(ReductionExtreme, MaxMinOfTwoTensorsAreElementwise) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor a = Tensor::from_vector<float>({1, 5, -2, 0, 7, 3}, {2, 3});
+  Tensor b = Tensor::from_vector<float>({4, 2, static_cast<float>(nan)}, {3});
+  EXPECT_TRUE(tensor_near(call_t("torch.max", {T(a), T(b)}), {2, 3}, {4, 5, nan, 4, 7, nan}));
+  EXPECT_TRUE(tensor_near(call_t("torch.min", {T(a), T(b)}), {2, 3}, {1, 2, nan, 0, 2, nan}));
+  EXPECT_TRUE(tensor_near(call_t("max", {T(a), T(b)}), {2, 3}, {4, 5, nan, 4, 7, nan}));
+  Value r = call("torch.max", {T(a), Value::integer(1)});
+  ASSERT_EQ(r.items.size(), 2u);
+  EXPECT_TRUE(tensor_near(r.items[0].tensor, {2}, {5, 7}));
+  EXPECT_TRUE(tensor_near(r.items[1].tensor, {2}, {1, 1}));
+  EXPECT_THROW(call("torch.max", {T(a), T(Tensor::from_vector<float>({1, 2}, {2}))}), Error);
+}
+
 }  // namespace
 }  // namespace inplace::testing

@@ -40,7 +40,8 @@ M sub_wrap(M a, M b) {
 template <typename M>
 M mul_wrap(M a, M b) {
   if constexpr (kInt<M>) {
-    using U = std::make_unsigned_t<M>;
+    // At least unsigned int: narrower unsigned types promote to (signed) int and overflow.
+    using U = std::conditional_t<(sizeof(M) < sizeof(unsigned)), unsigned, std::make_unsigned_t<M>>;
     return static_cast<M>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
   } else {
     return a * b;

@@ -43,7 +43,7 @@ void clamp(const Tensor& out, const Operand& self, const std::optional<Operand>&
     const auto l = bound(lo, lowest), h = bound(hi, highest);
     detail::ternary_map<T, T, T, T>(out, detail::source(x, out.shape()),
                                     detail::source(l, out.shape()), detail::source(h, out.shape()),
-                                    [nan_bounds](T xv, T lv, T hv) {
+                                    [=](T xv, T lv, T hv) {
                                       const M v = xv, lb = lv, hb = hv;
                                       if constexpr (std::is_floating_point_v<M>) {
                                         if (nan_bounds && (lb != lb || hb != hb))
