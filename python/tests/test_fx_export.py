@@ -398,7 +398,7 @@ class ExporterTest(unittest.TestCase):
         class M(nn.Module):
             def forward(self, x):
                 y = x.view(torch.Size([2, 6]))[:, 1:None:2]
-                z = x.new_full((2, 3), float("-inf"), dtype=torch.float32, device="cpu")
+                z = x.new_full((2, 3), float("-inf"), dtype=torch.float32, device=torch.device("cpu"))
                 return F.gelu(y) + 1.0 + z, x[..., None, 0], x.to(torch.float64) * 2
 
         with tempfile.TemporaryDirectory() as d:
