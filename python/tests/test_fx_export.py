@@ -419,7 +419,7 @@ class ExporterTest(unittest.TestCase):
                              {"tuple": [{"ellipsis": True}, None, 0]})
             self.assertEqual(nodes["to"]["args"][1], {"dtype": "float64"})
             self.assertEqual(nodes["add"]["meta"], {"shape": [2, 3], "dtype": "float32"})
-            self.assertIn('"args": [{"node": "add"}, 1.0]', text)  # a float keeps its '.'
+            self.assertIn('"args": [{"node": "gelu"}, 1.0]', text)  # a float keeps its '.'
             self.assertIn('"args": [{"node": "to"}, 2]', text)  # an int stays an int
 
     def test_aten_targets(self):
