@@ -200,6 +200,28 @@ def case_linear_layernorm_embedding():
     return M(), (torch.tensor([[1, 7, 3]]), torch.randn(1, 3, 6)), False
 
 
+def _tiny_decoder():
+    sys.path.insert(0, os.path.join(REPO, "examples", "streaming_decoder"))
+    from model import TinyDecoder
+
+    torch.manual_seed(0)
+    model = TinyDecoder(s_max=16).eval()
+    caches = tuple(torch.randn(1, 4, 16, 16) for _ in range(4))
+    return model, (torch.tensor([[7]]), torch.tensor([5])) + caches
+
+
+def case_tiny_decoder():
+    model, inputs = _tiny_decoder()
+    return model, inputs, False
+
+
+def case_tiny_decoder_make_fx():
+    model, inputs = _tiny_decoder()
+    with torch.no_grad():
+        gm = make_fx(model)(*[t.clone() for t in inputs])
+    return ("make_fx", gm, model), inputs, False
+
+
 CASES = {
     "add_inplace": case_add_inplace,
     "setitem_tensor_pos": case_setitem_tensor_pos,
@@ -215,15 +237,25 @@ CASES = {
     "iadd_getitem": case_iadd_getitem,
     "make_fx_aten": case_make_fx_aten,
     "linear_layernorm_embedding": case_linear_layernorm_embedding,
+    "tiny_decoder": case_tiny_decoder,
+    "tiny_decoder_make_fx": case_tiny_decoder_make_fx,
 }
 
 # (case, mode) -> why it fails in the engine today. Each is reported, not hidden.
+# (case, mode) -> (why it fails in the engine today, a string the failure message contains).
+# Each is reported, not hidden. A listed test that fails with another message is turned into an
+# "unexpected success" (which fails the run) after printing the real error.
 _RELU_INPLACE = ("compiled drops F.relu(x, inplace=True): passes lower it to "
                  "aten.relu.nn_functional(x, True), the plan has no relu step, so input.x is "
-                 "not rectified and output.0 is x + 1")
+                 "not rectified and output.0 is x + 1", "input.x: Tensor-likes are not close")
+_RESHAPE_ALIAS = ("unknown op 'aten._reshape_alias.default' (make_fx of torch 1.13 records "
+                  "reshape of a viewable tensor as it)", "unknown op 'aten._reshape_alias.default'")
 EXPECTED_FAILURES = {
     ("relu_inplace", "compiled"): _RELU_INPLACE,
     ("relu_inplace", "compiled_noalias"): _RELU_INPLACE,
+    ("tiny_decoder_make_fx", "eager"): _RESHAPE_ALIAS,
+    ("tiny_decoder_make_fx", "compiled"): _RESHAPE_ALIAS,
+    ("tiny_decoder_make_fx", "compiled_noalias"): _RESHAPE_ALIAS,
 }
 
 
@@ -341,13 +373,23 @@ class ExecConformanceTest(unittest.TestCase):
 
 
 def _make_test(case, mode):
+    expected = EXPECTED_FAILURES.get((case, mode))
+
     def test(self):
-        self._check(case, mode)
+        if not expected:
+            self._check(case, mode)
+            return
+        try:
+            self._check(case, mode)
+        except Exception as e:  # noqa: BLE001 - the reason is checked right here
+            if expected[1] in str(e):
+                raise
+            sys.stderr.write("\n%s/%s: expected failure (%s) failed for another reason: %s\n"
+                             % (case, mode, expected[0], e))
 
     test.__doc__ = "%s, inplace exec %s" % (case, " ".join(MODES[mode]))
-    reason = EXPECTED_FAILURES.get((case, mode))
-    if reason:
-        test.__doc__ += " [expected failure: %s]" % reason
+    if expected:
+        test.__doc__ += " [expected failure: %s]" % expected[0]
         test = unittest.expectedFailure(test)
     return test
 
