@@ -297,6 +297,21 @@ def _dumps(doc):
     return "\n".join(lines) + "\n"
 
 
+class _ShapeProp(ShapeProp):
+    """ShapeProp that reads every get_attr tensor from a private clone (one per target, so the
+    graph's in-place writes to its state still reach later reads of the same target)."""
+
+    def __init__(self, gm):
+        super().__init__(gm)
+        self._state = {}
+
+    def fetch_attr(self, target):
+        if target not in self._state:
+            value = super().fetch_attr(target)
+            self._state[target] = value.detach().clone() if isinstance(value, torch.Tensor) else value
+        return self._state[target]
+
+
 def _clone_inputs(inputs):
     return tuple(x.clone() if isinstance(x, torch.Tensor) else copy.deepcopy(x) for x in inputs)
 
@@ -326,14 +341,15 @@ def export_graph(module_or_gm, example_inputs, path, name=None,
                           % (len(placeholders), ", ".join(p.name for p in placeholders),
                              len(example_inputs)))
 
-    # Shape propagation runs on a copy of the module and clones of the inputs, so neither the
-    # module's buffers nor the caller's tensors change: the constants written are the state
-    # before the call.
-    probe = copy.deepcopy(gm)
-    ShapeProp(probe).propagate(*_clone_inputs(example_inputs))
-    for node, probed in zip(gm.graph.nodes, probe.graph.nodes):
-        if "tensor_meta" in probed.meta:
-            node.meta["tensor_meta"] = probed.meta["tensor_meta"]
+    # Shape propagation runs on clones of the inputs and of the get_attr tensors, so neither
+    # the module's state nor the caller's tensors change: the constants written are the state
+    # before the call. (No deepcopy of the module: torch 1.13's make_fx leaves tensors it
+    # mutated impossible to deepcopy.)
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            raise ExportError("node '%s' (call_module %s) is not supported; trace with FullTracer "
+                              "so no module is a leaf" % (node.name, node.target))
+    _ShapeProp(gm).propagate(*_clone_inputs(example_inputs))
     doc, constants = graph_to_json(gm, name, constants_file)
 
     path = os.fspath(path)

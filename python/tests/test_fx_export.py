@@ -200,6 +200,25 @@ def case_linear_layernorm_embedding():
     return M(), (torch.tensor([[1, 7, 3]]), torch.randn(1, 3, 6)), False
 
 
+def case_make_fx_buffer():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("state", torch.arange(6.0).view(2, 3))
+            self.lin = nn.Linear(3, 3)
+
+        def forward(self, x):
+            self.state.mul_(0.5).add_(x)
+            self.state[:, 0] = 1.0
+            return self.lin(self.state)
+
+    # make_fx runs the module while tracing: trace a copy, whose buffer it leaves updated once.
+    model = M()
+    inputs = (torch.randn(2, 3),)
+    gm = make_fx(copy.deepcopy(model))(*[t.clone() for t in inputs])
+    return ("make_fx", gm, model), inputs, False
+
+
 def _tiny_decoder():
     sys.path.insert(0, os.path.join(REPO, "examples", "streaming_decoder"))
     from model import TinyDecoder
@@ -236,6 +255,7 @@ CASES = {
     "buffer_update": case_buffer_update,
     "iadd_getitem": case_iadd_getitem,
     "make_fx_aten": case_make_fx_aten,
+    "make_fx_buffer": case_make_fx_buffer,
     "linear_layernorm_embedding": case_linear_layernorm_embedding,
     "tiny_decoder": case_tiny_decoder,
     "tiny_decoder_make_fx": case_tiny_decoder_make_fx,
@@ -282,27 +302,53 @@ def _as_tensor(v):
     raise TypeError("unexpected output of type %s" % type(v).__name__)
 
 
+def _fetch(module, target):
+    obj = module
+    for atom in target.split("."):
+        obj = getattr(obj, atom)
+    return obj
+
+
+if torch is not None:
+    class _CloneStateInterpreter(torch.fx.Interpreter):
+        """Runs a GraphModule with every get_attr read from a clone kept in self.state."""
+
+        def __init__(self, gm):
+            super().__init__(gm)
+            self.state = {}
+
+        def fetch_attr(self, target):
+            if target not in self.state:
+                self.state[target] = super().fetch_attr(target).detach().clone()
+            return self.state[target]
+
+
 def _reference(program, inputs, input_names, gm):
     """PyTorch eager on clones: {"output.i": ..., "input.name": ..., "buffer.target": ...}."""
     args = [t.clone() for t in inputs]
-    if isinstance(program, tuple):  # make_fx: the traced function, then the gm for its constants
-        result = program[2](*args)
-        state = copy.deepcopy(gm)
+    if isinstance(program, tuple):
+        # make_fx: PyTorch runs the aten graph itself on clones of its constants (they hold the
+        # module state as tracing left it), and must agree with the traced function when that
+        # has no state.
+        runner = _CloneStateInterpreter(gm)
+        result = runner.run(*args)
+        state = runner.state
+        if not isinstance(program[2], nn.Module) or not list(program[2].buffers()):
+            direct = program[2](*[t.clone() for t in inputs])
+            for a, b in zip(_flatten(result, []), _flatten(direct, [])):
+                torch.testing.assert_close(a, b, rtol=RTOL, atol=ATOL)
     else:
-        state = copy.deepcopy(program)
-        result = state(*args)
+        module = copy.deepcopy(program)
+        result = module(*args)
+        state = {n.target: _fetch(module, n.target) for n in gm.graph.nodes if n.op == "get_attr"}
     ref = {}
     for i, v in enumerate(_flatten(result, [])):
         if v is not None:
             ref["output.%d" % i] = _as_tensor(v).detach().clone()
     for name, t in zip(input_names, args):
         ref["input." + name] = t
-    for node in gm.graph.nodes:
-        if node.op == "get_attr":
-            obj = state
-            for atom in node.target.split("."):
-                obj = getattr(obj, atom)
-            ref["buffer." + node.target] = obj.detach().clone()
+    for target, value in state.items():
+        ref["buffer." + target] = value.detach().clone()
     return ref
 
 
