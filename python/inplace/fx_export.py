@@ -114,7 +114,8 @@ def target_name(target):
     """The name FX prints for a call_function target, as the inplace reader expects it.
 
     OpOverloads print as ``aten.add_.Tensor``; builtins of ``torch._C._nn`` (F.linear,
-    F.gelu, ...) are spelled by their public ``torch.nn.functional`` name.
+    F.gelu, ...) and the Python wrappers in ``torch.functional`` (torch.einsum, torch.split)
+    are spelled by their public names (``torch.nn.functional.linear``, ``torch.einsum``).
     """
     if isinstance(target, str):
         return target
@@ -124,6 +125,7 @@ def target_name(target):
     for private, public, mod in (
         ("torch._C._nn.", "torch.nn.functional.", F),
         ("torch._C._VariableFunctions.", "torch.", torch),
+        ("torch.functional.", "torch.", torch),  # torch.einsum, torch.split, ... (Python wrappers)
         ("torch._C._linalg.", "torch.linalg.", getattr(torch, "linalg", None)),
         ("torch._C._special.", "torch.special.", getattr(torch, "special", None)),
         ("torch._C._fft.", "torch.fft.", getattr(torch, "fft", None)),
