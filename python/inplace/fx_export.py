@@ -351,7 +351,8 @@ def export_graph(module_or_gm, example_inputs, path, name=None,
         if node.op == "call_module":
             raise ExportError("node '%s' (call_module %s) is not supported; trace with FullTracer "
                               "so no module is a leaf" % (node.name, node.target))
-    _ShapeProp(gm).propagate(*_clone_inputs(example_inputs))
+    with torch.no_grad():  # in-place writes to parameters would be refused under autograd
+        _ShapeProp(gm).propagate(*_clone_inputs(example_inputs))
     doc, constants = graph_to_json(gm, name, constants_file)
 
     path = os.fspath(path)
