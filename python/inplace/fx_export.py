@@ -323,7 +323,8 @@ def export_graph(module_or_gm, example_inputs, path, name=None,
     """Traces (unless given a GraphModule), propagates shapes and writes graph JSON to ``path``.
 
     ``example_inputs`` is the tuple of positional arguments; it is not modified (the shape
-    propagation runs on clones, and on a copy of the module, so buffers are not mutated either).
+    propagation runs on clones of the inputs and of the module's tensors, so buffers are not
+    mutated either).
     The constants (get_attr tensors, as they are before the call) go to ``constants_file``
     beside ``path``. Returns an ExportResult.
     """
