@@ -122,6 +122,18 @@ void register_reshapes(Registry& r) {
                                             a[2].as_int_list("as_strided"),
                                             optional_int(a[3], "as_strided")));
       });
+  // What make_fx (torch 1.13) records for a reshape/flatten that can be a view: the strides
+  // are the ones reshape computed, the offset is self's.
+  r.add_view("_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)",
+             [](const Args& a) {
+               const Tensor& self = self_arg(a, "_reshape_alias");
+               Shape size = a[1].as_int_list("_reshape_alias");
+               IP_CHECK(numel_of(size) == self.numel(), kShapeMismatch,
+                        "[_reshape_alias] shape ", shape_str(size), " is invalid for input ",
+                        shape_str(self.shape()));
+               return tensor_value(
+                   self.as_strided(size, a[2].as_int_list("_reshape_alias"), std::nullopt));
+             });
 }
 
 void register_permutes(Registry& r) {
