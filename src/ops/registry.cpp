@@ -22,6 +22,10 @@ const Registry& Registry::get() {
     register_nn_ops(*r);
     register_misc_ops(*r);
     register_kv_cache_ops(*r);
+    register_scan_ops(*r);
+    register_sort_ops(*r);
+    register_matrix_batch_ops(*r);
+    register_einsum_ops(*r);
     return r;
   }();
   return *registry;
@@ -231,17 +235,27 @@ bool bind_args(const Schema& schema, const std::vector<Value>& args,
     }
     size_t p = positional[i];
     const ArgSpec& spec = schema.args[p];
-    // x.view(2, 3), x.permute(1, 0): trailing ints gather into the last list parameter.
-    if (p == positional.back() && i + 1 < args.size() && is_list_type(spec.base_type()) &&
-        (spec.base_type() == "int[]" || spec.base_type() == "SymInt[]")) {
-      bool all_ints = true;
+    // x.view(2, 3), x.permute(1, 0): trailing ints gather into the last list parameter;
+    // torch.einsum("ij,jk", a, b): so do trailing tensors into a last Tensor[] parameter.
+    const bool int_list = spec.base_type() == "int[]" || spec.base_type() == "SymInt[]";
+    const bool tensor_list = spec.base_type() == "Tensor[]";
+    if (p == positional.back() && i + 1 < args.size() && (int_list || tensor_list)) {
+      bool all_fit = true;
       for (size_t k = i; k < args.size(); ++k)
-        all_ints &= args[k].kind == Value::Kind::kInt || args[k].is_node();
-      if (all_ints) {
+        all_fit &= (int_list ? args[k].kind == Value::Kind::kInt : args[k].is_tensor()) ||
+                   args[k].is_node();
+      if (all_fit) {
         (*out)[p] = Value::list(std::vector<Value>(args.begin() + static_cast<long>(i), args.end()));
         filled[p] = true;
         break;
       }
+    }
+    // torch.einsum("ii", a): one trailing tensor is a one-element list. (A node stays as it is:
+    // it may stand for a list; its runtime tensor is wrapped here when the call runs.)
+    if (p == positional.back() && i + 1 == args.size() && tensor_list && args[i].is_tensor()) {
+      (*out)[p] = Value::list({args[i]});
+      filled[p] = true;
+      break;
     }
     (*out)[p] = args[i];
     filled[p] = true;
