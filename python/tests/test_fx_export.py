@@ -260,6 +260,51 @@ def case_tiny_decoder_make_fx():
     return ("make_fx", gm, model), inputs, False
 
 
+def case_topk_sampling_cumsum():
+    class M(nn.Module):
+        def forward(self, logits, mask, counts):
+            top = torch.topk(logits, 5, dim=-1)
+            probs = torch.softmax(top[0], dim=-1)
+            cdf = torch.cumsum(probs, dim=-1)
+            pos = mask.cumsum(-1) - 1  # position ids from a bool attention mask (int64)
+            order = torch.argsort(logits, dim=-1, descending=True)
+            ranked = logits.sort(dim=-1)
+            counts.cumsum_(0)
+            return top[1], cdf, pos, order, ranked[0], ranked[1], logits.cumprod(1)
+
+    mask = torch.tensor([[True, True, False, True], [False, True, True, True]])
+    return M(), (torch.randn(2, 16), mask, torch.arange(6.0)), False
+
+
+def case_einsum_attention():
+    class M(nn.Module):
+        def forward(self, q, k, v, bias, acc):
+            s = torch.einsum("bqhd,bkhd->bhqk", q, k) * 0.5
+            p = torch.softmax(s, dim=-1)
+            o = torch.einsum("bhqk,bkhd->bqhd", p, v)
+            scores = torch.baddbmm(bias, q[:, :, 0], k[:, :, 0].transpose(1, 2), alpha=0.5)
+            acc.baddbmm_(q[:, :, 1], k[:, :, 1].transpose(1, 2), beta=0.5)
+            return o, torch.einsum("bqhd->bh", o), torch.einsum("ii", bias[0]), scores
+
+    q, k, v = torch.randn(2, 3, 2, 4), torch.randn(2, 3, 2, 4), torch.randn(2, 3, 2, 4)
+    return M(), (q, k, v, torch.randn(1, 3, 3), torch.randn(2, 3, 3)), False
+
+
+def _ops_fn(logits, x, w, acc):
+    vals, idx = torch.topk(logits, 3)
+    c = torch.cumsum(vals, dim=-1)
+    acc.cumsum_(1)
+    y = torch.einsum("bij,jk->bik", x, w)
+    z = torch.addbmm(acc[:, :2], x, x.transpose(1, 2))
+    return idx, c, y, z, torch.sort(logits, descending=True)[1]
+
+
+def case_make_fx_model_ops():
+    inputs = (torch.randn(2, 10), torch.randn(3, 2, 4), torch.randn(4, 5), torch.randn(2, 4))
+    gm = make_fx(_ops_fn)(*[t.clone() for t in inputs])
+    return ("make_fx", gm, _ops_fn), inputs, False
+
+
 CASES = {
     "add_inplace": case_add_inplace,
     "setitem_tensor_pos": case_setitem_tensor_pos,
@@ -280,6 +325,9 @@ CASES = {
     "linear_layernorm_embedding": case_linear_layernorm_embedding,
     "tiny_decoder": case_tiny_decoder,
     "tiny_decoder_make_fx": case_tiny_decoder_make_fx,
+    "topk_sampling_cumsum": case_topk_sampling_cumsum,
+    "einsum_attention": case_einsum_attention,
+    "make_fx_model_ops": case_make_fx_model_ops,
 }
 
 # (case, mode) -> (why it fails in the engine today, a string the failure message contains).

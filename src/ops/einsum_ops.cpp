@@ -2,7 +2,7 @@
 // away early, and operands are contracted left to right, each pair as one batched matrix
 // product (batch = shared kept labels, M/N = labels of one side, K = contracted labels), or a
 // broadcast multiply when nothing is contracted. The last product writes straight into the
-// result when its layout is the output's.
+// result, through a permuted view of it, whenever the result's layout allows.
 #include <algorithm>
 
 #include "kernels/cpu/elementwise.h"
@@ -134,10 +134,10 @@ Term contract(Term a, Term b, const std::vector<bool>& keep, const std::vector<i
   batch = ordered(batch, output);
   a_only = ordered(a_only, output);
   b_only = ordered(b_only, output);
-  // (a @ b) and (b @ a)^T hold the same numbers; pick the one whose layout is the output's.
+  // (a @ b) and (b @ a)^T hold the same numbers: put the output's innermost label on the N
+  // side, so the product's rows are contiguous in the result.
   const bool last = dest.defined() && batch.size() + a_only.size() + b_only.size() == output.size();
-  if (last && concat(concat(batch, b_only), a_only) == output &&
-      concat(concat(batch, a_only), b_only) != output) {
+  if (last && !a_only.empty() && a_only.back() == output.back()) {
     std::swap(a, b);
     std::swap(a_only, b_only);
   }
@@ -160,8 +160,24 @@ Term contract(Term a, Term b, const std::vector<bool>& keep, const std::vector<i
   }
   mat_shape.push_back(m);
   mat_shape.push_back(n);
-  const bool into_dest = last && r.labels == output && dest.shape() == shape;
-  Tensor prod = into_dest ? dest.view(mat_shape) : Tensor::empty(mat_shape, a.t.dtype());
+  // The last product writes straight into the result, through a permuted view of it, when
+  // its M labels and its N labels each sit side by side there (so each merges into one dim).
+  Tensor target;
+  if (last) {
+    auto pos = [&](int l) {
+      return static_cast<int64_t>(std::find(output.begin(), output.end(), l) - output.begin());
+    };
+    auto adjacent = [&](const std::vector<int>& g) {
+      for (size_t i = 0; i + 1 < g.size(); ++i)
+        if (pos(g[i + 1]) != pos(g[i]) + 1) return false;
+      return true;
+    };
+    std::vector<int64_t> perm;
+    for (int l : r.labels) perm.push_back(pos(l));
+    if (adjacent(a_only) && adjacent(b_only)) target = dest.permute(perm);
+    if (target.defined() && target.shape() != shape) target = Tensor();
+  }
+  Tensor prod = target.defined() ? target.view(mat_shape) : Tensor::empty(mat_shape, a.t.dtype());
   if (contracted.empty()) {
     // An outer product per batch: [.., M, 1] * [.., 1, N].
     const Tensor x = as_batched_matrix(a, batch, a_only, {});
@@ -172,7 +188,7 @@ Term contract(Term a, Term b, const std::vector<bool>& keep, const std::vector<i
     const Tensor y = as_batched_matrix(b, batch, contracted, b_only);
     cpu::matmul(x, y, prod);
   }
-  r.t = into_dest ? dest : prod.view(shape);
+  r.t = target.defined() ? target : prod.view(shape);
   return r;
 }
 
@@ -206,8 +222,8 @@ EinsumPlan plan(const Args& a, const std::vector<Tensor>& ts) {
     IP_CHECK(t.dtype() == ts[0].dtype(), kDTypeMismatch, "[einsum] equation '", eq,
              "': operands must have the same dtype, got ", dtype_name(ts[0].dtype()), " ",
              shape_str(ts[0].shape()), " and ", dtype_name(t.dtype()), " ", shape_str(t.shape()));
-    IP_CHECK(t.dtype() != DType::kBool || ts.size() == 1, kDTypeMismatch, "[einsum] equation '",
-             eq, "': products of bool tensors are not implemented");
+    IP_CHECK(t.dtype() != DType::kBool || ts.size() == 1, kDTypeMismatch, "[einsum] equation '", eq,
+             "': products of bool tensors are not implemented");
   }
   return p;
 }

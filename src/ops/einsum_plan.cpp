@@ -128,14 +128,15 @@ EinsumPlan plan_einsum(const std::string& equation, const std::vector<Shape>& sh
     for (int t : parse_subscript(eq.substr(arrow + 2), eq)) {
       if (t == kEllipsis) {
         // Every "..." dim joins the output here; without "..." in the output they are summed.
-        for (int64_t j = 0; j < max_ell; ++j) plan.output.push_back(static_cast<int>(kNumLetters + j));
+        for (int64_t j = 0; j < max_ell; ++j)
+          plan.output.push_back(static_cast<int>(kNumLetters + j));
         continue;
       }
       IP_CHECK(count[t] > 0, kInvalidArgument, "[einsum] equation '", equation,
                "': output subscript ", EinsumPlan::label_name(t),
                " does not appear in the equation for any input operand");
-      IP_CHECK(!seen[t], kInvalidArgument, "[einsum] equation '", equation,
-               "': output subscript ", EinsumPlan::label_name(t), " appears more than once");
+      IP_CHECK(!seen[t], kInvalidArgument, "[einsum] equation '", equation, "': output subscript ",
+               EinsumPlan::label_name(t), " appears more than once");
       seen[t] = true;
       plan.output.push_back(t);
     }

@@ -36,18 +36,15 @@ BatchProduct check_batch_product(const Args& a, const char* op, bool summed) {
   for (const Tensor* t : {&x, &y})
     IP_CHECK(t->dtype() == self.dtype(), kDTypeMismatch, "[", op,
              "] expected self, batch1 and batch2 to have the same dtype, but got ",
-             dtype_name(self.dtype()), ", ", dtype_name(x.dtype()), " and ",
-             dtype_name(y.dtype()));
+             dtype_name(self.dtype()), ", ", dtype_name(x.dtype()), " and ", dtype_name(y.dtype()));
   IP_CHECK(self.dtype() != DType::kBool, kDTypeMismatch, "[", op, "] not implemented for bool");
   const BatchProduct p{x.size(0), x.size(1), y.size(2)};
   const Shape out = summed ? Shape{p.rows, p.cols} : Shape{p.batch, p.rows, p.cols};
   IP_CHECK(broadcasts_to(self.shape(), out), kShapeMismatch, "[", op, "] self ",
-           shape_str(self.shape()), " cannot be broadcast to the product's shape ",
-           shape_str(out));
+           shape_str(self.shape()), " cannot be broadcast to the product's shape ", shape_str(out));
   const Scalar beta = a[3].as_scalar("beta"), alpha = a[4].as_scalar("alpha");
-  IP_CHECK(is_floating(x.dtype()) || (!beta.is_float() && !alpha.is_float()), kDTypeMismatch,
-           "[", op,
-           "] for integral input tensors, beta and alpha must not be floating point, got beta=",
+  IP_CHECK(is_floating(x.dtype()) || (!beta.is_float() && !alpha.is_float()), kDTypeMismatch, "[",
+           op, "] for integral input tensors, beta and alpha must not be floating point, got beta=",
            beta.to_string(), " alpha=", alpha.to_string());
   return p;
 }
@@ -58,8 +55,7 @@ void register_baddbmm(Registry& r) {
       "Tensor",
       [](const Args& a) {
         BatchProduct p = check_batch_product(a, "baddbmm", false);
-        return std::vector<Tensor>{
-            Tensor::meta({p.batch, p.rows, p.cols}, a[0].tensor.dtype())};
+        return std::vector<Tensor>{Tensor::meta({p.batch, p.rows, p.cols}, a[0].tensor.dtype())};
       },
       [](const Args& a, const std::vector<Tensor>& out) {
         check_batch_product(a, "baddbmm", false);

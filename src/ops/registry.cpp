@@ -184,10 +184,6 @@ std::string Registry::canonical_name(const std::string& target, std::string* ove
 
 namespace {
 
-bool is_list_type(const std::string& base) {
-  return base.size() > 2 && base.compare(base.size() - 2, 2, "[]") == 0;
-}
-
 bool type_matches(const ArgSpec& spec, const Value& v) {
   using K = Value::Kind;
   if (v.is_none()) return spec.optional_type() || spec.base_type() == "Any";
@@ -245,7 +241,8 @@ bool bind_args(const Schema& schema, const std::vector<Value>& args,
         all_fit &= (int_list ? args[k].kind == Value::Kind::kInt : args[k].is_tensor()) ||
                    args[k].is_node();
       if (all_fit) {
-        (*out)[p] = Value::list(std::vector<Value>(args.begin() + static_cast<long>(i), args.end()));
+        (*out)[p] =
+            Value::list(std::vector<Value>(args.begin() + static_cast<long>(i), args.end()));
         filled[p] = true;
         break;
       }

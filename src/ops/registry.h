@@ -96,9 +96,9 @@ void register_indexing_ops(Registry& r);
 void register_nn_ops(Registry& r);
 void register_misc_ops(Registry& r);
 void register_kv_cache_ops(Registry& r);
-void register_scan_ops(Registry& r);           // cumsum, cumprod
-void register_sort_ops(Registry& r);           // topk, sort, argsort, msort
-void register_matrix_batch_ops(Registry& r);   // baddbmm, addbmm
+void register_scan_ops(Registry& r);          // cumsum, cumprod
+void register_sort_ops(Registry& r);          // topk, sort, argsort, msort
+void register_matrix_batch_ops(Registry& r);  // baddbmm, addbmm
 void register_einsum_ops(Registry& r);
 
 // Helpers the families share.

@@ -51,9 +51,9 @@ void register_topk(Registry& r) {
       },
       [plan](const Args& a, const std::vector<Tensor>& out) {
         Plan p = plan(a);
-        run_sort(a[0].tensor, p.dim, a[0].tensor.dim() > 0 ? p.k : 1,  // 0-d: torch copies, even for k=0
-
-                 a[3].as_bool("largest"), out[0], out[1]);
+        // A 0-d input is copied, even for k=0, as torch does.
+        const int64_t k = a[0].tensor.dim() > 0 ? p.k : 1;
+        run_sort(a[0].tensor, p.dim, k, a[3].as_bool("largest"), out[0], out[1]);
       });
 }
 

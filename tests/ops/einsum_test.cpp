@@ -138,7 +138,10 @@ void check_case(const Case& c, DType dt, bool strided) {
   const std::vector<double> want = ref_einsum(c.letters.empty() ? c.eq : c.letters, ops, &shape);
   const Tensor got = call_t("torch.einsum", args);
   // Half types round each intermediate product; the reference does not.
-  const double tol = dt == DType::kFloat16 ? 3e-2 : dt == DType::kFloat32 ? 1e-5 : dt == DType::kFloat64 ? 1e-12 : 0;
+  const double tol = dt == DType::kFloat16   ? 3e-2
+                     : dt == DType::kFloat32 ? 1e-5
+                     : dt == DType::kFloat64 ? 1e-12
+                                             : 0;
   EXPECT_TRUE(tensor_near(got, shape, want, tol));
 }
 
@@ -162,14 +165,16 @@ TEST(EinsumOps, ResultDtypes) {
   const Tensor a = sample({2, 3}, DType::kInt8, 1);
   // Products keep the operands' dtype; a single integral operand that is summed gives int64
   // (torch.sum's rule, which torch's einsum uses there).
-  EXPECT_EQ(call_t("torch.einsum", {S("ij,jk->ik"), T(a), T(sample({3, 2}, DType::kInt8, 2))}).dtype(),
-            DType::kInt8);
+  EXPECT_EQ(
+      call_t("torch.einsum", {S("ij,jk->ik"), T(a), T(sample({3, 2}, DType::kInt8, 2))}).dtype(),
+      DType::kInt8);
   EXPECT_EQ(call_t("torch.einsum", {S("ij->ji"), T(a)}).dtype(), DType::kInt8);
   EXPECT_EQ(call_t("torch.einsum", {S("ij->i"), T(a)}).dtype(), DType::kInt64);
   const Tensor m = bt({true, false, true, true}, {2, 2});
   EXPECT_TRUE(tensor_equal(call_t("torch.einsum", {S("ij->i"), T(m)}), lt({1, 2}, {2})));
   EXPECT_TRUE(tensor_equal(call_t("torch.einsum", {S("ii->i"), T(m)}), bt({true, true}, {2})));
-  EXPECT_TRUE(tensor_equal(call_t("torch.einsum", {S("ij->ji"), T(m)}), bt({true, true, false, true}, {2, 2})));
+  EXPECT_TRUE(tensor_equal(call_t("torch.einsum", {S("ij->ji"), T(m)}),
+                           bt({true, true, false, true}, {2, 2})));
   const Tensor h = sample({2, 3}, DType::kBFloat16, 3);
   EXPECT_EQ(call_t("torch.einsum", {S("ij->j"), T(h)}).dtype(), DType::kBFloat16);
 }
@@ -196,7 +201,8 @@ TEST(EinsumOps, Spellings) {
   EXPECT_TRUE(tensor_near(call_t("torch.einsum", {S("ij,jk->ik"), T(a), T(b)}), shape, want, 1e-5));
   EXPECT_TRUE(tensor_near(call_t("torch.functional.einsum", {S("ij,jk->ik"), T(a), T(b)}), shape,
                           want, 1e-5));
-  EXPECT_TRUE(tensor_near(call_t("torch.einsum", {S("ij,jk->ik"), L({T(a), T(b)})}), shape, want, 1e-5));
+  EXPECT_TRUE(
+      tensor_near(call_t("torch.einsum", {S("ij,jk->ik"), L({T(a), T(b)})}), shape, want, 1e-5));
   // aten level: the list, and the optional path keyword.
   EXPECT_TRUE(tensor_near(call_t("aten.einsum.default", {S("ij,jk->ik"), L({T(a), T(b)})}), shape,
                           want, 1e-5));
@@ -210,7 +216,8 @@ TEST(EinsumOps, Spellings) {
 }
 
 TEST(EinsumOps, Errors) {
-  const Tensor a = Tensor::zeros({2, 3}, DType::kFloat32), b = Tensor::zeros({4, 5}, DType::kFloat32);
+  const Tensor a = Tensor::zeros({2, 3}, DType::kFloat32),
+               b = Tensor::zeros({4, 5}, DType::kFloat32);
   auto err = [](const std::string& eq, std::vector<Tensor> ops) {
     std::vector<Value> items;
     for (const Tensor& t : ops) items.push_back(T(t));
@@ -260,10 +267,11 @@ TEST(EinsumOps, CompiledEqualsEager) {
   Node* d = b.call_function("aten.einsum.default", {"bqhd->bh", arg::list({o})});
   b.outputs({o, t, d});
   auto g = b.build();
-  expect_compiled_equals_eager(*g, {sample({2, 3, 2, 4}, DType::kFloat32, 1),
-                                    sample({2, 5, 2, 4}, DType::kFloat32, 2),
-                                    sample({2, 5, 2, 4}, DType::kFloat32, 3)},
-                               1e-6);
+  expect_compiled_equals_eager(
+      *g,
+      {sample({2, 3, 2, 4}, DType::kFloat32, 1), sample({2, 5, 2, 4}, DType::kFloat32, 2),
+       sample({2, 5, 2, 4}, DType::kFloat32, 3)},
+      1e-6);
 }
 
 }  // namespace

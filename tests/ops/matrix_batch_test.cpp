@@ -33,32 +33,35 @@ std::vector<double> ref_batch(const Tensor& self, const Tensor& x, const Tensor&
 }
 
 TEST(MatrixBatchOps, BaddbmmValues) {
-  for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt64, DType::kInt32}) {
+  for (DType dt :
+       {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt64, DType::kInt32}) {
     const Tensor x = sample({3, 2, 4}, dt, 1), y = sample({3, 4, 5}, dt, 2);
     for (const Shape& ss : {Shape{3, 2, 5}, Shape{2, 5}, Shape{1, 1, 5}, Shape{1}}) {
       const Tensor self = sample(ss, dt, 3);
       const bool fl = is_floating(dt);
       const Value beta = fl ? F(0.5) : I(2), alpha = fl ? F(-1.5) : I(3);
       SCOPED_TRACE(str_cat(dtype_name(dt), " self ", shape_str(ss)));
-      const Tensor r = call_t("torch.baddbmm", {T(self), T(x), T(y)}, {{"beta", beta}, {"alpha", alpha}});
+      const Tensor r =
+          call_t("torch.baddbmm", {T(self), T(x), T(y)}, {{"beta", beta}, {"alpha", alpha}});
       EXPECT_EQ(r.dtype(), dt);
-      EXPECT_TRUE(tensor_near(r, {3, 2, 5},
-                              ref_batch(self, x, y, beta.as_double("b"), alpha.as_double("a"), false),
-                              dt == DType::kFloat16 ? 4e-3 : 1e-6));
+      EXPECT_TRUE(tensor_near(
+          r, {3, 2, 5}, ref_batch(self, x, y, beta.as_double("b"), alpha.as_double("a"), false),
+          dt == DType::kFloat16 ? 4e-3 : 1e-6));
       const Tensor s = call_t("addbmm", {T(self.dim() == 3 ? self.select(0, 0) : self), T(x), T(y)},
                               {{"beta", beta}, {"alpha", alpha}});
       const Tensor self2 = self.dim() == 3 ? self.select(0, 0) : self;
-      EXPECT_TRUE(tensor_near(s, {2, 5},
-                              ref_batch(self2, x, y, beta.as_double("b"), alpha.as_double("a"), true),
-                              dt == DType::kFloat16 ? 1e-2 : 1e-6));
+      EXPECT_TRUE(tensor_near(
+          s, {2, 5}, ref_batch(self2, x, y, beta.as_double("b"), alpha.as_double("a"), true),
+          dt == DType::kFloat16 ? 1e-2 : 1e-6));
     }
   }
 }
 
 TEST(MatrixBatchOps, StridedBatchesAndDefaults) {
-  const Tensor xb = sample({3, 4, 2}, DType::kFloat32, 4), yb = sample({5, 4, 3}, DType::kFloat32, 5);
-  const Tensor x = xb.transpose(1, 2);                  // [3, 2, 4], transposed matrices
-  const Tensor y = yb.permute({2, 1, 0});               // [3, 4, 5], batch stride 1
+  const Tensor xb = sample({3, 4, 2}, DType::kFloat32, 4),
+               yb = sample({5, 4, 3}, DType::kFloat32, 5);
+  const Tensor x = xb.transpose(1, 2);     // [3, 2, 4], transposed matrices
+  const Tensor y = yb.permute({2, 1, 0});  // [3, 4, 5], batch stride 1
   const Tensor self = sample({5, 2}, DType::kFloat32, 6).t().unsqueeze(0);  // [1, 2, 5] strided
   EXPECT_TRUE(tensor_near(call_t("baddbmm", {T(self.expand({3, 2, 5})), T(x), T(y)}), {3, 2, 5},
                           ref_batch(self, x, y, 1, 1, false), 1e-6));
@@ -81,16 +84,18 @@ TEST(MatrixBatchOps, BetaZeroIgnoresSelf) {
 TEST(MatrixBatchOps, EmptyBatchesAndInner) {
   const Tensor self = ft({1, 2, 3, 4}, {2, 2});
   // No batches: addbmm is beta * self.
-  Tensor r = call_t("addbmm", {T(self), T(Tensor::empty({0, 2, 3}, DType::kFloat32)),
-                               T(Tensor::empty({0, 3, 2}, DType::kFloat32))},
+  Tensor r = call_t("addbmm",
+                    {T(self), T(Tensor::empty({0, 2, 3}, DType::kFloat32)),
+                     T(Tensor::empty({0, 3, 2}, DType::kFloat32))},
                     {{"beta", F(2.0)}});
   EXPECT_TRUE(tensor_near(r, {2, 2}, {2, 4, 6, 8}));
   r = call_t("baddbmm", {T(self), T(Tensor::empty({0, 2, 3}, DType::kFloat32)),
                          T(Tensor::empty({0, 3, 2}, DType::kFloat32))});
   EXPECT_EQ(r.shape(), (Shape{0, 2, 2}));
   // Empty inner dim: the products are zero.
-  r = call_t("baddbmm", {T(self), T(Tensor::empty({3, 2, 0}, DType::kFloat32)),
-                         T(Tensor::empty({3, 0, 2}, DType::kFloat32))},
+  r = call_t("baddbmm",
+             {T(self), T(Tensor::empty({3, 2, 0}, DType::kFloat32)),
+              T(Tensor::empty({3, 0, 2}, DType::kFloat32))},
              {{"beta", F(-1.0)}});
   EXPECT_TRUE(tensor_near(r.select(0, 2), {2, 2}, {-1, -2, -3, -4}));
 }
@@ -98,7 +103,8 @@ TEST(MatrixBatchOps, EmptyBatchesAndInner) {
 TEST(MatrixBatchOps, InPlace) {
   Tensor self = sample({2, 3, 2}, DType::kFloat32, 9);
   const Tensor before = self.clone();
-  const Tensor x = sample({2, 3, 4}, DType::kFloat32, 10), y = sample({2, 4, 2}, DType::kFloat32, 11);
+  const Tensor x = sample({2, 3, 4}, DType::kFloat32, 10),
+               y = sample({2, 4, 2}, DType::kFloat32, 11);
   Value r = call("baddbmm_", {T(self), T(x), T(y)}, {{"alpha", F(0.5)}});
   EXPECT_TRUE(r.as_tensor("r").same_view(self));
   EXPECT_TRUE(tensor_near(self, {2, 3, 2}, ref_batch(before, x, y, 1, 0.5, false), 1e-6));
@@ -115,24 +121,29 @@ TEST(MatrixBatchOps, InPlace) {
 TEST(MatrixBatchOps, Errors) {
   const Tensor x = Tensor::zeros({2, 3, 4}, DType::kFloat32);
   std::string e = error_of([&] {
-    call("baddbmm", {T(Tensor::zeros({1}, DType::kFloat32)), T(x), T(Tensor::zeros({3, 4, 2}, DType::kFloat32))});
+    call("baddbmm", {T(Tensor::zeros({1}, DType::kFloat32)), T(x),
+                     T(Tensor::zeros({3, 4, 2}, DType::kFloat32))});
   });
   EXPECT_TRUE(contains(e, "[baddbmm]") && contains(e, "[2,3,4]") && contains(e, "[3,4,2]")) << e;
   e = error_of([&] {
-    call("addbmm", {T(Tensor::zeros({1}, DType::kFloat32)), T(x), T(Tensor::zeros({2, 5, 2}, DType::kFloat32))});
+    call("addbmm", {T(Tensor::zeros({1}, DType::kFloat32)), T(x),
+                    T(Tensor::zeros({2, 5, 2}, DType::kFloat32))});
   });
   EXPECT_TRUE(contains(e, "[addbmm]") && contains(e, "4 != 5")) << e;
   e = error_of([&] {
-    call("baddbmm", {T(Tensor::zeros({2, 3, 3}, DType::kFloat32)), T(x), T(Tensor::zeros({2, 4, 2}, DType::kFloat32))});
+    call("baddbmm", {T(Tensor::zeros({2, 3, 3}, DType::kFloat32)), T(x),
+                     T(Tensor::zeros({2, 4, 2}, DType::kFloat32))});
   });
   EXPECT_TRUE(contains(e, "[baddbmm] self [2,3,3]") && contains(e, "[2,3,2]")) << e;
   e = error_of([&] {
-    call("baddbmm", {T(Tensor::zeros({1}, DType::kFloat64)), T(x), T(Tensor::zeros({2, 4, 2}, DType::kFloat32))});
+    call("baddbmm", {T(Tensor::zeros({1}, DType::kFloat64)), T(x),
+                     T(Tensor::zeros({2, 4, 2}, DType::kFloat32))});
   });
   EXPECT_TRUE(contains(e, "[baddbmm]") && contains(e, "float64") && contains(e, "float32")) << e;
   const Tensor xi = Tensor::zeros({2, 3, 4}, DType::kInt64);
   e = error_of([&] {
-    call("baddbmm", {T(Tensor::zeros({1}, DType::kInt64)), T(xi), T(Tensor::zeros({2, 4, 2}, DType::kInt64))},
+    call("baddbmm",
+         {T(Tensor::zeros({1}, DType::kInt64)), T(xi), T(Tensor::zeros({2, 4, 2}, DType::kInt64))},
          {{"alpha", F(0.5)}});
   });
   EXPECT_TRUE(contains(e, "[baddbmm]") && contains(e, "integral")) << e;
@@ -146,13 +157,15 @@ TEST(MatrixBatchOps, CompiledEqualsEager) {
   // Scaled scores with an additive mask, as attention implementations write them.
   Node* s = b.call_function("torch.baddbmm", {bias, q, b.call_method("transpose", {k, 1, 2})},
                             {{"beta", 1.0}, {"alpha", 0.125}});
-  Node* t = b.call_function("aten.addbmm.default", {b.call_function("torch.select", {bias, 0, 0}), q,
-                                                    b.call_method("transpose", {k, 1, 2})});
+  Node* t = b.call_function("aten.addbmm.default", {b.call_function("torch.select", {bias, 0, 0}),
+                                                    q, b.call_method("transpose", {k, 1, 2})});
   b.outputs({s, t});
   auto g = b.build();
-  expect_compiled_equals_eager(*g, {sample({1, 3, 3}, DType::kFloat32, 1), sample({2, 3, 4}, DType::kFloat32, 2),
-                                    sample({2, 3, 4}, DType::kFloat32, 3)},
-                               1e-6);
+  expect_compiled_equals_eager(
+      *g,
+      {sample({1, 3, 3}, DType::kFloat32, 1), sample({2, 3, 4}, DType::kFloat32, 2),
+       sample({2, 3, 4}, DType::kFloat32, 3)},
+      1e-6);
 }
 
 }  // namespace

@@ -32,7 +32,9 @@ std::vector<double> ref_scan(const Tensor& x, int64_t dim, bool prod) {
   return out;
 }
 
-DType scan_result(DType in) { return is_integral(in, true) ? DType::kInt64 : in; }
+DType scan_result(DType in) {
+  return is_integral(in, true) ? DType::kInt64 : in;
+}
 
 TEST(ScanOps, CumsumEveryDimAndDtype) {
   for (DType dt : kAllDTypes) {
@@ -72,8 +74,8 @@ TEST(ScanOps, CumprodEveryDimAndDtype) {
 TEST(ScanOps, StridedInputsAndBlockedLanes) {
   // [5, 130] along dim 0 scans 130 adjacent lanes in blocks (more than one block of 64).
   const Tensor base = sample({5, 130}, DType::kFloat32, 3);
-  EXPECT_TRUE(tensor_near(call_t("cumsum", {T(base), I(0)}), base.shape(), ref_scan(base, 0, false),
-                          1e-6));
+  EXPECT_TRUE(
+      tensor_near(call_t("cumsum", {T(base), I(0)}), base.shape(), ref_scan(base, 0, false), 1e-6));
   // Transposed: lanes along dim 1 are strided, adjacent lanes contiguous.
   const Tensor t = base.t();
   EXPECT_TRUE(tensor_near(call_t("cumsum", {T(t), I(1)}), t.shape(), ref_scan(t, 1, false), 1e-6));
@@ -122,7 +124,8 @@ TEST(ScanOps, EmptyAndZeroDim) {
     EXPECT_TRUE(tensor_near(call_t("cumprod", {T(s), I(dim)}), {}, {2.5}));
   }
   const Tensor si = Tensor::scalar(Scalar(int64_t{3}), DType::kInt32);
-  EXPECT_TRUE(tensor_equal(call_t("cumsum", {T(si), I(0)}), Tensor::scalar(Scalar(3), DType::kInt64)));
+  EXPECT_TRUE(
+      tensor_equal(call_t("cumsum", {T(si), I(0)}), Tensor::scalar(Scalar(3), DType::kInt64)));
 }
 
 TEST(ScanOps, InPlaceAndSpellings) {
@@ -140,7 +143,8 @@ TEST(ScanOps, InPlaceAndSpellings) {
   call("cumsum_", {T(base.t()), I(1)});
   EXPECT_TRUE(tensor_near(base, {2, 3}, {1, 2, 3, 5, 7, 9}));
   const Tensor a = ft({1, 2, 3}, {3});
-  for (const char* target : {"torch.cumsum", "cumsum", "aten.cumsum.default", "torch.ops.aten.cumsum.default"})
+  for (const char* target :
+       {"torch.cumsum", "cumsum", "aten.cumsum.default", "torch.ops.aten.cumsum.default"})
     EXPECT_TRUE(tensor_near(call_t(target, {T(a)}, {{"dim", I(0)}}), {3}, {1, 3, 6})) << target;
 }
 

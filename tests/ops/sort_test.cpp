@@ -177,7 +177,8 @@ TEST(SortOps, CompiledEqualsEager) {
   Node* idx = b.call_function("_operator.getitem", {top, 1});
   Node* sorted = b.call_method("sort", {logits}, {{"descending", true}});
   Node* order = b.call_function("_operator.getitem", {sorted, 1});
-  Node* cum = b.call_function("torch.cumsum", {b.call_function("_operator.getitem", {sorted, 0}), -1});
+  Node* cum =
+      b.call_function("torch.cumsum", {b.call_function("_operator.getitem", {sorted, 0}), -1});
   Node* arg = b.call_function("torch.argsort", {logits}, {{"dim", 0}});
   b.outputs({vals, idx, order, cum, arg});
   auto g = b.build();

@@ -81,9 +81,9 @@ template <bool kProd>
 void scan(const Tensor& in, int64_t dim, const Tensor& out) {
   IP_ASSERT(in.shape() == out.shape(), "scan output has the input's shape");
   IP_ASSERT(dim >= 0 && dim < in.dim(), "scan dim is wrapped");
-  IP_ASSERT(in.dtype() == out.dtype() ||
-                (is_integral(in.dtype(), true) && out.dtype() == DType::kInt64),
-            "scan output dtype is the input's or int64 for integral input");
+  IP_ASSERT(
+      in.dtype() == out.dtype() || (is_integral(in.dtype(), true) && out.dtype() == DType::kInt64),
+      "scan output dtype is the input's or int64 for integral input");
   if (in.numel() == 0) return;
   visit_dtype(in.dtype(), [&]<typename In>() {
     if (out.dtype() == in.dtype())
@@ -95,7 +95,11 @@ void scan(const Tensor& in, int64_t dim, const Tensor& out) {
 
 }  // namespace
 
-void cumsum(const Tensor& in, int64_t dim, const Tensor& out) { scan<false>(in, dim, out); }
-void cumprod(const Tensor& in, int64_t dim, const Tensor& out) { scan<true>(in, dim, out); }
+void cumsum(const Tensor& in, int64_t dim, const Tensor& out) {
+  scan<false>(in, dim, out);
+}
+void cumprod(const Tensor& in, int64_t dim, const Tensor& out) {
+  scan<true>(in, dim, out);
+}
 
 }  // namespace inplace::cpu

@@ -83,7 +83,8 @@ void sort_lanes(const Tensor& in, int64_t dim, int64_t k, bool descending, const
   IP_ASSERT(!values.defined() || values.dtype() == in.dtype(), "sort values keep the dtype");
   IP_ASSERT(!indices.defined() || indices.dtype() == DType::kInt64, "sort indices are int64");
   if (in.numel() == 0 || k == 0) return;
-  visit_dtype(in.dtype(), [&]<typename T>() { sort_typed<T>(in, dim, k, descending, values, indices); });
+  visit_dtype(in.dtype(),
+              [&]<typename T>() { sort_typed<T>(in, dim, k, descending, values, indices); });
 }
 
 }  // namespace inplace::cpu
