@@ -13,6 +13,40 @@
 
 namespace inplace::testing {
 
+// The message of the inplace::Error that f() throws ("<no error>" when it throws none).
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// msg contains every one of parts.
+inline ::testing::AssertionResult mentions(const std::string& msg, std::vector<std::string> parts) {
+  for (const auto& p : parts)
+    if (msg.find(p) == std::string::npos)
+      return ::testing::AssertionFailure() << "'" << msg << "' lacks '" << p << "'";
+  return ::testing::AssertionSuccess();
+}
+
+// v is a view of base with exactly this shape, strides and offset.
+inline ::testing::AssertionResult is_view(const Tensor& v, const Tensor& base, const Shape& shape,
+                                          const Shape& strides, int64_t offset) {
+  if (!v.same_storage(base)) return ::testing::AssertionFailure() << "does not share storage";
+  if (v.shape() != shape)
+    return ::testing::AssertionFailure()
+           << "shape " << shape_str(v.shape()) << " != " << shape_str(shape);
+  if (v.strides() != strides)
+    return ::testing::AssertionFailure()
+           << "strides " << shape_str(v.strides()) << " != " << shape_str(strides);
+  if (v.offset() != offset)
+    return ::testing::AssertionFailure() << "offset " << v.offset() << " != " << offset;
+  return ::testing::AssertionSuccess();
+}
+
 inline Value T(const Tensor& t) { return Value::from_tensor(t); }
 inline Value I(int64_t v) { return Value::integer(v); }
 inline Value F(double v) { return Value::floating(v); }

@@ -9,7 +9,9 @@
 // next to the memory-bandwidth floor of the copy the aliased engine removes.
 //
 //   build/examples/streaming_decoder [--dir examples/streaming_decoder] [--steps N] [--reps R]
-// Exit status 0 only when everything matched.
+//                                    [--json FILE]
+// --json writes the timings (bench/decoder_bench.py collects them). Exit status 0 only when
+// everything matched.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -32,6 +34,7 @@ struct DemoArgs {
   std::string dir = "examples/streaming_decoder";
   int steps = 0;  // 0: every step of the reference
   int reps = 5;
+  std::string json;  // where to write the timings, if anywhere
 };
 
 DemoArgs parse_args(int argc, char** argv) {
@@ -51,9 +54,11 @@ DemoArgs parse_args(int argc, char** argv) {
       a.steps = std::atoi(value().c_str());
     } else if (s == "--reps") {
       a.reps = std::max(1, std::atoi(value().c_str()));
+    } else if (s == "--json") {
+      a.json = value();
     } else {
       std::fprintf(stderr,
-                   "usage: streaming_decoder [--dir DIR] [--steps N] [--reps R]\n"
+                   "usage: streaming_decoder [--dir DIR] [--steps N] [--reps R] [--json FILE]\n"
                    "  DIR holds graph.json, weights.safetensors, inputs.safetensors and\n"
                    "  reference.safetensors (examples/streaming_decoder/make_model.py)\n");
       std::exit(s == "--help" || s == "-h" ? 0 : 2);
@@ -268,6 +273,17 @@ int run(const DemoArgs& args) {
               "%s, at least %.1f us at this machine's %.1f GB/s copy bandwidth\n",
               median_us[1] - median_us[2], median_us[1] / median_us[2],
               mib(4 * cache_bytes).c_str(), copy_floor_us, bw / 1e9);
+  if (!args.json.empty()) {
+    FILE* f = std::fopen(args.json.c_str(), "w");
+    IP_CHECK(f, kIO, "[streaming_decoder] cannot write ", args.json);
+    std::fprintf(f,
+                 "{\"steps\": %d, \"reps\": %d, \"cache_bytes\": %.0f, \"eager_us\": %.3f, "
+                 "\"copy_back_us\": %.3f, \"aliased_us\": %.3f, \"copy_floor_us\": %.3f, "
+                 "\"copy_bandwidth_gbs\": %.3f, \"checks_passed\": %s}\n",
+                 steps, args.reps, cache_bytes, median_us[0], median_us[1], median_us[2],
+                 copy_floor_us, bw / 1e9, ok ? "true" : "false");
+    std::fclose(f);
+  }
   std::printf("\n%s\n", ok ? "all checks passed" : "SOME CHECKS FAILED");
   return ok ? 0 : 1;
 }

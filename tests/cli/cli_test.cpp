@@ -306,4 +306,23 @@ TEST_F(Cli, ExecWrongOpArgumentCountNamesTheNode) {
 }
 
 }  // namespace
+// The deployment path end to end: compile the streaming decoder to a file, run the file, and
+// compare with the eager run of the graph. An engine file has no buffers (its constants are
+// weights), so buffer.* entries are left out of the comparison, and named as left out.
+TEST_F(Cli, EngineFileOfTheStreamingDecoderEqualsEager) {
+  const std::string dir = INPLACE_SOURCE_DIR "/examples/streaming_decoder";
+  const std::string in = " --inputs " + dir + "/inputs.safetensors";
+  ASSERT_EQ(run("compile " + dir + "/graph.json" + in + " -o " + path("d.inplace")).code, 0);
+  ASSERT_EQ(run("exec " + path("d.inplace") + in + " --out " + path("e.safetensors")).code, 0);
+  ASSERT_EQ(run("exec " + dir + "/graph.json" + in + " --mode eager --out " + path("r.safetensors"))
+                .code,
+            0);
+  CliResult full = run("compare " + path("e.safetensors") + " " + path("r.safetensors"));
+  EXPECT_TRUE(one_line_error(full, 1, {"buffer."}));
+  CliResult c = run("compare " + path("e.safetensors") + " " + path("r.safetensors") +
+                    " --ignore buffer. --tol 1e-6");
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("ignored"), std::string::npos) << c.out;
+}
+
 }  // namespace inplace

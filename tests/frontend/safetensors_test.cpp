@@ -29,7 +29,7 @@ std::string make_file(const std::string& header, const std::string& data = "") {
   return out + header + data;
 }
 
-std::string error_of(const std::string& bytes) {
+std::string read_error(const std::string& bytes) {
   try {
     read_safetensors_bytes(bytes, "f.safetensors");
   } catch (const Error& e) {
@@ -188,7 +188,7 @@ TEST(Safetensors, CorruptFilesAreRejectedNamingFileAndKey) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
-    std::string msg = error_of(c.bytes);
+    std::string msg = read_error(c.bytes);
     EXPECT_EQ(msg.rfind("[safetensors] f.safetensors: ", 0), 0u) << msg;
     EXPECT_NE(msg.find(c.expected), std::string::npos) << msg;
   }

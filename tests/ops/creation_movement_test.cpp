@@ -13,23 +13,6 @@ using namespace inplace::testing;
 
 namespace {
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-::testing::AssertionResult mentions(const std::string& msg, std::vector<std::string> parts) {
-  for (const auto& p : parts)
-    if (msg.find(p) == std::string::npos)
-      return ::testing::AssertionFailure() << "'" << msg << "' lacks '" << p << "'";
-  return ::testing::AssertionSuccess();
-}
-
 Shape unravel(int64_t flat, const Shape& shape) {
   Shape idx(shape.size());
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {

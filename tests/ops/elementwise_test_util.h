@@ -108,16 +108,6 @@ inline Value S(const std::string& s) {
 }
 
 // Runs `fn` and returns the error message it throws ("" if none).
-template <typename F>
-std::string error_of(F&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 inline bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
 }

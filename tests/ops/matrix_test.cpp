@@ -192,15 +192,6 @@ TEST(Matrix, EmptyDims) {
   }
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(Matrix, ShapeAndDTypeErrors) {
   Tensor a = iota({2, 3}), b = iota({4, 5});
   std::string e = error_of([&] { call("mm", {T(a), T(b)}); });

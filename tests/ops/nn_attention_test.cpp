@@ -222,15 +222,6 @@ TEST(Attention, FlashForCpuReturnsLogSumExp) {
                Error);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(Attention, Errors) {
   Tensor q = iota({2, 3, 4}), k = iota({2, 5, 4}), v = iota({2, 5, 6});
   std::string e = error_of([&] { call(kSdpa, {T(q), T(k), T(v)}, {{"dropout_p", F(0.1)}}); });

@@ -46,15 +46,6 @@ NormRef ref_norm(const Tensor& x, int64_t n, const Tensor& w, const Tensor& b, d
   return r;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 TEST(LayerNorm, MatchesReference) {
   std::mt19937 g(41);
   for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {

@@ -13,37 +13,6 @@ using namespace inplace::testing;
 
 namespace {
 
-::testing::AssertionResult is_view(const Tensor& v, const Tensor& base, const Shape& shape,
-                                   const Shape& strides, int64_t offset) {
-  if (!v.same_storage(base)) return ::testing::AssertionFailure() << "does not share storage";
-  if (v.shape() != shape)
-    return ::testing::AssertionFailure()
-           << "shape " << shape_str(v.shape()) << " != " << shape_str(shape);
-  if (v.strides() != strides)
-    return ::testing::AssertionFailure()
-           << "strides " << shape_str(v.strides()) << " != " << shape_str(strides);
-  if (v.offset() != offset)
-    return ::testing::AssertionFailure() << "offset " << v.offset() << " != " << offset;
-  return ::testing::AssertionSuccess();
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-::testing::AssertionResult mentions(const std::string& msg, std::vector<std::string> parts) {
-  for (const auto& p : parts)
-    if (msg.find(p) == std::string::npos)
-      return ::testing::AssertionFailure() << "'" << msg << "' lacks '" << p << "'";
-  return ::testing::AssertionSuccess();
-}
-
 std::vector<Tensor> tensors_of(const Value& v) {
   EXPECT_EQ(v.kind, Value::Kind::kList);
   std::vector<Tensor> out;

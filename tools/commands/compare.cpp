@@ -1,5 +1,7 @@
-// inplace compare A.safetensors B.safetensors [--tol T]: same keys, shapes, dtypes and values
-// (within T, relative to max(1, |b|)). Exit 0 when equal, 1 with the first difference.
+// inplace compare A.safetensors B.safetensors [--tol T] [--ignore PREFIX]...: same keys, shapes,
+// dtypes and values (within T, relative to max(1, |b|)). Exit 0 when equal, 1 with the first
+// difference. Keys starting with an --ignore prefix are left out on both sides (an engine file
+// run has no buffer.<target> entries, say: --ignore buffer.).
 #include <cmath>
 #include <cstdio>
 
@@ -11,13 +13,22 @@ namespace inplace::cli {
 
 int run_compare(const std::vector<std::string>& args) {
   std::string a_path, b_path, tol_text = "0";
+  std::vector<std::string> ignore;
   ArgParser p("compare", "Compares two safetensors files tensor by tensor.");
   p.positional("A.safetensors", &a_path, "first file");
   p.positional("B.safetensors", &b_path, "second file");
   p.option("--tol", "T", &tol_text, "allowed difference relative to max(1, |b|) (default 0)");
+  p.repeated("--ignore", "PREFIX", &ignore, "leave out keys starting with PREFIX (repeatable)");
   if (!p.parse(args)) return 0;
   double tol = std::stod(tol_text);
   auto a = read_safetensors(a_path), b = read_safetensors(b_path);
+  size_t ignored = 0;
+  for (auto* m : {&a, &b})
+    std::erase_if(*m, [&](const auto& kv) {
+      for (const std::string& prefix : ignore)
+        if (kv.first.rfind(prefix, 0) == 0) return ++ignored, true;
+      return false;
+    });
   for (const auto& [k, t] : a)
     IP_CHECK(b.count(k), kNotFound, "[compare] '", k, "' is in ", a_path, " but not in ", b_path);
   for (const auto& [k, t] : b) {
@@ -33,7 +44,10 @@ int run_compare(const std::vector<std::string>& args) {
       IP_CHECK(same, kInvalidArgument, "[compare] '", k, "' element ", i, ": ", u, " vs ", v);
     }
   }
-  std::printf("equal: %zu tensors\n", b.size());
+  if (ignored)
+    std::printf("equal: %zu tensors (%zu ignored)\n", b.size(), ignored);
+  else
+    std::printf("equal: %zu tensors\n", b.size());
   return 0;
 }
 
