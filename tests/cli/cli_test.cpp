@@ -325,4 +325,17 @@ TEST_F(Cli, EngineFileOfTheStreamingDecoderEqualsEager) {
   EXPECT_NE(c.out.find("ignored"), std::string::npos) << c.out;
 }
 
+TEST_F(Cli, OpsListsSchemasWithTheirEngineForm) {
+  CliResult r = run("ops --filter topk");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("out      topk(Tensor self, SymInt k, int dim=-1"), std::string::npos)
+      << r.out;
+  CliResult all = run("ops --engine-only");
+  EXPECT_NE(all.out.find("kv_cache_update"), std::string::npos);
+  EXPECT_NE(all.out.find("view     transpose.int(Tensor(a) self"), std::string::npos) << all.out;
+  EXPECT_EQ(all.out.find("inplace  add_.Tensor"), std::string::npos);
+  EXPECT_NE(run("ops --filter add_").out.find("inplace  add_.Tensor(Tensor(a!) self"),
+            std::string::npos);
+}
+
 }  // namespace inplace

@@ -14,6 +14,7 @@ const std::vector<Command>& commands() {
       {"inspect", "print an engine file: bindings, aliased I/O, arena, weights, op counts",
        &run_inspect},
       {"compare", "compare two safetensors files tensor by tensor", &run_compare},
+      {"ops", "list the supported ops: schema and how an engine runs each", &run_ops},
   };
   return kCommands;
 }
