@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "core/strided_loop.h"
@@ -10,7 +11,14 @@ namespace inplace {
 
 int64_t numel_of(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t s : shape) n *= s;
+  bool overflow = false;
+  for (int64_t s : shape) {
+    if (s == 0) return 0;
+    overflow |= __builtin_mul_overflow(n, s, &n);
+  }
+  // A hostile or mistaken shape must not wrap around into a small, wrong element count.
+  IP_CHECK(!overflow, kOutOfRange, "[shape] ", shape_str(shape),
+           " has more elements than an int64 can count");
   return n;
 }
 
@@ -19,7 +27,9 @@ Shape contiguous_strides(const Shape& shape) {
   int64_t acc = 1;
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
     st[d] = acc;
-    acc *= std::max<int64_t>(shape[d], 1);
+    // Saturates: only a zero-element shape can get here with a product past int64.
+    if (__builtin_mul_overflow(acc, std::max<int64_t>(shape[d], 1), &acc))
+      acc = std::numeric_limits<int64_t>::max();
   }
   return st;
 }
@@ -72,8 +82,11 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, int64_t offset, Shape shape, Sh
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   for (int64_t s : shape)
     IP_CHECK(s >= 0, kInvalidArgument, "[empty] negative size in shape ", shape_str(shape));
-  return Tensor(Storage::allocate(static_cast<size_t>(numel_of(shape)) * dtype_size(dtype)), 0,
-                shape, contiguous_strides(shape), dtype);
+  size_t nbytes = 0;
+  IP_CHECK(!__builtin_mul_overflow(static_cast<size_t>(numel_of(shape)), dtype_size(dtype), &nbytes),
+           kOutOfRange, "[empty] ", shape_str(shape), " ", dtype_name(dtype),
+           " needs more bytes than a size_t can count");
+  return Tensor(Storage::allocate(nbytes), 0, shape, contiguous_strides(shape), dtype);
 }
 
 Tensor Tensor::full(const Shape& shape, Scalar value, DType dtype) {

@@ -338,4 +338,18 @@ TEST_F(Cli, OpsListsSchemasWithTheirEngineForm) {
             std::string::npos);
 }
 
+// A shape whose element count wraps int64 is one clear error in every mode, never a wrong result.
+TEST_F(Cli, HugeShapeIsAnErrorInEveryMode) {
+  std::ofstream(path("big.json")) << R"({"format": "inplace.graph", "version": 1, "nodes": [
+    {"name": "z", "op": "call_function", "target": "torch.ones",
+     "args": [[4294967296, 4294967296]], "kwargs": {}},
+    {"name": "s", "op": "call_function", "target": "torch.sum", "args": [{"node": "z"}]},
+    {"name": "output", "op": "output", "target": "output", "args": [{"node": "s"}]}]})";
+  for (const char* mode : {"eager", "functional", "compiled"})
+    EXPECT_TRUE(one_line_error(run(std::string("exec ") + path("big.json") + " --out " +
+                                   path("o.safetensors") + " --mode " + mode),
+                               1, {"[4294967296,4294967296]", "int64"}))
+        << mode;
+}
+
 }  // namespace inplace

@@ -14,3 +14,18 @@ TEST(Tensor, ViewWriteSeenThroughBase) {
   EXPECT_FALSE(tt.is_contiguous());
   EXPECT_EQ(tt.contiguous().to_double_vector(), (std::vector<double>{1, 4, 9, 9, 9, 9}));
 }
+
+// Shapes whose element count wraps int64 are refused (never a small, wrong count); a zero
+// size anywhere still makes an empty tensor.
+TEST(Tensor, ElementCountOverflowIsAnError) {
+  const int64_t big = int64_t{1} << 32;
+  EXPECT_THROW(numel_of({big, big}), Error);
+  EXPECT_THROW(numel_of({3037000500, 3037000500}), Error);
+  EXPECT_THROW(Tensor::empty({big, big}, DType::kFloat32), Error);
+  // numel fits int64 but the bytes do not fit size_t.
+  EXPECT_THROW(Tensor::empty({int64_t{1} << 62}, DType::kFloat64), Error);
+  EXPECT_EQ(numel_of({big, big, 0}), 0);
+  Tensor e = Tensor::empty({0, big, big}, DType::kFloat32);
+  EXPECT_EQ(e.numel(), 0);
+  EXPECT_EQ(e.nbytes(), 0u);
+}
