@@ -298,7 +298,9 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start, std::optional<int6
   e = std::clamp<int64_t>(e, s, n);
   Shape sh = shape_, st = strides_;
   sh[d] = e > s ? (e - s - 1) / step + 1 : 0;  // no overflow for huge steps
-  st[d] = strides_[d] * step;
+  // torch's stride is stride * step; a step so large that this overflows leaves at most one
+  // element, for which any stride gives the same view.
+  if (__builtin_mul_overflow(strides_[d], step, &st[d])) st[d] = strides_[d];
   return Tensor(storage_, offset_ + s * strides_[d], sh, st, dtype_);
 }
 

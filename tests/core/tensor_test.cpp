@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "core/tensor.h"
 
 using namespace inplace;
@@ -28,4 +30,16 @@ TEST(Tensor, ElementCountOverflowIsAnError) {
   Tensor e = Tensor::empty({0, big, big}, DType::kFloat32);
   EXPECT_EQ(e.numel(), 0);
   EXPECT_EQ(e.nbytes(), 0u);
+}
+
+// A step so large that stride * step overflows: at most one element, no undefined behaviour.
+TEST(Tensor, SliceWithAHugeStepKeepsOneElement) {
+  Tensor t = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+  Tensor s = t.slice(0, 1, std::nullopt, int64_t{4971973988617027585});
+  EXPECT_EQ(s.shape(), (Shape{1, 2}));
+  EXPECT_EQ(s.at(0), 3);
+  EXPECT_EQ(s.at(1), 4);
+  Tensor r = t.slice(1, std::nullopt, std::nullopt, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(r.shape(), (Shape{3, 1}));
+  EXPECT_EQ(r.at(2), 5);
 }
