@@ -322,7 +322,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   d = wrap_dim(d, dim(), "narrow");
   int64_t n = shape_[d];
   if (start < 0) start += n;
-  IP_CHECK(start >= 0 && length >= 0 && start + length <= n, kOutOfRange, "[narrow] start ",
+  IP_CHECK(start >= 0 && start <= n && length >= 0 && length <= n - start, kOutOfRange, "[narrow] start ",
            start, " + length ", length, " exceeds dim ", d, " of size ", n);
   return slice(d, start, start + length, 1);
 }

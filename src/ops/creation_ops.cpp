@@ -307,8 +307,11 @@ Shape repeat_shape(const Tensor& self, const std::vector<int64_t>& repeats) {
   for (size_t i = 0; i < repeats.size(); ++i) {
     IP_CHECK(repeats[i] >= 0, kInvalidArgument, "[repeat] negative repeat ", repeats[i], " in ",
              shape_str(repeats));
-    out[i] = repeats[i] * (i < lead ? 1 : self.shape()[i - lead]);
+    IP_CHECK(!__builtin_mul_overflow(repeats[i], i < lead ? 1 : self.shape()[i - lead], &out[i]),
+             kOutOfRange, "[repeat] repeats ", shape_str(repeats), " of ", shape_str(self.shape()),
+             " overflow int64");
   }
+  numel_of(out);  // refuses a total that overflows
   return out;
 }
 

@@ -43,3 +43,10 @@ TEST(Tensor, SliceWithAHugeStepKeepsOneElement) {
   EXPECT_EQ(r.shape(), (Shape{3, 1}));
   EXPECT_EQ(r.at(2), 5);
 }
+
+TEST(Tensor, NarrowWithAHugeLengthIsAnError) {
+  Tensor t = Tensor::from_vector<float>({1, 2, 3, 4}, {4});
+  EXPECT_THROW(t.narrow(0, 1, std::numeric_limits<int64_t>::max()), Error);
+  EXPECT_THROW(t.narrow(0, 5, 0), Error);
+  EXPECT_EQ(t.narrow(0, 1, 3).at(2), 4);
+}

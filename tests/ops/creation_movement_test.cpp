@@ -182,6 +182,15 @@ TEST(CreationMovement, Repeat) {
                          call("repeat", {T(x), L({I(1), I(-1)})});
                        }),
                        {"[repeat]", "negative"}));
+  // Repeats whose product overflows int64 are an error, not a wrapped (small) shape.
+  EXPECT_TRUE(mentions(error_of([&] {
+                         call("repeat", {T(x), L({I(int64_t{1} << 62), I(4)})});
+                       }),
+                       {"[repeat]", "overflow"}));
+  EXPECT_TRUE(mentions(error_of([&] {
+                         call("repeat", {T(x), L({I(int64_t{1} << 31), I(int64_t{1} << 31)})});
+                       }),
+                       {"int64"}));
 }
 
 TEST(CreationMovement, Roll) {
