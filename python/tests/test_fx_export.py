@@ -305,7 +305,21 @@ def case_make_fx_model_ops():
     return ("make_fx", gm, _ops_fn), inputs, False
 
 
+def case_attribute_reads():
+    """torch.fx records attribute reads as builtins.getattr: namedtuple fields, x.shape, x.mT."""
+    class M(nn.Module):
+        def forward(self, x, state):
+            top = x.topk(2, dim=-1)
+            best = x.max(dim=0)
+            state.add_(top.values.sum() * x.shape[0])
+            y = x.mT * x.ndim
+            return top.values, top.indices, best.indices, y, x.T.to(x.dtype), state
+
+    return M(), (torch.randn(4, 6), torch.randn(3)), False
+
+
 CASES = {
+    "attribute_reads": case_attribute_reads,
     "add_inplace": case_add_inplace,
     "setitem_tensor_pos": case_setitem_tensor_pos,
     "setitem_slice_scalar_pos": case_setitem_slice_scalar_pos,

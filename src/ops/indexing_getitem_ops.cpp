@@ -66,6 +66,45 @@ Value setitem(const Args& a) {
   return Value::none();
 }
 
+// builtins.getattr(x, name), as torch.fx records attribute reads: the named fields of the
+// (values, indices) results of topk/sort/max.dim..., and a tensor's shape, ndim, dtype, device,
+// T and mT. normalize rewrites the tensor-valued and shape forms into getitem / size / dim /
+// permute so the passes see ops they model; the interpreter runs this directly.
+Value getattr_value(const Args& a) {
+  const Value& self = a[0];
+  const std::string& name = a[1].as_string("getattr");
+  if (self.kind == Value::Kind::kTuple || self.kind == Value::Kind::kList) {
+    const int64_t index = name == "values" ? 0 : name == "indices" ? 1 : -1;
+    IP_CHECK(index >= 0 && self.items.size() == 2, kUnsupported, "[getattr] a ", self.kind_name(),
+             " of ", self.items.size(), " has no attribute '", name,
+             "' (supported: values, indices of a (values, indices) result)");
+    return self.items[static_cast<size_t>(index)];
+  }
+  IP_CHECK(self.is_tensor(), kUnsupported, "[getattr] attribute '", name, "' of a ",
+           self.kind_name(), " is not supported");
+  const Tensor& t = self.tensor;
+  if (name == "shape") {
+    std::vector<Value> sizes;
+    for (int64_t d : t.shape()) sizes.push_back(Value::integer(d));
+    return Value::tuple(std::move(sizes));
+  }
+  if (name == "ndim") return Value::integer(t.dim());
+  if (name == "dtype") return Value::dtype_value(t.dtype());
+  if (name == "device") return Value::device("cpu");
+  if (name == "T") {
+    std::vector<int64_t> dims;
+    for (int64_t d = t.dim() - 1; d >= 0; --d) dims.push_back(d);
+    return Value::from_tensor(t.permute(dims));
+  }
+  if (name == "mT") {
+    IP_CHECK(t.dim() >= 2, kInvalidArgument, "[getattr] tensor.mT needs at least 2 dims, got ",
+             shape_str(t.shape()));
+    return Value::from_tensor(t.transpose(-2, -1));
+  }
+  IP_FAIL(kUnsupported, "[getattr] tensor attribute '", name,
+          "' is not supported (supported: shape, ndim, dtype, device, T, mT)");
+}
+
 }  // namespace
 
 void register_getitem_ops(Registry& r) {
@@ -77,6 +116,11 @@ void register_getitem_ops(Registry& r) {
   get.eager = getitem;
   r.add(std::move(get));
   add_mutating(r, "setitem(Tensor(a!) self, Any index, Any value) -> ()", "", setitem);
+  OpDef attr;
+  attr.schema = Schema::parse("getattr(Any(a) self, str name) -> Any(a)");
+  attr.kind = OpKind::kView;
+  attr.eager = getattr_value;
+  r.add(std::move(attr));
   r.add_alias("__getitem__", "getitem");
   r.add_alias("__setitem__", "setitem");
 }

@@ -70,6 +70,30 @@ bool rewrite_inplace_flag(Node& n, const OpDef& op, const Args& bound) {
   return true;
 }
 
+// builtins.getattr as torch.fx records attribute reads: x.topk(k).values, x.shape, x.ndim,
+// x.mT become the ops the later passes model (getitem, size, dim, transpose). Other attributes
+// stay getattr calls (dtype, device, T), which the interpreter evaluates.
+void rewrite_getattr(Node& n) {
+  if ((n.target != "builtins.getattr" && n.target != "getattr") || n.args.size() != 2 ||
+      n.args[1].kind != Value::Kind::kString)
+    return;
+  const std::string attr = n.args[1].s;
+  const Value self = n.args[0];
+  if (attr == "values" || attr == "indices") {
+    n.target = "_operator.getitem";
+    n.args = {self, Value::integer(attr == "values" ? 0 : 1)};
+  } else if (attr == "shape") {
+    n.target = "aten.size.default";
+    n.args = {self};
+  } else if (attr == "ndim") {
+    n.target = "aten.dim.default";
+    n.args = {self};
+  } else if (attr == "mT") {
+    n.target = "aten.transpose.int";
+    n.args = {self, Value::integer(-2), Value::integer(-1)};
+  }
+}
+
 class NormalizePass : public Pass {
  public:
   std::string name() const override { return "normalize"; }
@@ -79,6 +103,7 @@ class NormalizePass : public Pass {
     MetaTable metas;
     for (Node* n : graph.nodes()) {
       if (n->is_call()) {
+        rewrite_getattr(*n);
         if (reg.canonical_name(n->target, nullptr).empty()) {
           const std::string& t = n->target;
           IP_CHECK(!(t.size() > 1 && t.back() == '_' && t.rfind("__", 0) != 0), kUnsupported,

@@ -194,6 +194,44 @@ TEST(Aliasing, FunctionalReluWithInplaceFlagWritesTheInput) {
   }
 }
 
+// Attribute reads as torch.fx records them (builtins.getattr): the (values, indices) fields of
+// topk, x.shape / x.ndim / x.mT / x.T / x.dtype, next to an in-place state update.
+TEST(Aliasing, GetattrFieldsAndTensorAttributes) {
+  GraphBuilder b("getattr");
+  Node* st = b.placeholder("state");
+  Node* x = b.placeholder("x");
+  Node* tk = b.call_function("torch.topk", {x, 2});
+  Node* values = b.call_function("builtins.getattr", {tk, "values"});
+  Node* indices = b.call_function("builtins.getattr", {tk, "indices"});
+  Node* shape = b.call_function("builtins.getattr", {x, "shape"});
+  Node* rows = b.call_function("_operator.getitem", {shape, 0});
+  Node* ndim = b.call_function("builtins.getattr", {x, "ndim"});
+  b.call_method("add_", {st, b.call_method("sum", {values})});
+  b.call_method("mul_", {st, rows});
+  Node* mt = b.call_function("builtins.getattr", {x, "mT"});
+  Node* t = b.call_function("builtins.getattr", {x, "T"});
+  Node* dt = b.call_function("builtins.getattr", {x, "dtype"});
+  b.output(arg::tuple({values, indices, b.call_method("mul", {mt, ndim}),
+                       b.call_method("to", {t, dt})}));
+  auto g = b.build();
+  CompiledRun r = expect_compiled_equals_eager(*g, {randn({2, 3}, 18), randn({4, 5}, 19)}, 1e-6);
+  EXPECT_EQ(r.compiled.engine->aliased_io().size(), 1u);
+  std::map<std::string, Value> in{{"state", Value::from_tensor(randn({2, 3}, 18))},
+                                  {"x", Value::from_tensor(randn({4, 5}, 19))}};
+  State state;
+  GraphBuilder bad("bad_attr");
+  Node* y = bad.placeholder("x");
+  bad.output(arg::tuple({bad.call_function("builtins.getattr", {y, "grad_fn"})}));
+  auto gb = bad.build();
+  std::map<std::string, Value> in2{{"x", in.at("x")}};
+  try {
+    run_eager(*gb, in2, &state);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'grad_fn'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Aliasing, RingBuffer3D) {
   GraphBuilder b("ring");
   Node* ring = b.placeholder("ring");
