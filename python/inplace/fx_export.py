@@ -357,6 +357,7 @@ def export_graph(module_or_gm, example_inputs, path, name=None,
     doc, constants = graph_to_json(gm, name, constants_file)
 
     path = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     constants_path = None
     if constants:
         constants_path = os.path.join(os.path.dirname(os.path.abspath(path)), constants_file)
