@@ -157,10 +157,7 @@ int run_exec(const std::vector<std::string>& args) {
       results["input." + n->name] = as_output_tensor(*v, "input '" + n->name + "'");
   }
   for (const auto& [target, t] : state) results["buffer." + target] = t;
-  write_safetensors(out_path, results);
-  if (print)
-    for (const auto& [key, t] : results)
-      std::printf("  %-24s %s\n", key.c_str(), t.to_string(16).c_str());
+  write_exec_results(out_path, results, print);
   return 0;
 }
 

@@ -20,6 +20,14 @@ bool looks_like_engine_file(const std::string& path) {
   return f.gcount() == 8 && is_engine_file(std::string_view(head, 8));
 }
 
+void write_exec_results(const std::string& out_path, const std::map<std::string, Tensor>& results,
+                        bool print) {
+  write_safetensors(out_path, results);
+  if (print)
+    for (const auto& [key, t] : results)
+      std::printf("  %-24s %s\n", key.c_str(), t.to_string(16).c_str());
+}
+
 int run_exec_engine(const std::string& path, const std::string& inputs_path,
                     const std::string& out_path, bool print) {
   std::shared_ptr<const Engine> engine = load_engine(path);
@@ -46,10 +54,7 @@ int run_exec_engine(const std::string& path, const std::string& inputs_path,
   for (int i = 0; i < engine->original_output_count(); ++i)
     results[str_cat("output.", i)] = outputs[i];
   for (size_t i = 0; i < bound.size(); ++i) results["input." + engine->inputs()[i].name] = bound[i];
-  write_safetensors(out_path, results);
-  if (print)
-    for (const auto& [key, t] : results)
-      std::printf("  %-24s %s\n", key.c_str(), t.to_string(16).c_str());
+  write_exec_results(out_path, results, print);
   return 0;
 }
 

@@ -1,11 +1,17 @@
 // exec on a saved engine file (tools/commands/exec_engine.cpp).
 #pragma once
+#include <map>
 #include <string>
+
+#include "core/tensor.h"
 
 namespace inplace::cli {
 
 // True when `path` starts with the engine file magic.
 bool looks_like_engine_file(const std::string& path);
+// Writes exec's OUT file (output.<i>, input.<name>, buffer.<target>) and, with `print`, lists it.
+void write_exec_results(const std::string& out_path, const std::map<std::string, Tensor>& results,
+                        bool print);
 int run_exec_engine(const std::string& path, const std::string& inputs_path,
                     const std::string& out_path, bool print);
 
