@@ -47,14 +47,30 @@ inline ::testing::AssertionResult is_view(const Tensor& v, const Tensor& base, c
   return ::testing::AssertionSuccess();
 }
 
-inline Value T(const Tensor& t) { return Value::from_tensor(t); }
-inline Value I(int64_t v) { return Value::integer(v); }
-inline Value F(double v) { return Value::floating(v); }
-inline Value B(bool v) { return Value::boolean(v); }
-inline Value L(std::vector<Value> v) { return Value::list(std::move(v)); }
-inline Value Tup(std::vector<Value> v) { return Value::tuple(std::move(v)); }
-inline Value None() { return Value::none(); }
-inline Value Sl(Value a, Value b, Value c) { return Value::slice(a, b, c); }
+inline Value T(const Tensor& t) {
+  return Value::from_tensor(t);
+}
+inline Value I(int64_t v) {
+  return Value::integer(v);
+}
+inline Value F(double v) {
+  return Value::floating(v);
+}
+inline Value B(bool v) {
+  return Value::boolean(v);
+}
+inline Value L(std::vector<Value> v) {
+  return Value::list(std::move(v));
+}
+inline Value Tup(std::vector<Value> v) {
+  return Value::tuple(std::move(v));
+}
+inline Value None() {
+  return Value::none();
+}
+inline Value Sl(Value a, Value b, Value c) {
+  return Value::slice(a, b, c);
+}
 
 // Resolves `target` (any FX spelling) and runs its eager kernel.
 inline Value call(const std::string& target, std::vector<Value> args,
@@ -67,9 +83,15 @@ inline Tensor call_t(const std::string& target, std::vector<Value> args,
   return call(target, std::move(args), std::move(kwargs)).as_tensor("test result");
 }
 
-inline Tensor ft(std::vector<float> v, Shape s) { return Tensor::from_vector<float>(v, s); }
-inline Tensor dt(std::vector<double> v, Shape s) { return Tensor::from_vector<double>(v, s); }
-inline Tensor lt(std::vector<int64_t> v, Shape s) { return Tensor::from_vector<int64_t>(v, s); }
+inline Tensor ft(std::vector<float> v, Shape s) {
+  return Tensor::from_vector<float>(v, s);
+}
+inline Tensor dt(std::vector<double> v, Shape s) {
+  return Tensor::from_vector<double>(v, s);
+}
+inline Tensor lt(std::vector<int64_t> v, Shape s) {
+  return Tensor::from_vector<int64_t>(v, s);
+}
 inline Tensor bt(std::vector<bool> v, Shape s) {
   Tensor t = Tensor::empty(s, DType::kBool);
   for (size_t i = 0; i < v.size(); ++i) t.data<bool>()[i] = v[i];

@@ -177,12 +177,13 @@ int run(const DemoArgs& args) {
   for (const AliasedIO& a : aliased.engine->aliased_io())
     std::printf(" %s<-output.%d(%s)", aliased.engine->inputs()[a.input].name.c_str(), a.output,
                 alias_kind_name(a.kind));
-  std::printf("\n  aliased engine: %zu steps, arena %lld B; copy-back engine: %zu steps, arena "
-              "%lld B\n",
-              aliased.engine->plan().steps.size(),
-              static_cast<long long>(aliased.engine->plan().arena_bytes),
-              copy_back.engine->plan().steps.size(),
-              static_cast<long long>(copy_back.engine->plan().arena_bytes));
+  std::printf(
+      "\n  aliased engine: %zu steps, arena %lld B; copy-back engine: %zu steps, arena "
+      "%lld B\n",
+      aliased.engine->plan().steps.size(),
+      static_cast<long long>(aliased.engine->plan().arena_bytes),
+      copy_back.engine->plan().steps.size(),
+      static_cast<long long>(copy_back.engine->plan().arena_bytes));
   IP_CHECK(!caches.empty(), kUnsupported,
            "[streaming_decoder] the aliased engine writes no input in place");
 
@@ -191,7 +192,8 @@ int run(const DemoArgs& args) {
   runners.push_back(engine_runner("copy-back", copy_back, *graph, example));
   runners.push_back(engine_runner("aliased", aliased, *graph, example));
   std::vector<const void*> cache_addresses;
-  for (const std::string& c : caches) cache_addresses.push_back(runners[2].tensors.at(c).data_ptr());
+  for (const std::string& c : caches)
+    cache_addresses.push_back(runners[2].tensors.at(c).data_ptr());
 
   // Decode: prompt token from inputs.safetensors at position 0, then each step's argmax.
   bool ok = true;
@@ -232,8 +234,8 @@ int run(const DemoArgs& args) {
   double cache_vs_eager = 0, cache_vs_torch = 0;
   for (const std::string& c : caches) {
     for (size_t i = 1; i < runners.size(); ++i)
-      cache_vs_eager = std::max(cache_vs_eager, max_abs_diff(runners[i].tensors.at(c),
-                                                             runners[0].tensors.at(c)));
+      cache_vs_eager = std::max(cache_vs_eager,
+                                max_abs_diff(runners[i].tensors.at(c), runners[0].tensors.at(c)));
     if (steps == total && ref.count(c))
       cache_vs_torch = std::max(cache_vs_torch, max_abs_diff(runners[2].tensors.at(c), ref.at(c)));
   }
@@ -269,10 +271,11 @@ int run(const DemoArgs& args) {
   const double copy_floor_us = 4 * cache_bytes / bw * 1e6;
   for (size_t i = 0; i < runners.size(); ++i)
     std::printf("  %-10s %10.1f us\n", runners[i].name.c_str(), median_us[i]);
-  std::printf("  aliased saves %.1f us per step (%.2fx vs copy-back); the copy it removes moves "
-              "%s, at least %.1f us at this machine's %.1f GB/s copy bandwidth\n",
-              median_us[1] - median_us[2], median_us[1] / median_us[2],
-              mib(4 * cache_bytes).c_str(), copy_floor_us, bw / 1e9);
+  std::printf(
+      "  aliased saves %.1f us per step (%.2fx vs copy-back); the copy it removes moves "
+      "%s, at least %.1f us at this machine's %.1f GB/s copy bandwidth\n",
+      median_us[1] - median_us[2], median_us[1] / median_us[2], mib(4 * cache_bytes).c_str(),
+      copy_floor_us, bw / 1e9);
   if (!args.json.empty()) {
     FILE* f = std::fopen(args.json.c_str(), "w");
     IP_CHECK(f, kIO, "[streaming_decoder] cannot write ", args.json);

@@ -33,7 +33,9 @@ DType dtype_from_name(std::string_view name);  // throws naming the string
 
 bool is_floating(DType t);
 bool is_integral(DType t, bool include_bool);
-inline bool is_bool(DType t) { return t == DType::kBool; }
+inline bool is_bool(DType t) {
+  return t == DType::kBool;
+}
 
 // torch.promote_types.
 DType promote_types(DType a, DType b);
@@ -58,56 +60,117 @@ class ResultType {
 
 template <DType D>
 struct DTypeTraits;
-template <> struct DTypeTraits<DType::kFloat32> { using type = float; };
-template <> struct DTypeTraits<DType::kFloat64> { using type = double; };
-template <> struct DTypeTraits<DType::kFloat16> { using type = Half; };
-template <> struct DTypeTraits<DType::kBFloat16> { using type = BFloat16; };
-template <> struct DTypeTraits<DType::kInt64> { using type = int64_t; };
-template <> struct DTypeTraits<DType::kInt32> { using type = int32_t; };
-template <> struct DTypeTraits<DType::kInt16> { using type = int16_t; };
-template <> struct DTypeTraits<DType::kInt8> { using type = int8_t; };
-template <> struct DTypeTraits<DType::kUInt8> { using type = uint8_t; };
-template <> struct DTypeTraits<DType::kBool> { using type = bool; };
+template <>
+struct DTypeTraits<DType::kFloat32> {
+  using type = float;
+};
+template <>
+struct DTypeTraits<DType::kFloat64> {
+  using type = double;
+};
+template <>
+struct DTypeTraits<DType::kFloat16> {
+  using type = Half;
+};
+template <>
+struct DTypeTraits<DType::kBFloat16> {
+  using type = BFloat16;
+};
+template <>
+struct DTypeTraits<DType::kInt64> {
+  using type = int64_t;
+};
+template <>
+struct DTypeTraits<DType::kInt32> {
+  using type = int32_t;
+};
+template <>
+struct DTypeTraits<DType::kInt16> {
+  using type = int16_t;
+};
+template <>
+struct DTypeTraits<DType::kInt8> {
+  using type = int8_t;
+};
+template <>
+struct DTypeTraits<DType::kUInt8> {
+  using type = uint8_t;
+};
+template <>
+struct DTypeTraits<DType::kBool> {
+  using type = bool;
+};
 
 // The type arithmetic runs in (PyTorch's opmath): float for half types.
-template <typename T> struct OpMath { using type = T; };
-template <> struct OpMath<Half> { using type = float; };
-template <> struct OpMath<BFloat16> { using type = float; };
-template <typename T> using opmath_t = typename OpMath<T>::type;
+template <typename T>
+struct OpMath {
+  using type = T;
+};
+template <>
+struct OpMath<Half> {
+  using type = float;
+};
+template <>
+struct OpMath<BFloat16> {
+  using type = float;
+};
+template <typename T>
+using opmath_t = typename OpMath<T>::type;
 
-template <typename T> constexpr bool kIsFloat = std::is_floating_point_v<T> ||
-    std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+template <typename T>
+constexpr bool kIsFloat =
+    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
 // visit_dtype(t, [&]<typename T>() { ... }) calls the lambda with T the C++ element type.
 template <typename F>
 decltype(auto) visit_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::kFloat32: return f.template operator()<float>();
-    case DType::kFloat64: return f.template operator()<double>();
-    case DType::kFloat16: return f.template operator()<Half>();
-    case DType::kBFloat16: return f.template operator()<BFloat16>();
-    case DType::kInt64: return f.template operator()<int64_t>();
-    case DType::kInt32: return f.template operator()<int32_t>();
-    case DType::kInt16: return f.template operator()<int16_t>();
-    case DType::kInt8: return f.template operator()<int8_t>();
-    case DType::kUInt8: return f.template operator()<uint8_t>();
-    case DType::kBool: return f.template operator()<bool>();
+    case DType::kFloat32:
+      return f.template operator()<float>();
+    case DType::kFloat64:
+      return f.template operator()<double>();
+    case DType::kFloat16:
+      return f.template operator()<Half>();
+    case DType::kBFloat16:
+      return f.template operator()<BFloat16>();
+    case DType::kInt64:
+      return f.template operator()<int64_t>();
+    case DType::kInt32:
+      return f.template operator()<int32_t>();
+    case DType::kInt16:
+      return f.template operator()<int16_t>();
+    case DType::kInt8:
+      return f.template operator()<int8_t>();
+    case DType::kUInt8:
+      return f.template operator()<uint8_t>();
+    case DType::kBool:
+      return f.template operator()<bool>();
   }
   return f.template operator()<float>();
 }
 
 template <typename T>
 constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::kFloat32;
-  else if constexpr (std::is_same_v<T, double>) return DType::kFloat64;
-  else if constexpr (std::is_same_v<T, Half>) return DType::kFloat16;
-  else if constexpr (std::is_same_v<T, BFloat16>) return DType::kBFloat16;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::kInt64;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::kInt32;
-  else if constexpr (std::is_same_v<T, int16_t>) return DType::kInt16;
-  else if constexpr (std::is_same_v<T, int8_t>) return DType::kInt8;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::kUInt8;
-  else return DType::kBool;
+  if constexpr (std::is_same_v<T, float>)
+    return DType::kFloat32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::kFloat64;
+  else if constexpr (std::is_same_v<T, Half>)
+    return DType::kFloat16;
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return DType::kBFloat16;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::kInt64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::kInt32;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DType::kInt16;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DType::kInt8;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::kUInt8;
+  else
+    return DType::kBool;
 }
 
 // Floating -> integer as PyTorch's static_cast compiles on x86, without C++'s undefined

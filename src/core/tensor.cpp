@@ -83,9 +83,10 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   for (int64_t s : shape)
     IP_CHECK(s >= 0, kInvalidArgument, "[empty] negative size in shape ", shape_str(shape));
   size_t nbytes = 0;
-  IP_CHECK(!__builtin_mul_overflow(static_cast<size_t>(numel_of(shape)), dtype_size(dtype), &nbytes),
-           kOutOfRange, "[empty] ", shape_str(shape), " ", dtype_name(dtype),
-           " needs more bytes than a size_t can count");
+  IP_CHECK(
+      !__builtin_mul_overflow(static_cast<size_t>(numel_of(shape)), dtype_size(dtype), &nbytes),
+      kOutOfRange, "[empty] ", shape_str(shape), " ", dtype_name(dtype),
+      " needs more bytes than a size_t can count");
   return Tensor(Storage::allocate(nbytes), 0, shape, contiguous_strides(shape), dtype);
 }
 
@@ -219,7 +220,8 @@ std::optional<Shape> compute_view_strides(const Shape& old_shape, const Shape& o
   int64_t tensor_numel = 1, view_numel = 1;
   for (int64_t d = static_cast<int64_t>(old_shape.size()) - 1; d >= 0; --d) {
     tensor_numel *= old_shape[d];
-    if (d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+    if (d == 0 ||
+        (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
       while (view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d] == 1)) {
         new_strides[view_d] = view_numel * chunk_base_stride;
         view_numel *= new_shape[view_d];
@@ -256,8 +258,8 @@ Tensor Tensor::reshape(Shape shape) const {
 }
 
 Tensor Tensor::permute(std::vector<int64_t> dims) const {
-  IP_CHECK(static_cast<int64_t>(dims.size()) == dim(), kInvalidArgument, "[permute] ",
-           dims.size(), " dims given for a tensor of ", dim(), " dims");
+  IP_CHECK(static_cast<int64_t>(dims.size()) == dim(), kInvalidArgument, "[permute] ", dims.size(),
+           " dims given for a tensor of ", dim(), " dims");
   Shape sh(dims.size()), st(dims.size());
   std::vector<bool> seen(dims.size(), false);
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -322,8 +324,8 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   d = wrap_dim(d, dim(), "narrow");
   int64_t n = shape_[d];
   if (start < 0) start += n;
-  IP_CHECK(start >= 0 && start <= n && length >= 0 && length <= n - start, kOutOfRange, "[narrow] start ",
-           start, " + length ", length, " exceeds dim ", d, " of size ", n);
+  IP_CHECK(start >= 0 && start <= n && length >= 0 && length <= n - start, kOutOfRange,
+           "[narrow] start ", start, " + length ", length, " exceeds dim ", d, " of size ", n);
   return slice(d, start, start + length, 1);
 }
 
@@ -425,8 +427,10 @@ Tensor Tensor::diagonal(int64_t off, int64_t d1, int64_t d2) const {
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
   IP_CHECK(dim() > 0, kInvalidArgument, "[split] cannot split a 0-dim tensor");
   d = wrap_dim(d, dim(), "split");
-  IP_CHECK(split_size > 0 || shape_[d] == 0, kInvalidArgument, "[split] split_size must be "
-           "positive, got ", split_size);
+  IP_CHECK(split_size > 0 || shape_[d] == 0, kInvalidArgument,
+           "[split] split_size must be "
+           "positive, got ",
+           split_size);
   std::vector<Tensor> out;
   int64_t n = shape_[d];
   if (n == 0) return {*this};
@@ -477,7 +481,9 @@ std::vector<Tensor> Tensor::unbind(int64_t d) const {
 
 // ---------------------------------------------------------------- data
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+  return is_contiguous() ? *this : clone();
+}
 
 Tensor Tensor::clone() const {
   Tensor out = empty(shape_, dtype_);
@@ -537,10 +543,14 @@ Scalar Tensor::item() const {
            " elements cannot be converted to a scalar");
   return visit_dtype(dtype_, [&]<typename T>() -> Scalar {
     T v = *data<T>();
-    if constexpr (std::is_same_v<T, bool>) return Scalar(v);
-    else if constexpr (std::is_floating_point_v<T>) return Scalar(static_cast<double>(v));
-    else if constexpr (kIsFloat<T>) return Scalar(static_cast<double>(static_cast<float>(v)));
-    else return Scalar(static_cast<int64_t>(v));
+    if constexpr (std::is_same_v<T, bool>)
+      return Scalar(v);
+    else if constexpr (std::is_floating_point_v<T>)
+      return Scalar(static_cast<double>(v));
+    else if constexpr (kIsFloat<T>)
+      return Scalar(static_cast<double>(static_cast<float>(v)));
+    else
+      return Scalar(static_cast<int64_t>(v));
   });
 }
 

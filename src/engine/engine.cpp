@@ -74,11 +74,12 @@ void check_ref(const Plan& plan, const TensorRef& r, const std::string& where) {
     case BufferKind::kInput:
       IP_CHECK(i >= 0 && i < static_cast<int>(plan.inputs.size()), kCorrupt, "[plan] ", where,
                " refers to missing input binding ", i);
-      limit = numel_of(plan.inputs[i].shape) * static_cast<int64_t>(dtype_size(plan.inputs[i].dtype));
+      limit =
+          numel_of(plan.inputs[i].shape) * static_cast<int64_t>(dtype_size(plan.inputs[i].dtype));
       break;
     case BufferKind::kOutput:
-      IP_CHECK(i >= 0 && i < static_cast<int>(plan.output_buffer_bytes.size()), kCorrupt,
-               "[plan] ", where, " refers to missing output buffer ", i);
+      IP_CHECK(i >= 0 && i < static_cast<int>(plan.output_buffer_bytes.size()), kCorrupt, "[plan] ",
+               where, " refers to missing output buffer ", i);
       limit = plan.output_buffer_bytes[i];
       break;
     case BufferKind::kArena:
@@ -174,15 +175,16 @@ std::string Engine::describe() const {
   if (plan_.aliased_io.empty()) os << " none";
   os << "\n";
   for (const AliasedIO& a : plan_.aliased_io)
-    os << "  output " << a.output << " -> input " << a.input << " ("
-       << plan_.inputs[a.input].name << ") kind=" << alias_kind_name(a.kind) << "\n";
+    os << "  output " << a.output << " -> input " << a.input << " (" << plan_.inputs[a.input].name
+       << ") kind=" << alias_kind_name(a.kind) << "\n";
   os << "steps:\n";
   for (size_t q = 0; q < plan_.steps.size(); ++q) {
     const Step& s = plan_.steps[q];
     os << "  " << q << ": " << s.node << " = "
        << (s.kind == StepKind::kCopy ? "copy" : s.op->schema.full_name())
        << (s.kind == StepKind::kEager ? " [eager]" : "") << "(";
-    for (size_t k = 0; k < s.tensors.size(); ++k) os << (k ? ", " : "") << ref_str(s.tensors[k].ref);
+    for (size_t k = 0; k < s.tensors.size(); ++k)
+      os << (k ? ", " : "") << ref_str(s.tensors[k].ref);
     os << ") -> ";
     for (size_t k = 0; k < s.outs.size(); ++k) os << (k ? ", " : "") << ref_str(s.outs[k]);
     if (!s.writes_binding.empty()) os << "  (in place: " << s.writes_binding << ")";

@@ -156,8 +156,8 @@ void Graph::verify() const {
     auto check = [&](Node* m) {
       IP_CHECK(m != nullptr, kInvalidArgument, "[verify] node '", n->name,
                "' has a dangling reference");
-      IP_CHECK(defined.count(m), kInvalidArgument, "[verify] node '", n->name, "' uses '",
-               m->name, "' before it is defined");
+      IP_CHECK(defined.count(m), kInvalidArgument, "[verify] node '", n->name, "' uses '", m->name,
+               "' before it is defined");
     };
     for (const Value& a : n->args) for_each_node(a, check);
     for (const auto& kv : n->kwargs) for_each_node(kv.second, check);

@@ -128,9 +128,8 @@ void register_reshapes(Registry& r) {
              [](const Args& a) {
                const Tensor& self = self_arg(a, "_reshape_alias");
                Shape size = a[1].as_int_list("_reshape_alias");
-               IP_CHECK(numel_of(size) == self.numel(), kShapeMismatch,
-                        "[_reshape_alias] shape ", shape_str(size), " is invalid for input ",
-                        shape_str(self.shape()));
+               IP_CHECK(numel_of(size) == self.numel(), kShapeMismatch, "[_reshape_alias] shape ",
+                        shape_str(size), " is invalid for input ", shape_str(self.shape()));
                return tensor_value(
                    self.as_strided(size, a[2].as_int_list("_reshape_alias"), std::nullopt));
              });

@@ -314,9 +314,9 @@ TEST_F(Cli, EngineFileOfTheStreamingDecoderEqualsEager) {
   const std::string in = " --inputs " + dir + "/inputs.safetensors";
   ASSERT_EQ(run("compile " + dir + "/graph.json" + in + " -o " + path("d.inplace")).code, 0);
   ASSERT_EQ(run("exec " + path("d.inplace") + in + " --out " + path("e.safetensors")).code, 0);
-  ASSERT_EQ(run("exec " + dir + "/graph.json" + in + " --mode eager --out " + path("r.safetensors"))
-                .code,
-            0);
+  ASSERT_EQ(
+      run("exec " + dir + "/graph.json" + in + " --mode eager --out " + path("r.safetensors")).code,
+      0);
   CliResult full = run("compare " + path("e.safetensors") + " " + path("r.safetensors"));
   EXPECT_TRUE(one_line_error(full, 1, {"buffer."}));
   CliResult c = run("compare " + path("e.safetensors") + " " + path("r.safetensors") +

@@ -31,8 +31,9 @@ std::unique_ptr<Graph> slice_write(Shape k_shape, Arg start, Arg stop, Arg step 
   Node* cache = buffer ? b.get_attr("layers.0.cache", Tensor::zeros({2, 4, 16, 8}, DType::kFloat32))
                        : b.placeholder("cache");
   Node* k = b.placeholder("k");
-  b.call_function("_operator.setitem",
-                  {cache, arg::tuple({arg::slice(), arg::slice(), arg::slice(start, stop, step)}), k});
+  b.call_function(
+      "_operator.setitem",
+      {cache, arg::tuple({arg::slice(), arg::slice(), arg::slice(start, stop, step)}), k});
   Node* y = b.call_method("mul", {k, 2.0});
   b.output(arg::tuple({y}));
   (void)k_shape;
@@ -64,10 +65,10 @@ TEST(Aliasing, PairedKAndVCaches) {
   Node* s = b.call_function("torch.matmul", {kc, b.call_method("transpose", {vc, -1, -2})});
   b.output(arg::tuple({s}));
   auto g = b.build();
-  CompiledRun r = expect_compiled_equals_eager(
-      *g, {randn({1, 2, 8, 4}, 2), randn({1, 2, 8, 4}, 3), randn({1, 2, 1, 4}, 4),
-           randn({1, 2, 1, 4}, 5)},
-      1e-5);
+  CompiledRun r = expect_compiled_equals_eager(*g,
+                                               {randn({1, 2, 8, 4}, 2), randn({1, 2, 8, 4}, 3),
+                                                randn({1, 2, 1, 4}, 4), randn({1, 2, 1, 4}, 5)},
+                                               1e-5);
   EXPECT_EQ(count_kind(*r.compiled.engine, AliasKind::kKvCacheUpdate), 2)
       << r.compiled.engine->describe();
 }
@@ -211,8 +212,8 @@ TEST(Aliasing, GetattrFieldsAndTensorAttributes) {
   Node* mt = b.call_function("builtins.getattr", {x, "mT"});
   Node* t = b.call_function("builtins.getattr", {x, "T"});
   Node* dt = b.call_function("builtins.getattr", {x, "dtype"});
-  b.output(arg::tuple({values, indices, b.call_method("mul", {mt, ndim}),
-                       b.call_method("to", {t, dt})}));
+  b.output(arg::tuple(
+      {values, indices, b.call_method("mul", {mt, ndim}), b.call_method("to", {t, dt})}));
   auto g = b.build();
   CompiledRun r = expect_compiled_equals_eager(*g, {randn({2, 3}, 18), randn({4, 5}, 19)}, 1e-6);
   EXPECT_EQ(r.compiled.engine->aliased_io().size(), 1u);

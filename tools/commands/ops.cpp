@@ -1,6 +1,6 @@
-// inplace ops [--filter SUBSTRING] [--engine-only]: lists the registered ops, one schema per line (aten
-// notation with alias annotations), with how an engine runs each: `out` (allocation-free kernel
-// into planned memory), `view` (no step: an offset and strides), `inplace` (a mutating op,
+// inplace ops [--filter SUBSTRING] [--engine-only]: lists the registered ops, one schema per line
+// (aten notation with alias annotations), with how an engine runs each: `out` (allocation-free
+// kernel into planned memory), `view` (no step: an offset and strides), `inplace` (a mutating op,
 // lowered to its functional twin), `eager` (a step that allocates), `dynamic` (data-dependent
 // shape: interpreter only).
 #include <algorithm>
