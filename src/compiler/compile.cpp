@@ -58,9 +58,28 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   PassOptions po;
   po.verbose = options.verbose;
   po.mutated_inputs = resolve_mutated_inputs(graph, options);
+  auto input_of = [&](const std::string& name, const char* option) {
+    for (size_t i = 0; i < ph.size(); ++i)
+      if (ph[i]->name == name) return static_cast<int>(i);
+    IP_FAIL(kNotFound, "[compile] ", option, ": graph '", graph.name, "' has no input '", name,
+            "'");
+  };
+  EngineOptions eo;
+  eo.alias = options.alias;
+  for (const auto& d : options.dynamic_dims)
+    eo.dynamic_dims.push_back({input_of(d.input, "--dynamic"), d.dim, d.max});
+  for (const auto& r : options.value_ranges)
+    eo.value_ranges.push_back({input_of(r.input, "--value-range"), r.lo, r.hi});
+  // Shapes the passes see: dynamic dims at their maximum.
+  std::vector<Tensor> metas;
   for (size_t i = 0; i < ph.size(); ++i) {
+    Shape shape = example_inputs[i].shape();
+    for (const DynamicDim& d : eo.dynamic_dims)
+      if (d.input == static_cast<int>(i) && d.dim >= 0 && d.dim < static_cast<int64_t>(shape.size()))
+        shape[d.dim] = d.max;
+    metas.push_back(Tensor::meta(shape, example_inputs[i].dtype()));
     Meta m;
-    m.shape = example_inputs[i].shape();
+    m.shape = shape;
     m.dtype = example_inputs[i].dtype();
     po.input_metas[ph[i]->name] = m;
   }
@@ -71,14 +90,14 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   const PassContext& ctx = cp.program.context;
   std::vector<Tensor> examples = example_inputs;
   for (size_t i = ctx.num_placeholders; i < ctx.input_names.size(); ++i) {
-    examples.push_back(graph.constants.at(ctx.input_names[i]));
+    const Tensor& buffer = graph.constants.at(ctx.input_names[i]);
+    examples.push_back(buffer);
+    metas.push_back(Tensor::meta(buffer.shape(), buffer.dtype()));
     cp.lifted_buffers.emplace_back(static_cast<int>(i), ctx.input_names[i]);
   }
-  int kv = match_kv_cache_updates(cp.program, examples);
+  int kv = match_kv_cache_updates(cp.program, metas);
   std::vector<AliasRequest> io;
   for (auto [o, i] : ctx.io_map) io.push_back({o, i});
-  EngineOptions eo;
-  eo.alias = options.alias;
   cp.engine = Engine::build(*cp.program.graph, io, ctx.original_output_count, examples, eo);
   if (options.verbose) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)

@@ -18,6 +18,20 @@ struct CompileOptions {
   // (or "output.<i>"). The output is the input's new value and is written into its memory.
   std::vector<std::pair<std::string, std::string>> mutated_inputs;
   bool verbose = false;
+  // Bounded dynamic dims of inputs (`--dynamic INPUT:DIM:MAX`): memory is planned at MAX and
+  // each call's extent, up to MAX, is checked when the input is bound.
+  struct DynamicDim {
+    std::string input;
+    int64_t dim = 0, max = 0;
+  };
+  std::vector<DynamicDim> dynamic_dims;
+  // The values an integer input may take (`--value-range INPUT:LO:HI`): bounds sizes that
+  // depend on it (arange(n)); each call's value is checked against it.
+  struct ValueRange {
+    std::string input;
+    int64_t lo = 0, hi = 0;
+  };
+  std::vector<ValueRange> value_ranges;
 };
 
 struct CompiledProgram {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "ir/graph.h"
 
 namespace inplace {
 
@@ -34,6 +35,8 @@ bool same_layout(const TensorRef& a, const TensorRef& b);
 // The ref covers its whole buffer of `nbytes` contiguously from offset 0.
 bool is_full(const TensorRef& r, int64_t nbytes);
 
+// Walks the functional graph over metadata and appends its steps, runtime scalars and refresh.
+void build_steps(BuildState& st, const Graph& graph, const std::vector<Tensor>& examples);
 // Decides which mutated values are computed directly in their input's memory and schedules a
 // copy for the others; fills plan.aliased_io (alias mode) or the copy-back steps.
 void reinplace(BuildState& st);

@@ -111,7 +111,86 @@ void check_ref(const Plan& plan, const TensorRef& r, const std::string& where) {
 }
 }  // namespace
 
+// Runtime values: every dynamic value and scalar is computed by the refresh before it is used,
+// and every step that uses one is refreshed.
+void validate_runtime_values(const Plan& plan) {
+  const int64_t nin = static_cast<int64_t>(plan.inputs.size());
+  std::vector<char> dyn_defined(plan.num_dyn, 0), scalar_done(plan.scalars.size(), 0),
+      step_refreshed(plan.steps.size(), 0);
+  IP_CHECK(plan.scalar_names.size() == plan.scalars.size(), kCorrupt, "[plan] ",
+           plan.scalar_names.size(), " scalar names for ", plan.scalars.size(), " scalars");
+  auto define = [&](int32_t dyn, const std::string& where) {
+    IP_CHECK(dyn >= 0 && dyn < plan.num_dyn && !dyn_defined[dyn], kCorrupt, "[plan] ", where,
+             " defines dynamic value ", dyn, " which is out of range or defined twice");
+    dyn_defined[dyn] = 1;
+  };
+  auto use = [&](int32_t dyn, const std::string& where) {
+    IP_CHECK(dyn < 0 || (dyn < plan.num_dyn && dyn_defined[dyn]), kCorrupt, "[plan] ", where,
+             " uses dynamic value ", dyn, " before the refresh computes it");
+  };
+  for (const Binding& b : plan.inputs)
+    IP_CHECK((b.dyn >= 0) == !b.dynamic_dims.empty() && b.dyn < plan.num_dyn, kCorrupt,
+             "[plan] input '", b.name, "' has an inconsistent dynamic value");
+  for (const RefreshItem& it : plan.refresh) {
+    switch (it.kind) {
+      case RefreshItem::Kind::kInput:
+        IP_CHECK(it.index >= 0 && it.index < nin && plan.inputs[it.index].dyn >= 0, kCorrupt,
+                 "[plan] refresh names input ", it.index, ", which is not dynamic");
+        define(plan.inputs[it.index].dyn, "input '" + plan.inputs[it.index].name + "'");
+        break;
+      case RefreshItem::Kind::kScalar: {
+        IP_CHECK(it.index >= 0 && it.index < static_cast<int>(plan.scalars.size()) &&
+                     !scalar_done[it.index],
+                 kCorrupt, "[plan] refresh names scalar ", it.index, " out of range or twice");
+        const SymExpr& e = plan.scalars[it.index];
+        std::string where = str_cat("scalar ", it.index);
+        validate_sym(e, it.index, nin, plan.num_dyn, where);
+        for (const SymInstr& in : e.code) {
+          if (in.op == SymInstr::Op::kDim) use(static_cast<int32_t>(in.a), where);
+          IP_CHECK(in.op != SymInstr::Op::kScalar || scalar_done[in.a], kCorrupt, "[plan] ",
+                   where, " reads scalar ", in.a, " before it is computed");
+        }
+        scalar_done[it.index] = 1;
+        break;
+      }
+      case RefreshItem::Kind::kStep: {
+        IP_CHECK(it.index >= 0 && it.index < static_cast<int>(plan.steps.size()) &&
+                     !step_refreshed[it.index],
+                 kCorrupt, "[plan] refresh names step ", it.index, " out of range or twice");
+        const Step& s = plan.steps[it.index];
+        std::string where = "step '" + s.node + "'";
+        for (const TensorSlot& t : s.tensors) use(t.ref.dyn, where);
+        for (const IntSlot& i : s.ints)
+          IP_CHECK(i.scalar >= 0 && i.scalar < static_cast<int>(plan.scalars.size()) &&
+                       scalar_done[i.scalar],
+                   kCorrupt, "[plan] ", where, " uses scalar ", i.scalar,
+                   " before it is computed");
+        for (const TensorRef& o : s.outs) {
+          IP_CHECK(s.kind != StepKind::kView || o.dyn >= 0, kCorrupt, "[plan] view ", where,
+                   " has a static result");
+          if (o.dyn >= 0) define(o.dyn, where);
+        }
+        step_refreshed[it.index] = 1;
+        break;
+      }
+    }
+  }
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    const Step& s = plan.steps[q];
+    if (step_refreshed[q]) continue;
+    bool dynamic = !s.ints.empty() || s.kind == StepKind::kView;
+    for (const TensorSlot& t : s.tensors) dynamic |= t.ref.dyn >= 0;
+    for (const TensorRef& o : s.outs) dynamic |= o.dyn >= 0;
+    IP_CHECK(!dynamic, kCorrupt, "[plan] step '", s.node,
+             "' uses runtime values but the refresh does not compute them");
+  }
+  for (const TensorRef& r : plan.output_refs) use(r.dyn, "an output");
+  for (size_t k = 0; k < plan.scalars.size(); ++k)
+    IP_CHECK(scalar_done[k], kCorrupt, "[plan] scalar ", k, " is never computed");
+}
+
 void validate_plan(const Plan& plan) {
+  validate_runtime_values(plan);
   for (const Step& s : plan.steps) {
     IP_CHECK(s.kind == StepKind::kCopy || s.op != nullptr, kCorrupt, "[plan] step '", s.node,
              "' has no op");
@@ -155,6 +234,20 @@ std::string ref_str(const TensorRef& r) {
   if (r.offset) os << "+" << r.offset;
   os << shape_str(r.shape) << ":" << dtype_name(r.dtype);
   if (r.strides != contiguous_strides(r.shape)) os << "/strides" << shape_str(r.strides);
+  if (r.dyn >= 0) os << "~v" << r.dyn;
+  return os.str();
+}
+
+std::string binding_str(const Binding& b) {
+  std::ostringstream os;
+  os << b.name << " [";
+  for (size_t d = 0; d < b.shape.size(); ++d) {
+    bool dynamic = std::find(b.dynamic_dims.begin(), b.dynamic_dims.end(),
+                             static_cast<int64_t>(d)) != b.dynamic_dims.end();
+    os << (d ? "," : "") << (dynamic ? "<=" : "") << b.shape[d];
+  }
+  os << "] " << dtype_name(b.dtype);
+  if (b.value_range) os << " in [" << b.value_range->lo << ", " << b.value_range->hi << "]";
   return os.str();
 }
 }  // namespace
@@ -164,29 +257,43 @@ std::string Engine::describe() const {
   os << "engine " << name_ << "\n";
   os << "inputs:\n";
   for (size_t i = 0; i < plan_.inputs.size(); ++i)
-    os << "  [" << i << "] " << plan_.inputs[i].name << " " << shape_str(plan_.inputs[i].shape)
-       << " " << dtype_name(plan_.inputs[i].dtype) << "\n";
+    os << "  [" << i << "] " << binding_str(plan_.inputs[i]) << "\n";
   os << "outputs (" << plan_.original_output_count << " user):\n";
   for (size_t j = 0; j < plan_.outputs.size(); ++j)
     os << "  [" << j << "] " << plan_.outputs[j].name << " " << shape_str(plan_.outputs[j].shape)
-       << " " << dtype_name(plan_.outputs[j].dtype) << " = " << ref_str(plan_.output_refs[j])
-       << "\n";
+       << " " << dtype_name(plan_.outputs[j].dtype)
+       << (plan_.output_refs[j].dyn >= 0 ? " (size per call, at most this)" : "") << " = "
+       << ref_str(plan_.output_refs[j]) << "\n";
   os << "aliased_io:";
   if (plan_.aliased_io.empty()) os << " none";
   os << "\n";
   for (const AliasedIO& a : plan_.aliased_io)
     os << "  output " << a.output << " -> input " << a.input << " (" << plan_.inputs[a.input].name
        << ") kind=" << alias_kind_name(a.kind) << "\n";
+  if (!plan_.refresh.empty()) {
+    os << "runtime values (computed per call before the first kernel):\n";
+    for (const RefreshItem& it : plan_.refresh) {
+      if (it.kind == RefreshItem::Kind::kScalar)
+        os << "  s" << it.index << " = " << plan_.scalar_names[it.index] << "\n";
+      else if (it.kind == RefreshItem::Kind::kInput)
+        os << "  v" << plan_.inputs[it.index].dyn << " = shape of input '"
+           << plan_.inputs[it.index].name << "'\n";
+      else
+        os << "  step " << it.index << " (" << plan_.steps[it.index].node << ")\n";
+    }
+  }
   os << "steps:\n";
   for (size_t q = 0; q < plan_.steps.size(); ++q) {
     const Step& s = plan_.steps[q];
     os << "  " << q << ": " << s.node << " = "
        << (s.kind == StepKind::kCopy ? "copy" : s.op->schema.full_name())
-       << (s.kind == StepKind::kEager ? " [eager]" : "") << "(";
+       << (s.kind == StepKind::kEager ? " [eager]" : "")
+       << (s.kind == StepKind::kView ? " [view, refresh only]" : "") << "(";
     for (size_t k = 0; k < s.tensors.size(); ++k)
       os << (k ? ", " : "") << ref_str(s.tensors[k].ref);
     os << ") -> ";
     for (size_t k = 0; k < s.outs.size(); ++k) os << (k ? ", " : "") << ref_str(s.outs[k]);
+    for (const IntSlot& i : s.ints) os << "  [" << plan_.scalar_names[i.scalar] << "]";
     if (!s.writes_binding.empty()) os << "  (in place: " << s.writes_binding << ")";
     os << "\n";
   }

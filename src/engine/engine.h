@@ -11,10 +11,24 @@
 
 namespace inplace {
 
+// A dim of input binding `input` whose extent may change between calls, up to `max`.
+struct DynamicDim {
+  int input = 0;
+  int64_t dim = 0;
+  int64_t max = 0;
+};
+// The values every element of integer input `input` may take (checked on every call).
+struct ValueRange {
+  int input = 0;
+  int64_t lo = 0, hi = 0;
+};
+
 struct EngineOptions {
   // false builds the copy-back engine: every mutated value is computed into fresh memory and
   // copied back into its input after the call (what ExportedProgram.module() does).
   bool alias = true;
+  std::vector<DynamicDim> dynamic_dims;
+  std::vector<ValueRange> value_ranges;
 };
 
 // A mutated input (or a user-declared alias): engine output `output` is the new value of input
@@ -28,7 +42,8 @@ class Engine {
  public:
   // Builds from a functional graph (the pass pipeline's result). Input bindings are the
   // placeholders in order; `example_inputs` (one per placeholder, real or meta tensors) fix
-  // their shapes and dtypes. The graph is traced once on them (metas are zero-filled).
+  // their shapes and dtypes (dynamic dims: options.dynamic_dims). No kernel runs: the plan is
+  // built from metadata, and values read from integer inputs become runtime scalars.
   static std::shared_ptr<const Engine> build(const Graph& graph,
                                              const std::vector<AliasRequest>& io_map,
                                              int original_output_count,

@@ -12,7 +12,7 @@
 namespace inplace {
 
 inline constexpr char kEngineFileMagic[8] = {'I', 'N', 'P', 'L', 'A', 'C', 'E', '\0'};
-inline constexpr uint32_t kEngineFileAbi = 1;
+inline constexpr uint32_t kEngineFileAbi = 2;
 
 // The fields, in file order (their count is stored and checked).
 enum EngineFileField : uint32_t {

@@ -192,6 +192,7 @@ void write_ref(Writer& w, const TensorRef& t) {
   w.shape(t.shape);
   w.shape(t.strides);
   w.u8(uint8_t(t.dtype));
+  w.i64(t.dyn);
 }
 
 TensorRef read_ref(Reader& r) {
@@ -204,6 +205,10 @@ TensorRef read_ref(Reader& r) {
   t.shape = r.shape("tensor shape");
   t.strides = r.shape("tensor strides");
   t.dtype = r.dtype("tensor dtype");
+  int64_t dyn = r.i64("dynamic value");
+  if (dyn < -1 || dyn > std::numeric_limits<int32_t>::max())
+    r.fail(str_cat("dynamic value ", dyn, " is out of range"));
+  t.dyn = static_cast<int32_t>(dyn);
   check_extent(r, t.shape, t.strides, t.offset, "tensor reference");
   return t;
 }
@@ -214,6 +219,13 @@ void write_bindings(Writer& w, const std::vector<Binding>& bs) {
     w.str(b.name);
     w.shape(b.shape);
     w.u8(uint8_t(b.dtype));
+    w.shape(b.dynamic_dims);
+    w.i64(b.dyn);
+    w.u8(b.value_range ? 1 : 0);
+    if (b.value_range) {
+      w.i64(b.value_range->lo);
+      w.i64(b.value_range->hi);
+    }
   }
 }
 
@@ -226,6 +238,20 @@ std::vector<Binding> read_bindings(Reader& r, const char* item) {
     b.dtype = r.dtype("binding dtype");
     check_shape(r, b.shape, "binding");
     check_extent(r, b.shape, contiguous_strides(b.shape), 0, "binding");
+    b.dynamic_dims = r.shape("binding dynamic dims");
+    for (int64_t d : b.dynamic_dims)
+      if (d < 0 || d >= static_cast<int64_t>(b.shape.size()))
+        r.fail(str_cat("binding '", b.name, "' has dynamic dim ", d, " outside its rank"));
+    int64_t dyn = r.i64("binding dynamic value");
+    if (dyn < -1 || dyn > std::numeric_limits<int32_t>::max() || (dyn >= 0) == b.dynamic_dims.empty())
+      r.fail(str_cat("binding '", b.name, "' has dynamic value ", dyn, " that does not fit its ",
+                     b.dynamic_dims.size(), " dynamic dims"));
+    b.dyn = static_cast<int32_t>(dyn);
+    if (r.u8("binding value range flag")) {
+      int64_t lo = r.i64("value range"), hi = r.i64("value range");
+      if (lo > hi) r.fail(str_cat("binding '", b.name, "' has empty value range"));
+      b.value_range = SymRange{lo, hi};
+    }
   }
   return out;
 }
@@ -256,6 +282,12 @@ void check_out_results(Reader& r, const Step& s) {
                    s.op->schema.full_name(), "' returns ", metas.size()));
   for (size_t k = 0; k < metas.size(); ++k) {
     const TensorRef& o = s.outs[k];
+    if (o.dyn >= 0) {  // a bound: checked against each call's size by the refresh
+      if (o.dtype != metas[k].dtype() || o.strides != contiguous_strides(o.shape))
+        r.fail(str_cat("step '", s.node, "' dynamic result ", k, " is not a contiguous ",
+                       dtype_name(metas[k].dtype()), " bound"));
+      continue;
+    }
     if (o.shape != metas[k].shape() || o.dtype != metas[k].dtype() ||
         o.strides != contiguous_strides(o.shape))
       r.fail(str_cat("step '", s.node, "' result ", k, " is ", shape_str(o.shape), " ",
@@ -284,9 +316,31 @@ void write_plan(Writer& w, const Plan& plan) {
       for (int p : t.path) w.u32(static_cast<uint32_t>(p));
       write_ref(w, t.ref);
     }
+    w.u32(static_cast<uint32_t>(s.ints.size()));
+    for (const IntSlot& i : s.ints) {
+      w.u32(static_cast<uint32_t>(i.path.size()));
+      for (int p : i.path) w.u32(static_cast<uint32_t>(p));
+      w.u32(static_cast<uint32_t>(i.scalar));
+    }
     w.u32(static_cast<uint32_t>(s.outs.size()));
     for (const TensorRef& o : s.outs) write_ref(w, o);
   }
+  w.u32(static_cast<uint32_t>(plan.scalars.size()));
+  for (size_t k = 0; k < plan.scalars.size(); ++k) {
+    w.str(plan.scalar_names[k]);
+    w.u32(static_cast<uint32_t>(plan.scalars[k].code.size()));
+    for (const SymInstr& in : plan.scalars[k].code) {
+      w.u8(uint8_t(in.op));
+      w.i64(in.a);
+      w.i64(in.b);
+    }
+  }
+  w.u32(static_cast<uint32_t>(plan.refresh.size()));
+  for (const RefreshItem& it : plan.refresh) {
+    w.u8(uint8_t(it.kind));
+    w.u32(static_cast<uint32_t>(it.index));
+  }
+  w.i64(plan.num_dyn);
   w.u32(static_cast<uint32_t>(plan.arena.size()));
   for (const ArenaSlot& a : plan.arena) {
     w.i64(a.offset_bytes);
@@ -308,7 +362,7 @@ void read_plan(Reader& r, Plan* plan) {
   for (uint64_t q = 0; q < nsteps; ++q) {
     Step& s = plan->steps[q];
     uint8_t kind = r.u8("step kind");
-    if (kind > uint8_t(StepKind::kCopy))
+    if (kind > uint8_t(StepKind::kView))
       r.fail(str_cat("step ", q, " has unknown kind ", int(kind)));
     s.kind = static_cast<StepKind>(kind);
     std::string op = r.str("op name");
@@ -336,8 +390,21 @@ void read_plan(Reader& r, Plan* plan) {
             str_cat("step '", s.node, "' has an operand template that differs from its reference"));
       s.tensors.push_back(std::move(t));
     }
+    uint64_t nints = r.count("int operands", 8);
+    for (uint64_t k = 0; k < nints; ++k) {
+      IntSlot i;
+      uint64_t depth = r.count("int operand path", 4);
+      for (uint64_t d = 0; d < depth; ++d) i.path.push_back(static_cast<int>(r.u32("int path")));
+      i.scalar = static_cast<int32_t>(r.u32("int operand scalar"));
+      const Value* leaf = leaf_at(s.args, i.path);
+      if (!leaf || leaf->kind != Value::Kind::kInt)
+        r.fail(str_cat("step '", s.node, "' has an int operand path that names no int argument"));
+      s.ints.push_back(std::move(i));
+    }
     uint64_t nouts = r.count("results", 1);
     for (uint64_t k = 0; k < nouts; ++k) s.outs.push_back(read_ref(r));
+    if (s.kind == StepKind::kView && !(s.op && s.op->kind != OpKind::kMutating))
+      r.fail(str_cat("view step '", s.node, "' needs a non-mutating op"));
     if (s.kind == StepKind::kCopy &&
         (s.tensors.size() != 1 || s.tensors[0].path != std::vector<int>{0}))
       r.fail(str_cat("copy step '", s.node, "' must read its first argument"));
@@ -348,6 +415,34 @@ void read_plan(Reader& r, Plan* plan) {
     if (s.kind == StepKind::kEager && s.op && !s.op->eager)
       r.fail(str_cat("step '", s.node, "' needs an eager kernel op '", op, "' lacks"));
   }
+  uint64_t nscalars = r.count("scalars", 12);
+  for (uint64_t k = 0; k < nscalars; ++k) {
+    plan->scalar_names.push_back(r.str("scalar name"));
+    SymExpr e;
+    uint64_t n = r.count("scalar code", 17);
+    for (uint64_t c = 0; c < n; ++c) {
+      SymInstr in;
+      uint8_t op = r.u8("scalar op");
+      if (op >= kNumSymOps) r.fail(str_cat("scalar ", k, " has unknown op ", int(op)));
+      in.op = static_cast<SymInstr::Op>(op);
+      in.a = r.i64("scalar operand");
+      in.b = r.i64("scalar operand");
+      e.code.push_back(in);
+    }
+    plan->scalars.push_back(std::move(e));
+  }
+  uint64_t nrefresh = r.count("refresh", 5);
+  for (uint64_t k = 0; k < nrefresh; ++k) {
+    RefreshItem it;
+    uint8_t kind = r.u8("refresh kind");
+    if (kind > uint8_t(RefreshItem::Kind::kStep)) r.fail(str_cat("unknown refresh kind ", int(kind)));
+    it.kind = static_cast<RefreshItem::Kind>(kind);
+    it.index = static_cast<int32_t>(r.u32("refresh index"));
+    plan->refresh.push_back(it);
+  }
+  int64_t ndyn = r.i64("dynamic values");
+  if (ndyn < 0 || ndyn > (1 << 24)) r.fail(str_cat("dynamic value count ", ndyn, " is out of range"));
+  plan->num_dyn = static_cast<int32_t>(ndyn);
   uint64_t nslots = r.count("arena slots", 16);
   plan->arena.resize(nslots);
   for (ArenaSlot& a : plan->arena) {

@@ -1,18 +1,12 @@
 #include "engine/execution_context.h"
 
+#include <algorithm>
 #include <cstdio>
 
+#include "engine/op_meta.h"
 #include "interpreter/interpreter.h"
 
 namespace inplace {
-
-namespace {
-Value* leaf_at(std::vector<Value>& args, const std::vector<int>& path) {
-  Value* v = &args[path[0]];
-  for (size_t k = 1; k < path.size(); ++k) v = &v->items[path[k]];
-  return v;
-}
-}  // namespace
 
 ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
     : engine_(std::move(engine)) {
@@ -28,6 +22,8 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
   staged_inputs_.resize(plan.inputs.size());
   input_staged_.assign(plan.inputs.size(), false);
   bound_outputs_.resize(plan.output_buffer_bytes.size());
+  scalar_values_.assign(plan.scalars.size(), 0);
+  dyn_metas_.resize(plan.num_dyn);
   for (const Step& s : plan.steps) {
     std::vector<Value> args = s.args;
     for (const TensorSlot& t : s.tensors) leaf_at(args, t.path)->tensor = make_tensor(t.ref);
@@ -48,13 +44,13 @@ std::shared_ptr<Storage>& ExecutionContext::storage_of(BufferId id) {
   IP_ASSERT(false, "constants are not context storage");
 }
 
+const std::shared_ptr<Storage>& ExecutionContext::buffer_storage(BufferId id) const {
+  if (id.kind == BufferKind::kConstant) return engine_->plan().constants[id.index].storage();
+  return const_cast<ExecutionContext*>(this)->storage_of(id);
+}
+
 Tensor ExecutionContext::make_tensor(const TensorRef& r) const {
-  std::shared_ptr<Storage> s;
-  if (r.buffer.kind == BufferKind::kConstant)
-    s = engine_->plan().constants[r.buffer.index].storage();
-  else
-    s = const_cast<ExecutionContext*>(this)->storage_of(r.buffer);
-  return Tensor(s, r.offset, r.shape, r.strides, r.dtype);
+  return Tensor(buffer_storage(r.buffer), r.offset, r.shape, r.strides, r.dtype);
 }
 
 void ExecutionContext::bind_input(int index, const Tensor& t) {
@@ -64,8 +60,18 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
   const Binding& b = plan.inputs[index];
   IP_CHECK(t.defined() && !t.is_meta(), kInvalidArgument, "[bind] input '", b.name,
            "' needs a tensor with data");
-  IP_CHECK(t.shape() == b.shape, kShapeMismatch, "[bind] input '", b.name, "' expects shape ",
-           shape_str(b.shape), ", got ", shape_str(t.shape()));
+  bool fits = t.shape() == b.shape;
+  if (!fits && !b.dynamic_dims.empty() && t.dim() == static_cast<int64_t>(b.shape.size())) {
+    fits = true;
+    for (size_t d = 0; d < b.shape.size(); ++d) {
+      bool dynamic = std::find(b.dynamic_dims.begin(), b.dynamic_dims.end(),
+                               static_cast<int64_t>(d)) != b.dynamic_dims.end();
+      fits &= dynamic ? t.size(d) <= b.shape[d] : t.size(d) == b.shape[d];
+    }
+  }
+  IP_CHECK(fits, kShapeMismatch, "[bind] input '", b.name, "' expects shape ",
+           shape_str(b.shape), b.dynamic_dims.empty() ? "" : " (dynamic dims up to that extent)",
+           ", got ", shape_str(t.shape()));
   IP_CHECK(t.dtype() == b.dtype, kDTypeMismatch, "[bind] input '", b.name, "' expects dtype ",
            dtype_name(b.dtype), ", got ", dtype_name(t.dtype()));
   bool aliased = engine_->input_is_aliased(index);
@@ -76,7 +82,8 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
     IP_CHECK(!writes, kInvalidArgument, "[bind] input '", b.name, "' ", shape_str(t.shape()),
              " with strides ", shape_str(t.strides()),
              " is written in place and must be contiguous");
-    if (!staged_inputs_[index].defined()) staged_inputs_[index] = Tensor::empty(b.shape, b.dtype);
+    if (!staged_inputs_[index].defined() || staged_inputs_[index].shape() != t.shape())
+      staged_inputs_[index] = Tensor::empty(t.shape(), b.dtype);
     staged_inputs_[index].copy_from(t);
     input_storage_[index]->rebind(staged_inputs_[index].data_ptr(), staged_inputs_[index].nbytes());
     input_staged_[index] = true;
@@ -97,6 +104,9 @@ void ExecutionContext::bind_output(int index, const Tensor& t) {
            "[bind] output index ", index, " out of range (", plan.outputs.size(), " outputs)");
   const TensorRef& r = plan.output_refs[index];
   const Binding& b = plan.outputs[index];
+  IP_CHECK(r.dyn < 0, kInvalidArgument, "[bind] output '", plan.outputs[index].name,
+           "' has a size that changes per call (bound ", shape_str(plan.outputs[index].shape),
+           "); it is returned in engine memory and cannot be bound");
   IP_CHECK(r.buffer.kind == BufferKind::kOutput && r.offset == 0 &&
                r.strides == contiguous_strides(r.shape) &&
                numel_of(r.shape) * static_cast<int64_t>(dtype_size(r.dtype)) ==
@@ -142,6 +152,7 @@ std::vector<Tensor> ExecutionContext::execute() {
     output_storage_[k]->rebind(out_buffers[k].nbytes() ? out_buffers[k].data_ptr() : nullptr,
                                static_cast<size_t>(plan.output_buffer_bytes[k]));
   }
+  if (!plan.refresh.empty()) refresh();
   for (size_t q = 0; q < plan.steps.size(); ++q) {
     const Step& s = plan.steps[q];
     std::vector<Value>& args = step_args_[q];
@@ -150,6 +161,7 @@ std::vector<Tensor> ExecutionContext::execute() {
       switch (s.kind) {
         case StepKind::kOut: s.op->out(args, outs); break;
         case StepKind::kCopy: outs[0].copy_from(args[0].tensor); break;
+        case StepKind::kView: break;
         case StepKind::kEager: {
           std::vector<Value> leaves;
           flatten_value(s.op->eager(args), &leaves);
@@ -169,7 +181,7 @@ std::vector<Tensor> ExecutionContext::execute() {
   std::vector<Tensor> results;
   results.reserve(plan.outputs.size());
   for (size_t j = 0; j < plan.output_refs.size(); ++j) {
-    const TensorRef& r = plan.output_refs[j];
+    const TensorRef r = current(plan.output_refs[j]);
     switch (r.buffer.kind) {
       case BufferKind::kInput: {
         const Tensor& in = bound_inputs_[r.buffer.index];

@@ -16,7 +16,7 @@ class ExecutionContext {
   const Engine& engine() const { return *engine_; }
 
   // Binds a caller tensor to input `index` without copying. Shape and dtype must match the
-  // binding; an input the engine writes in place must also be contiguous (anything else is an
+  // binding (a dynamic dim may be anything up to its maximum); an input the engine writes in place must also be contiguous (anything else is an
   // error naming the binding and both shapes, never a silent copy that would lose the write).
   // Other non-contiguous inputs are staged into context memory.
   void bind_input(int index, const Tensor& tensor);
@@ -37,6 +37,14 @@ class ExecutionContext {
  private:
   Tensor make_tensor(const TensorRef& r) const;
   std::shared_ptr<Storage>& storage_of(BufferId id);
+  const std::shared_ptr<Storage>& buffer_storage(BufferId id) const;
+  // The per-call work before the first kernel (refresh.cpp): runtime scalars, the metadata of
+  // every dynamic value, and the operands of the steps that use them. Throws before any write.
+  void refresh();
+  void refresh_step(int q);
+  int64_t read_input_element(int64_t input, int64_t element) const;
+  // `r` with this call's offset, shape and strides when it is dynamic.
+  TensorRef current(const TensorRef& r) const;
 
   std::shared_ptr<const Engine> engine_;
   std::shared_ptr<Storage> arena_;
@@ -47,6 +55,9 @@ class ExecutionContext {
   // Prepared per step: arguments with tensors filled in, and results.
   std::vector<std::vector<Value>> step_args_;
   std::vector<std::vector<Tensor>> step_outs_;
+  // Runtime values of the current call.
+  std::vector<int64_t> scalar_values_;
+  std::vector<Tensor> dyn_metas_;  // by dynamic value; undefined when absent this call
 };
 
 }  // namespace inplace

@@ -2,10 +2,12 @@
 // (buffer, element offset, shape, strides). Built once; executed by ExecutionContext with no
 // graph walk, no string lookup and no allocation of intermediates.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/value.h"
+#include "engine/symbolic.h"
 #include "ops/registry.h"
 
 namespace inplace {
@@ -24,12 +26,21 @@ struct BufferId {
   bool operator==(const BufferId&) const = default;
 };
 
-// A tensor inside a buffer.
+// A tensor inside a buffer. A dynamic ref (dyn >= 0) takes its offset, shape and strides on
+// every call from the refresh (see Plan::refresh); the fields here are then those of the
+// example, and `shape` of a step result is its bound (the planned memory).
 struct TensorRef {
   BufferId buffer;
   int64_t offset = 0;  // elements
   Shape shape, strides;
   DType dtype = DType::kFloat32;
+  int32_t dyn = -1;
+};
+
+// An int argument that takes the value of runtime scalar `scalar` on every call.
+struct IntSlot {
+  std::vector<int> path;
+  int32_t scalar = 0;
 };
 
 // Where a step's tensor operand sits inside its argument template: the path of item indices.
@@ -42,6 +53,7 @@ enum class StepKind : uint8_t {
   kOut,    // op->out(args, outs): writes into planned results
   kEager,  // op->eager(args), results copied into planned buffers
   kCopy,   // outs[0].copy_from(args[0]): write-back of a mutated value
+  kView,   // no kernel: recomputes views of dynamic operands in the refresh (outs are views)
 };
 
 struct Step {
@@ -50,14 +62,19 @@ struct Step {
   std::string node;          // the graph node it comes from (errors, `inplace plan`)
   std::vector<Value> args;   // bound arguments; tensor operands are filled from `tensors`
   std::vector<TensorSlot> tensors;
+  std::vector<IntSlot> ints;  // int arguments that are runtime scalars
   std::vector<TensorRef> outs;
   std::string writes_binding;  // when a result lands in an input binding: its name
 };
 
 struct Binding {
   std::string name;
-  Shape shape;
+  Shape shape;  // for a dynamic binding: the maximum extent of every dim
   DType dtype = DType::kFloat32;
+  std::vector<int64_t> dynamic_dims;  // dims whose extent may be smaller on a call
+  int32_t dyn = -1;                   // the dynamic value of a dynamic input binding
+  // Declared range of every element of an integer input (checked on every call).
+  std::optional<SymRange> value_range;
 };
 
 enum class AliasKind : uint8_t { kKvCacheUpdate, kUser };
@@ -76,8 +93,20 @@ struct ArenaSlot {
   int64_t nbytes = 0;
 };
 
+// One entry of the refresh: the per-call work done before the first kernel runs.
+struct RefreshItem {
+  enum class Kind : uint8_t { kInput, kScalar, kStep };
+  Kind kind = Kind::kScalar;
+  int32_t index = 0;  // input binding, scalar or step
+};
+
 struct Plan {
   std::vector<Binding> inputs, outputs;
+  // Runtime values (empty for an engine whose every shape and offset is static).
+  std::vector<SymExpr> scalars;
+  std::vector<std::string> scalar_names;  // for errors and `inplace plan`
+  std::vector<RefreshItem> refresh;       // in order
+  int32_t num_dyn = 0;                    // dynamic values computed by the refresh
   std::vector<Step> steps;
   std::vector<ArenaSlot> arena;           // by arena buffer index
   int64_t arena_bytes = 0;

@@ -31,11 +31,14 @@ bool is_elementwise(const OpDef* op) {
 }
 
 bool same_layout(const TensorRef& a, const TensorRef& b) {
+  // A dynamic ref's layout is known only per call: never the same as anything at compile time.
+  if (a.dyn >= 0 || b.dyn >= 0) return false;
   return a.offset == b.offset && a.shape == b.shape && a.strides == b.strides &&
          a.dtype == b.dtype;
 }
 
 bool is_full(const TensorRef& r, int64_t nbytes) {
+  if (r.dyn >= 0) return false;
   return r.offset == 0 && r.strides == contiguous_strides(r.shape) &&
          numel_of(r.shape) * static_cast<int64_t>(dtype_size(r.dtype)) == nbytes;
 }
@@ -209,17 +212,25 @@ void reinplace(BuildState& st) {
   std::stable_sort(st.copies.begin(), st.copies.end(),
                    [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<Step> steps;
-  std::vector<int> new_index(plan.steps.size());
+  std::vector<int> new_index(plan.steps.size()), dynamic_copies;
   size_t c = 0;
   for (int q = -1; q < static_cast<int>(plan.steps.size()); ++q) {
     if (q >= 0) {
       new_index[q] = static_cast<int>(steps.size());
       steps.push_back(std::move(plan.steps[q]));
     }
-    while (c < st.copies.size() && st.copies[c].first == q) steps.push_back(std::move(st.copies[c++].second));
+    while (c < st.copies.size() && st.copies[c].first == q) {
+      if (st.copies[c].second.tensors[0].ref.dyn >= 0)
+        dynamic_copies.push_back(static_cast<int>(steps.size()));
+      steps.push_back(std::move(st.copies[c++].second));
+    }
   }
   plan.steps = std::move(steps);
   for (ValueBuffer& v : st.values) v.producer = new_index[v.producer];
+  for (RefreshItem& r : plan.refresh)
+    if (r.kind == RefreshItem::Kind::kStep) r.index = new_index[r.index];
+  // A write-back of a value with a per-call layout is refreshed after everything else.
+  for (int q : dynamic_copies) plan.refresh.push_back({RefreshItem::Kind::kStep, q});
   st.copies.clear();
 }
 

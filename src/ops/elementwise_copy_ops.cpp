@@ -46,6 +46,7 @@ DType legacy_type_arg(const Value& v) {
 Value converted(const Tensor& self, std::optional<DType> dtype, bool copy) {
   const DType t = dtype.value_or(self.dtype());
   if (t == self.dtype() && !copy) return Value::from_tensor(self);
+  if (self.is_meta()) return Value::from_tensor(Tensor::meta(self.shape(), t));  // planning
   Tensor out = Tensor::empty(self.shape(), t);
   cpu::copy_cast(out, self);
   return Value::from_tensor(out);

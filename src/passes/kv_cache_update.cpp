@@ -2,6 +2,7 @@
 // rewritten, and only when that input is a static 4-D tensor written along dim 2 with step 1:
 // a functional slice_scatter the program does not assign back never takes this path.
 #include "interpreter/interpreter.h"
+#include "passes/meta_inference.h"
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
 
@@ -22,7 +23,14 @@ bool int_value(const Value& v, int64_t* out) {
 const Tensor* tensor_of(const Value& v, const std::map<const Node*, Value>& env) {
   if (!v.is_node()) return v.is_tensor() ? &v.tensor : nullptr;
   auto it = env.find(v.node);
-  return it != env.end() && it->second.is_tensor() ? &it->second.tensor : nullptr;
+  if (it != env.end() && it->second.is_tensor()) return &it->second.tensor;
+  // A value broadcast to a slice at a runtime position has no static meta; the value it
+  // expands has the same shape whenever the write is not empty.
+  std::string overload;
+  std::string name = Registry::get().canonical_name(v.node->target, &overload);
+  if ((name == "expand_as" || name == "type_as") && !v.node->args.empty())
+    return tensor_of(v.node->args[0], env);
+  return nullptr;
 }
 
 bool match(const Node* n, const Node* cache, const Shape& cshape,
@@ -98,15 +106,18 @@ int match_kv_cache_updates(FunctionalProgram& program, const std::vector<Tensor>
   std::vector<Node*> placeholders = g.placeholders();
   IP_CHECK(examples.size() == placeholders.size(), kInvalidArgument, "[kv_cache_update] ",
            examples.size(), " example inputs for ", placeholders.size(), " placeholders");
-  // Shapes of every value, from one run on the examples.
-  std::map<std::string, Value> inputs;
-  for (size_t i = 0; i < placeholders.size(); ++i)
-    inputs[placeholders[i]->name] = Value::from_tensor(
-        examples[i].is_meta() ? Tensor::zeros(examples[i].shape(), examples[i].dtype())
-                              : examples[i].clone());
-  State state = initial_state(g);
+  // Shapes of every value, from metadata: nothing runs.
+  PassOptions options;
+  for (size_t i = 0; i < placeholders.size(); ++i) {
+    Meta m;
+    m.shape = examples[i].shape();
+    m.dtype = examples[i].dtype();
+    options.input_metas[placeholders[i]->name] = m;
+  }
+  MetaTable metas = infer_metas(g, options);
   std::map<const Node*, Value> env;
-  run_eager(g, inputs, &state, &env);
+  for (Node* n : g.nodes())
+    if (const Value* v = metas.find(n)) env[n] = *v;
 
   Node* out = g.output();
   std::vector<Value> leaves;

@@ -307,7 +307,9 @@ TEST(Aliasing, ReadOfOldValueAfterTheNewOneForcesATemporary) {
   EXPECT_EQ(r.outputs[0].storage(), r.inputs[0].storage());
 }
 
-TEST(Aliasing, WritePositionOutOfRangeNamesTheBindingAndLeavesMemoryIntact) {
+TEST(Aliasing, WritePositionsFollowEagerOnEveryValue) {
+  // cache[:, :, pos:pos+1] = k on one engine at every position: past the end the slice is
+  // empty and PyTorch writes nothing; a negative position wraps once.
   GraphBuilder b("decode");
   Node* cache = b.placeholder("cache");
   Node* k = b.placeholder("k");
@@ -315,6 +317,25 @@ TEST(Aliasing, WritePositionOutOfRangeNamesTheBindingAndLeavesMemoryIntact) {
   Node* end = b.call_function("_operator.add", {pos, 1});
   b.call_function("_operator.setitem",
                   {cache, arg::tuple({arg::slice(), arg::slice(), arg::slice(pos, end)}), k});
+  b.output(arg::tuple({b.call_method("sum", {k})}));
+  auto g = b.build();
+  Tensor c = randn({1, 2, 8, 4}, 24);
+  Tensor kk = randn({1, 2, 1, 4}, 25);
+  CompiledProgram cp = compile(*g, {c, kk, lt({0}, {1})});
+  EXPECT_EQ(count_kind(*cp.engine, AliasKind::kKvCacheUpdate), 1) << cp.engine->describe();
+  std::vector<std::vector<Tensor>> draws;
+  for (int64_t p : {7, 8, 100, -1, -2, -8, -9, 0})
+    draws.push_back({randn({1, 2, 8, 4}, 30), randn({1, 2, 1, 4}, 31), lt({p}, {1})});
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, {c, kk, lt({0}, {1})}, draws), 8);
+}
+
+TEST(Aliasing, WriteIndexOutOfRangeNamesTheBindingAndLeavesMemoryIntact) {
+  // index_copy_ refuses an index past the end (PyTorch raises): refused before any write.
+  GraphBuilder b("decode");
+  Node* cache = b.placeholder("cache");
+  Node* k = b.placeholder("k");
+  Node* pos = b.placeholder("pos");
+  b.call_method("index_copy_", {cache, 2, pos, k});
   b.output(arg::tuple({b.call_method("sum", {k})}));
   auto g = b.build();
   Tensor c = randn({1, 2, 8, 4}, 24);

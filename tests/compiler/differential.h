@@ -100,4 +100,13 @@ inline CompiledRun expect_compiled_equals_eager(const Graph& g, const std::vecto
   return aliased;
 }
 
+// Compile once, run on every value: the engine (aliased, copy-back, and the aliased one saved
+// to an engine file and loaded back) is built once from `example`, then each draw runs through
+// it and through the eager interpreter on fresh copies. Where eager raises, the engine must
+// raise too and leave every input untouched; else every output and the final value of every
+// input and buffer must agree. Returns how many draws eager accepted.
+int expect_engine_exact_on_draws(const Graph& g, const std::vector<Tensor>& example,
+                                 const std::vector<std::vector<Tensor>>& draws, double tol = 0,
+                                 CompileOptions options = {});
+
 }  // namespace inplace::testing

@@ -49,6 +49,7 @@ void kv_cache_update(const Tensor& cache, const Tensor& update, const Tensor& st
       int64_t p;
       if (start.defined()) {
         int64_t w = int_at(start, start.numel() == 1 ? 0 : i);
+        if (w < 0) w += s_max;  // a negative start wraps once, as a Python slice bound does
         p = w + k;
         IP_CHECK(w >= 0 && p < s_max, kOutOfRange, "[kv_cache_update] write position ", w, " + ",
                  k, " = ", p, " (batch row ", i, ") is out of range for a cache of s_max ", s_max);

@@ -1,0 +1,32 @@
+#include "engine/op_meta.h"
+
+#include "interpreter/interpreter.h"
+
+namespace inplace {
+
+std::vector<Tensor> result_metas(const OpDef& op, const Args& args) {
+  if (op.infer) return op.infer(args);
+  std::vector<Value> leaves;
+  flatten_value(op.eager(args), &leaves);
+  std::vector<Tensor> out;
+  for (const Value& l : leaves) {
+    IP_CHECK(l.is_tensor(), kUnsupported, "[", op.schema.full_name(), "] returns a ",
+             l.kind_name(), " where a tensor was planned");
+    out.push_back(Tensor::meta(l.tensor.shape(), l.tensor.dtype()));
+  }
+  return out;
+}
+
+Value view_metas(const OpDef& op, const Args& args) { return op.eager(args); }
+
+Value* leaf_at(std::vector<Value>& args, const std::vector<int>& path) {
+  Value* v = &args[path[0]];
+  for (size_t k = 1; k < path.size(); ++k) v = &v->items[path[k]];
+  return v;
+}
+
+const Value* leaf_at(const std::vector<Value>& args, const std::vector<int>& path) {
+  return leaf_at(const_cast<std::vector<Value>&>(args), path);
+}
+
+}  // namespace inplace

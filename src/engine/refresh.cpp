@@ -1,0 +1,150 @@
+// The refresh: everything a call's runtime values change, worked out before the first kernel
+// runs, so that a call the values make invalid is refused with every caller tensor untouched.
+// Runtime scalars are evaluated from the bound inputs; views and results whose size or offset
+// depends on them are recomputed by the ops' own view and shape functions (the same code eager
+// runs, so an index eager accepts is accepted and one it refuses is refused with its message);
+// then the kernels' operands are pointed at this call's extents.
+#include "engine/execution_context.h"
+#include "engine/op_meta.h"
+#include "interpreter/interpreter.h"
+
+namespace inplace {
+
+namespace {
+
+// The last byte a meta view touches, relative to its buffer (offset included); -1 if empty.
+int64_t last_byte(const Tensor& m) {
+  if (m.numel() == 0) return -1;
+  int64_t last = m.offset();
+  for (int64_t d = 0; d < m.dim(); ++d) last += (m.size(d) - 1) * m.stride(d);
+  return (last + 1) * static_cast<int64_t>(m.itemsize()) - 1;
+}
+
+}  // namespace
+
+int64_t ExecutionContext::read_input_element(int64_t input, int64_t element) const {
+  const Plan& plan = engine_->plan();
+  const Binding& b = plan.inputs[input];
+  const Tensor& t = bound_inputs_[input];
+  IP_CHECK(element < t.numel(), kOutOfRange, "[execute] input '", b.name, "' has ", t.numel(),
+           " elements; the engine reads element ", element);
+  const char* p = static_cast<const char*>(input_storage_[input]->data()) +
+                  element * static_cast<int64_t>(dtype_size(b.dtype));
+  int64_t v = 0;
+  switch (b.dtype) {
+    case DType::kInt64: v = *reinterpret_cast<const int64_t*>(p); break;
+    case DType::kInt32: v = *reinterpret_cast<const int32_t*>(p); break;
+    case DType::kInt16: v = *reinterpret_cast<const int16_t*>(p); break;
+    case DType::kInt8: v = *reinterpret_cast<const int8_t*>(p); break;
+    case DType::kUInt8: v = *reinterpret_cast<const uint8_t*>(p); break;
+    case DType::kBool: v = *reinterpret_cast<const uint8_t*>(p) != 0; break;
+    default: IP_FAIL(kDTypeMismatch, "[execute] input '", b.name, "' is ", dtype_name(b.dtype),
+                     "; runtime scalars are read from integer inputs");
+  }
+  if (b.value_range)
+    IP_CHECK(v >= b.value_range->lo && v <= b.value_range->hi, kOutOfRange, "[execute] input '",
+             b.name, "' = ", v, " is outside its declared range [", b.value_range->lo, ", ",
+             b.value_range->hi, "]");
+  return v;
+}
+
+TensorRef ExecutionContext::current(const TensorRef& r) const {
+  if (r.dyn < 0) return r;
+  const Tensor& m = dyn_metas_[r.dyn];
+  return TensorRef{r.buffer, m.offset(), m.shape(), m.strides(), r.dtype, r.dyn};
+}
+
+void ExecutionContext::refresh() {
+  const Plan& plan = engine_->plan();
+  SymEnv env;
+  env.read = [this](int64_t input, int64_t element) { return read_input_element(input, element); };
+  env.dim = [this](int64_t dyn, int64_t d) -> int64_t {
+    const Tensor& m = dyn_metas_[dyn];
+    IP_CHECK(m.defined() && d < m.dim(), kInvalidArgument, "[execute] the size of dim ", d,
+             " of a value that does not exist at this call is read");
+    return m.size(d);
+  };
+  env.scalars = &scalar_values_;
+  for (const RefreshItem& item : plan.refresh) {
+    switch (item.kind) {
+      case RefreshItem::Kind::kInput: {
+        const Binding& b = plan.inputs[item.index];
+        dyn_metas_[b.dyn] = Tensor::meta(bound_inputs_[item.index].shape(), b.dtype);
+        break;
+      }
+      case RefreshItem::Kind::kScalar:
+        scalar_values_[item.index] =
+            eval_sym(plan.scalars[item.index], env, plan.scalar_names[item.index]);
+        break;
+      case RefreshItem::Kind::kStep: refresh_step(item.index); break;
+    }
+  }
+}
+
+void ExecutionContext::refresh_step(int q) {
+  const Plan& plan = engine_->plan();
+  const Step& s = plan.steps[q];
+  Args args = s.args;
+  for (const TensorSlot& t : s.tensors) {
+    if (t.ref.dyn < 0) continue;
+    const Tensor& m = dyn_metas_[t.ref.dyn];
+    IP_CHECK(m.defined(), kOutOfRange, "[execute] step '", s.node,
+             "' reads a piece that its split does not have at this call");
+    leaf_at(args, t.path)->tensor = m;
+  }
+  for (const IntSlot& i : s.ints) *leaf_at(args, i.path) = Value::integer(scalar_values_[i.scalar]);
+  try {
+    if (s.kind == StepKind::kCopy) {  // a write-back whose source has a per-call extent
+      IP_CHECK(args[0].tensor.shape() == s.outs[0].shape, kShapeMismatch, "the new value has shape ",
+               shape_str(args[0].tensor.shape()), " but its input is ", shape_str(s.outs[0].shape));
+    } else if (s.kind == StepKind::kView) {
+      std::vector<Value> leaves;
+      flatten_value(view_metas(*s.op, args), &leaves);
+      for (size_t k = 0; k < s.outs.size(); ++k) {
+        Tensor& m = dyn_metas_[s.outs[k].dyn];
+        if (k >= leaves.size()) {
+          m = Tensor();
+          continue;
+        }
+        m = leaves[k].as_tensor("view");
+        IP_CHECK(m.offset() >= 0 &&
+                     last_byte(m) < static_cast<int64_t>(buffer_storage(s.outs[k].buffer)->nbytes()),
+                 kOutOfRange, "view ", shape_str(m.shape()), " at offset ", m.offset(),
+                 " leaves its buffer");
+      }
+      return;
+    } else {
+    std::vector<Tensor> metas = result_metas(*s.op, args);
+    IP_CHECK(metas.size() == s.outs.size(), kInvalidArgument, "the op returns ", metas.size(),
+             " results where the plan has ", s.outs.size());
+    for (size_t k = 0; k < s.outs.size(); ++k) {
+      const TensorRef& o = s.outs[k];
+      if (o.dyn < 0) {
+        IP_CHECK(metas[k].shape() == o.shape, kShapeMismatch, "result ", k, " has shape ",
+                 shape_str(metas[k].shape()), " at this call but the plan fixed ",
+                 shape_str(o.shape));
+        continue;
+      }
+      IP_CHECK(metas[k].numel() <= numel_of(o.shape), kOutOfRange, "result ", k, " of shape ",
+               shape_str(metas[k].shape()), " exceeds its planned bound ", shape_str(o.shape));
+      dyn_metas_[o.dyn] = Tensor::meta(metas[k].shape(), o.dtype, std::nullopt, o.offset);
+    }
+    }
+  } catch (const Error& e) {
+    std::string values;
+    for (const IntSlot& i : s.ints)
+      values += str_cat(values.empty() ? " (" : ", ", plan.scalar_names[i.scalar], " = ",
+                        scalar_values_[i.scalar]);
+    if (!values.empty()) values += ")";
+    throw Error(e.code(), str_cat("[execute] node '", s.node, "'", values, ": ", e.what()));
+  }
+  // Point the kernel at this call's operands and results.
+  std::vector<Value>& kargs = step_args_[q];
+  for (const TensorSlot& t : s.tensors)
+    if (t.ref.dyn >= 0) leaf_at(kargs, t.path)->tensor = make_tensor(current(t.ref));
+  for (const IntSlot& i : s.ints) *leaf_at(kargs, i.path) = Value::integer(scalar_values_[i.scalar]);
+  for (size_t k = 0; k < s.outs.size(); ++k)
+    if (s.outs[k].dyn >= 0) step_outs_[q][k] = make_tensor(current(s.outs[k]));
+}
+
+}  // namespace inplace
