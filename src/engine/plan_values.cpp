@@ -86,6 +86,7 @@ BVal PlanValues::add_input(const std::string& name, const Tensor& example) {
   v.bound = b.shape;
   if (!b.dynamic_dims.empty()) {
     v.dyn = b.dyn = new_dyn();
+    v.shape_dyn = true;
     st_.plan.refresh.push_back({RefreshItem::Kind::kInput, idx});
   }
   st_.plan.inputs.push_back(std::move(b));
@@ -385,6 +386,13 @@ BVal PlanValues::view_call(CallInfo& ci, const Value& result) {
   bool other_shapes = name.size() > 3 && name.compare(name.size() - 3, 3, "_as") == 0 &&
                       name != "type_as";
   bool dynamic = base.dyn >= 0 || !ci.ints.empty() || (other_shapes && ci.dyn_input);
+  bool other_shape_dyn = false;
+  for (const BVal* in : ci.inputs) other_shape_dyn |= in != &base && in->shape_dyn;
+  std::vector<Tensor> result_leaves;
+  for (const Value& l : leaves)
+    if (l.is_tensor()) result_leaves.push_back(l.tensor);
+  const bool shape_dyn = base.shape_dyn || (other_shapes && other_shape_dyn) ||
+                         (!ci.ints.empty() && output_depends_on_ints(ci, result_leaves, true));
   Step step = step_of(ci, StepKind::kView);
   std::vector<BVal> out;
   for (size_t i = 0; i < leaves.size(); ++i) {
@@ -393,8 +401,9 @@ BVal PlanValues::view_call(CallInfo& ci, const Value& result) {
     BVal l;
     l.v = Value::from_tensor(leaves[i].tensor);
     l.buffer = base.buffer;
-    l.bound = dynamic ? view_bound(ci, base, result, i) : leaves[i].tensor.shape();
+    l.bound = shape_dyn ? view_bound(ci, base, result, i) : leaves[i].tensor.shape();
     if (dynamic) l.dyn = new_dyn();
+    l.shape_dyn = shape_dyn;
     if (base.sym >= 0 && leaves[i].tensor.numel() == 1) l.sym = base.sym;
     step.outs.push_back(ref_of(l));
     out.push_back(std::move(l));
@@ -486,12 +495,23 @@ Shape PlanValues::view_bound(const CallInfo& ci, const BVal& base, const Value& 
           runtime_note(ci), " and no bound can be derived");
 }
 
-bool PlanValues::output_depends_on_ints(const CallInfo& ci, const std::vector<Tensor>& metas) {
-  for (int64_t delta : {1, 2, -1, 7}) {
+// Probes the op's shape function at other values of its runtime ints. Conservative for the
+// plan: a shape judged fixed is still checked on every call by the refresh.
+bool PlanValues::output_depends_on_ints(const CallInfo& ci, const std::vector<Tensor>& metas,
+                                        bool view) {
+  for (int64_t delta : {1, 2, -1, 7, -3}) {
     Args args = ci.args;
     for (const IntSlot& s : ci.ints) leaf_at(args, s.path)->i += delta;
     try {
-      std::vector<Tensor> probe = result_metas(*ci.op, args);
+      std::vector<Tensor> probe;
+      if (view) {
+        std::vector<Value> leaves;
+        flatten_value(view_metas(*ci.op, args), &leaves);
+        for (const Value& l : leaves)
+          if (l.is_tensor()) probe.push_back(l.tensor);
+      } else {
+        probe = result_metas(*ci.op, args);
+      }
       if (probe.size() != metas.size()) return true;
       for (size_t k = 0; k < probe.size(); ++k)
         if (probe[k].shape() != metas[k].shape()) return true;
@@ -524,8 +544,11 @@ BVal PlanValues::compute_call(CallInfo& ci, std::vector<Tensor> metas, StepKind 
   // Scatter-like ops return self's shape whatever they write.
   int self = slot_of_arg(ci, 0);
   bool self_shaped = writes_over_self(ci.op) && self >= 0;
-  bool dyn_input = self_shaped ? ci.inputs[self]->dyn >= 0 : ci.dyn_input;
-  const bool dyn_out = dyn_input || (!ci.ints.empty() && output_depends_on_ints(ci, metas));
+  bool shape_dyn_input = false;
+  for (size_t k = 0; k < ci.inputs.size(); ++k)
+    if (!self_shaped || static_cast<int>(k) == self) shape_dyn_input |= ci.inputs[k]->shape_dyn;
+  const bool dyn_out =
+      shape_dyn_input || (!ci.ints.empty() && output_depends_on_ints(ci, metas, false));
   std::vector<Tensor> bounds = dyn_out ? compute_bounds(ci, metas) : metas;
   Step step = step_of(ci, kind);
   const int step_index = static_cast<int>(st_.plan.steps.size());
@@ -541,6 +564,7 @@ BVal PlanValues::compute_call(CallInfo& ci, std::vector<Tensor> metas, StepKind 
     l.buffer = {BufferKind::kArena, static_cast<int32_t>(st_.values.size())};
     l.bound = bshape;
     if (dyn_out) l.dyn = new_dyn();
+    l.shape_dyn = dyn_out;
     st_.values.push_back(vb);
     step.outs.push_back(
         TensorRef{l.buffer, 0, bshape, contiguous_strides(bshape), m.dtype(), l.dyn});

@@ -14,7 +14,7 @@ namespace inplace::cli {
 int run_compile(const std::vector<std::string>& args) {
   std::string path, inputs_path, out_path;
   bool no_alias = false;
-  std::vector<std::string> mutated;
+  std::vector<std::string> mutated, dynamic, ranges;
   ArgParser p("compile",
               "Compiles GRAPH.json into an engine file: bindings, steps, weights and\n"
               "the aliased I/O map (docs/engine-format.md).");
@@ -24,10 +24,12 @@ int run_compile(const std::vector<std::string>& args) {
   p.repeated("--mutated-input", "INPUT=OUTPUT", &mutated, "declare an aliased output");
   p.flag("--no-alias", &no_alias, "the copy-back engine (no aliased I/O)");
   p.option("-o", "model.inplace", &out_path, "the engine file to write", /*required=*/true);
+  runtime_value_flags(p, &dynamic, &ranges);
   if (!p.parse(args)) return 0;
   std::unique_ptr<Graph> g = read_graph_json(path);
-  CompiledProgram cp =
-      compile(*g, example_inputs(*g, inputs_path), compile_options(no_alias, mutated));
+  CompileOptions co = compile_options(no_alias, mutated);
+  add_runtime_value_options(co, dynamic, ranges);
+  CompiledProgram cp = compile(*g, example_inputs(*g, inputs_path), co);
   save_engine(*cp.engine, out_path);
   std::printf("wrote %s: %zu inputs, %zu outputs, %zu aliased\n", out_path.c_str(),
               cp.engine->inputs().size(), cp.engine->outputs().size(),

@@ -8,6 +8,7 @@
 
 #include "arg_parser.h"
 #include "commands.h"
+#include "compile_common.h"
 #include "exec_engine.h"
 #include "exec_modes.h"
 #include "frontend/graph_json.h"
@@ -77,6 +78,8 @@ int run_exec(const std::vector<std::string>& args) {
   p.repeated("--mutated-input", "INPUT=OUTPUT", &mutated,
              "output OUTPUT (an index, or output.<i>) is the new value of input INPUT and is "
              "written back into it");
+  std::vector<std::string> dynamic, ranges;
+  runtime_value_flags(p, &dynamic, &ranges);
   if (!p.parse(args)) return 0;
 
   const Mode* mode = nullptr;
@@ -89,6 +92,8 @@ int run_exec(const std::vector<std::string>& args) {
   ExecOptions options;
   options.mode = mode_name;
   options.no_alias = no_alias;
+  options.dynamic = dynamic;
+  options.value_ranges = ranges;
   for (const std::string& m : mutated) {
     size_t eq = m.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())

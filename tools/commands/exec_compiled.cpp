@@ -1,6 +1,7 @@
 // `inplace exec --mode compiled [--no-alias]`: compiles the graph for the given inputs and runs
 // the engine once. Mutated inputs and buffers are bound as the caller's (the state's) tensors,
 // so the engine writes them in place (or copies back with --no-alias).
+#include "compile_common.h"
 #include "compiler/compile.h"
 #include "engine/execution_context.h"
 #include "exec_modes.h"
@@ -22,6 +23,7 @@ std::vector<Value> run_mode_compiled(const Graph& graph, Inputs& inputs, State& 
   co.alias = !options.no_alias;
   for (const auto& [name, index] : options.mutated_inputs)
     co.mutated_inputs.emplace_back(name, std::to_string(index));
+  add_runtime_value_options(co, options.dynamic, options.value_ranges);
   CompiledProgram cp = compile(graph, examples, co);
   ExecutionContext ctx(cp.engine);
   for (int i = 0; i < cp.num_user_inputs; ++i) ctx.bind_input(i, examples[i]);

@@ -18,6 +18,8 @@ struct ExecOptions {
   // --mutated-input INPUT=OUTPUT: output OUTPUT (index into the user outputs) is the new value
   // of placeholder INPUT and is written back into it after the call.
   std::vector<std::pair<std::string, size_t>> mutated_inputs;
+  // compiled: --dynamic INPUT:DIM:MAX and --value-range INPUT:LO:HI, as given.
+  std::vector<std::string> dynamic, value_ranges;
 };
 
 // Placeholder name -> value (tensors shared with the caller, never copied).
