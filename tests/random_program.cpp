@@ -36,12 +36,44 @@ class Generator {
     int n_out = uniform(1, std::min<int>(4, static_cast<int>(live_.size())));
     for (int i = 0; i < n_out; ++i) outs.push_back(live_[pick(live_.size())].node);
     for (Node* s : snapshots_) outs.push_back(s);
+    if (options_.runtime_positions && chance(0.5)) outs.push_back(prefix_read());
     b_.output(arg::tuple(outs));
     RandomProgram p;
     p.seed = seed;
     p.graph = b_.build();
     p.inputs = std::move(inputs_);
+    p.valid_positions = std::move(valid_);
+    p.invalid_positions = std::move(invalid_);
     return p;
+  }
+
+  // v[:n] * 2 for a runtime n: a result whose size changes per call (every n is valid).
+  Node* prefix_read() {
+    std::vector<Live*> c = candidates(false, 1);
+    if (c.empty()) return live_[0].node;
+    const Live& v = *c[pick(c.size())];
+    int64_t size = v.meta.size(0);
+    std::vector<int64_t> all;
+    for (int64_t i = -size - 2; i <= size + 2; ++i) all.push_back(i);
+    Arg n = position(uniform(0, static_cast<int>(size)), all, {}, /*always=*/true);
+    Node* prefix = b_.call_function("_operator.getitem", {v.node, arg::slice(nullptr, n)});
+    return b_.call_function("torch.mul", {prefix, 2});
+  }
+
+  // `value` as a constant, or (runtime_positions) as a 0-dim int64 input whose later draws
+  // come from `valid` (and `invalid`).
+  Arg position(int64_t value, std::vector<int64_t> valid, std::vector<int64_t> invalid,
+               bool always = false) {
+    if (!options_.runtime_positions || !(always || chance(0.5))) return value;
+    Node* n = new_input("n", Tensor::scalar(value, DType::kInt64));
+    valid_[n->name] = std::move(valid);
+    invalid_[n->name] = std::move(invalid);
+    return n;
+  }
+  static std::vector<int64_t> range(int64_t lo, int64_t hi) {
+    std::vector<int64_t> r;
+    for (int64_t i = lo; i <= hi; ++i) r.push_back(i);
+    return r;
   }
 
  private:
@@ -218,7 +250,8 @@ class Generator {
         if (d >= 1 && m.numel() > 0) {
           int64_t a = dim(), size = m.size(a);
           int64_t i = uniform(static_cast<int>(-size), static_cast<int>(size - 1));
-          add_view(v, b_.call_method("select", {v.node, a, i}), m.select(a, i));
+          Arg index = position(i, range(-size, size - 1), {size, -size - 1, size + 3});
+          add_view(v, b_.call_method("select", {v.node, a, index}), m.select(a, i));
           return;
         }
         break;
@@ -238,7 +271,11 @@ class Generator {
           int64_t a = dim(), size = m.size(a);
           int64_t start = uniform(0, static_cast<int>(size)),
                   len = uniform(0, static_cast<int>(size - start));
-          add_view(v, b_.call_method("narrow", {v.node, a, start, len}), m.narrow(a, start, len));
+          std::vector<int64_t> valid = range(0, size - len), invalid{size - len + 1, -size - 1};
+          if (len > 0)
+            for (int64_t x : range(-size, -len)) valid.push_back(x);
+          Arg st = position(start, valid, invalid);
+          add_view(v, b_.call_method("narrow", {v.node, a, st, len}), m.narrow(a, start, len));
           return;
         }
         break;
@@ -359,8 +396,10 @@ class Generator {
     return order;
   }
 
-  // A random basic index (ints, slices, None, Ellipsis) for a tensor of this shape.
-  Value basic_index(const Tensor& m, bool allow_single = true) {
+  // A random basic index (ints, slices, None, Ellipsis) for a tensor of this shape. Int
+  // entries may be runtime positions; `probe` gets the same index with their example values.
+  Value basic_index(const Tensor& m, Value* probe, bool allow_single = true) {
+    std::vector<Arg> probe_items;
     int64_t d = m.dim();
     std::vector<Arg> items;
     bool ellipsis = false;
@@ -371,6 +410,7 @@ class Generator {
       int kind = uniform(0, 9);
       if (kind == 0 && !ellipsis) {
         items.push_back(arg::ellipsis());
+        probe_items.push_back(arg::ellipsis());
         ellipsis = true;
         // The rest index the trailing dims: skip ahead.
         int64_t remaining = n - i - 1;
@@ -379,13 +419,15 @@ class Generator {
       }
       if (kind == 1) {
         items.push_back(nullptr);
+        probe_items.push_back(nullptr);
         continue;
       }
       if (dims_left == 0 || pos >= d) break;
       int64_t size = m.size(pos);
       if (kind <= 4 && size > 0) {
-        items.push_back(
-            static_cast<int64_t>(uniform(static_cast<int>(-size), static_cast<int>(size - 1))));
+        int64_t i = uniform(static_cast<int>(-size), static_cast<int>(size - 1));
+        items.push_back(position(i, range(-size, size - 1), {size, -size - 1}));
+        probe_items.push_back(i);
       } else {
         Arg start = chance(0.3) ? Arg(nullptr)
                                 : Arg(static_cast<int64_t>(uniform(static_cast<int>(-size - 1),
@@ -395,19 +437,25 @@ class Generator {
                                      uniform(static_cast<int>(-size), static_cast<int>(size + 1))));
         Arg stepv = chance(0.6) ? Arg(nullptr) : Arg(static_cast<int64_t>(uniform(1, 3)));
         items.push_back(arg::slice(start, stop, stepv));
+        probe_items.push_back(arg::slice(start, stop, stepv));
       }
       ++pos;
       --dims_left;
     }
-    if (items.size() == 1 && chance(0.5)) return items[0].value;
+    if (items.size() == 1 && chance(0.5)) {
+      *probe = probe_items[0].value;
+      return items[0].value;
+    }
+    *probe = arg::tuple(probe_items);
     return arg::tuple(items);
   }
 
   void getitem_view(const Live& v) {
-    Value idx = basic_index(v.meta);
+    Value probe;
+    Value idx = basic_index(v.meta, &probe);
     Tensor r;
     try {
-      r = getitem_tensor(v.meta, idx);
+      r = getitem_tensor(v.meta, probe);
     } catch (const Error&) {
       return;
     }
@@ -484,11 +532,11 @@ class Generator {
     if (c.empty()) return;
     Live& v = *c[pick(c.size())];
     const Tensor& m = v.meta;
-    Value idx;
+    Value idx, probe;
     switch (uniform(0, 5)) {
       case 0:
       case 1:
-        idx = basic_index(m);
+        idx = basic_index(m, &probe);
         break;
       case 2: {
         // A bool mask over the leading dims.
@@ -530,12 +578,12 @@ class Generator {
         return;
       }
       default:
-        idx = basic_index(m);
+        idx = basic_index(m, &probe);
         break;
     }
     Tensor region;
     try {
-      region = getitem_tensor(m, idx);
+      region = getitem_tensor(m, probe);
     } catch (const Error&) {
       return;
     }
@@ -597,6 +645,7 @@ class Generator {
   std::vector<Live> live_;
   std::vector<Node*> snapshots_;
   std::map<std::string, Tensor> inputs_;
+  std::map<std::string, std::vector<int64_t>> valid_, invalid_;
   int next_name_ = 0, next_root_ = 0;
 };
 
@@ -604,6 +653,38 @@ class Generator {
 
 RandomProgram make_random_program(uint64_t seed, const RandomProgramOptions& options) {
   return Generator(seed, options).build(seed);
+}
+
+std::map<std::string, Tensor> redraw_inputs(const RandomProgram& p, uint64_t seed,
+                                            double invalid) {
+  std::mt19937_64 rng(seed);
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, t] : p.inputs) {
+    auto valid = p.valid_positions.find(name);
+    if (valid != p.valid_positions.end()) {
+      const std::vector<int64_t>& bad = p.invalid_positions.at(name);
+      bool refuse = !bad.empty() && std::uniform_real_distribution<double>(0, 1)(rng) < invalid;
+      const std::vector<int64_t>& from = refuse ? bad : valid->second;
+      int64_t v = from.empty() ? t.item().to_int()
+                               : from[static_cast<size_t>(uniform(0, static_cast<int64_t>(from.size()) - 1))];
+      out[name] = Tensor::scalar(v, DType::kInt64);
+      continue;
+    }
+    // Index tensors ("i") and masks ("m") stay: they were chosen to be valid and unique.
+    if (name[0] == 'i' || name[0] == 'm') {
+      out[name] = t.clone();
+      continue;
+    }
+    Tensor r = Tensor::empty(t.shape(), DType::kFloat64);
+    for (int64_t i = 0; i < r.numel(); ++i)
+      r.data<double>()[i] = is_floating(t.dtype()) ? static_cast<double>(uniform(-32, 32)) / 8
+                                                   : static_cast<double>(uniform(-5, 5));
+    out[name] = r.to(t.dtype());
+  }
+  return out;
 }
 
 }  // namespace inplace::testing

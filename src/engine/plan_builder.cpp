@@ -147,10 +147,10 @@ class PlanBuilder {
     CallInfo ci;
     ci.node = n;
     ci.op = op;
-    ci.index_arg = name == "getitem";
     for (size_t i = 0; i < rc.args.size(); ++i) {
       const ArgSpec& spec = op->schema.args[i];
       ci.arg_name = spec.name;
+      ci.index_arg = name == "getitem" && i == 1;  // x[n] with a 0-dim integer n is x.select
       std::vector<int> path{static_cast<int>(i)};
       size_t before = ci.ints.size();
       unmark(rc.args[i], path, position_of(spec), false, ci);

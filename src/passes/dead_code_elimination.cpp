@@ -10,11 +10,24 @@ namespace inplace {
 
 namespace {
 
+// A view at a runtime position (x.select(0, pos), x[n]) checks its index when eager runs it,
+// read or not: it stays, so the engine refuses the values eager refuses (it costs no kernel).
+bool checks_a_runtime_index(const Node& n, const OpDef& op) {
+  if (op.kind != OpKind::kView) return false;
+  for (size_t i = 1; i < n.args.size(); ++i) {
+    bool runtime = false;
+    for_each_node(n.args[i], [&](Node*) { runtime = true; });
+    if (runtime) return true;
+  }
+  return false;
+}
+
 bool removable(const Node& n) {
   if (n.op == NodeOp::kGetAttr) return true;
   if (!n.is_call()) return false;
   try {
-    return resolve_node(n).op->kind != OpKind::kMutating;
+    const OpDef* op = resolve_node(n).op;
+    return op->kind != OpKind::kMutating && !checks_a_runtime_index(n, *op);
   } catch (const Error&) {
     return false;  // unknown: keep it
   }

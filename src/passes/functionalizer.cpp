@@ -33,8 +33,14 @@ Node* Functionalizer::emit(const std::string& target, std::vector<Value> args,
 
 Node* Functionalizer::emitted(Node* n) {
   if (!em_->made(n) || metas_.has(n)) return n;
-  std::optional<Value> m = infer_node_meta(graph_, *n, metas_, options_);
-  if (m) metas_.set(n, std::move(*m));
+  // Every node emitted so far, in order: an inverse may emit helpers (a narrow's wrapped start)
+  // before the node it returns.
+  for (Node* e : em_->emitted()) {
+    if (metas_.has(e)) continue;
+    std::optional<Value> m = infer_node_meta(graph_, *e, metas_, options_);
+    if (m) metas_.set(e, std::move(*m));
+    if (e == n) break;
+  }
   return n;
 }
 

@@ -43,6 +43,58 @@ std::optional<Value> placeholder_meta(const Node& n, const PassOptions& options)
 
 namespace {
 
+// Replaces every 1-element integer meta that `op` reads as an int (an int argument, a getitem
+// index entry or slice bound) by `v`; false when there is none.
+bool set_runtime_ints(const OpDef& op, Value& v, const std::string& type, bool in_index, int64_t x,
+                      bool* any) {
+  if (v.is_tensor() && v.tensor.is_meta() && v.tensor.numel() == 1 &&
+      !is_floating(v.tensor.dtype()) && v.tensor.dtype() != DType::kBool &&
+      (type == "int" || type == "SymInt" || (in_index && v.tensor.dim() == 0))) {
+    v = Value::integer(x);
+    *any = true;
+    return true;
+  }
+  bool slice = v.kind == Value::Kind::kSlice;
+  for (Value& item : v.items)
+    set_runtime_ints(op, item, slice ? "int" : type, in_index && v.kind != Value::Kind::kList, x,
+                     any);
+  return *any;
+}
+
+// The meta of an op at a runtime position (x.select(0, pos), x[n], select_scatter at pos) when
+// its shape does not depend on the position: the op's metas at two positions, compared.
+std::optional<Value> at_runtime_position(const OpDef& op, const Args& args) {
+  // slice_scatter / select_scatter at runtime bounds: the result has self's shape.
+  const std::string& name = op.schema.name;
+  if (name.size() > 8 && name.compare(name.size() - 8, 8, "_scatter") == 0 && args[0].is_tensor())
+    return Value::from_tensor(Tensor::meta(args[0].tensor.shape(), args[0].tensor.dtype()));
+  // Positions that are valid for some tensors and not others: every value that works must
+  // give the same shape.
+  std::optional<Value> first;
+  for (int64_t x : {0, 1, 2, 3, -1, -2, -3}) {
+    Args a = args;
+    bool any = false;
+    for (size_t i = 0; i < a.size() && i < op.schema.args.size(); ++i)
+      set_runtime_ints(op, a[i], op.schema.args[i].base_type(),
+                       op.schema.name == "getitem" && i == 1, x, &any);
+    if (!any) return std::nullopt;
+    Value r;
+    try {
+      r = op.infer ? pack_results(op.schema, op.infer(a)) : op.eager(a);
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (!r.is_tensor()) return std::nullopt;
+    if (!first) {
+      first = r;
+    } else if (first->tensor.shape() != r.tensor.shape() ||
+               first->tensor.strides() != r.tensor.strides()) {
+      return std::nullopt;
+    }
+  }
+  return first;
+}
+
 std::optional<Value> call_meta(const Node& node, const MetaTable& table) {
   ResolvedCall rc;
   try {
@@ -95,6 +147,7 @@ std::optional<Value> call_meta(const Node& node, const MetaTable& table) {
          op.schema.returns[0].type != "Tensor[]"))
       return op.eager(args);
   } catch (const std::exception&) {
+    if (known && (op.kind == OpKind::kView || op.infer)) return at_runtime_position(op, args);
   }
   return std::nullopt;
 }

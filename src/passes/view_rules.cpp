@@ -173,8 +173,10 @@ ViewRule view_rule(const Node& node, const OpDef& op, const Args& args, const Me
       return view(
           {ViewStep::make(SK::kSlice, {args[1], args[2], Value::integer(args[2].i + args[3].i),
                                        Value::integer(1)})});
+    if (args[3].kind == Value::Kind::kInt)
+      return view({ViewStep::make(SK::kNarrow, {args[1], args[2], args[3]})});
     ViewRule r = view({});
-    r.no_inverse = "narrow with a start that is not a constant int";
+    r.no_inverse = "narrow with a length that is not a constant int";
     return r;
   }
   if (n == "diagonal") return view({ViewStep::make(SK::kDiagonal, {args[1], args[2], args[3]})});

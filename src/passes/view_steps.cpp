@@ -13,6 +13,8 @@ const char* view_step_name(ViewStep::Kind k) {
       return "select";
     case K::kSlice:
       return "slice";
+    case K::kNarrow:
+      return "narrow";
     case K::kUnsqueeze:
       return "unsqueeze";
     case K::kTranspose:
@@ -87,6 +89,8 @@ Tensor apply_step(const Tensor& t, const ViewStep& s) {
     case K::kSlice:
       return t.slice(p[0].as_int("slice"), opt_int(p[1], "slice"), opt_int(p[2], "slice"),
                      p[3].is_none() ? 1 : p[3].as_int("slice"));
+    case K::kNarrow:
+      return t.narrow(p[0].as_int("narrow"), p[1].as_int("narrow"), p[2].as_int("narrow"));
     case K::kUnsqueeze:
       return t.unsqueeze(p[0].as_int("unsqueeze"));
     case K::kTranspose:
@@ -121,6 +125,8 @@ Node* emit_forward(Emitter& em, const ViewStep& s, Node* in) {
     case K::kSlice:
       return em.call("aten.slice.Tensor",
                      {ref(in), p[0], p[1], p[2], p[3].is_none() ? Value::integer(1) : p[3]});
+    case K::kNarrow:
+      return em.call("aten.narrow.default", {ref(in), p[0], p[1], p[2]});
     case K::kUnsqueeze:
       return em.call("aten.unsqueeze.default", {ref(in), p[0]});
     case K::kTranspose:
@@ -168,6 +174,20 @@ Node* emit_inverse(Emitter& em, const ViewStep& s, Node* base, Node* v, const Te
     case K::kSlice:
       return em.call("aten.slice_scatter.default", {ref(base), ref(v), p[0], p[1], p[2],
                                                     p[3].is_none() ? Value::integer(1) : p[3]});
+    case K::kNarrow: {
+      // narrow wraps a negative start once (start in [-size, size]); slice bounds would wrap
+      // start and end separately, so the start is wrapped first: start % size.
+      IP_CHECK(base_meta != nullptr && p[0].kind == Value::Kind::kInt, kUnsupported,
+               "[inplace_to_out_of_place] node '", where,
+               "' writes through a narrow at a runtime start of a tensor whose shape is "
+               "unknown; give the inputs' shapes (node meta)");
+      int64_t size = base_meta->size(wrap_dim(p[0].i, base_meta->dim(), "narrow"));
+      Value start = p[1];
+      if (size > 0) start = ref(em.call("_operator.mod", {p[1], Value::integer(size)}));
+      Node* end = em.call("_operator.add", {start, p[2]});
+      return em.call("aten.slice_scatter.default",
+                     {ref(base), ref(v), p[0], start, ref(end), Value::integer(1)});
+    }
     case K::kUnsqueeze:
       return em.call("aten.squeeze.dim", {ref(v), p[0]});
     case K::kTranspose:

@@ -24,6 +24,7 @@ struct ViewStep {
     kAsStrided,  // size, stride, storage_offset (relative to the root's storage)
     kReshape,    // shape: any order-preserving reshape (view, flatten, squeeze, unflatten)
     kExpand,     // sizes
+    kNarrow,     // dim, start, length: a start known only at run time (a node)
   };
   Kind kind = Kind::kIdentity;
   std::vector<Value> params;

@@ -168,6 +168,26 @@ TEST(RuntimeValues, IntegerIndexSliceNarrowSplitAndTranspose) {
   EXPECT_GT(accepted, 2);
 }
 
+TEST(RuntimeValues, WriteThroughNarrowAtAPosition) {
+  // cache.narrow(2, pos, 1).copy_(k): eager wraps a negative start once and refuses a start
+  // past the end; the engine must do both, the refusal before any write.
+  GraphBuilder b("narrow_write");
+  Node* cache = b.placeholder("cache");
+  Node* k = b.placeholder("k");
+  Node* pos = b.placeholder("pos");
+  b.call_method("copy_", {b.call_method("narrow", {cache, 2, pos, 1}), k});
+  b.output(arg::tuple({b.call_method("mul", {cache, 2.0})}));
+  auto g = b.build();
+  std::vector<std::vector<Tensor>> draws;
+  for (int64_t p : {0, 3, 7, -1, -8, 8, 9, -9})
+    draws.push_back({randn({1, 2, 8, 4}, 90 + static_cast<uint32_t>(p + 9)),
+                     randn({1, 2, 1, 4}, 20), scalar(p)});
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, {randn({1, 2, 8, 4}, 1), randn({1, 2, 1, 4}, 2),
+                                              scalar(3)},
+                                         draws),
+            5);
+}
+
 TEST(RuntimeValues, SplitAtARuntimeSize) {
   GraphBuilder b("split");
   Node* x = b.placeholder("x");

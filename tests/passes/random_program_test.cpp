@@ -43,6 +43,9 @@ std::string check(const RandomProgram& p, bool shapes) {
 RandomProgramOptions options_for(uint64_t seed) {
   RandomProgramOptions o;
   o.shape_free = seed % 4 == 3;  // every fourth program: the passes see no shapes
+  // INPLACE_RUNTIME_POSITIONS=1: the programs of FunctionalEqualsEagerOnEveryDraw.
+  o.runtime_positions = std::getenv("INPLACE_RUNTIME_POSITIONS") != nullptr;
+  if (o.runtime_positions) o.shape_free = false;
   return o;
 }
 
@@ -95,6 +98,47 @@ TEST(RandomPrograms, GeneratorIsDeterministic) {
   EXPECT_EQ(a.graph->to_string(), b.graph->to_string());
   ASSERT_EQ(a.inputs.size(), b.inputs.size());
   for (const auto& [name, t] : a.inputs) EXPECT_TRUE(tensor_equal(b.inputs.at(name), t));
+}
+
+// The functional program is built once per program; positions and indices are inputs, and
+// each program runs on its example and five fresh draws (positions across their whole range).
+TEST(RandomPrograms, FunctionalEqualsEagerOnEveryDraw) {
+  int count = 1000;
+  if (const char* n = std::getenv("INPLACE_RANDOM_PROGRAMS")) count = std::atoi(n) / 10;
+  int failures = 0, draws_run = 0;
+  for (int i = 0; i < count && failures < 5; ++i) {
+    uint64_t seed = kBaseSeed + 500000 + static_cast<uint64_t>(i);
+    RandomProgramOptions o;
+    o.runtime_positions = true;
+    RandomProgram p = make_random_program(seed, o);
+    for (uint64_t k = 0; k < 6 && failures < 5; ++k) {
+      std::map<std::string, Tensor> inputs = k == 0 ? p.inputs : redraw_inputs(p, seed * 31 + k);
+      std::string why;
+      try {
+        auto in = clone_inputs(inputs);
+        State s = initial_state(*p.graph);
+        run_eager(*p.graph, in, &s);
+      } catch (const Error&) {
+        continue;  // eager refuses this draw; the engine tests check the refusal
+      }
+      ++draws_run;
+      std::string failure;
+      try {
+        Comparison c;
+        auto r = functional_matches_eager(*p.graph, inputs, &c, true);
+        if (!r) failure = r.message();
+      } catch (const Error& e) {
+        failure = std::string("functional mode threw: ") + e.what();
+      }
+      if (!failure.empty()) {
+        ADD_FAILURE() << "random program " << seed << " draw " << k
+                      << " differs (replay: INPLACE_RUNTIME_POSITIONS=1 INPLACE_RANDOM_SEED="
+                      << seed << ")\n" << p.graph->to_string() << failure;
+        ++failures;
+      }
+    }
+  }
+  EXPECT_GT(draws_run, count * 3);
 }
 
 }  // namespace
