@@ -2,6 +2,7 @@
 // Values produced by steps are numbered; until finalisation, refs to them use
 // BufferId{kArena, value id}.
 #pragma once
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct BuildState {
   EngineOptions options;
   // Copy steps to insert after step `first` (-1: before all steps).
   std::vector<std::pair<int, Step>> copies;
+  // Reinplacing: the (step, operand) reads of every buffer, indexed once (steps don't change
+  // until the copies are inserted), so conflict analysis stays linear in the graph.
+  std::unordered_map<int64_t, std::vector<std::pair<int, int>>> step_reads;
 };
 
 // Ops whose result may share memory with argument 0 (scatter-like: result = self + writes;

@@ -24,6 +24,9 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
   bound_outputs_.resize(plan.output_buffer_bytes.size());
   scalar_values_.assign(plan.scalars.size(), 0);
   dyn_metas_.resize(plan.num_dyn);
+  refresh_args_.resize(plan.steps.size());
+  for (const RefreshItem& r : plan.refresh)
+    if (r.kind == RefreshItem::Kind::kStep) refresh_args_[r.index] = plan.steps[r.index].args;
   for (const Step& s : plan.steps) {
     std::vector<Value> args = s.args;
     for (const TensorSlot& t : s.tensors) leaf_at(args, t.path)->tensor = make_tensor(t.ref);

@@ -58,6 +58,7 @@ class ExecutionContext {
   // Runtime values of the current call.
   std::vector<int64_t> scalar_values_;
   std::vector<Tensor> dyn_metas_;  // by dynamic value; undefined when absent this call
+  std::vector<std::vector<Value>> refresh_args_;  // by step: metadata arguments, reused
 };
 
 }  // namespace inplace

@@ -84,7 +84,7 @@ void ExecutionContext::refresh() {
 void ExecutionContext::refresh_step(int q) {
   const Plan& plan = engine_->plan();
   const Step& s = plan.steps[q];
-  Args args = s.args;
+  Args& args = refresh_args_[q];  // the template; only runtime leaves change
   for (const TensorSlot& t : s.tensors) {
     if (t.ref.dyn < 0) continue;
     const Tensor& m = dyn_metas_[t.ref.dyn];

@@ -62,14 +62,15 @@ struct Read {
   int slot;
 };
 
+int64_t buffer_key(BufferId b) {
+  return (static_cast<int64_t>(b.kind) << 32) | static_cast<uint32_t>(b.index);
+}
+
 std::vector<Read> reads_of(const BuildState& st, BufferId buffer) {
   std::vector<Read> out;
-  for (size_t q = 0; q < st.plan.steps.size(); ++q) {
-    const Step& s = st.plan.steps[q];
-    for (size_t k = 0; k < s.tensors.size(); ++k)
-      if (s.tensors[k].ref.buffer == buffer)
-        out.push_back({static_cast<int>(2 * q), static_cast<int>(q), static_cast<int>(k)});
-  }
+  auto it = st.step_reads.find(buffer_key(buffer));
+  if (it != st.step_reads.end())
+    for (auto [q, k] : it->second) out.push_back({2 * q, q, k});
   for (const auto& [after, copy] : st.copies)
     if (copy.tensors[0].ref.buffer == buffer) out.push_back({2 * after + 1, -1, 0});
   return out;
@@ -183,6 +184,11 @@ int producer_of(const BuildState& st, const TensorRef& ref) {
 
 void reinplace(BuildState& st) {
   Plan& plan = st.plan;
+  st.step_reads.clear();
+  for (size_t q = 0; q < plan.steps.size(); ++q)
+    for (size_t k = 0; k < plan.steps[q].tensors.size(); ++k)
+      st.step_reads[buffer_key(plan.steps[q].tensors[k].ref.buffer)].push_back(
+          {static_cast<int>(q), static_cast<int>(k)});
   const int last_step = static_cast<int>(plan.steps.size()) - 1;
   for (const AliasRequest& a : st.io_map) {
     const std::string& name = plan.inputs[a.input].name;

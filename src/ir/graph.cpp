@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <unordered_set>
 #include <sstream>
 
 namespace inplace {
@@ -27,7 +28,8 @@ std::string default_hint(NodeOp op, const std::string& target) {
 
 std::string Graph::unique_name(const std::string& hint) const {
   if (!by_name_.count(hint)) return hint;
-  for (int k = 1;; ++k) {
+  int& k = next_suffix_[hint];
+  for (k = std::max(k, 1);; ++k) {
     std::string n = hint + "_" + std::to_string(k);
     if (!by_name_.count(n)) return n;
   }
@@ -43,8 +45,8 @@ void Graph::rename(Node* n, const std::string& new_name) {
 }
 
 Graph::NodeList::iterator Graph::iter_of(const Node* n) {
-  for (auto it = nodes_.begin(); it != nodes_.end(); ++it)
-    if (it->get() == n) return it;
+  auto it = where_.find(n);
+  if (it != where_.end()) return it->second;
   IP_FAIL(kNotFound, "[graph] node '", n ? n->name : "<null>", "' is not in graph '", name, "'");
 }
 
@@ -60,10 +62,8 @@ Node* Graph::insert_before(Node* pos, NodeOp op, std::string target, std::vector
   node->graph = this;
   Node* raw = node.get();
   by_name_[raw->name] = raw;
-  if (pos == nullptr)
-    nodes_.push_back(std::move(node));
-  else
-    nodes_.insert(iter_of(pos), std::move(node));
+  auto at = pos == nullptr ? nodes_.end() : iter_of(pos);
+  where_[raw] = nodes_.insert(at, std::move(node));
   return raw;
 }
 
@@ -87,7 +87,29 @@ void Graph::erase(Node* n) {
            us.empty() ? "" : us[0]->name, "'");
   auto it = iter_of(n);
   by_name_.erase(n->name);
+  where_.erase(n);
   nodes_.erase(it);
+}
+
+void Graph::erase_all(const std::vector<Node*>& dead) {
+  std::unordered_set<const Node*> gone(dead.begin(), dead.end());
+  for (auto& n : nodes_) {
+    if (gone.count(n.get())) continue;
+    const Node* used = nullptr;
+    auto check = [&](Node* m) {
+      if (!used && gone.count(m)) used = m;
+    };
+    for (const Value& a : n->args) for_each_node(a, check);
+    for (const auto& kv : n->kwargs) for_each_node(kv.second, check);
+    IP_CHECK(used == nullptr, kInvalidArgument, "[graph] cannot erase '", used ? used->name : "",
+             "': used by '", n->name, "'");
+  }
+  for (Node* n : dead) {
+    auto it = iter_of(n);
+    by_name_.erase(n->name);
+    where_.erase(n);
+    nodes_.erase(it);
+  }
 }
 
 void Graph::replace_all_uses_with(Node* from, Node* to, const Node* only_after) {
@@ -192,7 +214,8 @@ std::unique_ptr<Graph> Graph::clone() const {
     for (auto& kv : c->kwargs) for_each_node_mut(kv.second, fix);
     remap[n.get()] = c.get();
     g->by_name_[c->name] = c.get();
-    g->nodes_.push_back(std::move(c));
+    Node* raw = c.get();
+    g->where_[raw] = g->nodes_.insert(g->nodes_.end(), std::move(c));
   }
   return g;
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <list>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,9 @@ class Graph {
   void move_before(Node* n, Node* pos);
   // Erases a node that nothing uses any more.
   void erase(Node* n);
+  // Erases every node of `dead` (in one pass over the graph: a pass removing thousands of nodes
+  // stays linear); refuses, erasing nothing, if a node that stays uses one of them.
+  void erase_all(const std::vector<Node*>& dead);
   // Every use of `from` (after it in program order, or everywhere if `only_after` is null)
   // now refers to `to`.
   void replace_all_uses_with(Node* from, Node* to, const Node* only_after = nullptr);
@@ -78,6 +82,10 @@ class Graph {
   NodeList::iterator iter_of(const Node* n);
   NodeList nodes_;
   std::map<std::string, Node*> by_name_;
+  // Where each node sits in nodes_ (list iterators stay valid across inserts and splices), and
+  // the next suffix to try for each name hint: both keep graph edits O(1) (a 10k-node graph).
+  std::unordered_map<const Node*, NodeList::iterator> where_;
+  mutable std::unordered_map<std::string, int> next_suffix_;
 };
 
 }  // namespace inplace

@@ -45,8 +45,10 @@ class DeadCodeEliminationPass : public Pass {
       live.insert(n);
       for (Node* in : n->inputs()) live.insert(in);
     }
-    for (auto it = nodes.rbegin(); it != nodes.rend(); ++it)
-      if (!live.count(*it)) graph.erase(*it);
+    std::vector<Node*> dead;
+    for (Node* n : nodes)
+      if (!live.count(n)) dead.push_back(n);
+    graph.erase_all(dead);
     (void)ctx;
   }
 };

@@ -14,7 +14,7 @@ void Functionalizer::run() {
     process(n);
   }
   em_.reset();
-  for (auto it = erase_.rbegin(); it != erase_.rend(); ++it) graph_.erase(*it);
+  graph_.erase_all(erase_);
 }
 
 void Functionalizer::sync_roots() {
