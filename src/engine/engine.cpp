@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "engine/write_set.h"
+
 namespace inplace {
 
 std::optional<int> Engine::aliased_input(int output) const {
@@ -145,6 +147,7 @@ std::shared_ptr<const Engine> Engine::from_plan(Plan plan, std::string name,
                                                 const std::vector<AliasedIO>& recorded) {
   validate_plan(plan);
   plan.aliased_io = reconcile_aliased_io(derive_aliased_io(plan), recorded);
+  check_write_set(plan);
   return std::shared_ptr<const Engine>(new Engine(std::move(plan), std::move(name)));
 }
 
@@ -177,6 +180,10 @@ std::string Engine::describe() const {
   for (const AliasedIO& a : plan_.aliased_io)
     os << "  output " << a.output << " -> input " << a.input << " (" << plan_.inputs[a.input].name
        << ") kind=" << alias_kind_name(a.kind) << "\n";
+  os << "mutated_inputs:";
+  if (plan_.mutated_inputs.empty()) os << " none";
+  for (int i : plan_.mutated_inputs) os << " " << plan_.inputs[i].name;
+  os << "\n";
   os << "steps:\n";
   for (size_t q = 0; q < plan_.steps.size(); ++q) {
     const Step& s = plan_.steps[q];

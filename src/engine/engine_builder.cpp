@@ -4,6 +4,7 @@
 #include <map>
 
 #include "engine/build_state.h"
+#include "engine/write_set.h"
 #include "interpreter/interpreter.h"
 
 namespace inplace {
@@ -200,6 +201,7 @@ std::shared_ptr<const Engine> Engine::build(const Graph& graph,
   reinplace(st);
   finalize_buffers(st);
   validate_plan(st.plan);
+  check_write_set(st.plan);
   return std::shared_ptr<const Engine>(new Engine(std::move(st.plan), graph.name));
 }
 

@@ -12,7 +12,8 @@
 namespace inplace {
 
 inline constexpr char kEngineFileMagic[8] = {'I', 'N', 'P', 'L', 'A', 'C', 'E', '\0'};
-inline constexpr uint32_t kEngineFileAbi = 1;
+// ABI 2 added MUTATED_INPUTS (the inputs an engine may write, checked against every step).
+inline constexpr uint32_t kEngineFileAbi = 2;
 
 // The fields, in file order (their count is stored and checked).
 enum EngineFileField : uint32_t {
@@ -24,6 +25,7 @@ enum EngineFileField : uint32_t {
   kFieldMetadata,
   kFieldRequiresOutputAllocator,
   kFieldAliasedIO,
+  kFieldMutatedInputs,
   kFieldWeights,
   kEngineFileFieldCount,
 };
@@ -42,5 +44,7 @@ bool is_engine_file(std::string_view bytes);
 
 // ALIASED_IO text: records "OUT@IN@KIND" joined by '%', OUT and IN as "<index>:<name>".
 std::string serialize_aliased_io(const Engine& engine);
+// MUTATED_INPUTS text: "<index>:<name>" per input the engine writes, joined by '%'.
+std::string serialize_mutated_inputs(const Engine& engine);
 
 }  // namespace inplace
