@@ -37,8 +37,7 @@ class File {
     }
     if (!S_ISREG(st.st_mode)) {
       ::close(fd_);
-      IP_FAIL(kIO, "[", tag, "] '", path, "' is ", kind_of(st.st_mode),
-              ", not a regular file");
+      IP_FAIL(kIO, "[", tag, "] '", path, "' is ", kind_of(st.st_mode), ", not a regular file");
     }
     size_ = st.st_size;
   }

@@ -29,13 +29,15 @@ class InFlightGuard {
 struct MemorySpan {
   uintptr_t lo = 0, hi = 0;
   bool empty() const { return lo == hi; }
-  bool overlaps(const MemorySpan& o) const { return !empty() && !o.empty() && lo < o.hi && o.lo < hi; }
+  bool overlaps(const MemorySpan& o) const {
+    return !empty() && !o.empty() && lo < o.hi && o.lo < hi;
+  }
 };
 MemorySpan memory_span(const Tensor& t);
 
 // One caller tensor bound to the context, for the overlap check.
 struct BoundMemory {
-  std::string what;   // "input 'cache'", "output 'output.0'"
+  std::string what;  // "input 'cache'", "output 'output.0'"
   MemorySpan span;
   bool written = false;  // the engine writes it (a mutated input, a bound output)
 };

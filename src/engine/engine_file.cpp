@@ -140,8 +140,8 @@ int parse_binding_ref(const std::string& text, const std::vector<Binding>& bs, c
                       const std::string& record, const std::string& label,
                       const char* field = "ALIASED_IO") {
   auto fail = [&](const std::string& why) {
-    IP_FAIL(kCorrupt, "[engine_file] ", label, ": field ", field, ": record '", record, "': ",
-            side, " ", why);
+    IP_FAIL(kCorrupt, "[engine_file] ", label, ": field ", field, ": record '", record, "': ", side,
+            " ", why);
   };
   size_t colon = text.find(':');
   if (colon == std::string::npos || colon == 0 || colon > 9)
@@ -280,9 +280,15 @@ std::string serialize_engine(const Engine& e) {
   w.u32(kEngineFileFieldCount);
   Writer plan;
   engine_file::write_plan(plan, e.plan());
-  const std::string fields[] = {
-      e.name(),    "cpu", plan.bytes(),           join_names(e.inputs()), join_names(e.outputs()),
-      metadata(e), "0",   serialize_aliased_io(e), serialize_mutated_inputs(e)};
+  const std::string fields[] = {e.name(),
+                                "cpu",
+                                plan.bytes(),
+                                join_names(e.inputs()),
+                                join_names(e.outputs()),
+                                metadata(e),
+                                "0",
+                                serialize_aliased_io(e),
+                                serialize_mutated_inputs(e)};
   for (const std::string& f : fields) w.str(f);
   // WEIGHTS last: its data offsets are absolute, so its start must be known.
   size_t start = w.bytes().size() + 8;
@@ -350,8 +356,7 @@ std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const s
               plan.outputs, "OUTPUT_BINDING_NAMES", label);
   std::vector<AliasedIO> recorded =
       parse_aliased_io(std::string(fields[kFieldAliasedIO]), plan, label);
-  plan.mutated_inputs =
-      parse_mutated_inputs(std::string(fields[kFieldMutatedInputs]), plan, label);
+  plan.mutated_inputs = parse_mutated_inputs(std::string(fields[kFieldMutatedInputs]), plan, label);
   try {
     return Engine::from_plan(std::move(plan), std::string(fields[kFieldName]), recorded);
   } catch (const Error& e) {

@@ -60,7 +60,8 @@ std::string ExecutionContext::note_failed_call(size_t failed_step) {
   std::sort(partly_updated_.begin(), partly_updated_.end());
   if (partly_updated_.empty()) return "";
   std::string what;
-  if (!written.empty()) what = str_cat("had already written caller input(s) ", quoted_names(plan, written));
+  if (!written.empty())
+    what = str_cat("had already written caller input(s) ", quoted_names(plan, written));
   if (!maybe.empty())
     what += str_cat(what.empty() ? "" : " and ", "may have partly written caller input(s) ",
                     quoted_names(plan, maybe));

@@ -578,8 +578,7 @@ std::unique_ptr<Graph> read_graph_json(const std::string& path,
                                        std::vector<std::string>* constant_files) {
   std::string text = read_regular_file(path, "graph_json");
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  return read_graph_json_string(text, parent.empty() ? "." : parent.string(), path,
-                                constant_files);
+  return read_graph_json_string(text, parent.empty() ? "." : parent.string(), path, constant_files);
 }
 
 }  // namespace inplace

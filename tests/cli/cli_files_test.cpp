@@ -41,8 +41,8 @@ class CliFiles : public Cli {
 TEST_F(CliFiles, TheSetUpRuns) {
   CliResult r = run(exec_args(path("g.json"), path("in.safetensors"), path("o.safetensors")));
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_TRUE(tensor_near(read_safetensors(path("o.safetensors")).at("output.0"), {3},
-                          {11, 22, 33}));
+  EXPECT_TRUE(
+      tensor_near(read_safetensors(path("o.safetensors")).at("output.0"), {3}, {11, 22, 33}));
 }
 
 TEST_F(CliFiles, FifoAsGraphInputsOrConstantFileIsAnError) {
@@ -51,7 +51,8 @@ TEST_F(CliFiles, FifoAsGraphInputsOrConstantFileIsAnError) {
   for (const std::string& cmd :
        {exec_args(f, in, out), "print " + f, "compile " + f + " -o " + path("e.inplace"),
         "plan " + f, "inspect " + f})
-    EXPECT_TRUE(one_line_error(run(cmd, kTimeout), 1, {"'" + f + "' is a FIFO, not a regular file"}))
+    EXPECT_TRUE(
+        one_line_error(run(cmd, kTimeout), 1, {"'" + f + "' is a FIFO, not a regular file"}))
         << cmd;
   EXPECT_TRUE(one_line_error(run(exec_args(path("g.json"), f, out), kTimeout), 1,
                              {"'" + f + "' is a FIFO"}));
@@ -74,10 +75,11 @@ TEST_F(CliFiles, DirectoryOrDeviceAsInputIsAnError) {
 
 TEST_F(CliFiles, OutputThatIsNotARegularFileIsAnError) {
   const std::string f = fifo("out_pipe");
-  EXPECT_TRUE(one_line_error(run(exec_args(path("g.json"), path("in.safetensors"), f), kTimeout),
-                             1, {"cannot write '" + f + "'", "FIFO"}));
-  EXPECT_TRUE(one_line_error(run("compile " + path("g.json") + " --inputs " + path("in.safetensors") + " -o " + dir_.string(),
-          kTimeout),
+  EXPECT_TRUE(one_line_error(run(exec_args(path("g.json"), path("in.safetensors"), f), kTimeout), 1,
+                             {"cannot write '" + f + "'", "FIFO"}));
+  EXPECT_TRUE(one_line_error(run("compile " + path("g.json") + " --inputs " +
+                                     path("in.safetensors") + " -o " + dir_.string(),
+                                 kTimeout),
                              1, {"is a directory"}));
 }
 
@@ -89,14 +91,14 @@ TEST_F(CliFiles, OutputOverAnInputIsRefused) {
   };
   // The same file spelt differently is still the same file.
   const std::string g_other = (dir_ / "." / "g.json").string();
-  for (const Case& c : std::vector<Case>{
-           {exec_args(g, in, g), "the graph"},
-           {exec_args(g, in, g_other), "the graph"},
-           {exec_args(g, in, in), "--inputs"},
-           {exec_args(g, in, w), "constant file"},
-           {"compile " + g + " --inputs " + in + " -o " + g_other, "the graph"},
-           {"compile " + g + " --inputs " + in + " -o " + in, "--inputs"},
-           {"compile " + g + " --inputs " + in + " -o " + w, "constant file"}}) {
+  for (const Case& c :
+       std::vector<Case>{{exec_args(g, in, g), "the graph"},
+                         {exec_args(g, in, g_other), "the graph"},
+                         {exec_args(g, in, in), "--inputs"},
+                         {exec_args(g, in, w), "constant file"},
+                         {"compile " + g + " --inputs " + in + " -o " + g_other, "the graph"},
+                         {"compile " + g + " --inputs " + in + " -o " + in, "--inputs"},
+                         {"compile " + g + " --inputs " + in + " -o " + w, "constant file"}}) {
     EXPECT_TRUE(one_line_error(run(c.args, kTimeout), 1,
                                {"is the same file as " + c.names, "refusing to overwrite"}))
         << c.args;
@@ -107,10 +109,9 @@ TEST_F(CliFiles, OutputOverAnInputIsRefused) {
   // A saved engine: exec may not write over the engine file or its inputs either.
   ASSERT_EQ(run("compile " + g + " --inputs " + in + " -o " + path("e.inplace")).code, 0);
   const std::string e_text = slurp(path("e.inplace"));
-  EXPECT_TRUE(one_line_error(run(exec_args(path("e.inplace"), in, path("e.inplace")), kTimeout),
-                             1, {"the same file as the engine file"}));
-  EXPECT_TRUE(
-      one_line_error(run(exec_args(path("e.inplace"), in, in), kTimeout), 1, {"--inputs"}));
+  EXPECT_TRUE(one_line_error(run(exec_args(path("e.inplace"), in, path("e.inplace")), kTimeout), 1,
+                             {"the same file as the engine file"}));
+  EXPECT_TRUE(one_line_error(run(exec_args(path("e.inplace"), in, in), kTimeout), 1, {"--inputs"}));
   EXPECT_EQ(slurp(path("e.inplace")), e_text);
   EXPECT_EQ(slurp(in), in_text);
 }

@@ -69,7 +69,7 @@ class Cli : public ::testing::Test {
 
 // One line "inplace: error: ..." on stderr, the exit code, and the parts it must name.
 inline ::testing::AssertionResult one_line_error(const CliResult& r, int code,
-                                          const std::vector<std::string>& parts) {
+                                                 const std::vector<std::string>& parts) {
   if (r.code != code)
     return ::testing::AssertionFailure()
            << "exit " << r.code << " != " << code << "; stderr: " << r.err;

@@ -10,9 +10,9 @@ namespace {
 
 std::shared_ptr<const Engine> state_engine(bool alias) {
   auto g = state_update_graph();
-  return compile_both(*g, {Tensor::zeros({4, 4}, DType::kFloat32),
-                           Tensor::zeros({4, 4}, DType::kFloat32)},
-                      alias)
+  return compile_both(
+             *g, {Tensor::zeros({4, 4}, DType::kFloat32), Tensor::zeros({4, 4}, DType::kFloat32)},
+             alias)
       .engine;
 }
 
@@ -80,8 +80,7 @@ TEST(BindingOverlap, BoundOutputOntoAnInputIsRefused) {
     ctx.bind_input(1, bt);
     ctx.bind_output(0, at);
     std::string msg = error_of([&] { ctx.execute(); });
-    EXPECT_TRUE(mentions(msg, {"[execute]", "output 'output.0'", "input 'a'", "overlaps"}))
-        << msg;
+    EXPECT_TRUE(mentions(msg, {"[execute]", "output 'output.0'", "input 'a'", "overlaps"})) << msg;
     EXPECT_TRUE(tensor_equal(at, iota({3, 3})));
     // Bound to memory of its own, the output gets eager's result.
     Tensor c_out = Tensor::zeros({3, 3}, DType::kFloat32);
@@ -104,7 +103,8 @@ TEST(BindingOverlap, TwoBoundOutputsSharingMemoryAreRefused) {
   Tensor shared = Tensor::zeros({4}, DType::kFloat32);
   ctx.bind_output(0, shared);
   ctx.bind_output(1, shared);
-  EXPECT_TRUE(mentions(error_of([&] { ctx.execute(); }), {"output 'output.0'", "output 'output.1'"}));
+  EXPECT_TRUE(
+      mentions(error_of([&] { ctx.execute(); }), {"output 'output.0'", "output 'output.1'"}));
 }
 
 }  // namespace

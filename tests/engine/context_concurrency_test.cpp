@@ -50,9 +50,9 @@ TEST(ContextConcurrency, SecondConcurrentCallOnOneContextIsRefused) {
 TEST(ContextConcurrency, ManyContextsOnOneEngineMatchEager) {
   auto g = state_update_graph();
   for (bool alias : {true, false}) {
-    auto cp = compile_both(*g, {Tensor::zeros({8, 8}, DType::kFloat32),
-                                Tensor::zeros({8, 8}, DType::kFloat32)},
-                           alias);
+    auto cp = compile_both(
+        *g, {Tensor::zeros({8, 8}, DType::kFloat32), Tensor::zeros({8, 8}, DType::kFloat32)},
+        alias);
     constexpr int kThreads = 8, kCalls = 50;
     std::vector<std::string> failures(kThreads);
     std::vector<std::thread> threads;

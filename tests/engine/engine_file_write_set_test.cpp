@@ -112,12 +112,12 @@ TEST(EngineFileWriteSet, CopyBackWritesOnlyAtTheEndAndOnlyDeclaredInputs) {
 
 TEST(EngineFileWriteSet, BadMutatedInputRecordsAreRefused) {
   Crafted c = crafted(true);
-  for (auto [text, part] : std::vector<std::pair<std::string, std::string>>{
-           {"9:state", "out of range"},
-           {"0:nope", "does not match"},
-           {"1:x%0:state", "once each, in order"},
-           {"0:state%0:state", "once each, in order"},
-           {"state", "INDEX:NAME"}}) {
+  for (auto [text, part] :
+       std::vector<std::pair<std::string, std::string>>{{"9:state", "out of range"},
+                                                        {"0:nope", "does not match"},
+                                                        {"1:x%0:state", "once each, in order"},
+                                                        {"0:state%0:state", "once each, in order"},
+                                                        {"state", "INDEX:NAME"}}) {
     std::string msg = load_error(with_plan(c, c.plan, &text));
     EXPECT_TRUE(mentions(msg, {kLabel, "MUTATED_INPUTS", part})) << text << ": " << msg;
   }

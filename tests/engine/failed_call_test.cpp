@@ -17,8 +17,8 @@ struct TwoCaches {
   TwoCaches() {
     std::vector<Node*> p;
     for (const std::string& n : names) p.push_back(g.add_node(NodeOp::kPlaceholder, n, {}, {}, n));
-    Node* ku = g.add_node(NodeOp::kCallFunction, "inplace.kv_cache_update",
-                          {N(p[0]), N(p[2]), N(p[4])});
+    Node* ku =
+        g.add_node(NodeOp::kCallFunction, "inplace.kv_cache_update", {N(p[0]), N(p[2]), N(p[4])});
     Node* vu = g.add_node(NodeOp::kCallFunction, "aten.index_copy.default",
                           {N(p[1]), I(2), N(p[5]), N(p[3])});
     g.add_node(NodeOp::kOutput, "output", {Tup({N(ku), N(vu)})});

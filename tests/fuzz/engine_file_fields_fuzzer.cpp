@@ -162,10 +162,10 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
   }
   const size_t old_weights = weights_start(fields);
   std::minstd_rand rng(seed);
-  static const uint32_t kPick[] = {kFieldPlan,       kFieldPlan,          kFieldPlan,
-                                   kFieldPlan,       kFieldPlan,          kFieldAliasedIO,
-                                   kFieldMutatedInputs, kFieldInputBindingNames, kFieldWeights,
-                                   kFieldName};
+  static const uint32_t kPick[] = {
+      kFieldPlan,    kFieldPlan,      kFieldPlan,          kFieldPlan,
+      kFieldPlan,    kFieldAliasedIO, kFieldMutatedInputs, kFieldInputBindingNames,
+      kFieldWeights, kFieldName};
   std::string& f = fields[kPick[rng() % (sizeof kPick / sizeof kPick[0])]];
   const size_t used = size - f.size();
   if (used >= max_size) return size;
