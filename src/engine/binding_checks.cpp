@@ -30,9 +30,9 @@ void check_binding_overlaps(const std::vector<BoundMemory>& bound) {
       if (!(x.written || y.written) || !x.span.overlaps(y.span)) continue;
       const BoundMemory& w = x.written ? x : y;
       const BoundMemory& o = x.written ? y : x;
-      IP_FAIL(kInvalidArgument, "[execute] ", w.what, " overlaps the memory of ", o.what,
-              "; the engine writes ", w.what,
-              ", so it must not share memory with another binding (bind separate tensors)");
+      IP_FAIL(kInvalidArgument, "[execute] ", w.kind, " '", *w.name, "' overlaps the memory of ",
+              o.kind, " '", *o.name, "'; the engine writes ", w.kind, " '", *w.name,
+              "', so it must not share memory with another binding (bind separate tensors)");
     }
 }
 

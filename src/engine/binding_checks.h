@@ -35,9 +35,11 @@ struct MemorySpan {
 };
 MemorySpan memory_span(const Tensor& t);
 
-// One caller tensor bound to the context, for the overlap check.
+// One caller tensor bound to the context, for the overlap check (no strings are built unless
+// it fails).
 struct BoundMemory {
-  std::string what;  // "input 'cache'", "output 'output.0'"
+  const char* kind;         // "input", "output"
+  const std::string* name;  // the binding's name
   MemorySpan span;
   bool written = false;  // the engine writes it (a mutated input, a bound output)
 };

@@ -24,18 +24,18 @@ void ExecutionContext::check_bindings() {
            " partly updated; rebind them (bind_input) or call reset() before the next call");
   if (bindings_checked_) return;
   std::vector<BoundMemory> bound;
+  bound.reserve(plan.inputs.size() + bound_outputs_.size());
   for (size_t i = 0; i < plan.inputs.size(); ++i)
-    bound.push_back({str_cat("input '", plan.inputs[i].name, "'"), memory_span(bound_inputs_[i]),
-                     input_written_[i]});
+    bound.push_back(
+        {"input", &plan.inputs[i].name, memory_span(bound_inputs_[i]), input_written_[i]});
   for (size_t k = 0; k < bound_outputs_.size(); ++k) {
     if (!bound_outputs_[k].defined()) continue;
-    std::string name = str_cat("output buffer ", k);
+    // bind_output takes plain result buffers only: one output is this buffer.
     for (size_t j = 0; j < plan.output_refs.size(); ++j)
       if (plan.output_refs[j].buffer == BufferId{BufferKind::kOutput, static_cast<int32_t>(k)}) {
-        name = str_cat("output '", plan.outputs[j].name, "'");
+        bound.push_back({"output", &plan.outputs[j].name, memory_span(bound_outputs_[k]), true});
         break;
       }
-    bound.push_back({name, memory_span(bound_outputs_[k]), true});
   }
   check_binding_overlaps(bound);
   bindings_checked_ = true;
