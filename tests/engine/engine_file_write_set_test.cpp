@@ -137,4 +137,16 @@ TEST(EngineFileWriteSet, WriteOutsideItsBufferIsRefused) {
   EXPECT_TRUE(mentions(load_error(with_plan(c, plan)), {kLabel, "reaches past its input buffer"}));
 }
 
+TEST(EngineFileWriteSet, MisalignedArenaSlotIsRefused) {
+  // Fuzzer finding (regress-arena-slot-misaligned.inplace): a slot at an odd byte offset put a
+  // float tensor at a misaligned address.
+  Crafted c = crafted(true);
+  Plan plan = c.plan;
+  ASSERT_FALSE(plan.arena.empty()) << c.cp.engine->describe();
+  plan.arena_bytes += 64;
+  plan.arena[0].offset_bytes += 1;
+  EXPECT_TRUE(mentions(load_error(with_plan(c, plan)),
+                       {kLabel, "arena slot 0 at byte", "64-byte aligned"}));
+}
+
 }  // namespace
