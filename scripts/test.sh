@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test, what CI runs: the Release build's test suite (CTest), then the same suite
-# built with AddressSanitizer + UndefinedBehaviorSanitizer, then the loader fuzzers (engine files
-# 60 s, graph JSON and safetensors 30 s each). Exits non-zero on any failure or finding.
+# built with AddressSanitizer + UndefinedBehaviorSanitizer, then the concurrency tests under
+# ThreadSanitizer, then the loader fuzzers (engine files 60 s, keeping the checksum valid 60 s,
+# graph JSON and safetensors 30 s each). Exits non-zero on any failure or finding.
 # INPLACE_QUICK=1 runs only the first stage (for the edit-build-test loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,8 +13,10 @@ ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j"$(nproc)"
 [ "${INPLACE_QUICK:-0}" = 1 ] && exit 0
 stage "ASan + UBSan build + tests"
 ./scripts/sanitize.sh
+stage "ThreadSanitizer build + concurrency tests"
+./scripts/tsan.sh
 stage "fuzzing the engine file loader"
-FUZZ_SECONDS=${FUZZ_SECONDS:-60} ./scripts/fuzz.sh engine_file
+FUZZ_SECONDS=${FUZZ_SECONDS:-60} ./scripts/fuzz.sh engine_file engine_file_fields
 stage "fuzzing the graph JSON and safetensors loaders"
 FUZZ_SECONDS=${FUZZ_SECONDS_OTHERS:-30} ./scripts/fuzz.sh graph_json safetensors
 stage "all passed"

@@ -1,5 +1,6 @@
-// An argument value as graph JSON spells it (DESIGN.md: VALUE). The same type carries graph
-// arguments (with node references) and runtime values (with tensors) in the interpreter.
+// An argument value as graph JSON spells it (docs/graph-json.md, "VALUE"). The same type
+// carries graph arguments (with node references) and runtime values (with tensors) in the
+// interpreter.
 #pragma once
 #include <cstdint>
 #include <string>

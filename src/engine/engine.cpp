@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "engine/write_set.h"
+
 namespace inplace {
 
 std::optional<int> Engine::aliased_input(int output) const {
@@ -224,6 +226,7 @@ std::shared_ptr<const Engine> Engine::from_plan(Plan plan, std::string name,
                                                 const std::vector<AliasedIO>& recorded) {
   validate_plan(plan);
   plan.aliased_io = reconcile_aliased_io(derive_aliased_io(plan), recorded);
+  check_write_set(plan);
   return std::shared_ptr<const Engine>(new Engine(std::move(plan), std::move(name)));
 }
 
@@ -270,6 +273,10 @@ std::string Engine::describe() const {
   for (const AliasedIO& a : plan_.aliased_io)
     os << "  output " << a.output << " -> input " << a.input << " (" << plan_.inputs[a.input].name
        << ") kind=" << alias_kind_name(a.kind) << "\n";
+  os << "mutated_inputs:";
+  if (plan_.mutated_inputs.empty()) os << " none";
+  for (int i : plan_.mutated_inputs) os << " " << plan_.inputs[i].name;
+  os << "\n";
   if (!plan_.refresh.empty()) {
     os << "runtime values (computed per call before the first kernel):\n";
     for (const RefreshItem& it : plan_.refresh) {

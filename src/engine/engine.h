@@ -60,6 +60,8 @@ class Engine {
   const std::vector<Binding>& inputs() const { return plan_.inputs; }
   const std::vector<Binding>& outputs() const { return plan_.outputs; }
   const std::vector<AliasedIO>& aliased_io() const { return plan_.aliased_io; }
+  // Every input the engine writes: the aliased inputs, or the copy-back engine's write-backs.
+  const std::vector<int>& mutated_inputs() const { return plan_.mutated_inputs; }
   int original_output_count() const { return plan_.original_output_count; }
   // Which input the engine's output writes in place (TensorRT's getAliasedInputTensor).
   std::optional<int> aliased_input(int output) const;

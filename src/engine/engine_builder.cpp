@@ -1,5 +1,6 @@
 // Engine::build: plan building (plan_builder.cpp), reinplacing, buffer finalisation.
 #include "engine/build_state.h"
+#include "engine/write_set.h"
 
 namespace inplace {
 
@@ -31,6 +32,7 @@ std::shared_ptr<const Engine> Engine::build(const Graph& graph,
   reinplace(st);
   finalize_buffers(st);
   validate_plan(st.plan);
+  check_write_set(st.plan);
   return std::shared_ptr<const Engine>(new Engine(std::move(st.plan), graph.name));
 }
 

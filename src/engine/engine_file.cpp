@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/file_io.h"
 #include "engine/engine_file_codec.h"
 
 namespace inplace {
@@ -136,9 +137,10 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 // "<index>:<name>" -> index, checking the name against the binding list.
 int parse_binding_ref(const std::string& text, const std::vector<Binding>& bs, const char* side,
-                      const std::string& record, const std::string& label) {
+                      const std::string& record, const std::string& label,
+                      const char* field = "ALIASED_IO") {
   auto fail = [&](const std::string& why) {
-    IP_FAIL(kCorrupt, "[engine_file] ", label, ": field ALIASED_IO: record '", record, "': ", side,
+    IP_FAIL(kCorrupt, "[engine_file] ", label, ": field ", field, ": record '", record, "': ", side,
             " ", why);
   };
   size_t colon = text.find(':');
@@ -194,6 +196,20 @@ std::vector<AliasedIO> parse_aliased_io(const std::string& text, const Plan& pla
   return out;
 }
 
+std::vector<int> parse_mutated_inputs(const std::string& text, const Plan& plan,
+                                      const std::string& label) {
+  std::vector<int> out;
+  if (text.empty()) return out;
+  for (const std::string& record : split(text, kRecordSep)) {
+    int i = parse_binding_ref(record, plan.inputs, "input", record, label, "MUTATED_INPUTS");
+    IP_CHECK(out.empty() || out.back() < i, kCorrupt, "[engine_file] ", label,
+             ": field MUTATED_INPUTS: record '", record,
+             "': inputs must be listed once each, in order");
+    out.push_back(i);
+  }
+  return out;
+}
+
 void check_names(const std::vector<std::string>& names, const std::vector<Binding>& bs,
                  const char* what, const std::string& label) {
   IP_CHECK(names.size() == bs.size(), kCorrupt, "[engine_file] ", label, ": field ", what, ": ",
@@ -214,6 +230,7 @@ const char* engine_file_field_name(uint32_t field) {
                                  "METADATA",
                                  "REQUIRES_OUTPUT_ALLOCATOR",
                                  "ALIASED_IO",
+                                 "MUTATED_INPUTS",
                                  "WEIGHTS"};
   return field < kEngineFileFieldCount ? kNames[field] : "?";
 }
@@ -244,6 +261,18 @@ std::string serialize_aliased_io(const Engine& e) {
   return out;
 }
 
+std::string serialize_mutated_inputs(const Engine& e) {
+  std::string out;
+  for (int i : e.mutated_inputs()) {
+    const std::string& n = e.inputs()[i].name;
+    IP_CHECK(n.find_first_of("%@") == std::string::npos, kInvalidArgument, "[engine_file] ",
+             "binding name '", n, "' contains '%' or '@', which MUTATED_INPUTS cannot hold");
+    if (!out.empty()) out += kRecordSep;
+    out += str_cat(i, ":", n);
+  }
+  return out;
+}
+
 std::string serialize_engine(const Engine& e) {
   Writer w;
   w.raw(kEngineFileMagic, 8);
@@ -251,9 +280,15 @@ std::string serialize_engine(const Engine& e) {
   w.u32(kEngineFileFieldCount);
   Writer plan;
   engine_file::write_plan(plan, e.plan());
-  const std::string fields[] = {
-      e.name(),    "cpu", plan.bytes(),           join_names(e.inputs()), join_names(e.outputs()),
-      metadata(e), "0",   serialize_aliased_io(e)};
+  const std::string fields[] = {e.name(),
+                                "cpu",
+                                plan.bytes(),
+                                join_names(e.inputs()),
+                                join_names(e.outputs()),
+                                metadata(e),
+                                "0",
+                                serialize_aliased_io(e),
+                                serialize_mutated_inputs(e)};
   for (const std::string& f : fields) w.str(f);
   // WEIGHTS last: its data offsets are absolute, so its start must be known.
   size_t start = w.bytes().size() + 8;
@@ -264,6 +299,7 @@ std::string serialize_engine(const Engine& e) {
 }
 
 void save_engine(const Engine& e, const std::string& path) {
+  check_output_file(path, "engine_file");
   std::string bytes = serialize_engine(e);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   IP_CHECK(f.good(), kIO, "[engine_file] cannot open '", path, "' for writing");
@@ -320,6 +356,7 @@ std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const s
               plan.outputs, "OUTPUT_BINDING_NAMES", label);
   std::vector<AliasedIO> recorded =
       parse_aliased_io(std::string(fields[kFieldAliasedIO]), plan, label);
+  plan.mutated_inputs = parse_mutated_inputs(std::string(fields[kFieldMutatedInputs]), plan, label);
   try {
     return Engine::from_plan(std::move(plan), std::string(fields[kFieldName]), recorded);
   } catch (const Error& e) {
@@ -328,12 +365,7 @@ std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const s
 }
 
 std::shared_ptr<const Engine> load_engine(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  IP_CHECK(f.good(), kIO, "[engine_file] cannot open '", path, "'");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  IP_CHECK(!f.bad(), kIO, "[engine_file] cannot read '", path, "'");
-  return deserialize_engine(ss.str(), path);
+  return deserialize_engine(read_regular_file(path, "engine_file"), path);
 }
 
 }  // namespace inplace

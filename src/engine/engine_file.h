@@ -12,6 +12,8 @@
 namespace inplace {
 
 inline constexpr char kEngineFileMagic[8] = {'I', 'N', 'P', 'L', 'A', 'C', 'E', '\0'};
+// ABI 2: runtime values (scalars, int operands, dynamic refs, the refresh) in PLAN, and
+// MUTATED_INPUTS (the inputs an engine may write, checked against every step).
 inline constexpr uint32_t kEngineFileAbi = 2;
 
 // The fields, in file order (their count is stored and checked).
@@ -24,6 +26,7 @@ enum EngineFileField : uint32_t {
   kFieldMetadata,
   kFieldRequiresOutputAllocator,
   kFieldAliasedIO,
+  kFieldMutatedInputs,
   kFieldWeights,
   kEngineFileFieldCount,
 };
@@ -42,5 +45,7 @@ bool is_engine_file(std::string_view bytes);
 
 // ALIASED_IO text: records "OUT@IN@KIND" joined by '%', OUT and IN as "<index>:<name>".
 std::string serialize_aliased_io(const Engine& engine);
+// MUTATED_INPUTS text: "<index>:<name>" per input the engine writes, joined by '%'.
+std::string serialize_mutated_inputs(const Engine& engine);
 
 }  // namespace inplace

@@ -28,6 +28,7 @@ constexpr int kMaxValueDepth = 32;
 constexpr int kMaxRank = 32;
 // Bound every size read from a file so arithmetic on it cannot overflow int64.
 constexpr int64_t kMaxExtent = int64_t{1} << 50;
+constexpr int64_t kArenaAlignment = 64;
 
 void write_value(Writer& w, const Value& v) {
   using K = Value::Kind;
@@ -458,6 +459,11 @@ void read_plan(Reader& r, Plan* plan) {
         a.nbytes > plan->arena_bytes - a.offset_bytes)
       r.fail(str_cat("arena slot ", k, " [", a.offset_bytes, ", +", a.nbytes,
                      ") lies outside the arena of ", plan->arena_bytes, " bytes"));
+    // The memory planner aligns every slot to 64 bytes; a tensor at an odd offset would be a
+    // misaligned access in every kernel (fuzzer finding: regress-arena-slot-misaligned).
+    if (a.offset_bytes % kArenaAlignment != 0)
+      r.fail(str_cat("arena slot ", k, " at byte ", a.offset_bytes, " is not ", kArenaAlignment,
+                     "-byte aligned"));
   }
   uint64_t nob = r.count("output buffers", 8);
   for (uint64_t k = 0; k < nob; ++k) {

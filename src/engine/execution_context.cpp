@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include "engine/op_meta.h"
+#include "engine/binding_checks.h"
+#include "engine/write_set.h"
 #include "interpreter/interpreter.h"
 
 namespace inplace {
@@ -27,6 +29,8 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
   refresh_args_.resize(plan.steps.size());
   for (const RefreshItem& r : plan.refresh)
     if (r.kind == RefreshItem::Kind::kStep) refresh_args_[r.index] = plan.steps[r.index].args;
+  input_written_ = inputs_written(plan);
+  for (const AliasedIO& a : plan.aliased_io) input_written_[a.input] = true;
   for (const Step& s : plan.steps) {
     std::vector<Value> args = s.args;
     for (const TensorSlot& t : s.tensors) leaf_at(args, t.path)->tensor = make_tensor(t.ref);
@@ -57,6 +61,7 @@ Tensor ExecutionContext::make_tensor(const TensorRef& r) const {
 }
 
 void ExecutionContext::bind_input(int index, const Tensor& t) {
+  InFlightGuard guard(in_flight_, "bind", engine_->name());
   const Plan& plan = engine_->plan();
   IP_CHECK(index >= 0 && index < static_cast<int>(plan.inputs.size()), kNotFound,
            "[bind] input index ", index, " out of range (", plan.inputs.size(), " inputs)");
@@ -77,17 +82,14 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
            ", got ", shape_str(t.shape()));
   IP_CHECK(t.dtype() == b.dtype, kDTypeMismatch, "[bind] input '", b.name, "' expects dtype ",
            dtype_name(b.dtype), ", got ", dtype_name(t.dtype()));
-  bool aliased = engine_->input_is_aliased(index);
-  bool writes = aliased;
-  for (const Step& s : plan.steps)
-    for (const TensorRef& o : s.outs) writes |= o.buffer == BufferId{BufferKind::kInput, index};
+  const bool writes = input_written_[index];
   if (!t.is_contiguous()) {
     IP_CHECK(!writes, kInvalidArgument, "[bind] input '", b.name, "' ", shape_str(t.shape()),
              " with strides ", shape_str(t.strides()),
              " is written in place and must be contiguous");
+    // Gathered from `t` at every execute() (gather_staged_inputs), never snapshotted here.
     if (!staged_inputs_[index].defined() || staged_inputs_[index].shape() != t.shape())
       staged_inputs_[index] = Tensor::empty(t.shape(), b.dtype);
-    staged_inputs_[index].copy_from(t);
     input_storage_[index]->rebind(staged_inputs_[index].data_ptr(), staged_inputs_[index].nbytes());
     input_staged_[index] = true;
   } else {
@@ -95,6 +97,8 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
     input_staged_[index] = false;
   }
   bound_inputs_[index] = t;
+  bindings_checked_ = false;
+  std::erase(partly_updated_, index);
 }
 
 void ExecutionContext::bind_input(const std::string& name, const Tensor& t) {
@@ -102,6 +106,7 @@ void ExecutionContext::bind_input(const std::string& name, const Tensor& t) {
 }
 
 void ExecutionContext::bind_output(int index, const Tensor& t) {
+  InFlightGuard guard(in_flight_, "bind", engine_->name());
   const Plan& plan = engine_->plan();
   IP_CHECK(index >= 0 && index < static_cast<int>(plan.outputs.size()), kNotFound,
            "[bind] output index ", index, " out of range (", plan.outputs.size(), " outputs)");
@@ -120,9 +125,11 @@ void ExecutionContext::bind_output(int index, const Tensor& t) {
            "[bind] output '", b.name, "' expects contiguous ", shape_str(b.shape), " ",
            dtype_name(b.dtype), ", got ", shape_str(t.shape()), " ", dtype_name(t.dtype()));
   bound_outputs_[r.buffer.index] = t;
+  bindings_checked_ = false;
 }
 
 void ExecutionContext::set_reuse_outputs(bool reuse) {
+  InFlightGuard guard(in_flight_, "bind", engine_->name());
   if (reuse && !engine_->aliased_io().empty()) {
     std::fprintf(stderr,
                  "inplace: warning: engine '%s' has aliased I/O; pre-allocated output reuse "
@@ -134,10 +141,13 @@ void ExecutionContext::set_reuse_outputs(bool reuse) {
 }
 
 std::vector<Tensor> ExecutionContext::execute() {
+  InFlightGuard guard(in_flight_, "execute", engine_->name());
   const Plan& plan = engine_->plan();
   for (size_t i = 0; i < plan.inputs.size(); ++i)
     IP_CHECK(bound_inputs_[i].defined(), kInvalidArgument, "[execute] input '",
              plan.inputs[i].name, "' is not bound");
+  check_bindings();
+  gather_staged_inputs();
   // Output buffers: caller-bound, reused, or fresh for this call.
   std::vector<Tensor> out_buffers(plan.output_buffer_bytes.size());
   if (reuse_outputs_ && reused_outputs_.size() != out_buffers.size()) {
@@ -178,7 +188,7 @@ std::vector<Tensor> ExecutionContext::execute() {
                               ? str_cat("[execute] step '", s.node, "': ")
                               : str_cat("[execute] step '", s.node, "' writing binding '",
                                         s.writes_binding, "': ");
-      throw Error(e.code(), where + e.what());
+      throw Error(e.code(), where + e.what() + note_failed_call(q));
     }
   }
   std::vector<Tensor> results;

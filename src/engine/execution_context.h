@@ -1,8 +1,11 @@
 // ExecutionContext: one per caller or session — its arena and the addresses bound to inputs
 // and outputs. Bind, then execute; execute() runs the prepared steps with no graph walk, no
-// lookup by name and no allocation of intermediates.
+// lookup by name and no allocation of intermediates. A context serves one call at a time
+// (another thread's concurrent call is refused); many contexts may share one engine.
 #pragma once
+#include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/engine.h"
@@ -18,7 +21,9 @@ class ExecutionContext {
   // Binds a caller tensor to input `index` without copying. Shape and dtype must match the
   // binding (a dynamic dim may be anything up to its maximum); an input the engine writes in place must also be contiguous (anything else is an
   // error naming the binding and both shapes, never a silent copy that would lose the write).
-  // Other non-contiguous inputs are staged into context memory.
+  // Other non-contiguous inputs are gathered into context memory at every execute(), so every
+  // input is read when the call runs, whatever its strides. Rebinding an input that a failed
+  // call left partly updated makes it usable again.
   void bind_input(int index, const Tensor& tensor);
   void bind_input(const std::string& name, const Tensor& tensor);
   // Optional: results of output `index` are written into `tensor` (same shape, dtype,
@@ -29,8 +34,14 @@ class ExecutionContext {
   void set_reuse_outputs(bool reuse);
 
   // Runs the engine. Returns every engine output; an aliased output is the very tensor bound
-  // to its input (same storage, same address).
+  // to its input (same storage, same address). Refused when a binding the engine writes (a
+  // mutated input, a bound output) overlaps the memory of another binding. When a step fails
+  // after the call wrote caller inputs (aliased engine), the error names them and the context
+  // refuses further calls until they are rebound or reset() is called.
   std::vector<Tensor> execute();
+  // Accepts the state of the inputs a failed call left partly updated (the caller restored or
+  // dropped them) and makes the context usable again. Bindings are kept.
+  void reset();
 
   int64_t arena_bytes() const { return engine_->plan().arena_bytes; }
 
@@ -45,6 +56,11 @@ class ExecutionContext {
   int64_t read_input_element(int64_t input, int64_t element) const;
   // `r` with this call's offset, shape and strides when it is dynamic.
   TensorRef current(const TensorRef& r) const;
+  // Runtime contract (binding_checks.h): overlap check once per change of bindings, the
+  // per-call gather of staged inputs, the state a failed call leaves.
+  void check_bindings();
+  void gather_staged_inputs();
+  std::string note_failed_call(size_t failed_step);
 
   std::shared_ptr<const Engine> engine_;
   std::shared_ptr<Storage> arena_;
@@ -59,6 +75,10 @@ class ExecutionContext {
   std::vector<int64_t> scalar_values_;
   std::vector<Tensor> dyn_metas_;  // by dynamic value; undefined when absent this call
   std::vector<std::vector<Value>> refresh_args_;  // by step: metadata arguments, reused
+  std::atomic<bool> in_flight_{false};
+  std::vector<bool> input_written_;  // by some step: aliased, or written back (copy-back)
+  bool bindings_checked_ = false;    // the overlap check passed for the current bindings
+  std::vector<int> partly_updated_;  // inputs a failed call wrote, until rebound or reset()
 };
 
 }  // namespace inplace

@@ -116,6 +116,10 @@ struct Plan {
   std::vector<TensorRef> output_refs;     // what each engine output is
   std::vector<AliasedIO> aliased_io;
   int original_output_count = 0;
+  // The input bindings the engine writes, sorted: its aliased inputs (written in place) and,
+  // in the copy-back engine, the inputs its trailing copy steps write back. Nothing else of
+  // the caller's is ever written (check_write_set, write_set.h).
+  std::vector<int> mutated_inputs;
 };
 
 }  // namespace inplace

@@ -213,6 +213,10 @@ void reinplace(BuildState& st) {
       kind = AliasKind::kKvCacheUpdate;
     plan.aliased_io.push_back({a.output, a.input, kind});
   }
+  for (const AliasRequest& a : st.io_map) plan.mutated_inputs.push_back(a.input);
+  std::sort(plan.mutated_inputs.begin(), plan.mutated_inputs.end());
+  plan.mutated_inputs.erase(std::unique(plan.mutated_inputs.begin(), plan.mutated_inputs.end()),
+                            plan.mutated_inputs.end());
   // Insert the scheduled copies and renumber producers.
   if (st.copies.empty()) return;
   std::stable_sort(st.copies.begin(), st.copies.end(),

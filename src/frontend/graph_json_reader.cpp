@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/file_io.h"
 #include "frontend/graph_json.h"
 #include "frontend/json_util.h"
 #include "frontend/safetensors.h"
@@ -38,6 +39,11 @@ class Reader {
       : label_(std::move(label)), base_dir_(std::move(base_dir)) {}
 
   std::unique_ptr<Graph> read(const Json& root);
+  std::vector<std::string> files_read() const {
+    std::vector<std::string> out;
+    for (const auto& [path, tensors] : files_) out.push_back(path);
+    return out;
+  }
 
  private:
   // Path of what is being read, e.g. {"node 'add_1'", "args[1]", "[0]"}.
@@ -221,6 +227,8 @@ Value Reader::read_value(const Json& j, int depth) {
     }
     case Json::value_t::number_float:
       return Value::floating(j.get<double>());
+    case Json::value_t::binary:  // an integer literal beyond 64 bits (json_util::parse_strict)
+      fail(str_cat("integer ", json_util::integer_literal(j), " does not fit in int64"));
     case Json::value_t::string:
       return Value::string(j.get<std::string>());
     case Json::value_t::array: {
@@ -261,6 +269,9 @@ Tensor Reader::read_inline_data(const Json& data, DType dtype, const Shape& shap
         p[i] = convert<T>(static_cast<int>(e.get<bool>()));
         continue;
       }
+      if (e.is_binary())
+        fail(str_cat("\"data\"[", i, "] = ", json_util::integer_literal(e),
+                     ": integer does not fit in int64"));
       if constexpr (kIsFloat<T>) {
         double v = 0;
         int64_t iv = 0;
@@ -547,10 +558,14 @@ std::unique_ptr<Graph> Reader::read(const Json& root) {
 }  // namespace
 
 std::unique_ptr<Graph> read_graph_json_string(const std::string& text, const std::string& base_dir,
-                                              const std::string& label) {
+                                              const std::string& label,
+                                              std::vector<std::string>* constant_files) {
   Json root = json_util::parse_strict(text, "graph_json", label);
   try {
-    return Reader(label, base_dir).read(root);
+    Reader reader(label, base_dir);
+    std::unique_ptr<Graph> graph = reader.read(root);
+    if (constant_files) *constant_files = reader.files_read();
+    return graph;
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {
@@ -559,14 +574,11 @@ std::unique_ptr<Graph> read_graph_json_string(const std::string& text, const std
   }
 }
 
-std::unique_ptr<Graph> read_graph_json(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  IP_CHECK(f.good(), kIO, "[graph_json] cannot open '", path, "': ", std::strerror(errno));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  IP_CHECK(!f.bad(), kIO, "[graph_json] cannot read '", path, "'");
+std::unique_ptr<Graph> read_graph_json(const std::string& path,
+                                       std::vector<std::string>* constant_files) {
+  std::string text = read_regular_file(path, "graph_json");
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  return read_graph_json_string(ss.str(), parent.empty() ? "." : parent.string(), path);
+  return read_graph_json_string(text, parent.empty() ? "." : parent.string(), path, constant_files);
 }
 
 }  // namespace inplace

@@ -7,44 +7,116 @@
 
 namespace inplace::json_util {
 
-Json parse_strict(const std::string& text, const char* tag, const std::string& label) {
-  // One key set per open object: nlohmann keeps the last of repeated keys silently, which
-  // would hide a mistake (two tensors at one key, two "args" in a node).
-  std::vector<std::set<std::string>> open_objects;
-  std::string duplicate;
-  auto callback = [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-        open_objects.emplace_back();
-        break;
-      case Json::parse_event_t::object_end:
-        if (!open_objects.empty()) open_objects.pop_back();
-        break;
-      case Json::parse_event_t::key:
-        if (!open_objects.empty() && parsed.is_string() &&
-            !open_objects.back().insert(parsed.get_ref<const std::string&>()).second &&
-            duplicate.empty())
-          duplicate = parsed.get_ref<const std::string&>();
-        break;
-      default:
-        break;
-    }
+namespace {
+
+// Builds the document like nlohmann's own DOM parser, and also: refuses a key repeated within
+// one object (nlohmann keeps the last silently, which would hide two tensors at one key or two
+// "args" in a node), and keeps an integer literal beyond 64 bits (which nlohmann reads as a
+// float) as a binary value holding its text, a type JSON text cannot otherwise produce, so a
+// reader refuses it where it is used, naming the node (see integer_literal).
+class StrictSax {
+ public:
+  explicit StrictSax(Json& root) : root_(root) {}
+
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool v) { return put(Json(v)); }
+  bool number_integer(Json::number_integer_t v) { return put(Json(v)); }
+  bool number_unsigned(Json::number_unsigned_t v) { return put(Json(v)); }
+  bool number_float(Json::number_float_t v, const Json::string_t& text) {
+    if (text.find_first_of(".eE") == std::string::npos)
+      return put(Json::binary(std::vector<uint8_t>(text.begin(), text.end())));
+    return put(Json(v));
+  }
+  bool string(Json::string_t& v) { return put(Json(std::move(v))); }
+  bool binary(Json::binary_t& v) { return put(Json::binary(std::move(v))); }
+  bool start_object(std::size_t) {
+    open_.push_back({put_ref(Json::object()), {}});
     return true;
+  }
+  bool key(Json::string_t& k) {
+    if (!open_.back().keys.insert(k).second && duplicate_.empty()) duplicate_ = k;
+    key_ = k;
+    return true;
+  }
+  bool end_object() {
+    open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) {
+    open_.push_back({put_ref(Json::array()), {}});
+    return true;
+  }
+  bool end_array() {
+    open_.pop_back();
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const Json::exception& e) {
+    error_ = e.what();
+    return false;
+  }
+
+  const std::string& error() const { return error_; }
+  const std::string& duplicate() const { return duplicate_; }
+
+ private:
+  struct Open {
+    Json* value;
+    std::set<std::string> keys;  // objects only
   };
+  bool put(Json v) {
+    put_ref(std::move(v));
+    return true;
+  }
+  // Pointers to open containers stay valid: only the innermost one grows.
+  Json* put_ref(Json v) {
+    if (open_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Json& top = *open_.back().value;
+    if (top.is_array()) {
+      top.push_back(std::move(v));
+      return &top.back();
+    }
+    Json& slot = top[key_];
+    slot = std::move(v);
+    return &slot;
+  }
+
+  Json& root_;
+  std::vector<Open> open_;
+  std::string key_, error_, duplicate_;
+};
+
+}  // namespace
+
+Json parse_strict(const std::string& text, const char* tag, const std::string& label) {
   Json j;
+  StrictSax sax(j);
+  bool ok = false;
   try {
-    j = Json::parse(text, callback, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+    ok = Json::sax_parse(text, &sax, Json::input_format_t::json, /*strict=*/true,
+                         /*ignore_comments=*/false);
   } catch (const Json::exception& e) {
-    std::string what = e.what();
+    IP_FAIL(kParse, "[", tag, "] ", label, ": invalid JSON: ", e.what());
+  }
+  if (!ok) {
+    std::string what = sax.error();
     // "[json.exception.parse_error.101] parse error at line 1, column 2: ..." -> the tail.
     size_t close = what.find("] ");
     if (what.rfind("[json.exception.", 0) == 0 && close != std::string::npos)
       what = what.substr(close + 2);
     IP_FAIL(kParse, "[", tag, "] ", label, ": invalid JSON: ", what);
   }
-  IP_CHECK(duplicate.empty(), kParse, "[", tag, "] ", label, ": key '", duplicate,
+  IP_CHECK(sax.duplicate().empty(), kParse, "[", tag, "] ", label, ": key '", sax.duplicate(),
            "' appears twice in one object");
   return j;
+}
+
+std::string integer_literal(const Json& j) {
+  if (!j.is_binary()) return "";
+  const auto& b = j.get_binary();
+  return std::string(b.begin(), b.end());
 }
 
 const char* type_name(const Json& j) {
@@ -55,6 +127,7 @@ const char* type_name(const Json& j) {
   if (j.is_string()) return "string";
   if (j.is_array()) return "array";
   if (j.is_object()) return "object";
+  if (j.is_binary()) return "integer outside int64";
   return "value";
 }
 

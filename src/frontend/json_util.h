@@ -11,8 +11,13 @@ namespace inplace::json_util {
 using Json = nlohmann::ordered_json;  // keeps object keys in written order (dicts, kwargs)
 
 // Parses `text`; on malformed JSON or a key repeated within one object, throws kParse with
-// "[<tag>] <label>: ..." (the parse position included).
+// "[<tag>] <label>: ..." (the parse position included). An integer literal outside 64 bits
+// (2^64 and above, below -2^63) becomes a binary value holding its text: see integer_literal.
 Json parse_strict(const std::string& text, const char* tag, const std::string& label);
+
+// The text of an integer literal that fits no 64-bit integer (parse_strict keeps it as a binary
+// value); empty for any other value.
+std::string integer_literal(const Json& j);
 
 // "object", "array", "string", ... for error messages.
 const char* type_name(const Json& j);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/file_io.h"
 #include "frontend/json_util.h"
 
 namespace inplace {
@@ -168,6 +169,7 @@ bool parse_safetensors_dtype(const std::string& code, DType* out) {
 
 std::map<std::string, Tensor> read_safetensors(const std::string& path,
                                                std::map<std::string, std::string>* metadata) {
+  check_regular_file(path, "safetensors");  // a FIFO or a directory would block or fail oddly
   std::ifstream f(path, std::ios::binary);
   IP_CHECK(f.good(), kIO, "[safetensors] cannot open '", path, "': ", std::strerror(errno));
   f.seekg(0, std::ios::end);
@@ -240,6 +242,7 @@ std::string write_safetensors_bytes(const std::map<std::string, Tensor>& tensors
 
 void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                        const std::map<std::string, std::string>& metadata) {
+  check_output_file(path, "safetensors");
   std::string bytes = write_safetensors_bytes(tensors, metadata);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   IP_CHECK(f.good(), kIO, "[safetensors] cannot open '", path,

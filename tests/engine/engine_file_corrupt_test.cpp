@@ -13,46 +13,6 @@ namespace {
 
 const char* kLabel = "model.inplace";
 
-std::string fix_checksum(std::string bytes) {
-  uint64_t h = engine_file_checksum(std::string_view(bytes).substr(0, bytes.size() - 8));
-  std::memcpy(bytes.data() + bytes.size() - 8, &h, 8);
-  return bytes;
-}
-
-// File offsets where each field (its length prefix) starts, plus where the checksum starts.
-std::vector<size_t> field_boundaries(const std::string& bytes) {
-  std::vector<size_t> out;
-  size_t pos = 16;
-  for (uint32_t k = 0; k < kEngineFileFieldCount; ++k) {
-    out.push_back(pos);
-    uint64_t n = 0;
-    std::memcpy(&n, bytes.data() + pos, 8);
-    pos += 8 + n;
-  }
-  out.push_back(pos);
-  return out;
-}
-
-std::vector<std::string> fields_of(const std::string& bytes) {
-  std::vector<size_t> b = field_boundaries(bytes);
-  std::vector<std::string> out;
-  for (size_t k = 0; k + 1 < b.size(); ++k)
-    out.push_back(bytes.substr(b[k] + 8, b[k + 1] - b[k] - 8));
-  return out;
-}
-
-// A file from fields 0..7 (WEIGHTS is laid out again for `plan`'s constants).
-std::string assemble(const std::vector<std::string>& fields, const Plan& plan) {
-  engine_file::Writer w;
-  w.raw(kEngineFileMagic, 8);
-  w.u32(kEngineFileAbi);
-  w.u32(kEngineFileFieldCount);
-  for (uint32_t k = 0; k < kFieldWeights; ++k) w.str(fields[k]);
-  w.str(engine_file::write_weights(plan, w.bytes().size() + 8));
-  w.u64(engine_file_checksum(w.bytes()));
-  return w.bytes();
-}
-
 // Expects deserialization to fail with `code`, naming the file and containing `part`.
 void expect_refused(const std::string& bytes, ErrorCode code, const std::string& part) {
   try {
@@ -94,7 +54,8 @@ TEST(EngineFileCorrupt, BadMagicAbiFieldCountAndChecksum) {
   b = f.bytes;
   uint32_t count = kEngineFileFieldCount - 1;
   std::memcpy(b.data() + 12, &count, 4);
-  expect_refused(fix_checksum(b), ErrorCode::kCorrupt, "8 fields but ABI");
+  expect_refused(fix_checksum(b), ErrorCode::kCorrupt,
+                 str_cat(kEngineFileFieldCount - 1, " fields but ABI"));
 
   b = f.bytes;
   b[20] ^= 1;  // inside NAME's length prefix region or contents: either way refused

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "compiler/compile.h"
 #include "engine/engine_file.h"
+#include "engine/engine_file_codec.h"
 #include "engine/execution_context.h"
 #include "frontend/graph_json.h"
 #include "frontend/safetensors.h"
@@ -64,6 +66,47 @@ inline EngineRun run_engine(std::shared_ptr<const Engine> engine, std::vector<Te
   for (size_t i = 0; i < r.bound.size(); ++i) ctx.bind_input(static_cast<int>(i), r.bound[i]);
   r.outputs = ctx.execute();
   return r;
+}
+
+// Editing engine files as a crafted-file attacker would: fields, then a valid checksum again.
+inline std::string fix_checksum(std::string bytes) {
+  uint64_t h = engine_file_checksum(std::string_view(bytes).substr(0, bytes.size() - 8));
+  std::memcpy(bytes.data() + bytes.size() - 8, &h, 8);
+  return bytes;
+}
+
+// File offsets where each field (its length prefix) starts, plus where the checksum starts.
+inline std::vector<size_t> field_boundaries(const std::string& bytes) {
+  std::vector<size_t> out;
+  size_t pos = 16;
+  for (uint32_t k = 0; k < kEngineFileFieldCount; ++k) {
+    out.push_back(pos);
+    uint64_t n = 0;
+    std::memcpy(&n, bytes.data() + pos, 8);
+    pos += 8 + n;
+  }
+  out.push_back(pos);
+  return out;
+}
+
+inline std::vector<std::string> fields_of(const std::string& bytes) {
+  std::vector<size_t> b = field_boundaries(bytes);
+  std::vector<std::string> out;
+  for (size_t k = 0; k + 1 < b.size(); ++k)
+    out.push_back(bytes.substr(b[k] + 8, b[k + 1] - b[k] - 8));
+  return out;
+}
+
+// A file from the fields before WEIGHTS (WEIGHTS is laid out again for `plan`'s constants).
+inline std::string assemble(const std::vector<std::string>& fields, const Plan& plan) {
+  engine_file::Writer w;
+  w.raw(kEngineFileMagic, 8);
+  w.u32(kEngineFileAbi);
+  w.u32(kEngineFileFieldCount);
+  for (uint32_t k = 0; k < kFieldWeights; ++k) w.str(fields[k]);
+  w.str(engine_file::write_weights(plan, w.bytes().size() + 8));
+  w.u64(engine_file_checksum(w.bytes()));
+  return w.bytes();
 }
 
 }  // namespace inplace::testing

@@ -146,6 +146,15 @@ TEST(GraphJsonErrors, EveryMalformedCaseHasItsOwnMessage) {
       {"integer too big",
        with_call("[18446744073709551615]"),
        {"integer 18446744073709551615 does not fit in int64"}},
+      {"integer of 2^64, which JSON parsers read as a float",
+       with_call("[18446744073709551616]"),
+       {"node 'y': args[0]: integer 18446744073709551616 does not fit in int64"}},
+      {"integer below int64",
+       with_call("[{\"node\": \"x\"}, -9223372036854775809]"),
+       {"node 'y': args[1]: integer -9223372036854775809 does not fit in int64"}},
+      {"integer beyond 64 bits in inline data",
+       with_constant(R"({"dtype": "float32", "shape": [1], "data": [100000000000000000000]})"),
+       {"\"data\"[0] = 100000000000000000000: integer does not fit in int64"}},
       {"nesting too deep", with_call("[" + deep + "]"), {"values nest deeper than 64 levels"}},
       {"duplicate key",
        graph_with(R"({"name": "x", "op": "placeholder", "name": "z"})"),
@@ -275,6 +284,18 @@ TEST(GraphJsonErrors, EveryMalformedCaseHasItsOwnMessage) {
     EXPECT_TRUE(messages.insert(msg).second) << "message repeats: " << msg;
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST(GraphJsonErrors, FloatLiteralsBeyondInt64StayFloats) {
+  // Only integer literals are refused: 1e19 and 18446744073709551616.0 are floats, as in Python.
+  auto g = read_graph_json_string(with_call(R"([{"node": "x"}, 1e19])"));
+  auto g2 = read_graph_json_string(with_call(R"([{"node": "x"}, 18446744073709551616.0])"));
+  for (const Graph* graph : {g.get(), g2.get()}) {
+    const Node* y = graph->find("y");
+    ASSERT_NE(y, nullptr);
+    ASSERT_EQ(y->args.at(1).kind, Value::Kind::kFloat);
+    EXPECT_DOUBLE_EQ(y->args.at(1).f, 1e19 * (graph == g.get() ? 1.0 : 1.8446744073709551616));
+  }
 }
 
 TEST(GraphJsonErrors, FileErrorsNameThePath) {

@@ -8,6 +8,7 @@
 #include "compile_common.h"
 #include "engine/engine_file.h"
 #include "frontend/graph_json.h"
+#include "output_path.h"
 
 namespace inplace::cli {
 
@@ -26,7 +27,12 @@ int run_compile(const std::vector<std::string>& args) {
   p.option("-o", "model.inplace", &out_path, "the engine file to write", /*required=*/true);
   runtime_value_flags(p, &dynamic, &ranges);
   if (!p.parse(args)) return 0;
-  std::unique_ptr<Graph> g = read_graph_json(path);
+  std::vector<std::string> constant_files;
+  std::unique_ptr<Graph> g = read_graph_json(path, &constant_files);
+  std::vector<std::pair<std::string, std::string>> inputs = {{"the graph", path},
+                                                             {"--inputs", inputs_path}};
+  for (const std::string& f : constant_files) inputs.emplace_back("constant file", f);
+  refuse_output_over_inputs("compile", "-o", out_path, inputs);
   CompileOptions co = compile_options(no_alias, mutated);
   add_runtime_value_options(co, dynamic, ranges);
   CompiledProgram cp = compile(*g, example_inputs(*g, inputs_path), co);

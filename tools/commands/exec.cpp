@@ -1,6 +1,6 @@
 // inplace exec GRAPH.json --inputs IN.safetensors --out OUT.safetensors
 //              [--mode eager|functional|compiled] [--no-alias] [--mutated-input INPUT=OUTPUT]...
-// (DESIGN.md "inplace exec"). OUT holds output.<i>, input.<name> and buffer.<target>.
+// (docs/graph-json.md, "inplace exec"). OUT holds output.<i>, input.<name> and buffer.<target>.
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -13,6 +13,7 @@
 #include "exec_modes.h"
 #include "frontend/graph_json.h"
 #include "frontend/safetensors.h"
+#include "output_path.h"
 
 namespace inplace::cli {
 
@@ -102,9 +103,17 @@ int run_exec(const std::vector<std::string>& args) {
   }
   IP_CHECK(mode->run != nullptr, kUnsupported, "mode '", mode_name, "' is not available yet");
 
-  if (looks_like_engine_file(graph_path))
+  if (looks_like_engine_file(graph_path)) {
+    refuse_output_over_inputs("exec", "--out", out_path,
+                              {{"the engine file", graph_path}, {"--inputs", inputs_path}});
     return run_exec_engine(graph_path, inputs_path, out_path, print);
-  std::unique_ptr<Graph> graph = read_graph_json(graph_path);
+  }
+  std::vector<std::string> constant_files;
+  std::unique_ptr<Graph> graph = read_graph_json(graph_path, &constant_files);
+  std::vector<std::pair<std::string, std::string>> read_from = {{"the graph", graph_path},
+                                                                {"--inputs", inputs_path}};
+  for (const std::string& f : constant_files) read_from.emplace_back("constant file", f);
+  refuse_output_over_inputs("exec", "--out", out_path, read_from);
   std::map<std::string, Tensor> given;
   if (!inputs_path.empty()) given = read_safetensors(inputs_path);
 

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "commands.h"
+#include "core/file_io.h"
 #include "engine/engine_file.h"
 #include "engine/execution_context.h"
 #include "exec_engine.h"
@@ -14,6 +15,11 @@
 namespace inplace::cli {
 
 bool looks_like_engine_file(const std::string& path) {
+  try {
+    check_regular_file(path, "exec");  // never open a FIFO here: the reader reports it
+  } catch (const Error&) {
+    return false;
+  }
   std::ifstream f(path, std::ios::binary);
   char head[8] = {};
   f.read(head, 8);

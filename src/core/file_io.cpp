@@ -1,0 +1,83 @@
+#include "core/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace inplace {
+
+namespace {
+
+const char* kind_of(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
+}
+
+// Opens without blocking (O_NONBLOCK: a FIFO without a writer does not hang the open) and
+// checks what was opened, so the check and the read see the same file.
+class File {
+ public:
+  File(const std::string& path, const char* tag) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    IP_CHECK(fd_ >= 0, kIO, "[", tag, "] cannot open '", path, "': ", std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) {
+      int err = errno;
+      ::close(fd_);
+      IP_FAIL(kIO, "[", tag, "] cannot stat '", path, "': ", std::strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      IP_FAIL(kIO, "[", tag, "] '", path, "' is ", kind_of(st.st_mode), ", not a regular file");
+    }
+    size_ = st.st_size;
+  }
+  ~File() { ::close(fd_); }
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  int fd() const { return fd_; }
+  off_t size() const { return size_; }
+
+ private:
+  int fd_ = -1;
+  off_t size_ = 0;
+};
+
+}  // namespace
+
+void check_regular_file(const std::string& path, const char* tag) {
+  File f(path, tag);
+}
+
+std::string read_regular_file(const std::string& path, const char* tag) {
+  File f(path, tag);
+  std::string out;
+  out.reserve(static_cast<size_t>(f.size()));
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(f.fd(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    IP_CHECK(n >= 0, kIO, "[", tag, "] cannot read '", path, "': ", std::strerror(errno));
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+void check_output_file(const std::string& path, const char* tag) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // does not exist yet (or cannot be seen)
+  IP_CHECK(S_ISREG(st.st_mode), kIO, "[", tag, "] cannot write '", path, "': it is ",
+           kind_of(st.st_mode), ", not a regular file");
+}
+
+}  // namespace inplace

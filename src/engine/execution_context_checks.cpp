@@ -1,0 +1,78 @@
+// ExecutionContext's runtime contract (docs/engine.md, "The runtime contract"): the overlap
+// check of the bindings, the per-call gather of strided read-only inputs, and what a failed
+// call leaves behind.
+#include <algorithm>
+
+#include "engine/binding_checks.h"
+#include "engine/execution_context.h"
+#include "engine/write_set.h"
+
+namespace inplace {
+
+namespace {
+std::string quoted_names(const Plan& plan, const std::vector<int>& inputs) {
+  std::string s;
+  for (int i : inputs) s += (s.empty() ? "'" : ", '") + plan.inputs[i].name + "'";
+  return s;
+}
+}  // namespace
+
+void ExecutionContext::check_bindings() {
+  const Plan& plan = engine_->plan();
+  IP_CHECK(partly_updated_.empty(), kInvalidArgument, "[execute] a failed call left input(s) ",
+           quoted_names(plan, partly_updated_),
+           " partly updated; rebind them (bind_input) or call reset() before the next call");
+  if (bindings_checked_) return;
+  std::vector<BoundMemory> bound;
+  bound.reserve(plan.inputs.size() + bound_outputs_.size());
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    bound.push_back(
+        {"input", &plan.inputs[i].name, memory_span(bound_inputs_[i]), input_written_[i]});
+  for (size_t k = 0; k < bound_outputs_.size(); ++k) {
+    if (!bound_outputs_[k].defined()) continue;
+    // bind_output takes plain result buffers only: one output is this buffer.
+    for (size_t j = 0; j < plan.output_refs.size(); ++j)
+      if (plan.output_refs[j].buffer == BufferId{BufferKind::kOutput, static_cast<int32_t>(k)}) {
+        bound.push_back({"output", &plan.outputs[j].name, memory_span(bound_outputs_[k]), true});
+        break;
+      }
+  }
+  check_binding_overlaps(bound);
+  bindings_checked_ = true;
+}
+
+void ExecutionContext::gather_staged_inputs() {
+  for (size_t i = 0; i < input_staged_.size(); ++i)
+    if (input_staged_[i]) staged_inputs_[i].copy_from(bound_inputs_[i]);
+}
+
+std::string ExecutionContext::note_failed_call(size_t failed_step) {
+  const Plan& plan = engine_->plan();
+  std::vector<int> written, maybe;
+  for (size_t q = 0; q < failed_step; ++q)
+    for (int i : inputs_written_by(plan.steps[q]))
+      if (std::find(written.begin(), written.end(), i) == written.end()) written.push_back(i);
+  if (may_fail_mid_write(plan.steps[failed_step]))
+    for (int i : inputs_written_by(plan.steps[failed_step]))
+      if (std::find(written.begin(), written.end(), i) == written.end()) maybe.push_back(i);
+  partly_updated_ = written;
+  partly_updated_.insert(partly_updated_.end(), maybe.begin(), maybe.end());
+  std::sort(partly_updated_.begin(), partly_updated_.end());
+  if (partly_updated_.empty()) return "";
+  std::string what;
+  if (!written.empty())
+    what = str_cat("had already written caller input(s) ", quoted_names(plan, written));
+  if (!maybe.empty())
+    what += str_cat(what.empty() ? "" : " and ", "may have partly written caller input(s) ",
+                    quoted_names(plan, maybe));
+  return str_cat(" (the failed call ", what,
+                 ", which are now partly updated; the context refuses further calls until they "
+                 "are rebound with bind_input or reset() is called)");
+}
+
+void ExecutionContext::reset() {
+  InFlightGuard guard(in_flight_, "reset", engine_->name());
+  partly_updated_.clear();
+}
+
+}  // namespace inplace
