@@ -1,5 +1,6 @@
 #include "compiler/compile.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <set>
@@ -17,13 +18,14 @@ int parse_index(const std::string& s, const char* prefix) {
 
 // mark_aliased_outputs: resolves the user's IN=OUT pairs (names or indices) and rejects
 // unknown names and anything claimed twice, naming it.
-std::vector<std::pair<std::string, int>> resolve_mutated_inputs(const Graph& graph,
-                                                                const CompileOptions& options) {
+std::vector<DeclaredMutation> resolve_mutated_inputs(const Graph& graph,
+                                                     const CompileOptions& options) {
   std::vector<Node*> ph = graph.placeholders();
-  std::vector<std::pair<std::string, int>> out;
+  std::vector<DeclaredMutation> out;
   std::set<std::string> inputs_seen;
   std::set<int> outputs_seen;
-  for (const auto& [in, o] : options.mutated_inputs) {
+  for (const DeclaredMutation& d : options.mutated_inputs) {
+    const std::string& in = d.input;
     std::string name = in;
     int idx = parse_index(in, "input.");
     if (idx >= 0) {
@@ -35,14 +37,13 @@ std::vector<std::pair<std::string, int>> resolve_mutated_inputs(const Graph& gra
       for (Node* p : ph) known |= p->name == name;
       IP_CHECK(known, kNotFound, "[mark_aliased_outputs] unknown input '", in, "'");
     }
-    int out_index = parse_index(o, "output.");
-    IP_CHECK(out_index >= 0, kNotFound, "[mark_aliased_outputs] unknown output '", o,
-             "' (give an index or output.<i>)");
+    int out_index = d.output;
+    IP_CHECK(out_index >= 0, kNotFound, "[mark_aliased_outputs] unknown output ", out_index);
     IP_CHECK(inputs_seen.insert(name).second, kInvalidArgument, "[mark_aliased_outputs] input '",
              name, "' is claimed twice");
     IP_CHECK(outputs_seen.insert(out_index).second, kInvalidArgument,
              "[mark_aliased_outputs] output ", out_index, " is claimed twice");
-    out.emplace_back(name, out_index);
+    out.push_back({name, out_index});
   }
   return out;
 }
@@ -96,8 +97,9 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
     cp.lifted_buffers.emplace_back(static_cast<int>(i), ctx.input_names[i]);
   }
   int kv = match_kv_cache_updates(cp.program, metas);
-  std::vector<AliasRequest> io;
-  for (auto [o, i] : ctx.io_map) io.push_back({o, i});
+  std::vector<Mutation> io = ctx.mutations;  // the engine takes them in output order
+  std::stable_sort(io.begin(), io.end(),
+                   [](const Mutation& a, const Mutation& b) { return a.output < b.output; });
   cp.engine = Engine::build(*cp.program.graph, io, ctx.original_output_count, examples, eo);
   if (options.verbose) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)

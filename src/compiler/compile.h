@@ -8,15 +8,17 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "ir/mutation.h"
 #include "passes/engine_passes.h"
 
 namespace inplace {
 
 struct CompileOptions {
   bool alias = true;  // false: the copy-back engine
-  // User-declared aliasing (`--mutated-input IN=OUT`): input name or index -> output index
-  // (or "output.<i>"). The output is the input's new value and is written into its memory.
-  std::vector<std::pair<std::string, std::string>> mutated_inputs;
+  // User-declared aliasing (`--mutated-input IN=OUT`): the input by name (placeholder or
+  // buffer target) or as "input.<i>", and the flat output that is its new value; the engine
+  // writes that output into the input's memory.
+  std::vector<DeclaredMutation> mutated_inputs;
   bool verbose = false;
   // Bounded dynamic dims of inputs (`--dynamic INPUT:DIM:MAX`): memory is planned at MAX and
   // each call's extent, up to MAX, is checked when the input is bound.

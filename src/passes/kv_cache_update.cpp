@@ -123,7 +123,7 @@ int match_kv_cache_updates(FunctionalProgram& program, const std::vector<Tensor>
   std::vector<Value> leaves;
   flatten_value(out->args[0], &leaves);
   int rewritten = 0;
-  for (auto [o, i] : ctx.io_map) {
+  for (auto [o, i] : ctx.io_map()) {
     if (o >= static_cast<int>(leaves.size()) || !leaves[o].is_node()) continue;
     Node* value = leaves[o].node;
     Node* cache = placeholders[i];

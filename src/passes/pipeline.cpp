@@ -8,6 +8,12 @@
 
 namespace inplace {
 
+std::map<int, int> PassContext::io_map() const {
+  std::map<int, int> out;
+  for (const Mutation& m : mutations) out[m.output] = m.input;
+  return out;
+}
+
 std::vector<std::unique_ptr<Pass>> functionalization_passes() {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(make_normalize_pass());

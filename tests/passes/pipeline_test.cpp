@@ -35,7 +35,7 @@ TEST(Pipeline, UntilStopsAndPrintAfterPrints) {
   EXPECT_NE(printed.str().find("aten.add_.Tensor"), std::string::npos) << printed.str();
   EXPECT_EQ(count_target(*g, "aten.add_.Tensor"), 1);  // not yet rewritten
   EXPECT_EQ(ctx.timings_ms.size(), 2u);
-  EXPECT_EQ(ctx.io_map, (std::map<int, int>{{1, 0}}));
+  EXPECT_EQ(ctx.io_map(), (std::map<int, int>{{1, 0}}));
 }
 
 TEST(Pipeline, FullRunIsFunctionalAndDeadCodeIsGone) {

@@ -27,7 +27,7 @@ int run_compile(const std::vector<std::string>& args) {
   runtime_value_flags(p, &dynamic, &ranges);
   if (!p.parse(args)) return 0;
   std::unique_ptr<Graph> g = read_graph_json(path);
-  CompileOptions co = compile_options(no_alias, mutated);
+  CompileOptions co = compile_options("compile", no_alias, mutated);
   add_runtime_value_options(co, dynamic, ranges);
   CompiledProgram cp = compile(*g, example_inputs(*g, inputs_path), co);
   save_engine(*cp.engine, out_path);

@@ -2,7 +2,6 @@
 //              [--mode eager|functional|compiled] [--no-alias] [--mutated-input INPUT=OUTPUT]...
 // (DESIGN.md "inplace exec"). OUT holds output.<i>, input.<name> and buffer.<target>.
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <set>
 
@@ -34,18 +33,6 @@ Tensor as_output_tensor(const Value& v, const std::string& what) {
       IP_FAIL(kUnsupported, "[exec] ", what, " is ", v.kind_name(),
               "; only tensors and numbers can be written to safetensors");
   }
-}
-
-size_t parse_output_index(const std::string& text) {
-  std::string digits = text.rfind("output.", 0) == 0 ? text.substr(7) : text;
-  bool ok = !digits.empty() && digits.size() < 10;
-  for (char c : digits) ok &= std::isdigit(static_cast<unsigned char>(c)) != 0;
-  if (!ok)
-    throw UsageError(
-        "exec: --mutated-input OUTPUT must be an output index such as 0 or "
-        "output.0, got '" +
-        text + "'");
-  return static_cast<size_t>(std::stoul(digits));
 }
 
 std::string join(const std::vector<std::string>& names) {
@@ -94,12 +81,7 @@ int run_exec(const std::vector<std::string>& args) {
   options.no_alias = no_alias;
   options.dynamic = dynamic;
   options.value_ranges = ranges;
-  for (const std::string& m : mutated) {
-    size_t eq = m.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())
-      throw UsageError("exec: --mutated-input takes INPUT=OUTPUT, got '" + m + "'");
-    options.mutated_inputs.emplace_back(m.substr(0, eq), parse_output_index(m.substr(eq + 1)));
-  }
+  options.mutated_inputs = parse_mutated_inputs("exec", mutated);
   IP_CHECK(mode->run != nullptr, kUnsupported, "mode '", mode_name, "' is not available yet");
 
   if (looks_like_engine_file(graph_path))
@@ -136,7 +118,8 @@ int run_exec(const std::vector<std::string>& args) {
   State state = initial_state(*graph);
   std::vector<Value> outputs = mode->run(*graph, inputs, state, options);
 
-  for (const auto& [name, index] : options.mutated_inputs) {
+  for (const auto& [name, output] : options.mutated_inputs) {
+    size_t index = static_cast<size_t>(output);
     IP_CHECK(index < outputs.size(), kOutOfRange, "[exec] --mutated-input ", name, "=", index,
              ": the graph has ", outputs.size(), " outputs");
     const Value& v = outputs[index];

@@ -21,8 +21,7 @@ std::vector<Value> run_mode_compiled(const Graph& graph, Inputs& inputs, State& 
   }
   CompileOptions co;
   co.alias = !options.no_alias;
-  for (const auto& [name, index] : options.mutated_inputs)
-    co.mutated_inputs.emplace_back(name, std::to_string(index));
+  co.mutated_inputs = options.mutated_inputs;
   add_runtime_value_options(co, options.dynamic, options.value_ranges);
   CompiledProgram cp = compile(graph, examples, co);
   ExecutionContext ctx(cp.engine);

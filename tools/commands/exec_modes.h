@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "interpreter/interpreter.h"
+#include "ir/mutation.h"
 
 namespace inplace::cli {
 
@@ -17,7 +18,7 @@ struct ExecOptions {
   bool no_alias = false;  // compiled: the copy-back engine instead of aliased I/O
   // --mutated-input INPUT=OUTPUT: output OUTPUT (index into the user outputs) is the new value
   // of placeholder INPUT and is written back into it after the call.
-  std::vector<std::pair<std::string, size_t>> mutated_inputs;
+  std::vector<DeclaredMutation> mutated_inputs;
   // compiled: --dynamic INPUT:DIM:MAX and --value-range INPUT:LO:HI, as given.
   std::vector<std::string> dynamic, value_ranges;
 };

@@ -25,14 +25,15 @@ std::string summary(const PassContext& ctx) {
   if (ctx.original_output_count < 0) return "";
   std::string s = str_cat("# original outputs: ", ctx.original_output_count, "\n# io_map: {");
   bool first = true;
-  for (auto [o, i] : ctx.io_map) {
+  for (auto [o, i] : ctx.io_map()) {
     s += str_cat(first ? "" : ", ", o, ": ", i);
     first = false;
   }
   s += "}\n";
-  for (const MutatedInput& m : ctx.mutated)
-    s += str_cat("#   output ", m.output_index, " is the new value of ",
-                 m.is_buffer ? "buffer '" : "input '", m.name, "' (input ", m.input_index, ")\n");
+  for (const Mutation& m : ctx.mutations)
+    s += str_cat("#   output ", m.output, " is the new value of ",
+                 ctx.is_buffer(m.input) ? "buffer '" : "input '", ctx.input_names[m.input],
+                 "' (input ", m.input, ")\n");
   return s;
 }
 

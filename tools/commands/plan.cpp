@@ -38,15 +38,11 @@ std::vector<Tensor> example_inputs(const Graph& graph, const std::string& inputs
   return out;
 }
 
-CompileOptions compile_options(bool no_alias, const std::vector<std::string>& mutated) {
+CompileOptions compile_options(const std::string& command, bool no_alias,
+                               const std::vector<std::string>& mutated) {
   CompileOptions co;
   co.alias = !no_alias;
-  for (const std::string& m : mutated) {
-    size_t eq = m.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())
-      throw UsageError("--mutated-input takes INPUT=OUTPUT, got '" + m + "'");
-    co.mutated_inputs.emplace_back(m.substr(0, eq), m.substr(eq + 1));
-  }
+  co.mutated_inputs = parse_mutated_inputs(command, mutated);
   return co;
 }
 
@@ -111,7 +107,7 @@ int run_plan(const std::vector<std::string>& args) {
   runtime_value_flags(p, &dynamic, &ranges);
   if (!p.parse(args)) return 0;
   std::unique_ptr<Graph> g = read_graph_json(path);
-  CompileOptions co = compile_options(no_alias, mutated);
+  CompileOptions co = compile_options("plan", no_alias, mutated);
   add_runtime_value_options(co, dynamic, ranges);
   co.verbose = verbose;
   CompiledProgram cp = compile(*g, example_inputs(*g, inputs_path), co);
