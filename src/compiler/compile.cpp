@@ -16,7 +16,7 @@ int parse_index(const std::string& s, const char* prefix) {
   return std::stoi(t);
 }
 
-// mark_aliased_outputs: resolves the user's IN=OUT pairs (names or indices) and rejects
+// Resolves the user's IN=OUT pairs (names or indices) and rejects
 // unknown names and anything claimed twice, naming it.
 std::vector<DeclaredMutation> resolve_mutated_inputs(const Graph& graph,
                                                      const CompileOptions& options) {
@@ -72,31 +72,32 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   for (const auto& r : options.value_ranges)
     eo.value_ranges.push_back({input_of(r.input, "--value-range"), r.lo, r.hi});
   // Shapes the passes see: dynamic dims at their maximum.
-  std::vector<Tensor> metas;
   for (size_t i = 0; i < ph.size(); ++i) {
     Shape shape = example_inputs[i].shape();
     for (const DynamicDim& d : eo.dynamic_dims)
       if (d.input == static_cast<int>(i) && d.dim >= 0 && d.dim < static_cast<int64_t>(shape.size()))
         shape[d.dim] = d.max;
-    metas.push_back(Tensor::meta(shape, example_inputs[i].dtype()));
     Meta m;
     m.shape = shape;
     m.dtype = example_inputs[i].dtype();
     po.input_metas[ph[i]->name] = m;
   }
+  // The whole pipeline: functionalization, then the engine passes (buffer lifting, the
+  // kv_cache_update matcher) on a copy of the graph.
   CompiledProgram cp;
-  cp.program = make_functional(graph, po);
-  cp.num_user_inputs = cp.program.context.num_placeholders;
-  lift_mutated_buffers(cp.program);
+  cp.program.graph = graph.clone();
+  cp.program.context.options = std::move(po);
+  run_passes(compile_passes(), *cp.program.graph, cp.program.context);
   const PassContext& ctx = cp.program.context;
+  cp.num_user_inputs = ctx.num_placeholders;
   std::vector<Tensor> examples = example_inputs;
   for (size_t i = ctx.num_placeholders; i < ctx.input_names.size(); ++i) {
-    const Tensor& buffer = graph.constants.at(ctx.input_names[i]);
-    examples.push_back(buffer);
-    metas.push_back(Tensor::meta(buffer.shape(), buffer.dtype()));
+    examples.push_back(graph.constants.at(ctx.input_names[i]));
     cp.lifted_buffers.emplace_back(static_cast<int>(i), ctx.input_names[i]);
   }
-  int kv = match_kv_cache_updates(cp.program, metas);
+  const auto kv = std::count_if(ctx.mutations.begin(), ctx.mutations.end(), [](const Mutation& m) {
+    return m.kind == MutationKind::kKvCacheUpdate;
+  });
   std::vector<Mutation> io = ctx.mutations;  // the engine takes them in output order
   std::stable_sort(io.begin(), io.end(),
                    [](const Mutation& a, const Mutation& b) { return a.output < b.output; });

@@ -1,6 +1,7 @@
 // compile(): the whole path from a program with in-place ops to an engine that writes the
-// mutated state into the caller's memory: functionalization passes, buffer lifting, the
-// KV-cache update matcher, then the engine builder (reinplacing, memory planning).
+// mutated state into the caller's memory: the pass pipeline (compile_passes(): the
+// functionalization passes, then buffer lifting and the KV-cache update matcher), then the
+// engine builder (reinplacing, memory planning).
 #pragma once
 #include <memory>
 #include <string>
@@ -9,7 +10,7 @@
 
 #include "engine/engine.h"
 #include "ir/mutation.h"
-#include "passes/engine_passes.h"
+#include "passes/functional_runner.h"
 
 namespace inplace {
 

@@ -51,6 +51,9 @@ class Pass {
   virtual ~Pass() = default;
   virtual std::string name() const = 0;
   virtual void run(Graph& graph, PassContext& ctx) = 0;
+  // What the pass promises beyond a valid graph, checked by the pipeline after it runs (throws
+  // naming what broke it). Default: nothing more.
+  virtual void check(const Graph& graph) const {}
 };
 
 // Factories, one per pass file.
