@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "ir/export_signature.h"
 #include "passes/alias_model.h"
 #include "passes/functional_forms.h"
 #include "passes/op_info.h"
@@ -99,16 +100,8 @@ class AliasAnalysisPass : public Pass {
     };
     for (const DeclaredMutation& d : ctx.options.mutated_inputs)
       declare(d.input, d.output, "--mutated-input");
-    const Signature& sig = graph.signature;
-    if (!sig.outputs.empty() && static_cast<int>(sig.outputs.size()) == ctx.original_output_count) {
-      for (size_t o = 0; o < sig.outputs.size(); ++o) {
-        const SignatureOutput& so = sig.outputs[o];
-        if (so.kind == "user_input_mutation") declare(so.target, static_cast<int>(o), "signature");
-        if (so.kind == "buffer_mutation")
-          for (const SignatureInput& si : sig.inputs)
-            if (si.target == so.target) declare(si.node, static_cast<int>(o), "signature");
-      }
-    }
+    for (const DeclaredMutation& d : signature_mutations(graph, ctx.original_output_count))
+      declare(d.input, d.output, "signature");
 
     // One output per mutated input, in input order.
     std::vector<std::pair<int, int>> appended;  // (input index, root)

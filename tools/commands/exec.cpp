@@ -3,7 +3,6 @@
 // (DESIGN.md "inplace exec"). OUT holds output.<i>, input.<name> and buffer.<target>.
 #include <algorithm>
 #include <cstdio>
-#include <set>
 
 #include "arg_parser.h"
 #include "commands.h"
@@ -11,6 +10,7 @@
 #include "exec_engine.h"
 #include "exec_modes.h"
 #include "frontend/graph_json.h"
+#include "ir/export_signature.h"
 #include "frontend/safetensors.h"
 
 namespace inplace::cli {
@@ -91,12 +91,7 @@ int run_exec(const std::vector<std::string>& args) {
   if (!inputs_path.empty()) given = read_safetensors(inputs_path);
 
   // User placeholders are fed from IN; a signature's parameters/buffers come from the state.
-  std::set<std::string> lifted;
-  for (const SignatureInput& in : graph->signature.inputs)
-    if (in.kind != "user_input") lifted.insert(in.node);
-  std::vector<std::string> user_names;
-  for (const Node* n : graph->placeholders())
-    if (!lifted.count(n->name)) user_names.push_back(n->name);
+  std::vector<std::string> user_names = user_input_names(*graph);
   Inputs inputs;
   for (auto& [key, t] : given) {
     IP_CHECK(std::find(user_names.begin(), user_names.end(), key) != user_names.end(), kNotFound,

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "interpreter/interpreter.h"
+#include "compiler/exported_program.h"
 #include "ir/mutation.h"
 
 namespace inplace::cli {
@@ -24,7 +24,7 @@ struct ExecOptions {
 };
 
 // Placeholder name -> value (tensors shared with the caller, never copied).
-using Inputs = std::map<std::string, Value>;
+using Inputs = GraphInputs;
 
 using ModeFn = std::vector<Value> (*)(const Graph& graph, Inputs& inputs, State& state,
                                       const ExecOptions& options);
@@ -37,9 +37,9 @@ struct Mode {
 // Every mode exec accepts, available or not.
 const std::vector<Mode>& exec_modes();
 
-// Runs the graph as written in the eager interpreter. A torch.export signature is honoured:
-// buffer_mutation and user_input_mutation outputs are written back into their buffer/input,
-// and only user_output outputs are returned.
+// Runs the graph as written in the eager interpreter. A torch.export signature is honoured
+// (compiler/exported_program.h): buffer_mutation and user_input_mutation outputs are written
+// back into their buffer/input, and only user_output outputs are returned.
 std::vector<Value> run_mode_eager(const Graph& graph, Inputs& inputs, State& state,
                                   const ExecOptions& options);
 
@@ -52,13 +52,5 @@ std::vector<Value> run_mode_functional(const Graph& graph, Inputs& inputs, State
 // and runs it once.
 std::vector<Value> run_mode_compiled(const Graph& graph, Inputs& inputs, State& state,
                                      const ExecOptions& options);
-
-// Binds parameter/buffer/constant placeholders of a torch.export signature to the state
-// (by target), without copying. Shared by the modes.
-void bind_lifted_placeholders(const Graph& graph, Inputs& inputs, State& state);
-
-// Writes the graph's flat outputs back as its signature says and returns the user outputs.
-std::vector<Value> apply_signature(const Graph& graph, const std::vector<Value>& flat,
-                                   Inputs& inputs, State& state);
 
 }  // namespace inplace::cli

@@ -8,6 +8,7 @@
 #include "compiler/compile.h"
 #include "frontend/graph_json.h"
 #include "frontend/safetensors.h"
+#include "ir/export_signature.h"
 
 namespace inplace::cli {
 
@@ -23,12 +24,9 @@ std::vector<Tensor> example_inputs(const Graph& graph, const std::string& inputs
       out.push_back(it->second);
       continue;
     }
-    const Tensor* constant = nullptr;
-    for (const SignatureInput& in : graph.signature.inputs)
-      if (in.node == n->name && graph.constants.count(in.target))
-        constant = &graph.constants.at(in.target);
-    if (constant) {
-      out.push_back(*constant);
+    const SignatureInput* sig = signature_input(graph, n->name);
+    if (sig && graph.constants.count(sig->target)) {
+      out.push_back(graph.constants.at(sig->target));
       continue;
     }
     IP_CHECK(n->meta.shape && n->meta.dtype, kNotFound, "[compile] input '", n->name,
