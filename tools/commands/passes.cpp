@@ -34,7 +34,9 @@ std::string summary(const PassContext& ctx) {
   for (const Mutation& m : ctx.mutations)
     s += str_cat("#   output ", m.output, " is the new value of ",
                  ctx.is_buffer(m.input) ? "buffer '" : "input '", ctx.input_names[m.input],
-                 "' (input ", m.input, ")\n");
+                 "' (input ", m.input,
+                 m.kind == MutationKind::kKvCacheUpdate ? ", written by kv_cache_update" : "",
+                 ")\n");
   return s;
 }
 
