@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system packages inplace builds with (Debian). Idempotent; needs root or sudo.
 set -euo pipefail
-PKGS=(cmake ninja-build g++ clang libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+PKGS=(cmake ninja-build g++ clang clang-format libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
       libopenblas-dev python3-numpy python3-torch)  # torch: the PyTorch comparison tests
 missing=()
 for p in "${PKGS[@]}"; do

@@ -166,7 +166,7 @@ int run(const DemoArgs& args) {
 
   std::vector<std::string> caches;
   double cache_bytes = 0;
-  for (const AliasedIO& a : aliased.engine->aliased_io()) {
+  for (const Mutation& a : aliased.engine->aliased_io()) {
     const Binding& b = aliased.engine->inputs()[a.input];
     caches.push_back(b.name);
     cache_bytes += static_cast<double>(example.at(b.name).nbytes());
@@ -174,9 +174,9 @@ int run(const DemoArgs& args) {
   std::printf("inplace streaming decoder: %s (%s)\n", dir.c_str(), graph->name.c_str());
   std::printf("  caches owned by the caller: %zu tensors, %s; aliased I/O:", caches.size(),
               mib(cache_bytes).c_str());
-  for (const AliasedIO& a : aliased.engine->aliased_io())
+  for (const Mutation& a : aliased.engine->aliased_io())
     std::printf(" %s<-output.%d(%s)", aliased.engine->inputs()[a.input].name.c_str(), a.output,
-                alias_kind_name(a.kind));
+                mutation_kind_name(a.kind));
   std::printf(
       "\n  aliased engine: %zu steps, arena %lld B; copy-back engine: %zu steps, arena "
       "%lld B\n",

@@ -1,5 +1,6 @@
 #include "compiler/compile.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <set>
@@ -15,15 +16,16 @@ int parse_index(const std::string& s, const char* prefix) {
   return std::stoi(t);
 }
 
-// mark_aliased_outputs: resolves the user's IN=OUT pairs (names or indices) and rejects
+// Resolves the user's IN=OUT pairs (names or indices) and rejects
 // unknown names and anything claimed twice, naming it.
-std::vector<std::pair<std::string, int>> resolve_mutated_inputs(const Graph& graph,
-                                                                const CompileOptions& options) {
+std::vector<DeclaredMutation> resolve_mutated_inputs(const Graph& graph,
+                                                     const CompileOptions& options) {
   std::vector<Node*> ph = graph.placeholders();
-  std::vector<std::pair<std::string, int>> out;
+  std::vector<DeclaredMutation> out;
   std::set<std::string> inputs_seen;
   std::set<int> outputs_seen;
-  for (const auto& [in, o] : options.mutated_inputs) {
+  for (const DeclaredMutation& d : options.mutated_inputs) {
+    const std::string& in = d.input;
     std::string name = in;
     int idx = parse_index(in, "input.");
     if (idx >= 0) {
@@ -35,14 +37,13 @@ std::vector<std::pair<std::string, int>> resolve_mutated_inputs(const Graph& gra
       for (Node* p : ph) known |= p->name == name;
       IP_CHECK(known, kNotFound, "[mark_aliased_outputs] unknown input '", in, "'");
     }
-    int out_index = parse_index(o, "output.");
-    IP_CHECK(out_index >= 0, kNotFound, "[mark_aliased_outputs] unknown output '", o,
-             "' (give an index or output.<i>)");
+    int out_index = d.output;
+    IP_CHECK(out_index >= 0, kNotFound, "[mark_aliased_outputs] unknown output ", out_index);
     IP_CHECK(inputs_seen.insert(name).second, kInvalidArgument, "[mark_aliased_outputs] input '",
              name, "' is claimed twice");
     IP_CHECK(outputs_seen.insert(out_index).second, kInvalidArgument,
              "[mark_aliased_outputs] output ", out_index, " is claimed twice");
-    out.emplace_back(name, out_index);
+    out.push_back({name, out_index});
   }
   return out;
 }
@@ -71,33 +72,35 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   for (const auto& r : options.value_ranges)
     eo.value_ranges.push_back({input_of(r.input, "--value-range"), r.lo, r.hi});
   // Shapes the passes see: dynamic dims at their maximum.
-  std::vector<Tensor> metas;
   for (size_t i = 0; i < ph.size(); ++i) {
     Shape shape = example_inputs[i].shape();
     for (const DynamicDim& d : eo.dynamic_dims)
       if (d.input == static_cast<int>(i) && d.dim >= 0 && d.dim < static_cast<int64_t>(shape.size()))
         shape[d.dim] = d.max;
-    metas.push_back(Tensor::meta(shape, example_inputs[i].dtype()));
     Meta m;
     m.shape = shape;
     m.dtype = example_inputs[i].dtype();
     po.input_metas[ph[i]->name] = m;
   }
+  // The whole pipeline: functionalization, then the engine passes (buffer lifting, the
+  // kv_cache_update matcher) on a copy of the graph.
   CompiledProgram cp;
-  cp.program = make_functional(graph, po);
-  cp.num_user_inputs = cp.program.context.num_placeholders;
-  lift_mutated_buffers(cp.program);
+  cp.program.graph = graph.clone();
+  cp.program.context.options = std::move(po);
+  run_passes(compile_passes(), *cp.program.graph, cp.program.context);
   const PassContext& ctx = cp.program.context;
+  cp.num_user_inputs = ctx.num_placeholders;
   std::vector<Tensor> examples = example_inputs;
   for (size_t i = ctx.num_placeholders; i < ctx.input_names.size(); ++i) {
-    const Tensor& buffer = graph.constants.at(ctx.input_names[i]);
-    examples.push_back(buffer);
-    metas.push_back(Tensor::meta(buffer.shape(), buffer.dtype()));
+    examples.push_back(graph.constants.at(ctx.input_names[i]));
     cp.lifted_buffers.emplace_back(static_cast<int>(i), ctx.input_names[i]);
   }
-  int kv = match_kv_cache_updates(cp.program, metas);
-  std::vector<AliasRequest> io;
-  for (auto [o, i] : ctx.io_map) io.push_back({o, i});
+  const auto kv = std::count_if(ctx.mutations.begin(), ctx.mutations.end(), [](const Mutation& m) {
+    return m.kind == MutationKind::kKvCacheUpdate;
+  });
+  std::vector<Mutation> io = ctx.mutations;  // the engine takes them in output order
+  std::stable_sort(io.begin(), io.end(),
+                   [](const Mutation& a, const Mutation& b) { return a.output < b.output; });
   cp.engine = Engine::build(*cp.program.graph, io, ctx.original_output_count, examples, eo);
   if (options.verbose) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)

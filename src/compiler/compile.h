@@ -1,6 +1,7 @@
 // compile(): the whole path from a program with in-place ops to an engine that writes the
-// mutated state into the caller's memory: functionalization passes, buffer lifting, the
-// KV-cache update matcher, then the engine builder (reinplacing, memory planning).
+// mutated state into the caller's memory: the pass pipeline (compile_passes(): the
+// functionalization passes, then buffer lifting and the KV-cache update matcher), then the
+// engine builder (reinplacing, memory planning).
 #pragma once
 #include <memory>
 #include <string>
@@ -8,15 +9,17 @@
 #include <vector>
 
 #include "engine/engine.h"
-#include "passes/engine_passes.h"
+#include "ir/mutation.h"
+#include "passes/functional_runner.h"
 
 namespace inplace {
 
 struct CompileOptions {
   bool alias = true;  // false: the copy-back engine
-  // User-declared aliasing (`--mutated-input IN=OUT`): input name or index -> output index
-  // (or "output.<i>"). The output is the input's new value and is written into its memory.
-  std::vector<std::pair<std::string, std::string>> mutated_inputs;
+  // User-declared aliasing (`--mutated-input IN=OUT`): the input by name (placeholder or
+  // buffer target) or as "input.<i>", and the flat output that is its new value; the engine
+  // writes that output into the input's memory.
+  std::vector<DeclaredMutation> mutated_inputs;
   bool verbose = false;
   // Bounded dynamic dims of inputs (`--dynamic INPUT:DIM:MAX`): memory is planned at MAX and
   // each call's extent, up to MAX, is checked when the input is bound.

@@ -21,7 +21,7 @@ struct ValueBuffer {
 struct BuildState {
   Plan plan;
   std::vector<ValueBuffer> values;
-  std::vector<AliasRequest> io_map;
+  std::vector<Mutation> mutations;  // the outputs that are new values of inputs
   EngineOptions options;
   // Copy steps to insert after step `first` (-1: before all steps).
   std::vector<std::pair<int, Step>> copies;

@@ -8,13 +8,13 @@
 namespace inplace {
 
 std::optional<int> Engine::aliased_input(int output) const {
-  for (const AliasedIO& a : plan_.aliased_io)
+  for (const Mutation& a : plan_.aliased_io)
     if (a.output == output) return a.input;
   return std::nullopt;
 }
 
 bool Engine::input_is_aliased(int input) const {
-  for (const AliasedIO& a : plan_.aliased_io)
+  for (const Mutation& a : plan_.aliased_io)
     if (a.input == input) return true;
   return false;
 }
@@ -31,8 +31,8 @@ int64_t Engine::weight_bytes() const {
   return n;
 }
 
-std::vector<AliasedIO> derive_aliased_io(const Plan& plan) {
-  std::vector<AliasedIO> out;
+std::vector<Mutation> derive_aliased_io(const Plan& plan) {
+  std::vector<Mutation> out;
   for (size_t j = 0; j < plan.output_refs.size(); ++j) {
     const TensorRef& r = plan.output_refs[j];
     if (r.buffer.kind != BufferKind::kInput) continue;
@@ -43,28 +43,28 @@ std::vector<AliasedIO> derive_aliased_io(const Plan& plan) {
       for (const TensorRef& o : s.outs)
         if (o.buffer == r.buffer) writer = &s;
     if (!writer) continue;
-    AliasKind kind = writer->op && writer->op->schema.name == "kv_cache_update"
-                         ? AliasKind::kKvCacheUpdate
-                         : AliasKind::kUser;
+    MutationKind kind = writer->op && writer->op->has_tag(kCacheUpdate)
+                         ? MutationKind::kKvCacheUpdate
+                         : MutationKind::kUser;
     out.push_back({static_cast<int>(j), r.buffer.index, kind});
   }
   return out;
 }
 
-std::vector<AliasedIO> reconcile_aliased_io(const std::vector<AliasedIO>& derived,
-                                            const std::vector<AliasedIO>& recorded) {
-  std::vector<AliasedIO> out;
-  for (const AliasedIO& d : derived)
-    if (d.kind == AliasKind::kKvCacheUpdate) out.push_back(d);
+std::vector<Mutation> reconcile_aliased_io(const std::vector<Mutation>& derived,
+                                            const std::vector<Mutation>& recorded) {
+  std::vector<Mutation> out;
+  for (const Mutation& d : derived)
+    if (d.kind == MutationKind::kKvCacheUpdate) out.push_back(d);
   auto has_output = [&](int o) {
-    return std::any_of(out.begin(), out.end(), [&](const AliasedIO& a) { return a.output == o; });
+    return std::any_of(out.begin(), out.end(), [&](const Mutation& a) { return a.output == o; });
   };
-  for (const AliasedIO& r : recorded)
-    if (!has_output(r.output)) out.push_back({r.output, r.input, AliasKind::kUser});
+  for (const Mutation& r : recorded)
+    if (!has_output(r.output)) out.push_back({r.output, r.input, MutationKind::kUser});
   // Derived user entries are not added: a copy-back engine's write-back looks like one, and
   // only the stored map can tell a user alias from a copy-back (TensorRT cannot report them).
   std::sort(out.begin(), out.end(),
-            [](const AliasedIO& a, const AliasedIO& b) { return a.output < b.output; });
+            [](const Mutation& a, const Mutation& b) { return a.output < b.output; });
   return out;
 }
 
@@ -223,7 +223,7 @@ void validate_plan(const Plan& plan) {
 }
 
 std::shared_ptr<const Engine> Engine::from_plan(Plan plan, std::string name,
-                                                const std::vector<AliasedIO>& recorded) {
+                                                const std::vector<Mutation>& recorded) {
   validate_plan(plan);
   plan.aliased_io = reconcile_aliased_io(derive_aliased_io(plan), recorded);
   check_write_set(plan);
@@ -270,9 +270,9 @@ std::string Engine::describe() const {
   os << "aliased_io:";
   if (plan_.aliased_io.empty()) os << " none";
   os << "\n";
-  for (const AliasedIO& a : plan_.aliased_io)
+  for (const Mutation& a : plan_.aliased_io)
     os << "  output " << a.output << " -> input " << a.input << " (" << plan_.inputs[a.input].name
-       << ") kind=" << alias_kind_name(a.kind) << "\n";
+       << ") kind=" << mutation_kind_name(a.kind) << "\n";
   os << "mutated_inputs:";
   if (plan_.mutated_inputs.empty()) os << " none";
   for (int i : plan_.mutated_inputs) os << " " << plan_.inputs[i].name;

@@ -31,13 +31,6 @@ struct EngineOptions {
   std::vector<ValueRange> value_ranges;
 };
 
-// A mutated input (or a user-declared alias): engine output `output` is the new value of input
-// binding `input`.
-struct AliasRequest {
-  int output = 0;
-  int input = 0;
-};
-
 class Engine {
  public:
   // Builds from a functional graph (the pass pipeline's result). Input bindings are the
@@ -45,7 +38,7 @@ class Engine {
   // their shapes and dtypes (dynamic dims: options.dynamic_dims). No kernel runs: the plan is
   // built from metadata, and values read from integer inputs become runtime scalars.
   static std::shared_ptr<const Engine> build(const Graph& graph,
-                                             const std::vector<AliasRequest>& io_map,
+                                             const std::vector<Mutation>& mutations,
                                              int original_output_count,
                                              const std::vector<Tensor>& example_inputs,
                                              const EngineOptions& options = {});
@@ -53,13 +46,13 @@ class Engine {
   // map, reconciled with what the plan itself does (the plan wins for kv_cache_update; user
   // entries are kept).
   static std::shared_ptr<const Engine> from_plan(Plan plan, std::string name,
-                                                 const std::vector<AliasedIO>& recorded);
+                                                 const std::vector<Mutation>& recorded);
 
   const std::string& name() const { return name_; }
   const Plan& plan() const { return plan_; }
   const std::vector<Binding>& inputs() const { return plan_.inputs; }
   const std::vector<Binding>& outputs() const { return plan_.outputs; }
-  const std::vector<AliasedIO>& aliased_io() const { return plan_.aliased_io; }
+  const std::vector<Mutation>& aliased_io() const { return plan_.aliased_io; }
   // Every input the engine writes: the aliased inputs, or the copy-back engine's write-backs.
   const std::vector<int>& mutated_inputs() const { return plan_.mutated_inputs; }
   int original_output_count() const { return plan_.original_output_count; }
@@ -79,11 +72,11 @@ class Engine {
 
 // What the plan itself writes in place: output j is input i when its result is the whole
 // input binding and a step writes that binding; the kind is kv_cache_update when that step is.
-std::vector<AliasedIO> derive_aliased_io(const Plan& plan);
+std::vector<Mutation> derive_aliased_io(const Plan& plan);
 // Plan-derived entries win for kv_cache_update; recorded user entries are kept. Derived user
 // entries are not added (a copy-back write looks the same; only the record knows).
-std::vector<AliasedIO> reconcile_aliased_io(const std::vector<AliasedIO>& derived,
-                                            const std::vector<AliasedIO>& recorded);
+std::vector<Mutation> reconcile_aliased_io(const std::vector<Mutation>& derived,
+                                            const std::vector<Mutation>& recorded);
 // Throws kCorrupt naming the step when a plan refers to buffers or bindings it does not have.
 void validate_plan(const Plan& plan);
 

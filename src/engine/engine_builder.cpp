@@ -5,16 +5,16 @@
 namespace inplace {
 
 std::shared_ptr<const Engine> Engine::build(const Graph& graph,
-                                            const std::vector<AliasRequest>& io_map,
+                                            const std::vector<Mutation>& mutations,
                                             int original_output_count,
                                             const std::vector<Tensor>& example_inputs,
                                             const EngineOptions& options) {
   BuildState st;
-  st.io_map = io_map;
+  st.mutations = mutations;
   st.options = options;
   build_steps(st, graph, example_inputs);
   st.plan.original_output_count = original_output_count;
-  for (const AliasRequest& a : io_map) {
+  for (const Mutation& a : mutations) {
     IP_CHECK(a.output >= 0 && a.output < static_cast<int>(st.plan.outputs.size()) &&
                  a.input >= 0 && a.input < static_cast<int>(st.plan.inputs.size()),
              kInvalidArgument, "[compile] alias output ", a.output, " -> input ", a.input,

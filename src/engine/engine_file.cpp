@@ -159,9 +159,9 @@ int parse_binding_ref(const std::string& text, const std::vector<Binding>& bs, c
   return static_cast<int>(index);
 }
 
-std::vector<AliasedIO> parse_aliased_io(const std::string& text, const Plan& plan,
+std::vector<Mutation> parse_aliased_io(const std::string& text, const Plan& plan,
                                         const std::string& label) {
-  std::vector<AliasedIO> out;
+  std::vector<Mutation> out;
   if (text.empty()) return out;
   std::set<int> outputs, inputs;
   for (const std::string& record : split(text, kRecordSep)) {
@@ -171,8 +171,8 @@ std::vector<AliasedIO> parse_aliased_io(const std::string& text, const Plan& pla
     };
     std::vector<std::string> parts = split(record, kPartSep);
     if (parts.size() != 3) fail("expected OUTPUT@INPUT@KIND");
-    AliasedIO a;
-    if (!parse_alias_kind(parts[2], &a.kind))
+    Mutation a;
+    if (!parse_mutation_kind(parts[2], &a.kind))
       fail("unknown alias kind '" + parts[2] + "' (kv_cache_update or user)");
     a.output = parse_binding_ref(parts[0], plan.outputs, "output", record, label);
     a.input = parse_binding_ref(parts[1], plan.inputs, "input", record, label);
@@ -250,13 +250,13 @@ bool is_engine_file(std::string_view bytes) {
 
 std::string serialize_aliased_io(const Engine& e) {
   std::string out;
-  for (const AliasedIO& a : e.aliased_io()) {
+  for (const Mutation& a : e.aliased_io()) {
     const std::string &o = e.outputs()[a.output].name, &i = e.inputs()[a.input].name;
     for (const std::string* n : {&o, &i})
       IP_CHECK(n->find_first_of("%@") == std::string::npos, kInvalidArgument, "[engine_file] ",
                "binding name '", *n, "' contains '%' or '@', which ALIASED_IO cannot hold");
     if (!out.empty()) out += kRecordSep;
-    out += str_cat(a.output, ":", o, kPartSep, a.input, ":", i, kPartSep, alias_kind_name(a.kind));
+    out += str_cat(a.output, ":", o, kPartSep, a.input, ":", i, kPartSep, mutation_kind_name(a.kind));
   }
   return out;
 }
@@ -354,7 +354,7 @@ std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const s
               plan.inputs, "INPUT_BINDING_NAMES", label);
   check_names(read_names(fields[kFieldOutputBindingNames], label, "field OUTPUT_BINDING_NAMES"),
               plan.outputs, "OUTPUT_BINDING_NAMES", label);
-  std::vector<AliasedIO> recorded =
+  std::vector<Mutation> recorded =
       parse_aliased_io(std::string(fields[kFieldAliasedIO]), plan, label);
   plan.mutated_inputs = parse_mutated_inputs(std::string(fields[kFieldMutatedInputs]), plan, label);
   try {

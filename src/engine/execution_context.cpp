@@ -30,7 +30,7 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
   for (const RefreshItem& r : plan.refresh)
     if (r.kind == RefreshItem::Kind::kStep) refresh_args_[r.index] = plan.steps[r.index].args;
   input_written_ = inputs_written(plan);
-  for (const AliasedIO& a : plan.aliased_io) input_written_[a.input] = true;
+  for (const Mutation& a : plan.aliased_io) input_written_[a.input] = true;
   for (const Step& s : plan.steps) {
     std::vector<Value> args = s.args;
     for (const TensorSlot& t : s.tensors) leaf_at(args, t.path)->tensor = make_tensor(t.ref);

@@ -8,6 +8,7 @@
 
 #include "core/value.h"
 #include "engine/symbolic.h"
+#include "ir/mutation.h"
 #include "ops/registry.h"
 
 namespace inplace {
@@ -77,17 +78,6 @@ struct Binding {
   std::optional<SymRange> value_range;
 };
 
-enum class AliasKind : uint8_t { kKvCacheUpdate, kUser };
-const char* alias_kind_name(AliasKind k);
-bool parse_alias_kind(const std::string& s, AliasKind* out);
-
-struct AliasedIO {
-  int output = 0;
-  int input = 0;
-  AliasKind kind = AliasKind::kUser;
-  bool operator==(const AliasedIO&) const = default;
-};
-
 struct ArenaSlot {
   int64_t offset_bytes = 0;
   int64_t nbytes = 0;
@@ -114,7 +104,7 @@ struct Plan {
   std::vector<std::string> constant_names;
   std::vector<int64_t> output_buffer_bytes;  // by output buffer index
   std::vector<TensorRef> output_refs;     // what each engine output is
-  std::vector<AliasedIO> aliased_io;
+  std::vector<Mutation> aliased_io;
   int original_output_count = 0;
   // The input bindings the engine writes, sorted: its aliased inputs (written in place) and,
   // in the copy-back engine, the inputs its trailing copy steps write back. Nothing else of

@@ -3,31 +3,17 @@
 // reads the value it overwrites afterwards; otherwise it is computed into a temporary and
 // copied in once the old value is dead. A mutation is never dropped.
 #include <algorithm>
-#include <set>
 
 #include "engine/build_state.h"
 
 namespace inplace {
 
 bool writes_over_self(const OpDef* op) {
-  static const std::set<std::string> kOps = {
-      "slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_scatter",
-      "index_put",     "masked_scatter", "index_copy",       "index_add",
-      "scatter",       "scatter_add",    "scatter_reduce",   "masked_fill",
-      "index_fill",    "kv_cache_update", "fill",            "zero",
-      "copy"};
-  return op && kOps.count(op->schema.name);
+  return op && op->has_tag(kScatterLike);
 }
 
 bool is_elementwise(const OpDef* op) {
-  static const std::set<std::string> kOps = {
-      "add",  "sub",        "mul",         "div",         "neg",         "abs",
-      "pow",  "sqrt",       "rsqrt",       "exp",         "log",         "sin",
-      "cos",  "tanh",       "sigmoid",     "relu",        "gelu",        "silu",
-      "clamp", "clamp_min", "clamp_max",   "where",       "maximum",     "minimum",
-      "logical_not", "logical_and", "logical_or", "masked_fill", "clone", "lift_fresh_copy",
-      "_to_copy", "floor_divide", "remainder"};
-  return op && kOps.count(op->schema.name);
+  return op && op->has_tag(kPointwise);
 }
 
 bool same_layout(const TensorRef& a, const TensorRef& b) {
@@ -118,7 +104,7 @@ std::vector<int> self_chain(const BuildState& st, int last) {
   return chain;
 }
 
-bool try_place(BuildState& st, const AliasRequest& a) {
+bool try_place(BuildState& st, const Mutation& a) {
   const TensorRef& ref = st.plan.output_refs[a.output];
   if (ref.buffer.kind != BufferKind::kArena) return false;
   int last = ref.buffer.index;
@@ -190,7 +176,7 @@ void reinplace(BuildState& st) {
       st.step_reads[buffer_key(plan.steps[q].tensors[k].ref.buffer)].push_back(
           {static_cast<int>(q), static_cast<int>(k)});
   const int last_step = static_cast<int>(plan.steps.size()) - 1;
-  for (const AliasRequest& a : st.io_map) {
+  for (const Mutation& a : st.mutations) {
     const std::string& name = plan.inputs[a.input].name;
     TensorRef in_ref = full_input_ref(plan, a.input);
     TensorRef src = plan.output_refs[a.output];
@@ -206,14 +192,14 @@ void reinplace(BuildState& st) {
       st.copies.emplace_back(after, copy_step(src, in_ref, name));
       plan.output_refs[a.output] = in_ref;
     }
-    AliasKind kind = AliasKind::kUser;
+    MutationKind kind = MutationKind::kUser;
     int p = producer_of(st, plan.output_refs[a.output]);
     if (p >= 0 && st.values[plan.output_refs[a.output].buffer.index].placed &&
-        plan.steps[p].op && plan.steps[p].op->schema.name == "kv_cache_update")
-      kind = AliasKind::kKvCacheUpdate;
+        plan.steps[p].op && plan.steps[p].op->has_tag(kCacheUpdate))
+      kind = MutationKind::kKvCacheUpdate;
     plan.aliased_io.push_back({a.output, a.input, kind});
   }
-  for (const AliasRequest& a : st.io_map) plan.mutated_inputs.push_back(a.input);
+  for (const Mutation& a : st.mutations) plan.mutated_inputs.push_back(a.input);
   std::sort(plan.mutated_inputs.begin(), plan.mutated_inputs.end());
   plan.mutated_inputs.erase(std::unique(plan.mutated_inputs.begin(), plan.mutated_inputs.end()),
                             plan.mutated_inputs.end());

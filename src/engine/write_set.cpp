@@ -33,7 +33,7 @@ void check_write_set(const Plan& plan) {
              " at position ", k, " (", n, " inputs)");
   auto mutated = [&](int i) { return std::binary_search(m.begin(), m.end(), i); };
   std::vector<bool> aliased(n, false);
-  for (const AliasedIO& a : plan.aliased_io) {
+  for (const Mutation& a : plan.aliased_io) {
     IP_CHECK(a.input >= 0 && a.input < n, kCorrupt, "[plan] aliased input ", a.input,
              " out of range");
     IP_CHECK(mutated(a.input), kCorrupt, "[plan] aliased input '", plan.inputs[a.input].name,

@@ -338,6 +338,8 @@ void register_arith_ops(Registry& r) {
   register_pow(r);
   register_min_max_bitwise(r);
   register_arith_aliases(r);
+  r.tag({"add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder"},
+        kPointwise);
 }
 
 }  // namespace inplace::elementwise

@@ -52,6 +52,7 @@ void register_compare_ops(Registry& r) {
       {"greater", "gt"}, {"greater_", "gt_"}, {"greater_equal", "ge"}, {"greater_equal_", "ge_"},
   };
   for (const auto& [spelling, name] : kAliases) r.add_alias(spelling, name);
+  r.tag({"logical_and", "logical_or"}, kPointwise);
 }
 
 }  // namespace inplace::elementwise

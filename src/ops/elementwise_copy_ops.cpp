@@ -238,6 +238,8 @@ void register_copy_ops(Registry& r) {
   register_to(r);
   register_copy(r);
   register_fill(r);
+  r.tag({"clone", "lift_fresh_copy", "_to_copy"}, kPointwise);
+  r.tag({"fill", "zero", "copy"}, kScatterLike);
 }
 
 }  // namespace inplace::elementwise

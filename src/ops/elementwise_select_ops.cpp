@@ -132,6 +132,8 @@ void register_select_ops(Registry& r) {
   register_where(r);
   register_clamp(r);
   register_masked_fill(r);
+  r.tag({"clamp", "clamp_min", "clamp_max", "where", "masked_fill"}, kPointwise);
+  r.tag({"masked_fill"}, kScatterLike);
 }
 
 }  // namespace inplace::elementwise

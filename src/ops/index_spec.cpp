@@ -1,5 +1,7 @@
 #include "ops/index_spec.h"
 
+#include <algorithm>
+
 #include "ir/node.h"
 #include "kernels/cpu/index_common.h"
 #include "kernels/cpu/index_kernels.h"
@@ -158,13 +160,27 @@ IndexEntry entry_from(const Value& written, const char* op) {
 
 }  // namespace
 
+std::vector<Value> index_elements(const Value& index) {
+  return list_reads_as_tuple(index) ? index.items : std::vector<Value>{index};
+}
+
+Tensor index_tensor_from_list(const Value& list, const char* op) {
+  return sequence_to_tensor(list, op);
+}
+
+SliceIndices python_slice_indices(std::optional<int64_t> start, std::optional<int64_t> stop,
+                                  int64_t step, int64_t n) {
+  auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
+    if (!v) return dflt;
+    int64_t x = *v < 0 ? *v + n : *v;
+    return step > 0 ? std::clamp<int64_t>(x, 0, n) : std::clamp<int64_t>(x, -1, n - 1);
+  };
+  return {clamp(start, step > 0 ? 0 : n - 1), clamp(stop, step > 0 ? n : -1), step};
+}
+
 IndexSpec parse_index(const Value& index, int64_t self_dim, const char* op) {
   IndexSpec spec;
-  if (list_reads_as_tuple(index)) {
-    for (const Value& v : index.items) spec.entries.push_back(entry_from(v, op));
-  } else {
-    spec.entries.push_back(entry_from(index, op));
-  }
+  for (const Value& v : index_elements(index)) spec.entries.push_back(entry_from(v, op));
   int64_t specified = 0, ellipses = 0;
   for (const IndexEntry& e : spec.entries) {
     if (e.kind == Kind::kTensor) {

@@ -51,6 +51,22 @@ struct IndexSpec {
   bool has_advanced() const;
 };
 
+// The elements of an index as torch reads them (treatSequenceAsTuple): a tuple's items, a list's
+// items when it holds a tensor, slice, None, Ellipsis or sequence (and is shorter than 32),
+// else the index itself as one element.
+std::vector<Value> index_elements(const Value& index);
+// A list (nested lists too) of numbers used as an index, as torch converts it: a bool tensor
+// when every leaf is a bool, else int64. Throws naming `op` for ragged lists or other leaves.
+Tensor index_tensor_from_list(const Value& list, const char* op);
+
+// Python's slice.indices(n) for a sequence of n items, negative steps included: the first
+// index, the end (exclusive) and the step; `step` must not be 0.
+struct SliceIndices {
+  int64_t start = 0, stop = 0, step = 1;
+};
+SliceIndices python_slice_indices(std::optional<int64_t> start, std::optional<int64_t> stop,
+                                  int64_t step, int64_t n);
+
 // Parses `index` (int, slice, None, Ellipsis, bool, tensor, list, tuple of those) for a tensor
 // of `self_dim` dims. Lists follow torch: a list holding a tensor, slice, None, Ellipsis or
 // sequence (and shorter than 32) reads as a tuple; else it becomes an int64 (or bool) tensor.

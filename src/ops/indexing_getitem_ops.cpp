@@ -15,15 +15,10 @@ Value getitem_sequence(const Value& seq, const Value& index) {
       if (v.is_none()) return std::nullopt;
       return v.as_int("getitem");
     };
-    std::optional<int64_t> start = bound(index.items[0]), stop = bound(index.items[1]);
     int64_t step = bound(index.items[2]).value_or(1);
     IP_CHECK(step != 0, kInvalidArgument, "[getitem] slice step cannot be zero");
-    auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
-      if (!v) return dflt;
-      int64_t x = *v < 0 ? *v + n : *v;
-      return step > 0 ? std::clamp<int64_t>(x, 0, n) : std::clamp<int64_t>(x, -1, n - 1);
-    };
-    int64_t s = clamp(start, step > 0 ? 0 : n - 1), e = clamp(stop, step > 0 ? n : -1);
+    SliceIndices r = python_slice_indices(bound(index.items[0]), bound(index.items[1]), step, n);
+    const int64_t s = r.start, e = r.stop;
     std::vector<Value> items;
     for (int64_t i = s; step > 0 ? i < e : i > e; i += step) items.push_back(seq.items[i]);
     Value out = seq;

@@ -222,6 +222,7 @@ void register_index_ops(Registry& r) {
       return a[0];
     });
   }
+  r.tag({"index_put", "index_copy", "index_add", "index_fill"}, kScatterLike);
 }
 
 }  // namespace inplace::indexing

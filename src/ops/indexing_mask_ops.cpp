@@ -100,6 +100,7 @@ void register_mask_ops(Registry& r) {
         cpu::index_gather(a[1].as_tensor("embedding"), functional_plan(a), out[0], "embedding");
       });
   r.add_alias("torch.nn.functional.embedding", "embedding_functional");
+  r.tag({"masked_scatter"}, kScatterLike);
 }
 
 }  // namespace inplace::indexing

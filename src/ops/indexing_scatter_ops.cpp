@@ -100,6 +100,7 @@ void register_scatter_ops(Registry& r) {
   register_form(r, Form::kAdd, "scatter_add", "", "Tensor src");
   register_form(r, Form::kReduceTwo, "scatter_reduce", "two",
                 "Tensor src, str reduce, *, bool include_self=True");
+  r.tag({"scatter", "scatter_add", "scatter_reduce"}, kScatterLike);
 }
 
 }  // namespace inplace::indexing

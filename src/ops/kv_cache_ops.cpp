@@ -28,6 +28,7 @@ void register_kv_cache_ops(Registry& r) {
         cpu::kv_cache_update(a[0].as_tensor("kv_cache_update"), a[1].as_tensor("kv_cache_update"),
                              optional_tensor(a[2]), optional_tensor(a[3]), out[0]);
       });
+  r.tag({"kv_cache_update"}, kScatterLike | kCacheUpdate);
 }
 
 }  // namespace inplace

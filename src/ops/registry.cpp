@@ -117,6 +117,18 @@ void Registry::add_inplace(const std::string& text, const std::string& functiona
   add(std::move(def));
 }
 
+void Registry::tag(std::initializer_list<const char*> names, uint32_t tags) {
+  for (const char* name : names) {
+    bool found = false;
+    for (auto& [full, def] : defs_)
+      if (def->schema.name == name) {
+        def->tags |= tags;
+        found = true;
+      }
+    IP_ASSERT(found, std::string("op '") + name + "' is registered before it is tagged");
+  }
+}
+
 void Registry::add_alias(const std::string& spelling, const std::string& canonical) {
   aliases_[spelling] = canonical;
 }

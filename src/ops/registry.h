@@ -1,7 +1,9 @@
 // The op registry: one OpDef per (name, overload), built once at start-up, and the mapping
 // from every FX target spelling onto a canonical op.
 #pragma once
+#include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,9 +29,25 @@ enum class OpKind : uint8_t {
   kMutating,    // writes one or more arguments (add_, setitem, index_put_, copy_)
 };
 
+// Properties of an op that passes and the engine ask about, set when the op is registered
+// (Registry::tag) rather than kept as name lists where they are used.
+enum OpTag : uint32_t {
+  // Each element of the result depends only on the same element of the operands (after
+  // broadcasting): the result may share memory with any operand of identical layout.
+  kPointwise = 1u << 0,
+  // result = self with some elements written (slice_scatter, index_put, fill, copy, ...): the
+  // kernel copies self into the result first, a no-op when the two are the same memory.
+  kScatterLike = 1u << 1,
+  // Writes new rows of a [batch, heads, s_max, head_dim] cache at a runtime position
+  // (kv_cache_update): the engine reports such an aliased output as kind kv_cache_update.
+  kCacheUpdate = 1u << 2,
+};
+
 struct OpDef {
   Schema schema;
   OpKind kind = OpKind::kFunctional;
+  uint32_t tags = 0;  // OpTag bits
+  bool has_tag(OpTag t) const { return (tags & t) != 0; }
   // Mutating ops: the out-of-place twin ("add.Tensor") whose result is the new value of the
   // first mutated argument; empty when there is none.
   std::string functional;
@@ -52,6 +70,8 @@ class Registry {
   // Registers a mutating op whose new value of `self` is `functional`'s result: eager runs the
   // twin, then writes its result into self (checking the cast like torch).
   void add_inplace(const std::string& schema, const std::string& functional);
+  // Adds `tags` to every overload of each op in `names` (registered before; asserted).
+  void tag(std::initializer_list<const char*> names, uint32_t tags);
   // Extra spelling for a canonical name ("__iadd__" -> "add_", "transpose_" ...).
   void add_alias(const std::string& spelling, const std::string& canonical_name);
 

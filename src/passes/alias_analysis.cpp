@@ -2,8 +2,11 @@
 // argument (a!)), traces it through views to the root it lands in, and records the program's
 // effect on its inputs: node meta "root_input", one output per mutated input or buffer (an
 // existing output when it already is that value), io_map {output -> input}.
+#include <algorithm>
+#include <map>
 #include <set>
 
+#include "ir/export_signature.h"
 #include "passes/alias_model.h"
 #include "passes/functional_forms.h"
 #include "passes/op_info.h"
@@ -59,8 +62,8 @@ class AliasAnalysisPass : public Pass {
 
     // Inputs: placeholders in order, then mutated buffers by first get_attr.
     ctx.input_names.clear();
-    ctx.io_map.clear();
-    ctx.mutated.clear();
+    ctx.mutations.clear();
+    std::map<int, int> io_map;  // flat output -> input index
     std::vector<int> input_root;
     for (int r = 0; r < tracker.num_roots(); ++r)
       if (tracker.root(r).kind == Root::Kind::kInput) {
@@ -93,20 +96,12 @@ class AliasAnalysisPass : public Pass {
                "'");
       IP_CHECK(output >= 0 && output < ctx.original_output_count, kOutOfRange, "[alias_analysis] ",
                source, " names output ", output, " of ", ctx.original_output_count);
-      ctx.io_map[output] = i;
+      io_map[output] = i;
     };
-    for (const auto& [input, output] : ctx.options.mutated_inputs)
-      declare(input, output, "--mutated-input");
-    const Signature& sig = graph.signature;
-    if (!sig.outputs.empty() && static_cast<int>(sig.outputs.size()) == ctx.original_output_count) {
-      for (size_t o = 0; o < sig.outputs.size(); ++o) {
-        const SignatureOutput& so = sig.outputs[o];
-        if (so.kind == "user_input_mutation") declare(so.target, static_cast<int>(o), "signature");
-        if (so.kind == "buffer_mutation")
-          for (const SignatureInput& si : sig.inputs)
-            if (si.target == so.target) declare(si.node, static_cast<int>(o), "signature");
-      }
-    }
+    for (const DeclaredMutation& d : ctx.options.mutated_inputs)
+      declare(d.input, d.output, "--mutated-input");
+    for (const DeclaredMutation& d : signature_mutations(graph, ctx.original_output_count))
+      declare(d.input, d.output, "signature");
 
     // One output per mutated input, in input order.
     std::vector<std::pair<int, int>> appended;  // (input index, root)
@@ -114,17 +109,17 @@ class AliasAnalysisPass : public Pass {
       int r = input_root[i];
       if (!mutated_roots.count(r)) continue;
       int found = -1;
-      for (auto [o, in] : ctx.io_map)
+      for (auto [o, in] : io_map)
         if (in == static_cast<int>(i)) found = o;  // declared (signature, --mutated-input)
       if (found >= 0) continue;
       for (size_t o = 0; o < leaves.size() && found < 0; ++o) {
         const Value& leaf = *leaves[o];
-        if (leaf.is_node() && !ctx.io_map.count(static_cast<int>(o)) &&
+        if (leaf.is_node() && !io_map.count(static_cast<int>(o)) &&
             tracker.root_of(leaf.node) == r && tracker.is_whole(leaf.node))
           found = static_cast<int>(o);
       }
       if (found >= 0) {
-        ctx.io_map[found] = static_cast<int>(i);
+        io_map[found] = static_cast<int>(i);
       } else {
         appended.emplace_back(static_cast<int>(i), r);
       }
@@ -138,22 +133,14 @@ class AliasAnalysisPass : public Pass {
       int next = ctx.original_output_count;
       for (auto [i, r] : appended) {
         res.items.push_back(ref(tracker.root(r).origin));
-        ctx.io_map[next++] = i;
+        io_map[next++] = i;
       }
     }
-    for (auto [o, i] : ctx.io_map) {
-      MutatedInput m;
-      m.name = ctx.input_names[i];
-      m.is_buffer = i >= ctx.num_placeholders;
-      m.input_index = i;
-      m.output_index = o;
-      ctx.mutated.push_back(m);
-    }
-    std::sort(
-        ctx.mutated.begin(), ctx.mutated.end(),
-        [](const MutatedInput& a, const MutatedInput& b) { return a.input_index < b.input_index; });
+    for (auto [o, i] : io_map) ctx.mutations.push_back({o, i, MutationKind::kUser});
+    std::stable_sort(ctx.mutations.begin(), ctx.mutations.end(),
+                     [](const Mutation& a, const Mutation& b) { return a.input < b.input; });
     std::string io;
-    for (auto [o, i] : ctx.io_map)
+    for (auto [o, i] : io_map)
       io += (io.empty() ? "" : ",") + std::to_string(o) + ":" + std::to_string(i);
     out->meta.attrs["io_map"] = io;
     out->meta.attrs["original_output_count"] = std::to_string(ctx.original_output_count);

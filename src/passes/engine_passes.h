@@ -1,18 +1,21 @@
-// Passes that follow functionalization when a program is compiled into an engine.
+// Passes that follow functionalization when a program is compiled into an engine; the pipeline
+// lists them in engine_passes() (pipeline.h) and compile() runs them with the others.
 #pragma once
-#include <vector>
+#include <memory>
 
-#include "passes/functional_runner.h"
+#include "passes/pass.h"
 
 namespace inplace {
 
 // lift_mutated_buffers: each mutated buffer (input index >= num_placeholders) becomes a
-// placeholder after the existing ones, so input index i is the i-th placeholder.
-void lift_mutated_buffers(FunctionalProgram& program);
+// placeholder after the existing ones, so input index i is the i-th placeholder (and the
+// engine's i-th input binding). Its shape and dtype are the buffer constant's.
+std::unique_ptr<Pass> make_lift_mutated_buffers_pass();
 
 // kv_cache_update: rewrites the write that produces a mutated 4-D input's new value —
-// slice_scatter (step 1) / index_copy / index_put along dim 2 — into kv_cache_update.
-// `examples` (one per placeholder after lifting) give shapes. Returns the number rewritten.
-int match_kv_cache_updates(FunctionalProgram& program, const std::vector<Tensor>& examples);
+// slice_scatter (step 1) / index_copy / index_put along dim 2 — into kv_cache_update and
+// marks that mutation kKvCacheUpdate. Shapes come from metadata (placeholder meta,
+// options.input_metas); an input whose shape is unknown is left alone.
+std::unique_ptr<Pass> make_kv_cache_update_pass();
 
 }  // namespace inplace

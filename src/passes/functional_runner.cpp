@@ -17,7 +17,7 @@ RunOutput run_functional(const FunctionalProgram& program,
   RunOutput out = run_eager(*program.graph, inputs, state);
   // Read every new value before writing any: an output may be a view of a written input.
   std::vector<std::pair<Tensor, Tensor>> writes;
-  for (auto [o, i] : ctx.io_map) {
+  for (auto [o, i] : ctx.io_map()) {
     IP_CHECK(o < static_cast<int>(out.flat.size()), kInternal, "[functional] io_map names output ",
              o, " of ", out.flat.size());
     const std::string& name = ctx.input_names[i];

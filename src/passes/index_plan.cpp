@@ -2,6 +2,8 @@
 
 #include <deque>
 
+#include "ops/index_spec.h"
+
 namespace inplace {
 
 namespace {
@@ -14,25 +16,16 @@ bool is_full_slice(const Value& s) {
          (step.is_none() || (step.kind == K::kInt && step.i == 1));
 }
 
-// A list literal as an index tensor: bools make a mask, ints an int64 index.
+// A list literal as an index tensor, read as getitem reads it (ops/index_spec.h): bools make a
+// mask, ints an int64 index. Only lists of numbers are planned.
 Value list_to_tensor(const Value& list, std::string* unsupported) {
-  bool all_bool = !list.items.empty(), all_int = true;
-  for (const Value& v : list.items) {
-    all_bool &= v.kind == K::kBool;
-    all_int &= v.kind == K::kInt;
+  bool numbers = !list.items.empty();
+  for (const Value& v : list.items) numbers &= v.kind == K::kBool || v.kind == K::kInt;
+  if (!numbers) {
+    *unsupported = "a list index must hold only ints or only bools";
+    return Value::none();
   }
-  if (all_bool) {
-    Tensor t = Tensor::empty({static_cast<int64_t>(list.items.size())}, DType::kBool);
-    for (size_t i = 0; i < list.items.size(); ++i) t.data<bool>()[i] = list.items[i].b;
-    return Value::from_tensor(t);
-  }
-  if (all_int) {
-    Tensor t = Tensor::empty({static_cast<int64_t>(list.items.size())}, DType::kInt64);
-    for (size_t i = 0; i < list.items.size(); ++i) t.data<int64_t>()[i] = list.items[i].i;
-    return Value::from_tensor(t);
-  }
-  *unsupported = "a list index must hold only ints or only bools";
-  return Value::none();
+  return Value::from_tensor(index_tensor_from_list(list, "setitem"));
 }
 
 struct Elem {
@@ -46,7 +39,9 @@ struct Elem {
 IndexPlan plan_index(const Value& index, const ClassifyIndex& classify,
                      std::optional<int64_t> self_ndim) {
   IndexPlan plan;
-  std::vector<Value> raw = index.kind == K::kTuple ? index.items : std::vector<Value>{index};
+  // The elements as torch splits the index (ops/index_spec.h: a tuple, or a list that reads
+  // as one); each is then planned as a view step or an advanced index.
+  std::vector<Value> raw = index_elements(index);
   std::vector<Elem> elems;
   for (const Value& v : raw) {
     Elem e{Elem::Kind::kTensor, v, 1};

@@ -3,6 +3,7 @@
 // the new value. See Functionalizer for how, and docs/passes.md for the contract.
 #include "passes/functionalizer.h"
 #include "passes/meta_inference.h"
+#include "passes/pipeline.h"
 
 namespace inplace {
 
@@ -15,6 +16,8 @@ class InplaceToOutOfPlacePass : public Pass {
     Functionalizer(graph, ctx.options).run();
     annotate_metas(graph, infer_metas(graph, ctx.options));
   }
+  // Its contract: no op writes its arguments any more.
+  void check(const Graph& graph) const override { verify_functional(graph); }
 };
 
 }  // namespace

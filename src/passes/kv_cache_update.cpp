@@ -1,10 +1,11 @@
-// kv_cache_update matcher. Only the write that produces a mutated input's final value is
-// rewritten, and only when that input is a static 4-D tensor written along dim 2 with step 1:
-// a functional slice_scatter the program does not assign back never takes this path.
+// kv_cache_update (an engine pass): rewrites a KV-cache write into kv_cache_update. Only the
+// write that produces a mutated input's final value is rewritten, and only when that input is
+// a static 4-D tensor written along dim 2 with step 1: a functional slice_scatter the program
+// does not assign back never takes this path. The mutation's kind becomes kKvCacheUpdate.
 #include "interpreter/interpreter.h"
-#include "passes/meta_inference.h"
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
+#include "passes/meta_inference.h"
 
 namespace inplace {
 
@@ -98,49 +99,47 @@ bool match(const Node* n, const Node* cache, const Shape& cshape,
   return false;
 }
 
+class KvCacheUpdatePass : public Pass {
+ public:
+  std::string name() const override { return "kv_cache_update"; }
+  void run(Graph& g, PassContext& ctx) override {
+    // Shapes of every value, from metadata (placeholders: their meta or options.input_metas;
+    // lifted buffers: their constant's): nothing runs.
+    MetaTable metas = infer_metas(g, ctx.options);
+    std::map<const Node*, Value> env;
+    for (Node* n : g.nodes())
+      if (const Value* v = metas.find(n)) env[n] = *v;
+    std::vector<Node*> placeholders = g.placeholders();
+    Node* out = g.output();
+    std::vector<Value> leaves;
+    flatten_value(out->args[0], &leaves);
+    for (Mutation& mutation : ctx.mutations) {
+      const int o = mutation.output, i = mutation.input;
+      if (o >= static_cast<int>(leaves.size()) || !leaves[o].is_node()) continue;
+      if (i >= static_cast<int>(placeholders.size())) continue;  // a buffer not lifted
+      Node* value = leaves[o].node;
+      Node* cache = placeholders[i];
+      auto cache_meta = env.find(cache);
+      if (cache_meta == env.end() || !cache_meta->second.is_tensor()) continue;
+      const Shape cshape = cache_meta->second.tensor.shape();
+      if (cshape.size() != 4) continue;
+      Match m;
+      if (!match(value, cache, cshape, env, &m)) continue;
+      Node* kv = g.insert_before(value, NodeOp::kCallFunction, "inplace.kv_cache_update",
+                                 {Value::node_ref(cache), m.update, m.start, m.index}, {},
+                                 cache->name + "_kv_update");
+      kv->meta = value->meta;
+      g.replace_all_uses_with(value, kv);
+      g.erase(value);
+      mutation.kind = MutationKind::kKvCacheUpdate;
+    }
+  }
+};
+
 }  // namespace
 
-int match_kv_cache_updates(FunctionalProgram& program, const std::vector<Tensor>& examples) {
-  Graph& g = *program.graph;
-  const PassContext& ctx = program.context;
-  std::vector<Node*> placeholders = g.placeholders();
-  IP_CHECK(examples.size() == placeholders.size(), kInvalidArgument, "[kv_cache_update] ",
-           examples.size(), " example inputs for ", placeholders.size(), " placeholders");
-  // Shapes of every value, from metadata: nothing runs.
-  PassOptions options;
-  for (size_t i = 0; i < placeholders.size(); ++i) {
-    Meta m;
-    m.shape = examples[i].shape();
-    m.dtype = examples[i].dtype();
-    options.input_metas[placeholders[i]->name] = m;
-  }
-  MetaTable metas = infer_metas(g, options);
-  std::map<const Node*, Value> env;
-  for (Node* n : g.nodes())
-    if (const Value* v = metas.find(n)) env[n] = *v;
-
-  Node* out = g.output();
-  std::vector<Value> leaves;
-  flatten_value(out->args[0], &leaves);
-  int rewritten = 0;
-  for (auto [o, i] : ctx.io_map) {
-    if (o >= static_cast<int>(leaves.size()) || !leaves[o].is_node()) continue;
-    Node* value = leaves[o].node;
-    Node* cache = placeholders[i];
-    const Shape& cshape = examples[i].shape();
-    if (cshape.size() != 4) continue;
-    Match m;
-    if (!match(value, cache, cshape, env, &m)) continue;
-    Node* kv = g.insert_before(value, NodeOp::kCallFunction, "inplace.kv_cache_update",
-                               {Value::node_ref(cache), m.update, m.start, m.index}, {},
-                               cache->name + "_kv_update");
-    kv->meta = value->meta;
-    g.replace_all_uses_with(value, kv);
-    g.erase(value);
-    ++rewritten;
-  }
-  g.verify();
-  return rewritten;
+std::unique_ptr<Pass> make_kv_cache_update_pass() {
+  return std::make_unique<KvCacheUpdatePass>();
 }
 
 }  // namespace inplace

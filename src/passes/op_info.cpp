@@ -14,12 +14,6 @@ std::string canonical_target(const OpDef& op) {
   return "aten." + name + "." + (op.schema.overload.empty() ? "default" : op.schema.overload);
 }
 
-bool op_is(const OpDef& op, std::initializer_list<const char*> names) {
-  for (const char* n : names)
-    if (op.schema.name == n) return true;
-  return false;
-}
-
 bool has_op(const std::string& name) {
   return !Registry::get().overloads(name).empty();
 }

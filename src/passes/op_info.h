@@ -1,6 +1,5 @@
 // What the passes ask of the op registry about a node, and a helper to emit new nodes.
 #pragma once
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -17,7 +16,6 @@ ResolvedCall resolve_node(const Node& node);
 // "_operator.getitem" for Python's operators.
 std::string canonical_target(const OpDef& op);
 
-bool op_is(const OpDef& op, std::initializer_list<const char*> names);
 // Whether any overload of `name` is registered ("reshape_as").
 bool has_op(const std::string& name);
 // Whether the op's (first) result is a tensor.

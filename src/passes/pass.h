@@ -1,5 +1,5 @@
 // A pass rewrites a Graph in place. Passes share a PassContext: the options the caller gave
-// and what earlier passes found (the io_map that ties outputs to the inputs they update).
+// and what earlier passes found (the mutations that tie outputs to the inputs they update).
 #pragma once
 #include <map>
 #include <memory>
@@ -8,25 +8,18 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/mutation.h"
 
 namespace inplace {
 
 struct PassOptions {
   // Outputs the caller says are new values of inputs (graphs that are already functional,
-  // `--mutated-input INPUT=OUTPUT`): input name (placeholder or buffer target) -> flat output.
-  std::vector<std::pair<std::string, int>> mutated_inputs;
+  // `--mutated-input INPUT=OUTPUT`): input is a placeholder name or buffer target.
+  std::vector<DeclaredMutation> mutated_inputs;
   // Shapes and dtypes of placeholders whose node meta lacks them (exec fills these from the
   // actual inputs). Passes use shapes to decide view-or-copy and casts; see docs/passes.md.
   std::map<std::string, Meta> input_metas;
   bool verbose = false;  // per-pass timing on `log`
-};
-
-// One input or buffer whose final value the program changes.
-struct MutatedInput {
-  std::string name;  // placeholder name, or get_attr target for a buffer
-  bool is_buffer = false;
-  int input_index = -1;   // placeholders in order, then mutated buffers (see input_names)
-  int output_index = -1;  // flat output holding its final value
 };
 
 struct PassContext {
@@ -38,10 +31,16 @@ struct PassContext {
   // target) in order of its first get_attr node.
   std::vector<std::string> input_names;
   int num_placeholders = 0;
-  std::map<int, int> io_map;          // flat output index -> input index
-  std::vector<MutatedInput> mutated;  // in input order
+  // Each mutated input or buffer (input index into input_names) with the flat output that
+  // holds its final value, in input order.
+  std::vector<Mutation> mutations;
   int original_output_count = -1;     // flat outputs the program had before alias_analysis
   bool output_wrapped = false;        // a single (non-tuple) output was wrapped into a tuple
+
+  // flat output index -> input index, from `mutations` (listings, tests).
+  std::map<int, int> io_map() const;
+  // Whether input index `input` is a buffer (a get_attr target) rather than a placeholder.
+  bool is_buffer(int input) const { return input >= num_placeholders; }
 
   // ---- bookkeeping ----
   std::vector<std::pair<std::string, double>> timings_ms;  // per pass, in run order
@@ -52,6 +51,9 @@ class Pass {
   virtual ~Pass() = default;
   virtual std::string name() const = 0;
   virtual void run(Graph& graph, PassContext& ctx) = 0;
+  // What the pass promises beyond a valid graph, checked by the pipeline after it runs (throws
+  // naming what broke it). Default: nothing more.
+  virtual void check(const Graph& graph) const {}
 };
 
 // Factories, one per pass file.

@@ -4,9 +4,16 @@
 #include <iomanip>
 #include <iostream>
 
+#include "passes/engine_passes.h"
 #include "passes/op_info.h"
 
 namespace inplace {
+
+std::map<int, int> PassContext::io_map() const {
+  std::map<int, int> out;
+  for (const Mutation& m : mutations) out[m.output] = m.input;
+  return out;
+}
 
 std::vector<std::unique_ptr<Pass>> functionalization_passes() {
   std::vector<std::unique_ptr<Pass>> passes;
@@ -18,8 +25,25 @@ std::vector<std::unique_ptr<Pass>> functionalization_passes() {
 }
 
 std::vector<std::string> functionalization_pass_names() {
+  return pass_names(functionalization_passes());
+}
+
+std::vector<std::unique_ptr<Pass>> engine_passes() {
+  std::vector<std::unique_ptr<Pass>> passes;
+  passes.push_back(make_lift_mutated_buffers_pass());
+  passes.push_back(make_kv_cache_update_pass());
+  return passes;
+}
+
+std::vector<std::unique_ptr<Pass>> compile_passes() {
+  std::vector<std::unique_ptr<Pass>> passes = functionalization_passes();
+  for (auto& p : engine_passes()) passes.push_back(std::move(p));
+  return passes;
+}
+
+std::vector<std::string> pass_names(const std::vector<std::unique_ptr<Pass>>& passes) {
   std::vector<std::string> names;
-  for (const auto& p : functionalization_passes()) names.push_back(p->name());
+  for (const auto& p : passes) names.push_back(p->name());
   return names;
 }
 
@@ -58,7 +82,7 @@ void run_passes(const std::vector<std::unique_ptr<Pass>>& passes, Graph& graph, 
       throw Error(e.code(),
                   str_cat("[passes] graph is invalid after pass '", pass->name(), "': ", e.what()));
     }
-    if (pass->name() == "inplace_to_out_of_place") verify_functional(graph);
+    pass->check(graph);
     if (pass->name() == options.print_after) {
       if (options.printer)
         options.printer(graph, ctx);

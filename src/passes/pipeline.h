@@ -17,12 +17,18 @@ struct PipelineOptions {
   std::function<void(const Graph&, const PassContext&)> printer;
 };
 
-// The passes that make a program functional, in order. Later stages append to this list.
+// The passes that make a program functional, in order.
 std::vector<std::unique_ptr<Pass>> functionalization_passes();
 std::vector<std::string> functionalization_pass_names();
+// The passes that follow functionalization when a program is compiled into an engine:
+// lift_mutated_buffers, kv_cache_update (engine_passes.h says what each does).
+std::vector<std::unique_ptr<Pass>> engine_passes();
+// The whole pipeline compile() runs: functionalization_passes() then engine_passes().
+std::vector<std::unique_ptr<Pass>> compile_passes();
+std::vector<std::string> pass_names(const std::vector<std::unique_ptr<Pass>>& passes);
 
-// Runs `passes` on `graph`: verifies after each (naming the pass that broke it), honours
-// until / print_after, records per-pass timing in ctx.timings_ms (logged when verbose).
+// Runs `passes` on `graph`: verifies after each (Graph::verify and the pass's own check,
+// naming the pass that broke it), honours until / print_after, records per-pass timing in ctx.timings_ms (logged when verbose).
 void run_passes(const std::vector<std::unique_ptr<Pass>>& passes, Graph& graph, PassContext& ctx,
                 const PipelineOptions& options = {});
 

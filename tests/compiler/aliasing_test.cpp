@@ -18,9 +18,9 @@ Tensor randn(Shape s, uint32_t seed) {
   return t;
 }
 
-int count_kind(const Engine& e, AliasKind k) {
+int count_kind(const Engine& e, MutationKind k) {
   int n = 0;
-  for (const AliasedIO& a : e.aliased_io()) n += a.kind == k;
+  for (const Mutation& a : e.aliased_io()) n += a.kind == k;
   return n;
 }
 
@@ -47,7 +47,7 @@ TEST(Aliasing, SingleSliceWriteIsOneKvCacheUpdateAlias) {
   CompiledRun r = expect_compiled_equals_eager(*g, {cache, k});
   const Engine& e = *r.compiled.engine;
   ASSERT_EQ(e.aliased_io().size(), 1u) << e.describe();
-  EXPECT_EQ(e.aliased_io()[0].kind, AliasKind::kKvCacheUpdate);
+  EXPECT_EQ(e.aliased_io()[0].kind, MutationKind::kKvCacheUpdate);
   EXPECT_EQ(e.aliased_io()[0].input, 0);
   EXPECT_EQ(e.aliased_input(e.aliased_io()[0].output), 0);
   EXPECT_EQ(e.original_output_count(), 1);
@@ -69,7 +69,7 @@ TEST(Aliasing, PairedKAndVCaches) {
                                                {randn({1, 2, 8, 4}, 2), randn({1, 2, 8, 4}, 3),
                                                 randn({1, 2, 1, 4}, 4), randn({1, 2, 1, 4}, 5)},
                                                1e-5);
-  EXPECT_EQ(count_kind(*r.compiled.engine, AliasKind::kKvCacheUpdate), 2)
+  EXPECT_EQ(count_kind(*r.compiled.engine, MutationKind::kKvCacheUpdate), 2)
       << r.compiled.engine->describe();
 }
 
@@ -84,7 +84,7 @@ TEST(Aliasing, StreamingCallsWriteTheSameCache) {
   Tensor cache = Tensor::zeros({2, 4, 16, 8}, DType::kFloat32);
   Tensor k = Tensor::zeros({2, 4, 1, 8}, DType::kFloat32);
   CompiledProgram cp = compile(*g, {cache, k});
-  ASSERT_EQ(count_kind(*cp.engine, AliasKind::kKvCacheUpdate), 1) << cp.engine->describe();
+  ASSERT_EQ(count_kind(*cp.engine, MutationKind::kKvCacheUpdate), 1) << cp.engine->describe();
   ExecutionContext ctx(cp.engine);
   ctx.bind_input("cache", cache);
   ctx.bind_input("k", k);
@@ -106,7 +106,7 @@ TEST(Aliasing, BufferBackedCacheIsLiftedAndWrittenInPlace) {
   const Engine& e = *r.compiled.engine;
   ASSERT_EQ(r.compiled.lifted_buffers.size(), 1u);
   EXPECT_EQ(r.compiled.lifted_buffers[0].second, "layers.0.cache");
-  EXPECT_EQ(count_kind(e, AliasKind::kKvCacheUpdate), 1) << e.describe();
+  EXPECT_EQ(count_kind(e, MutationKind::kKvCacheUpdate), 1) << e.describe();
 }
 
 TEST(Aliasing, ExportModuleFormCopyIntoBuffer) {
@@ -139,7 +139,7 @@ TEST(Aliasing, StridedSliceWriteTakesTheGeneralPath) {
   auto g = slice_write({2, 4, 4, 8}, 0, 8, 2);
   CompiledRun r = expect_compiled_equals_eager(
       *g, {Tensor::zeros({2, 4, 16, 8}, DType::kFloat32), randn({2, 4, 4, 8}, 9)});
-  EXPECT_EQ(count_kind(*r.compiled.engine, AliasKind::kKvCacheUpdate), 0);
+  EXPECT_EQ(count_kind(*r.compiled.engine, MutationKind::kKvCacheUpdate), 0);
   EXPECT_EQ(r.compiled.engine->aliased_io().size(), 1u);
 }
 
@@ -293,7 +293,7 @@ TEST(Aliasing, ReadOfOldValueAfterTheNewOneForcesATemporary) {
   auto g = b.build();
   Tensor state = randn({4, 4}, 23);
   CompileOptions opts;
-  opts.mutated_inputs = {{"state", "0"}};
+  opts.mutated_inputs = {{"state", 0}};
   CompiledRun r = run_compiled(*g, {state}, true, opts);
   ASSERT_EQ(r.compiled.engine->aliased_io().size(), 1u) << r.compiled.engine->describe();
   double want = 0;
@@ -322,7 +322,7 @@ TEST(Aliasing, WritePositionsFollowEagerOnEveryValue) {
   Tensor c = randn({1, 2, 8, 4}, 24);
   Tensor kk = randn({1, 2, 1, 4}, 25);
   CompiledProgram cp = compile(*g, {c, kk, lt({0}, {1})});
-  EXPECT_EQ(count_kind(*cp.engine, AliasKind::kKvCacheUpdate), 1) << cp.engine->describe();
+  EXPECT_EQ(count_kind(*cp.engine, MutationKind::kKvCacheUpdate), 1) << cp.engine->describe();
   std::vector<std::vector<Tensor>> draws;
   for (int64_t p : {7, 8, 100, -1, -2, -8, -9, 0})
     draws.push_back({randn({1, 2, 8, 4}, 30), randn({1, 2, 1, 4}, 31), lt({p}, {1})});
@@ -343,7 +343,7 @@ TEST(Aliasing, WriteIndexOutOfRangeNamesTheBindingAndLeavesMemoryIntact) {
   Tensor kk = randn({1, 2, 1, 4}, 25);
   Tensor p = lt({0}, {1});
   CompiledProgram cp = compile(*g, {c, kk, p});
-  EXPECT_EQ(count_kind(*cp.engine, AliasKind::kKvCacheUpdate), 1) << cp.engine->describe();
+  EXPECT_EQ(count_kind(*cp.engine, MutationKind::kKvCacheUpdate), 1) << cp.engine->describe();
   ExecutionContext ctx(cp.engine);
   ctx.bind_input(0, c);
   ctx.bind_input(1, kk);

@@ -45,7 +45,7 @@ inline CompiledRun run_compiled(const Graph& g, const std::vector<Tensor>& input
   for (int j = 0; j < r.compiled.engine->original_output_count(); ++j)
     r.outputs.push_back(r.all_outputs[j]);
   // Identity: an aliased output is the bound tensor itself.
-  for (const AliasedIO& a : r.compiled.engine->aliased_io()) {
+  for (const Mutation& a : r.compiled.engine->aliased_io()) {
     const Tensor& out = r.all_outputs[a.output];
     const Tensor& in = a.input < r.compiled.num_user_inputs
                            ? r.inputs[a.input]

@@ -134,7 +134,7 @@ TEST(EngineFileCorrupt, BadAliasRecords) {
   // assemble() itself reproduces the file exactly.
   ASSERT_EQ(with_aliases(f, good), f.bytes);
   const Engine& e = *f.ex.compiled.engine;
-  const AliasedIO& a = e.aliased_io()[0];
+  const Mutation& a = e.aliased_io()[0];
   const std::string out = str_cat(a.output, ":", e.outputs()[a.output].name);
   const std::string in = str_cat(a.input, ":", e.inputs()[a.input].name);
 
@@ -154,7 +154,7 @@ TEST(EngineFileCorrupt, BadAliasRecords) {
 TEST(EngineFileCorrupt, PlanWinsForKvCacheUpdateAndEmptyMapLoads) {
   Fixture f = kv_engine();
   const Engine& e = *f.ex.compiled.engine;
-  ASSERT_EQ(e.aliased_io()[0].kind, AliasKind::kKvCacheUpdate) << e.describe();
+  ASSERT_EQ(e.aliased_io()[0].kind, MutationKind::kKvCacheUpdate) << e.describe();
   // An empty stored map: reconciliation rediscovers what the plan writes in place.
   auto loaded = deserialize_engine(with_aliases(f, ""), kLabel);
   EXPECT_EQ(loaded->aliased_io(), e.aliased_io());

@@ -45,7 +45,7 @@ TEST(EngineFile, ExamplesRoundTripThroughAFile) {
       for (size_t i = 0; i < a.bound.size(); ++i)
         EXPECT_TRUE(tensor_equal(a.bound[i], b.bound[i], 0)) << "input " << i;
       // The loaded engine writes the caller's tensor: same storage, same address.
-      for (const AliasedIO& al : loaded->aliased_io()) {
+      for (const Mutation& al : loaded->aliased_io()) {
         EXPECT_EQ(b.outputs[al.output].data_ptr(), b.bound[al.input].data_ptr());
         EXPECT_EQ(b.outputs[al.output].storage(), b.bound[al.input].storage());
       }
@@ -72,9 +72,9 @@ TEST(EngineFile, AliasedIORecordsNameBothBindingsAndTheKind) {
     const Engine& e = *ex.compiled.engine;
     std::string text = serialize_aliased_io(e);
     ASSERT_FALSE(text.empty()) << dir;
-    const AliasedIO& a = e.aliased_io()[0];
+    const Mutation& a = e.aliased_io()[0];
     std::string first = str_cat(a.output, ":", e.outputs()[a.output].name, "@", a.input, ":",
-                                e.inputs()[a.input].name, "@", alias_kind_name(a.kind));
+                                e.inputs()[a.input].name, "@", mutation_kind_name(a.kind));
     EXPECT_EQ(text.substr(0, first.size()), first) << dir;
   }
   // The KV cache example's alias is a kv_cache_update one.

@@ -69,7 +69,7 @@ TEST(EngineFileWeights, WeightsAreAlignedAndRoundTrip) {
   for (size_t j = 0; j < oa.size(); ++j) EXPECT_TRUE(tensor_equal(oa[j], ob[j], 0));
   // x + 2w, computed by hand.
   EXPECT_TRUE(tensor_equal(xb, Tensor::from_vector<float>({12, 24, 36, 48, 60, 72}, {2, 3}), 0));
-  for (const AliasedIO& a : loaded->aliased_io()) EXPECT_EQ(ob[a.output].data_ptr(), xb.data_ptr());
+  for (const Mutation& a : loaded->aliased_io()) EXPECT_EQ(ob[a.output].data_ptr(), xb.data_ptr());
 }
 
 TEST(EngineFileWeights, MisplacedWeightDataIsRefused) {

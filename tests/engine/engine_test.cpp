@@ -19,7 +19,7 @@ struct Built {
   std::shared_ptr<const Engine> engine;
 };
 
-std::shared_ptr<const Engine> build(const Graph& g, std::vector<AliasRequest> io,
+std::shared_ptr<const Engine> build(const Graph& g, std::vector<Mutation> io,
                                     std::vector<Tensor> ex, bool alias = true) {
   EngineOptions o;
   o.alias = alias;
@@ -157,7 +157,7 @@ TEST(Engine, KvCacheUpdateOutOfRangeLeavesCacheIntact) {
   Tensor p = lt({3}, {1});
   auto engine = Engine::build(g, {{0, 0}}, 0, {c, kk, lt({0}, {1})});
   ASSERT_EQ(engine->aliased_io().size(), 1u);
-  EXPECT_EQ(engine->aliased_io()[0].kind, AliasKind::kKvCacheUpdate);
+  EXPECT_EQ(engine->aliased_io()[0].kind, MutationKind::kKvCacheUpdate);
   ExecutionContext ctx(engine);
   ctx.bind_input(0, c);
   ctx.bind_input(1, kk);

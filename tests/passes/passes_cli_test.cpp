@@ -124,6 +124,28 @@ TEST_F(PassesCli, UntilPrintAfterVerboseAndJson) {
   EXPECT_EQ(count_target(*back, "aten.add.Tensor"), 2);
 }
 
+TEST_F(PassesCli, UntilAndPrintAfterReachTheEnginePasses) {
+  // Without them the engine passes do not run: the buffer stays a get_attr.
+  const std::string g = kFixtures + "/torch_level.json";
+  Result r = run("passes " + g);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("get_attr[target=cache]"), std::string::npos) << r.out;
+  r = run("passes " + g + " --print-after lift_mutated_buffers");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("get_attr[target=cache]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("placeholder[target=cache]"), std::string::npos) << r.out;
+  // The KV matcher needs the cache's shape: from --inputs.
+  const std::string kv = std::string(INPLACE_SOURCE_DIR) + "/examples/kv_cache_write";
+  r = run("passes " + kv + "/graph.json --inputs " + kv +
+          "/inputs.safetensors --until kv_cache_update");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("inplace.kv_cache_update"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("written by kv_cache_update"), std::string::npos) << r.out;
+  r = run("passes " + kv + "/graph.json --inputs " + kv + "/inputs.safetensors");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("inplace.kv_cache_update"), std::string::npos) << r.out;
+}
+
 TEST_F(PassesCli, ErrorsAreOneLine) {
   Result r = run("passes " + kFixtures + "/torch_level.json --until fold");
   EXPECT_EQ(r.code, 1);

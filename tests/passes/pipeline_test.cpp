@@ -23,6 +23,38 @@ TEST(Pipeline, PassesRunInTheDocumentedOrder) {
                                       "dead_code_elimination"}));
 }
 
+TEST(Pipeline, EnginePassesFollowFunctionalization) {
+  EXPECT_EQ(pass_names(engine_passes()),
+            (std::vector<std::string>{"lift_mutated_buffers", "kv_cache_update"}));
+  std::vector<std::string> all = functionalization_pass_names();
+  all.push_back("lift_mutated_buffers");
+  all.push_back("kv_cache_update");
+  EXPECT_EQ(pass_names(compile_passes()), all);
+}
+
+// A pass whose own check (Pass::check) fails: the pipeline runs it after the pass.
+class PromiseBreakingPass : public Pass {
+ public:
+  std::string name() const override { return "promise_breaker"; }
+  void run(Graph&, PassContext&) override {}
+  void check(const Graph&) const override {
+    IP_FAIL(kInternal, "[promise_breaker] promised more than it did");
+  }
+};
+
+TEST(Pipeline, EachPassesCheckRunsAfterIt) {
+  auto g = small_program();
+  PassContext ctx;
+  std::vector<std::unique_ptr<Pass>> passes;
+  passes.push_back(std::make_unique<PromiseBreakingPass>());
+  try {
+    run_passes(passes, *g, ctx);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("promised more"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Pipeline, UntilStopsAndPrintAfterPrints) {
   auto g = small_program();
   PassContext ctx;
@@ -35,7 +67,7 @@ TEST(Pipeline, UntilStopsAndPrintAfterPrints) {
   EXPECT_NE(printed.str().find("aten.add_.Tensor"), std::string::npos) << printed.str();
   EXPECT_EQ(count_target(*g, "aten.add_.Tensor"), 1);  // not yet rewritten
   EXPECT_EQ(ctx.timings_ms.size(), 2u);
-  EXPECT_EQ(ctx.io_map, (std::map<int, int>{{1, 0}}));
+  EXPECT_EQ(ctx.io_map(), (std::map<int, int>{{1, 0}}));
 }
 
 TEST(Pipeline, FullRunIsFunctionalAndDeadCodeIsGone) {

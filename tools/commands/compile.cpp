@@ -33,7 +33,7 @@ int run_compile(const std::vector<std::string>& args) {
                                                              {"--inputs", inputs_path}};
   for (const std::string& f : constant_files) inputs.emplace_back("constant file", f);
   refuse_output_over_inputs("compile", "-o", out_path, inputs);
-  CompileOptions co = compile_options(no_alias, mutated);
+  CompileOptions co = compile_options("compile", no_alias, mutated);
   add_runtime_value_options(co, dynamic, ranges);
   CompiledProgram cp = compile(*g, example_inputs(*g, inputs_path), co);
   save_engine(*cp.engine, out_path);

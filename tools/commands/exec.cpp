@@ -2,9 +2,7 @@
 //              [--mode eager|functional|compiled] [--no-alias] [--mutated-input INPUT=OUTPUT]...
 // (docs/graph-json.md, "inplace exec"). OUT holds output.<i>, input.<name> and buffer.<target>.
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
-#include <set>
 
 #include "arg_parser.h"
 #include "commands.h"
@@ -12,6 +10,7 @@
 #include "exec_engine.h"
 #include "exec_modes.h"
 #include "frontend/graph_json.h"
+#include "ir/export_signature.h"
 #include "frontend/safetensors.h"
 #include "output_path.h"
 
@@ -35,18 +34,6 @@ Tensor as_output_tensor(const Value& v, const std::string& what) {
       IP_FAIL(kUnsupported, "[exec] ", what, " is ", v.kind_name(),
               "; only tensors and numbers can be written to safetensors");
   }
-}
-
-size_t parse_output_index(const std::string& text) {
-  std::string digits = text.rfind("output.", 0) == 0 ? text.substr(7) : text;
-  bool ok = !digits.empty() && digits.size() < 10;
-  for (char c : digits) ok &= std::isdigit(static_cast<unsigned char>(c)) != 0;
-  if (!ok)
-    throw UsageError(
-        "exec: --mutated-input OUTPUT must be an output index such as 0 or "
-        "output.0, got '" +
-        text + "'");
-  return static_cast<size_t>(std::stoul(digits));
 }
 
 std::string join(const std::vector<std::string>& names) {
@@ -95,12 +82,7 @@ int run_exec(const std::vector<std::string>& args) {
   options.no_alias = no_alias;
   options.dynamic = dynamic;
   options.value_ranges = ranges;
-  for (const std::string& m : mutated) {
-    size_t eq = m.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())
-      throw UsageError("exec: --mutated-input takes INPUT=OUTPUT, got '" + m + "'");
-    options.mutated_inputs.emplace_back(m.substr(0, eq), parse_output_index(m.substr(eq + 1)));
-  }
+  options.mutated_inputs = parse_mutated_inputs("exec", mutated);
   IP_CHECK(mode->run != nullptr, kUnsupported, "mode '", mode_name, "' is not available yet");
 
   if (looks_like_engine_file(graph_path)) {
@@ -118,12 +100,7 @@ int run_exec(const std::vector<std::string>& args) {
   if (!inputs_path.empty()) given = read_safetensors(inputs_path);
 
   // User placeholders are fed from IN; a signature's parameters/buffers come from the state.
-  std::set<std::string> lifted;
-  for (const SignatureInput& in : graph->signature.inputs)
-    if (in.kind != "user_input") lifted.insert(in.node);
-  std::vector<std::string> user_names;
-  for (const Node* n : graph->placeholders())
-    if (!lifted.count(n->name)) user_names.push_back(n->name);
+  std::vector<std::string> user_names = user_input_names(*graph);
   Inputs inputs;
   for (auto& [key, t] : given) {
     IP_CHECK(std::find(user_names.begin(), user_names.end(), key) != user_names.end(), kNotFound,
@@ -145,7 +122,8 @@ int run_exec(const std::vector<std::string>& args) {
   State state = initial_state(*graph);
   std::vector<Value> outputs = mode->run(*graph, inputs, state, options);
 
-  for (const auto& [name, index] : options.mutated_inputs) {
+  for (const auto& [name, output] : options.mutated_inputs) {
+    size_t index = static_cast<size_t>(output);
     IP_CHECK(index < outputs.size(), kOutOfRange, "[exec] --mutated-input ", name, "=", index,
              ": the graph has ", outputs.size(), " outputs");
     const Value& v = outputs[index];

@@ -8,7 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "interpreter/interpreter.h"
+#include "compiler/exported_program.h"
+#include "ir/mutation.h"
 
 namespace inplace::cli {
 
@@ -17,13 +18,13 @@ struct ExecOptions {
   bool no_alias = false;  // compiled: the copy-back engine instead of aliased I/O
   // --mutated-input INPUT=OUTPUT: output OUTPUT (index into the user outputs) is the new value
   // of placeholder INPUT and is written back into it after the call.
-  std::vector<std::pair<std::string, size_t>> mutated_inputs;
+  std::vector<DeclaredMutation> mutated_inputs;
   // compiled: --dynamic INPUT:DIM:MAX and --value-range INPUT:LO:HI, as given.
   std::vector<std::string> dynamic, value_ranges;
 };
 
 // Placeholder name -> value (tensors shared with the caller, never copied).
-using Inputs = std::map<std::string, Value>;
+using Inputs = GraphInputs;
 
 using ModeFn = std::vector<Value> (*)(const Graph& graph, Inputs& inputs, State& state,
                                       const ExecOptions& options);
@@ -36,9 +37,9 @@ struct Mode {
 // Every mode exec accepts, available or not.
 const std::vector<Mode>& exec_modes();
 
-// Runs the graph as written in the eager interpreter. A torch.export signature is honoured:
-// buffer_mutation and user_input_mutation outputs are written back into their buffer/input,
-// and only user_output outputs are returned.
+// Runs the graph as written in the eager interpreter. A torch.export signature is honoured
+// (compiler/exported_program.h): buffer_mutation and user_input_mutation outputs are written
+// back into their buffer/input, and only user_output outputs are returned.
 std::vector<Value> run_mode_eager(const Graph& graph, Inputs& inputs, State& state,
                                   const ExecOptions& options);
 
@@ -51,13 +52,5 @@ std::vector<Value> run_mode_functional(const Graph& graph, Inputs& inputs, State
 // and runs it once.
 std::vector<Value> run_mode_compiled(const Graph& graph, Inputs& inputs, State& state,
                                      const ExecOptions& options);
-
-// Binds parameter/buffer/constant placeholders of a torch.export signature to the state
-// (by target), without copying. Shared by the modes.
-void bind_lifted_placeholders(const Graph& graph, Inputs& inputs, State& state);
-
-// Writes the graph's flat outputs back as its signature says and returns the user outputs.
-std::vector<Value> apply_signature(const Graph& graph, const std::vector<Value>& flat,
-                                   Inputs& inputs, State& state);
 
 }  // namespace inplace::cli

@@ -8,6 +8,7 @@
 #include "compiler/compile.h"
 #include "frontend/graph_json.h"
 #include "frontend/safetensors.h"
+#include "ir/export_signature.h"
 
 namespace inplace::cli {
 
@@ -23,12 +24,9 @@ std::vector<Tensor> example_inputs(const Graph& graph, const std::string& inputs
       out.push_back(it->second);
       continue;
     }
-    const Tensor* constant = nullptr;
-    for (const SignatureInput& in : graph.signature.inputs)
-      if (in.node == n->name && graph.constants.count(in.target))
-        constant = &graph.constants.at(in.target);
-    if (constant) {
-      out.push_back(*constant);
+    const SignatureInput* sig = signature_input(graph, n->name);
+    if (sig && graph.constants.count(sig->target)) {
+      out.push_back(graph.constants.at(sig->target));
       continue;
     }
     IP_CHECK(n->meta.shape && n->meta.dtype, kNotFound, "[compile] input '", n->name,
@@ -38,15 +36,11 @@ std::vector<Tensor> example_inputs(const Graph& graph, const std::string& inputs
   return out;
 }
 
-CompileOptions compile_options(bool no_alias, const std::vector<std::string>& mutated) {
+CompileOptions compile_options(const std::string& command, bool no_alias,
+                               const std::vector<std::string>& mutated) {
   CompileOptions co;
   co.alias = !no_alias;
-  for (const std::string& m : mutated) {
-    size_t eq = m.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == m.size())
-      throw UsageError("--mutated-input takes INPUT=OUTPUT, got '" + m + "'");
-    co.mutated_inputs.emplace_back(m.substr(0, eq), m.substr(eq + 1));
-  }
+  co.mutated_inputs = parse_mutated_inputs(command, mutated);
   return co;
 }
 
@@ -111,7 +105,7 @@ int run_plan(const std::vector<std::string>& args) {
   runtime_value_flags(p, &dynamic, &ranges);
   if (!p.parse(args)) return 0;
   std::unique_ptr<Graph> g = read_graph_json(path);
-  CompileOptions co = compile_options(no_alias, mutated);
+  CompileOptions co = compile_options("plan", no_alias, mutated);
   add_runtime_value_options(co, dynamic, ranges);
   co.verbose = verbose;
   CompiledProgram cp = compile(*g, example_inputs(*g, inputs_path), co);

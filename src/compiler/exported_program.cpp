@@ -1,0 +1,98 @@
+#include "compiler/exported_program.h"
+
+#include "engine/execution_context.h"
+
+namespace inplace {
+
+namespace {
+
+// dst <- src for a write-back: same shape and dtype, as the engine's aliased I/O requires.
+void write_back(const Tensor& dst, const Value& src, const std::string& what) {
+  IP_CHECK(src.is_tensor(), kInvalidArgument, "[signature] ", what, ": the new value is a ",
+           src.kind_name(), ", not a tensor");
+  const Tensor& s = src.tensor;
+  IP_CHECK(s.shape() == dst.shape(), kShapeMismatch, "[signature] ", what, ": new value of shape ",
+           shape_str(s.shape()), " does not match shape ", shape_str(dst.shape()));
+  IP_CHECK(s.dtype() == dst.dtype(), kDTypeMismatch, "[signature] ", what, ": new value of dtype ",
+           dtype_name(s.dtype()), " does not match dtype ", dtype_name(dst.dtype()));
+  if (!s.same_view(dst)) dst.copy_from(s);
+}
+
+}  // namespace
+
+void bind_lifted_placeholders(const Graph& graph, GraphInputs& inputs, State& state) {
+  for (const SignatureInput& in : graph.signature.inputs) {
+    if (in.kind == "user_input") continue;
+    auto it = state.find(in.target);
+    IP_CHECK(it != state.end(), kNotFound, "[signature] placeholder '", in.node, "' is ", in.kind,
+             " '", in.target, "' but the graph has no constant '", in.target, "'");
+    inputs[in.node] = Value::from_tensor(it->second);
+  }
+}
+
+std::vector<Value> apply_signature(const Graph& graph, const std::vector<Value>& flat,
+                                   GraphInputs& inputs, State& state) {
+  const auto& outs = graph.signature.outputs;
+  if (outs.empty()) return flat;
+  IP_CHECK(flat.size() == outs.size(), kInvalidArgument, "[signature] the signature lists ",
+           outs.size(), " outputs but the graph returned ", flat.size());
+  std::vector<Value> user;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const SignatureOutput& o = outs[i];
+    if (o.kind == "buffer_mutation") {
+      auto it = state.find(o.target);
+      IP_CHECK(it != state.end(), kNotFound, "[signature] output ", i, " mutates buffer '",
+               o.target, "', which the graph has no constant for");
+      write_back(it->second, flat[i], str_cat("output ", i, " (buffer_mutation '", o.target, "')"));
+    } else if (o.kind == "user_input_mutation") {
+      auto it = inputs.find(o.target);
+      IP_CHECK(it != inputs.end() && it->second.is_tensor(), kNotFound, "[signature] output ", i,
+               " mutates input '", o.target, "', which is not a bound tensor input");
+      write_back(it->second.tensor, flat[i],
+                 str_cat("output ", i, " (user_input_mutation '", o.target, "')"));
+    } else {
+      user.push_back(flat[i]);
+    }
+  }
+  return user;
+}
+
+std::vector<Value> run_exported_eager(const Graph& graph, GraphInputs& inputs, State& state) {
+  bind_lifted_placeholders(graph, inputs, state);
+  RunOutput r = run_eager(graph, inputs, &state);
+  return apply_signature(graph, r.flat, inputs, state);
+}
+
+CompiledProgram compile_exported(const Graph& graph, GraphInputs& inputs, State& state,
+                                 const CompileOptions& options) {
+  bind_lifted_placeholders(graph, inputs, state);
+  std::vector<Tensor> examples;
+  for (Node* n : graph.placeholders()) {
+    auto it = inputs.find(n->name);
+    IP_CHECK(it != inputs.end() && it->second.is_tensor(), kUnsupported, "[compile] input '",
+             n->name, "' must be a tensor to compile the graph");
+    examples.push_back(it->second.tensor);
+  }
+  return compile(graph, examples, options);
+}
+
+std::vector<Value> run_exported(const CompiledProgram& compiled, const Graph& graph,
+                                GraphInputs& inputs, State& state) {
+  bind_lifted_placeholders(graph, inputs, state);
+  std::vector<Node*> ph = graph.placeholders();
+  ExecutionContext ctx(compiled.engine);
+  for (int i = 0; i < compiled.num_user_inputs; ++i) {
+    auto it = inputs.find(ph[i]->name);
+    IP_CHECK(it != inputs.end() && it->second.is_tensor(), kNotFound, "[run_exported] input '",
+             ph[i]->name, "' is not bound to a tensor");
+    ctx.bind_input(i, it->second.tensor);
+  }
+  for (const auto& [index, target] : compiled.lifted_buffers) ctx.bind_input(index, state.at(target));
+  std::vector<Tensor> outs = ctx.execute();
+  std::vector<Value> flat;
+  for (int j = 0; j < compiled.engine->original_output_count(); ++j)
+    flat.push_back(Value::from_tensor(outs[j]));
+  return apply_signature(graph, flat, inputs, state);
+}
+
+}  // namespace inplace
