@@ -21,12 +21,16 @@ std::unique_ptr<Graph> chain(int n) {
   Node* end = b.call_function("_operator.add", {pos, 1});
   for (int i = 0; i < n; ++i) {
     switch (i % 3) {
-      case 0: b.call_method("add_", {x, 1.0}); break;
+      case 0:
+        b.call_method("add_", {x, 1.0});
+        break;
       case 1:
         b.call_function("_operator.setitem",
                         {x, arg::tuple({arg::slice(), arg::slice(pos, end)}), k});
         break;
-      default: b.call_method("mul_", {x, 0.5}); break;
+      default:
+        b.call_method("mul_", {x, 0.5});
+        break;
     }
   }
   b.output(arg::tuple({b.call_method("sum", {x})}));

@@ -76,8 +76,12 @@ void memcpy_bandwidth(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(2 * n));
 }
 
-void aliased(benchmark::State& s) { run(s, true); }
-void copy_back(benchmark::State& s) { run(s, false); }
+void aliased(benchmark::State& s) {
+  run(s, true);
+}
+void copy_back(benchmark::State& s) {
+  run(s, false);
+}
 
 }  // namespace
 

@@ -655,8 +655,7 @@ RandomProgram make_random_program(uint64_t seed, const RandomProgramOptions& opt
   return Generator(seed, options).build(seed);
 }
 
-std::map<std::string, Tensor> redraw_inputs(const RandomProgram& p, uint64_t seed,
-                                            double invalid) {
+std::map<std::string, Tensor> redraw_inputs(const RandomProgram& p, uint64_t seed, double invalid) {
   std::mt19937_64 rng(seed);
   auto uniform = [&](int64_t lo, int64_t hi) {
     return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
@@ -668,8 +667,10 @@ std::map<std::string, Tensor> redraw_inputs(const RandomProgram& p, uint64_t see
       const std::vector<int64_t>& bad = p.invalid_positions.at(name);
       bool refuse = !bad.empty() && std::uniform_real_distribution<double>(0, 1)(rng) < invalid;
       const std::vector<int64_t>& from = refuse ? bad : valid->second;
-      int64_t v = from.empty() ? t.item().to_int()
-                               : from[static_cast<size_t>(uniform(0, static_cast<int64_t>(from.size()) - 1))];
+      int64_t v =
+          from.empty()
+              ? t.item().to_int()
+              : from[static_cast<size_t>(uniform(0, static_cast<int64_t>(from.size()) - 1))];
       out[name] = Tensor::scalar(v, DType::kInt64);
       continue;
     }

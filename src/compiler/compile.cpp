@@ -75,7 +75,8 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   for (size_t i = 0; i < ph.size(); ++i) {
     Shape shape = example_inputs[i].shape();
     for (const DynamicDim& d : eo.dynamic_dims)
-      if (d.input == static_cast<int>(i) && d.dim >= 0 && d.dim < static_cast<int64_t>(shape.size()))
+      if (d.input == static_cast<int>(i) && d.dim >= 0 &&
+          d.dim < static_cast<int64_t>(shape.size()))
         shape[d.dim] = d.max;
     Meta m;
     m.shape = shape;
@@ -103,10 +104,10 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
                    [](const Mutation& a, const Mutation& b) { return a.output < b.output; });
   cp.engine = Engine::build(*cp.program.graph, io, ctx.original_output_count, examples, eo);
   if (options.verbose) {
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                    .count();
-    std::cerr << "[compile] " << graph.name << ": " << cp.engine->plan().steps.size()
-              << " steps, " << cp.engine->aliased_io().size() << " aliased outputs, " << kv
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::cerr << "[compile] " << graph.name << ": " << cp.engine->plan().steps.size() << " steps, "
+              << cp.engine->aliased_io().size() << " aliased outputs, " << kv
               << " kv_cache_update, arena " << cp.engine->plan().arena_bytes << " bytes, " << ms
               << " ms\n";
   }

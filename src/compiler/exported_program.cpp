@@ -87,7 +87,8 @@ std::vector<Value> run_exported(const CompiledProgram& compiled, const Graph& gr
              ph[i]->name, "' is not bound to a tensor");
     ctx.bind_input(i, it->second.tensor);
   }
-  for (const auto& [index, target] : compiled.lifted_buffers) ctx.bind_input(index, state.at(target));
+  for (const auto& [index, target] : compiled.lifted_buffers)
+    ctx.bind_input(index, state.at(target));
   std::vector<Tensor> outs = ctx.execute();
   std::vector<Value> flat;
   for (int j = 0; j < compiled.engine->original_output_count(); ++j)

@@ -7,31 +7,45 @@ namespace inplace {
 size_t dtype_size(DType t) {
   switch (t) {
     case DType::kFloat64:
-    case DType::kInt64: return 8;
+    case DType::kInt64:
+      return 8;
     case DType::kFloat32:
-    case DType::kInt32: return 4;
+    case DType::kInt32:
+      return 4;
     case DType::kFloat16:
     case DType::kBFloat16:
-    case DType::kInt16: return 2;
+    case DType::kInt16:
+      return 2;
     case DType::kInt8:
     case DType::kUInt8:
-    case DType::kBool: return 1;
+    case DType::kBool:
+      return 1;
   }
   return 1;
 }
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-    case DType::kFloat16: return "float16";
-    case DType::kBFloat16: return "bfloat16";
-    case DType::kInt64: return "int64";
-    case DType::kInt32: return "int32";
-    case DType::kInt16: return "int16";
-    case DType::kInt8: return "int8";
-    case DType::kUInt8: return "uint8";
-    case DType::kBool: return "bool";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat64:
+      return "float64";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kBFloat16:
+      return "bfloat16";
+    case DType::kInt64:
+      return "int64";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt16:
+      return "int16";
+    case DType::kInt8:
+      return "int8";
+    case DType::kUInt8:
+      return "uint8";
+    case DType::kBool:
+      return "bool";
   }
   return "?";
 }
@@ -43,15 +57,15 @@ bool parse_dtype(std::string_view name, DType* out) {
     DType t;
   };
   static const Entry kNames[] = {
-      {"float32", DType::kFloat32}, {"float", DType::kFloat32},    {"float64", DType::kFloat64},
-      {"double", DType::kFloat64},  {"float16", DType::kFloat16},  {"half", DType::kFloat16},
-      {"bfloat16", DType::kBFloat16}, {"int64", DType::kInt64},    {"long", DType::kInt64},
-      {"int32", DType::kInt32},     {"int", DType::kInt32},        {"int16", DType::kInt16},
-      {"short", DType::kInt16},     {"int8", DType::kInt8},        {"uint8", DType::kUInt8},
-      {"bool", DType::kBool},       {"F32", DType::kFloat32},      {"F64", DType::kFloat64},
-      {"F16", DType::kFloat16},     {"BF16", DType::kBFloat16},    {"I64", DType::kInt64},
-      {"I32", DType::kInt32},       {"I16", DType::kInt16},        {"I8", DType::kInt8},
-      {"U8", DType::kUInt8},        {"BOOL", DType::kBool},
+      {"float32", DType::kFloat32},   {"float", DType::kFloat32},   {"float64", DType::kFloat64},
+      {"double", DType::kFloat64},    {"float16", DType::kFloat16}, {"half", DType::kFloat16},
+      {"bfloat16", DType::kBFloat16}, {"int64", DType::kInt64},     {"long", DType::kInt64},
+      {"int32", DType::kInt32},       {"int", DType::kInt32},       {"int16", DType::kInt16},
+      {"short", DType::kInt16},       {"int8", DType::kInt8},       {"uint8", DType::kUInt8},
+      {"bool", DType::kBool},         {"F32", DType::kFloat32},     {"F64", DType::kFloat64},
+      {"F16", DType::kFloat16},       {"BF16", DType::kBFloat16},   {"I64", DType::kInt64},
+      {"I32", DType::kInt32},         {"I16", DType::kInt16},       {"I8", DType::kInt8},
+      {"U8", DType::kUInt8},          {"BOOL", DType::kBool},
   };
   for (const auto& e : kNames) {
     if (name == e.name) {
@@ -79,20 +93,28 @@ bool is_integral(DType t, bool include_bool) {
     case DType::kInt32:
     case DType::kInt16:
     case DType::kInt8:
-    case DType::kUInt8: return true;
-    case DType::kBool: return include_bool;
-    default: return false;
+    case DType::kUInt8:
+      return true;
+    case DType::kBool:
+      return include_bool;
+    default:
+      return false;
   }
 }
 
 namespace {
 int int_rank(DType t) {
   switch (t) {
-    case DType::kInt8: return 1;
-    case DType::kInt16: return 2;
-    case DType::kInt32: return 3;
-    case DType::kInt64: return 4;
-    default: return 0;
+    case DType::kInt8:
+      return 1;
+    case DType::kInt16:
+      return 2;
+    case DType::kInt32:
+      return 3;
+    case DType::kInt64:
+      return 4;
+    default:
+      return 0;
   }
 }
 }  // namespace
@@ -116,10 +138,14 @@ DType promote_types(DType a, DType b) {
 }
 
 namespace {
-int category(DType t) { return t == DType::kBool ? 0 : (is_floating(t) ? 2 : 1); }
+int category(DType t) {
+  return t == DType::kBool ? 0 : (is_floating(t) ? 2 : 1);
+}
 }  // namespace
 
-bool can_cast(DType from, DType to) { return category(from) <= category(to); }
+bool can_cast(DType from, DType to) {
+  return category(from) <= category(to);
+}
 
 void ResultType::add_tensor(DType t, int64_t dim) {
   int& slot = dim > 0 ? dim_ : zero_;
@@ -127,7 +153,8 @@ void ResultType::add_tensor(DType t, int64_t dim) {
 }
 
 void ResultType::add_wrapped(DType t) {
-  wrapped_ = wrapped_ < 0 ? static_cast<int>(t) : static_cast<int>(promote_types(DType(wrapped_), t));
+  wrapped_ =
+      wrapped_ < 0 ? static_cast<int>(t) : static_cast<int>(promote_types(DType(wrapped_), t));
 }
 
 namespace {

@@ -4,17 +4,28 @@ namespace inplace {
 
 const char* error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidArgument: return "invalid_argument";
-    case ErrorCode::kShapeMismatch: return "shape_mismatch";
-    case ErrorCode::kDTypeMismatch: return "dtype_mismatch";
-    case ErrorCode::kUnsupported: return "unsupported";
-    case ErrorCode::kNotFound: return "not_found";
-    case ErrorCode::kParse: return "parse";
-    case ErrorCode::kIO: return "io";
-    case ErrorCode::kOutOfRange: return "out_of_range";
-    case ErrorCode::kAbiMismatch: return "abi_mismatch";
-    case ErrorCode::kCorrupt: return "corrupt";
-    case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kInvalidArgument:
+      return "invalid_argument";
+    case ErrorCode::kShapeMismatch:
+      return "shape_mismatch";
+    case ErrorCode::kDTypeMismatch:
+      return "dtype_mismatch";
+    case ErrorCode::kUnsupported:
+      return "unsupported";
+    case ErrorCode::kNotFound:
+      return "not_found";
+    case ErrorCode::kParse:
+      return "parse";
+    case ErrorCode::kIO:
+      return "io";
+    case ErrorCode::kOutOfRange:
+      return "out_of_range";
+    case ErrorCode::kAbiMismatch:
+      return "abi_mismatch";
+    case ErrorCode::kCorrupt:
+      return "corrupt";
+    case ErrorCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }
@@ -28,6 +39,8 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-void throw_error(ErrorCode code, const std::string& message) { throw Error(code, message); }
+void throw_error(ErrorCode code, const std::string& message) {
+  throw Error(code, message);
+}
 
 }  // namespace inplace

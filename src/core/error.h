@@ -49,18 +49,20 @@ std::string shape_str(const std::vector<int64_t>& shape);
 }  // namespace inplace
 
 // IP_CHECK(cond, code, "[op] message parts", ...) throws inplace::Error when cond is false.
-#define IP_CHECK(cond, code, ...)                                                       \
-  do {                                                                                  \
-    if (!(cond)) ::inplace::throw_error(::inplace::ErrorCode::code, ::inplace::str_cat(__VA_ARGS__)); \
+#define IP_CHECK(cond, code, ...)                                                          \
+  do {                                                                                     \
+    if (!(cond))                                                                           \
+      ::inplace::throw_error(::inplace::ErrorCode::code, ::inplace::str_cat(__VA_ARGS__)); \
   } while (0)
 
-#define IP_FAIL(code, ...) ::inplace::throw_error(::inplace::ErrorCode::code, ::inplace::str_cat(__VA_ARGS__))
+#define IP_FAIL(code, ...) \
+  ::inplace::throw_error(::inplace::ErrorCode::code, ::inplace::str_cat(__VA_ARGS__))
 
 // An internal invariant; names the invariant so a failure says what broke.
-#define IP_ASSERT(cond, invariant)                                                              \
-  do {                                                                                          \
-    if (!(cond))                                                                                \
-      ::inplace::throw_error(::inplace::ErrorCode::kInternal,                                   \
+#define IP_ASSERT(cond, invariant)                                                                \
+  do {                                                                                            \
+    if (!(cond))                                                                                  \
+      ::inplace::throw_error(::inplace::ErrorCode::kInternal,                                     \
                              ::inplace::str_cat("[internal] invariant broken: ", invariant, " (", \
-                                                __FILE__, ":", __LINE__, ")"));                 \
+                                                __FILE__, ":", __LINE__, ")"));                   \
   } while (0)

@@ -42,7 +42,8 @@ struct Half {
     }
     uint32_t half = sign | (static_cast<uint32_t>(e) << 10) | (mant >> 13);
     uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // may carry into exponent: correct
+    if (rem > 0x1000u || (rem == 0x1000u && (half & 1u)))
+      ++half;  // may carry into exponent: correct
     return static_cast<uint16_t>(half);
   }
   static float to_float(uint16_t h) {

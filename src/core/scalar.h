@@ -11,9 +11,9 @@ class Scalar {
  public:
   enum class Kind : uint8_t { kBool, kInt, kFloat };
   Scalar() : kind_(Kind::kInt), i_(0) {}
-  Scalar(bool b) : kind_(Kind::kBool), i_(b) {}  // NOLINT
-  Scalar(int v) : kind_(Kind::kInt), i_(v) {}    // NOLINT
-  Scalar(int64_t v) : kind_(Kind::kInt), i_(v) {}  // NOLINT
+  Scalar(bool b) : kind_(Kind::kBool), i_(b) {}     // NOLINT
+  Scalar(int v) : kind_(Kind::kInt), i_(v) {}       // NOLINT
+  Scalar(int64_t v) : kind_(Kind::kInt), i_(v) {}   // NOLINT
   Scalar(double v) : kind_(Kind::kFloat), f_(v) {}  // NOLINT
   Scalar(float v) : kind_(Kind::kFloat), f_(v) {}   // NOLINT
 
@@ -29,9 +29,12 @@ class Scalar {
   // The value as element type T (float -> int truncates, as torch does).
   template <typename T>
   T to() const {
-    if constexpr (std::is_same_v<T, bool>) return to_bool();
-    else if constexpr (kIsFloat<T>) return convert<T>(to_double());
-    else return kind_ == Kind::kFloat ? static_cast<T>(f_) : static_cast<T>(i_);
+    if constexpr (std::is_same_v<T, bool>)
+      return to_bool();
+    else if constexpr (kIsFloat<T>)
+      return convert<T>(to_double());
+    else
+      return kind_ == Kind::kFloat ? static_cast<T>(f_) : static_cast<T>(i_);
   }
 
   // The dtype torch gives a tensor made from this number with no dtype argument.

@@ -65,9 +65,7 @@ class Tensor {
   }
 
   bool is_contiguous() const;
-  bool same_storage(const Tensor& other) const {
-    return storage_ && storage_ == other.storage_;
-  }
+  bool same_storage(const Tensor& other) const { return storage_ && storage_ == other.storage_; }
   // Same storage, offset, shape and strides: the very same view.
   bool same_view(const Tensor& other) const;
   // Whether any element of this tensor's memory range can overlap the other's.
@@ -98,8 +96,8 @@ class Tensor {
   Tensor alias() const { return *this; }
 
   // ---- data ----
-  Tensor contiguous() const;  // this tensor if already contiguous
-  Tensor clone() const;       // always a fresh contiguous copy
+  Tensor contiguous() const;     // this tensor if already contiguous
+  Tensor clone() const;          // always a fresh contiguous copy
   Tensor to(DType dtype) const;  // this tensor if already of dtype
   // Copies src into this tensor, broadcasting src and converting its dtype.
   void copy_from(const Tensor& src) const;

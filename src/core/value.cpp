@@ -36,20 +36,34 @@ Value Value::int_list(const std::vector<int64_t>& v) {
 
 const char* Value::kind_name() const {
   switch (kind) {
-    case Kind::kNone: return "None";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
-    case Kind::kList: return "list";
-    case Kind::kTuple: return "tuple";
-    case Kind::kDict: return "dict";
-    case Kind::kNode: return "node";
-    case Kind::kSlice: return "slice";
-    case Kind::kEllipsis: return "Ellipsis";
-    case Kind::kDType: return "dtype";
-    case Kind::kDevice: return "device";
-    case Kind::kTensor: return "Tensor";
+    case Kind::kNone:
+      return "None";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kList:
+      return "list";
+    case Kind::kTuple:
+      return "tuple";
+    case Kind::kDict:
+      return "dict";
+    case Kind::kNode:
+      return "node";
+    case Kind::kSlice:
+      return "slice";
+    case Kind::kEllipsis:
+      return "Ellipsis";
+    case Kind::kDType:
+      return "dtype";
+    case Kind::kDevice:
+      return "device";
+    case Kind::kTensor:
+      return "Tensor";
   }
   return "?";
 }
@@ -62,14 +76,18 @@ const Tensor& Value::as_tensor(const char* what) const {
 
 Scalar Value::as_scalar(const char* what) const {
   switch (kind) {
-    case Kind::kBool: return Scalar(b);
-    case Kind::kInt: return Scalar(i);
-    case Kind::kFloat: return Scalar(f);
+    case Kind::kBool:
+      return Scalar(b);
+    case Kind::kInt:
+      return Scalar(i);
+    case Kind::kFloat:
+      return Scalar(f);
     case Kind::kTensor:
       IP_CHECK(tensor.numel() == 1, kInvalidArgument, "[", what,
                "] expected a number, got a tensor of shape ", shape_str(tensor.shape()));
       return tensor.item();
-    default: IP_FAIL(kInvalidArgument, "[", what, "] expected a number, got ", kind_name());
+    default:
+      IP_FAIL(kInvalidArgument, "[", what, "] expected a number, got ", kind_name());
   }
 }
 
@@ -81,7 +99,9 @@ int64_t Value::as_int(const char* what) const {
   IP_FAIL(kInvalidArgument, "[", what, "] expected an int, got ", kind_name());
 }
 
-double Value::as_double(const char* what) const { return as_scalar(what).to_double(); }
+double Value::as_double(const char* what) const {
+  return as_scalar(what).to_double();
+}
 
 bool Value::as_bool(const char* what) const {
   if (kind == Kind::kBool) return b;

@@ -16,15 +16,27 @@ struct Node;
 
 struct Value {
   enum class Kind : uint8_t {
-    kNone, kBool, kInt, kFloat, kString, kList, kTuple, kDict, kNode, kSlice, kEllipsis,
-    kDType, kDevice, kTensor,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,
+    kTuple,
+    kDict,
+    kNode,
+    kSlice,
+    kEllipsis,
+    kDType,
+    kDevice,
+    kTensor,
   };
   Kind kind = Kind::kNone;
   bool b = false;
   int64_t i = 0;
   double f = 0.0;
-  std::string s;              // string, device
-  std::vector<Value> items;   // list, tuple, dict values, slice [start, stop, step]
+  std::string s;                  // string, device
+  std::vector<Value> items;       // list, tuple, dict values, slice [start, stop, step]
   std::vector<std::string> keys;  // dict keys (ordered)
   Node* node = nullptr;
   DType dtype = DType::kFloat32;
@@ -32,26 +44,82 @@ struct Value {
 
   Value() = default;
   static Value none() { return {}; }
-  static Value boolean(bool v) { Value x; x.kind = Kind::kBool; x.b = v; return x; }
-  static Value integer(int64_t v) { Value x; x.kind = Kind::kInt; x.i = v; return x; }
-  static Value floating(double v) { Value x; x.kind = Kind::kFloat; x.f = v; return x; }
-  static Value string(std::string v) { Value x; x.kind = Kind::kString; x.s = std::move(v); return x; }
-  static Value list(std::vector<Value> v) { Value x; x.kind = Kind::kList; x.items = std::move(v); return x; }
-  static Value tuple(std::vector<Value> v) { Value x; x.kind = Kind::kTuple; x.items = std::move(v); return x; }
+  static Value boolean(bool v) {
+    Value x;
+    x.kind = Kind::kBool;
+    x.b = v;
+    return x;
+  }
+  static Value integer(int64_t v) {
+    Value x;
+    x.kind = Kind::kInt;
+    x.i = v;
+    return x;
+  }
+  static Value floating(double v) {
+    Value x;
+    x.kind = Kind::kFloat;
+    x.f = v;
+    return x;
+  }
+  static Value string(std::string v) {
+    Value x;
+    x.kind = Kind::kString;
+    x.s = std::move(v);
+    return x;
+  }
+  static Value list(std::vector<Value> v) {
+    Value x;
+    x.kind = Kind::kList;
+    x.items = std::move(v);
+    return x;
+  }
+  static Value tuple(std::vector<Value> v) {
+    Value x;
+    x.kind = Kind::kTuple;
+    x.items = std::move(v);
+    return x;
+  }
   static Value dict(std::vector<std::string> k, std::vector<Value> v);
-  static Value node_ref(Node* n) { Value x; x.kind = Kind::kNode; x.node = n; return x; }
+  static Value node_ref(Node* n) {
+    Value x;
+    x.kind = Kind::kNode;
+    x.node = n;
+    return x;
+  }
   static Value slice(Value start, Value stop, Value step);
-  static Value ellipsis() { Value x; x.kind = Kind::kEllipsis; return x; }
-  static Value dtype_value(DType t) { Value x; x.kind = Kind::kDType; x.dtype = t; return x; }
-  static Value device(std::string d) { Value x; x.kind = Kind::kDevice; x.s = std::move(d); return x; }
-  static Value from_tensor(Tensor t) { Value x; x.kind = Kind::kTensor; x.tensor = std::move(t); return x; }
+  static Value ellipsis() {
+    Value x;
+    x.kind = Kind::kEllipsis;
+    return x;
+  }
+  static Value dtype_value(DType t) {
+    Value x;
+    x.kind = Kind::kDType;
+    x.dtype = t;
+    return x;
+  }
+  static Value device(std::string d) {
+    Value x;
+    x.kind = Kind::kDevice;
+    x.s = std::move(d);
+    return x;
+  }
+  static Value from_tensor(Tensor t) {
+    Value x;
+    x.kind = Kind::kTensor;
+    x.tensor = std::move(t);
+    return x;
+  }
   static Value from_scalar(Scalar s);
   static Value int_list(const std::vector<int64_t>& v);
 
   bool is_none() const { return kind == Kind::kNone; }
   bool is_tensor() const { return kind == Kind::kTensor; }
   bool is_node() const { return kind == Kind::kNode; }
-  bool is_number() const { return kind == Kind::kBool || kind == Kind::kInt || kind == Kind::kFloat; }
+  bool is_number() const {
+    return kind == Kind::kBool || kind == Kind::kInt || kind == Kind::kFloat;
+  }
   bool is_sequence() const { return kind == Kind::kList || kind == Kind::kTuple; }
 
   // Conversions with errors that name `what` (an argument name).

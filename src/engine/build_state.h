@@ -13,7 +13,7 @@ namespace inplace {
 
 struct ValueBuffer {
   int64_t nbytes = 0;
-  int producer = -1;  // step index
+  int producer = -1;    // step index
   bool placed = false;  // written straight into an input binding
   BufferId final{BufferKind::kArena, -1};
 };

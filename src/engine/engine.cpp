@@ -44,15 +44,15 @@ std::vector<Mutation> derive_aliased_io(const Plan& plan) {
         if (o.buffer == r.buffer) writer = &s;
     if (!writer) continue;
     MutationKind kind = writer->op && writer->op->has_tag(kCacheUpdate)
-                         ? MutationKind::kKvCacheUpdate
-                         : MutationKind::kUser;
+                            ? MutationKind::kKvCacheUpdate
+                            : MutationKind::kUser;
     out.push_back({static_cast<int>(j), r.buffer.index, kind});
   }
   return out;
 }
 
 std::vector<Mutation> reconcile_aliased_io(const std::vector<Mutation>& derived,
-                                            const std::vector<Mutation>& recorded) {
+                                           const std::vector<Mutation>& recorded) {
   std::vector<Mutation> out;
   for (const Mutation& d : derived)
     if (d.kind == MutationKind::kKvCacheUpdate) out.push_back(d);
@@ -149,8 +149,8 @@ void validate_runtime_values(const Plan& plan) {
         validate_sym(e, it.index, nin, plan.num_dyn, where);
         for (const SymInstr& in : e.code) {
           if (in.op == SymInstr::Op::kDim) use(static_cast<int32_t>(in.a), where);
-          IP_CHECK(in.op != SymInstr::Op::kScalar || scalar_done[in.a], kCorrupt, "[plan] ",
-                   where, " reads scalar ", in.a, " before it is computed");
+          IP_CHECK(in.op != SymInstr::Op::kScalar || scalar_done[in.a], kCorrupt, "[plan] ", where,
+                   " reads scalar ", in.a, " before it is computed");
         }
         scalar_done[it.index] = 1;
         break;
@@ -165,8 +165,7 @@ void validate_runtime_values(const Plan& plan) {
         for (const IntSlot& i : s.ints)
           IP_CHECK(i.scalar >= 0 && i.scalar < static_cast<int>(plan.scalars.size()) &&
                        scalar_done[i.scalar],
-                   kCorrupt, "[plan] ", where, " uses scalar ", i.scalar,
-                   " before it is computed");
+                   kCorrupt, "[plan] ", where, " uses scalar ", i.scalar, " before it is computed");
         for (const TensorRef& o : s.outs) {
           IP_CHECK(s.kind != StepKind::kView || o.dyn >= 0, kCorrupt, "[plan] view ", where,
                    " has a static result");
@@ -208,8 +207,8 @@ void validate_plan(const Plan& plan) {
     }
     for (const TensorRef& o : s.outs) {
       check_ref(plan, o, "step '" + s.node + "' result");
-      IP_CHECK(s.kind == StepKind::kView || o.buffer.kind != BufferKind::kConstant, kCorrupt, "[plan] step '", s.node,
-               "' writes a constant");
+      IP_CHECK(s.kind == StepKind::kView || o.buffer.kind != BufferKind::kConstant, kCorrupt,
+               "[plan] step '", s.node, "' writes a constant");
     }
   }
   IP_CHECK(plan.output_refs.size() == plan.outputs.size(), kCorrupt, "[plan] ",

@@ -76,7 +76,7 @@ std::vector<Mutation> derive_aliased_io(const Plan& plan);
 // Plan-derived entries win for kv_cache_update; recorded user entries are kept. Derived user
 // entries are not added (a copy-back write looks the same; only the record knows).
 std::vector<Mutation> reconcile_aliased_io(const std::vector<Mutation>& derived,
-                                            const std::vector<Mutation>& recorded);
+                                           const std::vector<Mutation>& recorded);
 // Throws kCorrupt naming the step when a plan refers to buffers or bindings it does not have.
 void validate_plan(const Plan& plan);
 

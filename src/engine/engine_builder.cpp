@@ -15,8 +15,8 @@ std::shared_ptr<const Engine> Engine::build(const Graph& graph,
   build_steps(st, graph, example_inputs);
   st.plan.original_output_count = original_output_count;
   for (const Mutation& a : mutations) {
-    IP_CHECK(a.output >= 0 && a.output < static_cast<int>(st.plan.outputs.size()) &&
-                 a.input >= 0 && a.input < static_cast<int>(st.plan.inputs.size()),
+    IP_CHECK(a.output >= 0 && a.output < static_cast<int>(st.plan.outputs.size()) && a.input >= 0 &&
+                 a.input < static_cast<int>(st.plan.inputs.size()),
              kInvalidArgument, "[compile] alias output ", a.output, " -> input ", a.input,
              " is out of range (", st.plan.outputs.size(), " outputs, ", st.plan.inputs.size(),
              " inputs)");

@@ -160,7 +160,7 @@ int parse_binding_ref(const std::string& text, const std::vector<Binding>& bs, c
 }
 
 std::vector<Mutation> parse_aliased_io(const std::string& text, const Plan& plan,
-                                        const std::string& label) {
+                                       const std::string& label) {
   std::vector<Mutation> out;
   if (text.empty()) return out;
   std::set<int> outputs, inputs;
@@ -256,7 +256,8 @@ std::string serialize_aliased_io(const Engine& e) {
       IP_CHECK(n->find_first_of("%@") == std::string::npos, kInvalidArgument, "[engine_file] ",
                "binding name '", *n, "' contains '%' or '@', which ALIASED_IO cannot hold");
     if (!out.empty()) out += kRecordSep;
-    out += str_cat(a.output, ":", o, kPartSep, a.input, ":", i, kPartSep, mutation_kind_name(a.kind));
+    out +=
+        str_cat(a.output, ":", o, kPartSep, a.input, ":", i, kPartSep, mutation_kind_name(a.kind));
   }
   return out;
 }

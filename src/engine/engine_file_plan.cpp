@@ -244,7 +244,8 @@ std::vector<Binding> read_bindings(Reader& r, const char* item) {
       if (d < 0 || d >= static_cast<int64_t>(b.shape.size()))
         r.fail(str_cat("binding '", b.name, "' has dynamic dim ", d, " outside its rank"));
     int64_t dyn = r.i64("binding dynamic value");
-    if (dyn < -1 || dyn > std::numeric_limits<int32_t>::max() || (dyn >= 0) == b.dynamic_dims.empty())
+    if (dyn < -1 || dyn > std::numeric_limits<int32_t>::max() ||
+        (dyn >= 0) == b.dynamic_dims.empty())
       r.fail(str_cat("binding '", b.name, "' has dynamic value ", dyn, " that does not fit its ",
                      b.dynamic_dims.size(), " dynamic dims"));
     b.dyn = static_cast<int32_t>(dyn);
@@ -436,13 +437,15 @@ void read_plan(Reader& r, Plan* plan) {
   for (uint64_t k = 0; k < nrefresh; ++k) {
     RefreshItem it;
     uint8_t kind = r.u8("refresh kind");
-    if (kind > uint8_t(RefreshItem::Kind::kStep)) r.fail(str_cat("unknown refresh kind ", int(kind)));
+    if (kind > uint8_t(RefreshItem::Kind::kStep))
+      r.fail(str_cat("unknown refresh kind ", int(kind)));
     it.kind = static_cast<RefreshItem::Kind>(kind);
     it.index = static_cast<int32_t>(r.u32("refresh index"));
     plan->refresh.push_back(it);
   }
   int64_t ndyn = r.i64("dynamic values");
-  if (ndyn < 0 || ndyn > (1 << 24)) r.fail(str_cat("dynamic value count ", ndyn, " is out of range"));
+  if (ndyn < 0 || ndyn > (1 << 24))
+    r.fail(str_cat("dynamic value count ", ndyn, " is out of range"));
   plan->num_dyn = static_cast<int32_t>(ndyn);
   uint64_t nslots = r.count("arena slots", 16);
   plan->arena.resize(nslots);

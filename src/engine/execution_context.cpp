@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "engine/op_meta.h"
 #include "engine/binding_checks.h"
+#include "engine/op_meta.h"
 #include "engine/write_set.h"
 #include "interpreter/interpreter.h"
 
@@ -14,7 +14,8 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
     : engine_(std::move(engine)) {
   const Plan& plan = engine_->plan();
   arena_ = Storage::allocate(static_cast<size_t>(plan.arena_bytes));
-  for (size_t i = 0; i < plan.inputs.size(); ++i) input_storage_.push_back(Storage::borrow(nullptr, 0));
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    input_storage_.push_back(Storage::borrow(nullptr, 0));
   for (size_t i = 0; i < plan.output_buffer_bytes.size(); ++i)
     output_storage_.push_back(Storage::borrow(nullptr, 0));
   for (const ArenaSlot& s : plan.arena)
@@ -43,10 +44,14 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
 
 std::shared_ptr<Storage>& ExecutionContext::storage_of(BufferId id) {
   switch (id.kind) {
-    case BufferKind::kInput: return input_storage_[id.index];
-    case BufferKind::kOutput: return output_storage_[id.index];
-    case BufferKind::kArena: return arena_storage_[id.index];
-    case BufferKind::kConstant: break;
+    case BufferKind::kInput:
+      return input_storage_[id.index];
+    case BufferKind::kOutput:
+      return output_storage_[id.index];
+    case BufferKind::kArena:
+      return arena_storage_[id.index];
+    case BufferKind::kConstant:
+      break;
   }
   IP_ASSERT(false, "constants are not context storage");
 }
@@ -77,9 +82,9 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
       fits &= dynamic ? t.size(d) <= b.shape[d] : t.size(d) == b.shape[d];
     }
   }
-  IP_CHECK(fits, kShapeMismatch, "[bind] input '", b.name, "' expects shape ",
-           shape_str(b.shape), b.dynamic_dims.empty() ? "" : " (dynamic dims up to that extent)",
-           ", got ", shape_str(t.shape()));
+  IP_CHECK(fits, kShapeMismatch, "[bind] input '", b.name, "' expects shape ", shape_str(b.shape),
+           b.dynamic_dims.empty() ? "" : " (dynamic dims up to that extent)", ", got ",
+           shape_str(t.shape()));
   IP_CHECK(t.dtype() == b.dtype, kDTypeMismatch, "[bind] input '", b.name, "' expects dtype ",
            dtype_name(b.dtype), ", got ", dtype_name(t.dtype()));
   const bool writes = input_written_[index];
@@ -144,8 +149,8 @@ std::vector<Tensor> ExecutionContext::execute() {
   InFlightGuard guard(in_flight_, "execute", engine_->name());
   const Plan& plan = engine_->plan();
   for (size_t i = 0; i < plan.inputs.size(); ++i)
-    IP_CHECK(bound_inputs_[i].defined(), kInvalidArgument, "[execute] input '",
-             plan.inputs[i].name, "' is not bound");
+    IP_CHECK(bound_inputs_[i].defined(), kInvalidArgument, "[execute] input '", plan.inputs[i].name,
+             "' is not bound");
   check_bindings();
   gather_staged_inputs();
   // Output buffers: caller-bound, reused, or fresh for this call.
@@ -172,9 +177,14 @@ std::vector<Tensor> ExecutionContext::execute() {
     const std::vector<Tensor>& outs = step_outs_[q];
     try {
       switch (s.kind) {
-        case StepKind::kOut: s.op->out(args, outs); break;
-        case StepKind::kCopy: outs[0].copy_from(args[0].tensor); break;
-        case StepKind::kView: break;
+        case StepKind::kOut:
+          s.op->out(args, outs);
+          break;
+        case StepKind::kCopy:
+          outs[0].copy_from(args[0].tensor);
+          break;
+        case StepKind::kView:
+          break;
         case StepKind::kEager: {
           std::vector<Value> leaves;
           flatten_value(s.op->eager(args), &leaves);
@@ -184,10 +194,10 @@ std::vector<Tensor> ExecutionContext::execute() {
         }
       }
     } catch (const Error& e) {
-      std::string where = s.writes_binding.empty()
-                              ? str_cat("[execute] step '", s.node, "': ")
-                              : str_cat("[execute] step '", s.node, "' writing binding '",
-                                        s.writes_binding, "': ");
+      std::string where =
+          s.writes_binding.empty()
+              ? str_cat("[execute] step '", s.node, "': ")
+              : str_cat("[execute] step '", s.node, "' writing binding '", s.writes_binding, "': ");
       throw Error(e.code(), where + e.what() + note_failed_call(q));
     }
   }
@@ -199,11 +209,13 @@ std::vector<Tensor> ExecutionContext::execute() {
       case BufferKind::kInput: {
         const Tensor& in = bound_inputs_[r.buffer.index];
         const Binding& b = plan.inputs[r.buffer.index];
-        bool whole = r.offset == 0 && r.shape == b.shape && r.strides == contiguous_strides(b.shape);
+        bool whole =
+            r.offset == 0 && r.shape == b.shape && r.strides == contiguous_strides(b.shape);
         if (whole && !input_staged_[r.buffer.index]) {
           results.push_back(in);  // the caller's very tensor
         } else if (!input_staged_[r.buffer.index]) {
-          results.push_back(Tensor(in.storage(), in.offset() + r.offset, r.shape, r.strides, r.dtype));
+          results.push_back(
+              Tensor(in.storage(), in.offset() + r.offset, r.shape, r.strides, r.dtype));
         } else {
           results.push_back(make_tensor(r).clone());
         }
@@ -211,14 +223,17 @@ std::vector<Tensor> ExecutionContext::execute() {
       }
       case BufferKind::kOutput: {
         const Tensor& buf = out_buffers[r.buffer.index];
-        results.push_back(Tensor(buf.storage(), buf.offset() * static_cast<int64_t>(buf.itemsize()) /
-                                                        static_cast<int64_t>(dtype_size(r.dtype)) +
-                                                    r.offset,
+        results.push_back(Tensor(buf.storage(),
+                                 buf.offset() * static_cast<int64_t>(buf.itemsize()) /
+                                         static_cast<int64_t>(dtype_size(r.dtype)) +
+                                     r.offset,
                                  r.shape, r.strides, r.dtype));
         break;
       }
       case BufferKind::kConstant:
-      case BufferKind::kArena: results.push_back(make_tensor(r).clone()); break;
+      case BufferKind::kArena:
+        results.push_back(make_tensor(r).clone());
+        break;
     }
   }
   return results;

@@ -19,11 +19,11 @@ class ExecutionContext {
   const Engine& engine() const { return *engine_; }
 
   // Binds a caller tensor to input `index` without copying. Shape and dtype must match the
-  // binding (a dynamic dim may be anything up to its maximum); an input the engine writes in place must also be contiguous (anything else is an
-  // error naming the binding and both shapes, never a silent copy that would lose the write).
-  // Other non-contiguous inputs are gathered into context memory at every execute(), so every
-  // input is read when the call runs, whatever its strides. Rebinding an input that a failed
-  // call left partly updated makes it usable again.
+  // binding (a dynamic dim may be anything up to its maximum); an input the engine writes in place
+  // must also be contiguous (anything else is an error naming the binding and both shapes, never a
+  // silent copy that would lose the write). Other non-contiguous inputs are gathered into context
+  // memory at every execute(), so every input is read when the call runs, whatever its strides.
+  // Rebinding an input that a failed call left partly updated makes it usable again.
   void bind_input(int index, const Tensor& tensor);
   void bind_input(const std::string& name, const Tensor& tensor);
   // Optional: results of output `index` are written into `tensor` (same shape, dtype,

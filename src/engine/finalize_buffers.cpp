@@ -31,7 +31,8 @@ void finalize_buffers(BuildState& st) {
   for (size_t q = 0; q < plan.steps.size(); ++q)
     for (const TensorSlot& s : plan.steps[q].tensors)
       if (s.ref.buffer.kind == BufferKind::kArena)
-        last_read[s.ref.buffer.index] = std::max(last_read[s.ref.buffer.index], static_cast<int>(q));
+        last_read[s.ref.buffer.index] =
+            std::max(last_read[s.ref.buffer.index], static_cast<int>(q));
 
   // In-place reuse: out := a dead operand's buffer (same bytes, same layout).
   std::vector<int> parent(nv);

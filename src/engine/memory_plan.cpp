@@ -7,7 +7,9 @@ namespace inplace {
 
 namespace {
 constexpr int64_t kAlign = 64;
-int64_t align_up(int64_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+int64_t align_up(int64_t v) {
+  return (v + kAlign - 1) / kAlign * kAlign;
+}
 }  // namespace
 
 MemoryPlan plan_memory(const std::vector<BufferLifetime>& buffers) {

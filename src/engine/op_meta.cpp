@@ -10,14 +10,16 @@ std::vector<Tensor> result_metas(const OpDef& op, const Args& args) {
   flatten_value(op.eager(args), &leaves);
   std::vector<Tensor> out;
   for (const Value& l : leaves) {
-    IP_CHECK(l.is_tensor(), kUnsupported, "[", op.schema.full_name(), "] returns a ",
-             l.kind_name(), " where a tensor was planned");
+    IP_CHECK(l.is_tensor(), kUnsupported, "[", op.schema.full_name(), "] returns a ", l.kind_name(),
+             " where a tensor was planned");
     out.push_back(Tensor::meta(l.tensor.shape(), l.tensor.dtype()));
   }
   return out;
 }
 
-Value view_metas(const OpDef& op, const Args& args) { return op.eager(args); }
+Value view_metas(const OpDef& op, const Args& args) {
+  return op.eager(args);
+}
 
 Value* leaf_at(std::vector<Value>& args, const std::vector<int>& path) {
   Value* v = &args[path[0]];

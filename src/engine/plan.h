@@ -60,8 +60,8 @@ enum class StepKind : uint8_t {
 struct Step {
   StepKind kind = StepKind::kOut;
   const OpDef* op = nullptr;
-  std::string node;          // the graph node it comes from (errors, `inplace plan`)
-  std::vector<Value> args;   // bound arguments; tensor operands are filled from `tensors`
+  std::string node;         // the graph node it comes from (errors, `inplace plan`)
+  std::vector<Value> args;  // bound arguments; tensor operands are filled from `tensors`
   std::vector<TensorSlot> tensors;
   std::vector<IntSlot> ints;  // int arguments that are runtime scalars
   std::vector<TensorRef> outs;
@@ -98,12 +98,12 @@ struct Plan {
   std::vector<RefreshItem> refresh;       // in order
   int32_t num_dyn = 0;                    // dynamic values computed by the refresh
   std::vector<Step> steps;
-  std::vector<ArenaSlot> arena;           // by arena buffer index
+  std::vector<ArenaSlot> arena;  // by arena buffer index
   int64_t arena_bytes = 0;
-  std::vector<Tensor> constants;          // by constant buffer index
+  std::vector<Tensor> constants;  // by constant buffer index
   std::vector<std::string> constant_names;
   std::vector<int64_t> output_buffer_bytes;  // by output buffer index
-  std::vector<TensorRef> output_refs;     // what each engine output is
+  std::vector<TensorRef> output_refs;        // what each engine output is
   std::vector<Mutation> aliased_io;
   int original_output_count = 0;
   // The input bindings the engine writes, sorted: its aliased inputs (written in place) and,

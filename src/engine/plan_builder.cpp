@@ -17,7 +17,7 @@ namespace inplace {
 
 namespace {
 
-constexpr int64_t kTensorMark = int64_t{1} << 60;       // meta offsets that name leaves
+constexpr int64_t kTensorMark = int64_t{1} << 60;             // meta offsets that name leaves
 constexpr int64_t kIntMark = INT64_MIN + (int64_t{1} << 40);  // ints that name runtime scalars
 
 // What a tensor passed for an argument of this type stands for: an int the op reads (a size,
@@ -43,7 +43,9 @@ class PlanBuilder {
     size_t k = 0;
     for (Node* n : graph.nodes()) {
       switch (n->op) {
-        case NodeOp::kPlaceholder: env_[n] = values_.add_input(n->name, examples[k++]); break;
+        case NodeOp::kPlaceholder:
+          env_[n] = values_.add_input(n->name, examples[k++]);
+          break;
         case NodeOp::kGetAttr: {
           auto it = graph.constants.find(n->target);
           IP_CHECK(it != graph.constants.end(), kNotFound, "[compile] node '", n->name,
@@ -52,8 +54,12 @@ class PlanBuilder {
           break;
         }
         case NodeOp::kCallFunction:
-        case NodeOp::kCallMethod: env_[n] = call(n); break;
-        case NodeOp::kOutput: outputs(n); break;
+        case NodeOp::kCallMethod:
+          env_[n] = call(n);
+          break;
+        case NodeOp::kOutput:
+          outputs(n);
+          break;
       }
     }
   }
@@ -76,8 +82,9 @@ class PlanBuilder {
     if (b.v.is_tensor()) {
       leaves_.push_back(&b);
       const Tensor& t = b.v.tensor;
-      return Value::from_tensor(Tensor::meta(t.shape(), t.dtype(), t.strides(),
-                                             kTensorMark + static_cast<int64_t>(leaves_.size() - 1)));
+      return Value::from_tensor(
+          Tensor::meta(t.shape(), t.dtype(), t.strides(),
+                       kTensorMark + static_cast<int64_t>(leaves_.size() - 1)));
     }
     if (b.sym >= 0) return Value::integer(kIntMark + b.sym);
     Value r = b.v;
@@ -92,9 +99,9 @@ class PlanBuilder {
     if (v.is_tensor() && v.tensor.is_meta() && v.tensor.offset() >= kTensorMark) {
       const BVal& b = *leaves_[v.tensor.offset() - kTensorMark];
       const Tensor& t = b.v.tensor;
-      bool as_int = position == Position::kInt || in_slice ||
-                    (ci.index_arg && t.dim() == 0 && !is_floating(t.dtype()) &&
-                     t.dtype() != DType::kBool);
+      bool as_int =
+          position == Position::kInt || in_slice ||
+          (ci.index_arg && t.dim() == 0 && !is_floating(t.dtype()) && t.dtype() != DType::kBool);
       // A number argument is a runtime scalar when it can be one (arange's end), else a tensor
       // the kernel reads on every call (a fill value).
       if (position == Position::kNumber)
@@ -162,8 +169,8 @@ class PlanBuilder {
 
   // x[k] on a list or tuple (the pieces of split, the results of topk, a size list).
   BVal sequence_item(const Node* n, const Value& seq, const Value& index) {
-    IP_CHECK(index.kind == Value::Kind::kInt && !(index.i >= kIntMark &&
-                                                 index.i < kIntMark + (int64_t{1} << 30)),
+    IP_CHECK(index.kind == Value::Kind::kInt &&
+                 !(index.i >= kIntMark && index.i < kIntMark + (int64_t{1} << 30)),
              kUnsupported, "[compile] node '", n->name,
              "': a list indexed at a runtime position is not supported");
     const int64_t size = static_cast<int64_t>(seq.items.size());
@@ -191,8 +198,10 @@ class PlanBuilder {
   }
 
   void outputs(Node* n) {
-    IP_CHECK(n->args.size() == 1, kInvalidArgument, "[compile] the output node takes one "
-             "argument, got ", n->args.size());
+    IP_CHECK(n->args.size() == 1, kInvalidArgument,
+             "[compile] the output node takes one "
+             "argument, got ",
+             n->args.size());
     std::vector<const BVal*> leaves;
     flatten_node_value(n->args[0], &leaves);
     for (size_t j = 0; j < leaves.size(); ++j) values_.add_output(*leaves[j], j);

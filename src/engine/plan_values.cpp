@@ -15,12 +15,18 @@ using Op = SymInstr::Op;
 
 SymRange dtype_range(DType t) {
   switch (t) {
-    case DType::kBool: return {0, 1};
-    case DType::kUInt8: return {0, 255};
-    case DType::kInt8: return {-128, 127};
-    case DType::kInt16: return {-32768, 32767};
-    case DType::kInt32: return {INT32_MIN, INT32_MAX};
-    default: return {};
+    case DType::kBool:
+      return {0, 1};
+    case DType::kUInt8:
+      return {0, 255};
+    case DType::kInt8:
+      return {-128, 127};
+    case DType::kInt16:
+      return {-32768, 32767};
+    case DType::kInt32:
+      return {INT32_MIN, INT32_MAX};
+    default:
+      return {};
   }
 }
 
@@ -31,7 +37,9 @@ Shape max_shape(const Shape& a, const Shape& b) {
   return r;
 }
 
-bool is_int_tensor(const Tensor& t) { return !is_floating(t.dtype()); }
+bool is_int_tensor(const Tensor& t) {
+  return !is_floating(t.dtype());
+}
 
 // The slot whose path is exactly {arg}: the tensor passed as that argument.
 int slot_of_arg(const CallInfo& ci, int arg) {
@@ -152,23 +160,26 @@ std::string PlanValues::scalar_name(const SymExpr& e) const {
         const Binding& b = st_.plan.inputs[in.a];
         return numel_of(b.shape) == 1 ? b.name : str_cat(b.name, ".flat[", in.b, "]");
       }
-      case Op::kDim: return str_cat("size(v", in.a, ", ", in.b, ")");
-      case Op::kScalar: return st_.plan.scalar_names[in.a];
-      default: return "?";
+      case Op::kDim:
+        return str_cat("size(v", in.a, ", ", in.b, ")");
+      case Op::kScalar:
+        return st_.plan.scalar_names[in.a];
+      default:
+        return "?";
     }
   });
 }
 
 int32_t PlanValues::scalar_of(const BVal& b, const std::string& node, const std::string& arg) {
   if (b.sym >= 0) return b.sym;
-  IP_CHECK(b.v.is_tensor(), kUnsupported, "[compile] node '", node, "': argument '", arg,
-           "' is a ", b.v.kind_name(), " where an int is needed");
+  IP_CHECK(b.v.is_tensor(), kUnsupported, "[compile] node '", node, "': argument '", arg, "' is a ",
+           b.v.kind_name(), " where an int is needed");
   const Tensor& t = b.v.tensor;
   IP_CHECK(t.numel() == 1 && is_int_tensor(t), kUnsupported, "[compile] node '", node,
            "': argument '", arg, "' uses a ", dtype_name(t.dtype()), " tensor of shape ",
            shape_str(t.shape()), " as an int");
-  IP_CHECK(b.buffer.kind == BufferKind::kInput && b.dyn < 0, kUnsupported, "[compile] node '",
-           node, "': argument '", arg,
+  IP_CHECK(b.buffer.kind == BufferKind::kInput && b.dyn < 0, kUnsupported, "[compile] node '", node,
+           "': argument '", arg,
            "' is the value of a tensor the program computes from data (not an integer input "
            "or integer arithmetic on one); an engine cannot know it before the call, so a size "
            "or offset may not depend on it");
@@ -223,7 +234,8 @@ BVal PlanValues::evaluate(CallInfo& ci) {
   try {
     bool advanced = name == "getitem" && ci.args[0].is_tensor() &&
                     parse_index(ci.args[1], ci.args[0].tensor.dim(), "getitem").has_advanced();
-    if (ci.op->kind == OpKind::kView && !advanced) return view_call(ci, view_metas(*ci.op, ci.args));
+    if (ci.op->kind == OpKind::kView && !advanced)
+      return view_call(ci, view_metas(*ci.op, ci.args));
     if (ci.op->infer) return compute_call(ci, ci.op->infer(ci.args), StepKind::kOut);
     // Eager-only ops: casts (a view when nothing changes) and advanced indexing.
     Value result = ci.op->eager(ci.args);
@@ -240,8 +252,8 @@ BVal PlanValues::evaluate(CallInfo& ci) {
     flatten_value(result, &leaves);
     std::vector<Tensor> metas;
     for (const Value& l : leaves) {
-      IP_CHECK(l.is_tensor(), kUnsupported, "op '", ci.op->schema.full_name(),
-               "' returns a ", l.kind_name(), "; compiled engines compute tensors");
+      IP_CHECK(l.is_tensor(), kUnsupported, "op '", ci.op->schema.full_name(), "' returns a ",
+               l.kind_name(), "; compiled engines compute tensors");
       metas.push_back(Tensor::meta(l.tensor.shape(), l.tensor.dtype()));
     }
     return compute_call(ci, metas, StepKind::kEager);
@@ -292,10 +304,11 @@ BVal PlanValues::metadata_call(CallInfo& ci) {
 // a tensor result is still computed by its step (the program may use it as data).
 bool PlanValues::scalar_arithmetic(CallInfo& ci, BVal* out) {
   static const std::map<std::string, Op> kOps = {
-      {"add", Op::kAdd},       {"sub", Op::kSub},          {"mul", Op::kMul},
-      {"floor_divide", Op::kFloorDiv}, {"remainder", Op::kMod}, {"neg", Op::kNeg},
-      {"div", Op::kFloorDiv},  {"minimum", Op::kMin},      {"maximum", Op::kMax},
-      {"rsub", Op::kSub}};
+      {"add", Op::kAdd},       {"sub", Op::kSub},
+      {"mul", Op::kMul},       {"floor_divide", Op::kFloorDiv},
+      {"remainder", Op::kMod}, {"neg", Op::kNeg},
+      {"div", Op::kFloorDiv},  {"minimum", Op::kMin},
+      {"maximum", Op::kMax},   {"rsub", Op::kSub}};
   const std::string& name = ci.op->schema.name;
   auto it = kOps.find(name);
   if (it == kOps.end()) return false;
@@ -349,8 +362,8 @@ bool PlanValues::scalar_arithmetic(CallInfo& ci, BVal* out) {
   SymExpr e;
   int first = name == "rsub" ? 1 : 0;
   e.code = operand_code[first];
-  if (arity == 2) e.code.insert(e.code.end(), operand_code[1 - first].begin(),
-                                operand_code[1 - first].end());
+  if (arity == 2)
+    e.code.insert(e.code.end(), operand_code[1 - first].begin(), operand_code[1 - first].end());
   e.code.push_back({it->second});
   auto leaf_range = [&](const SymInstr& in) { return ranges_[in.a]; };
   SymRange range = range_of(e, leaf_range);
@@ -383,8 +396,8 @@ BVal PlanValues::view_call(CallInfo& ci, const Value& result) {
   // A view's layout follows its base and its int arguments; of the other tensors only the
   // shapes of expand_as / view_as / reshape_as's `other` take part.
   const std::string& name = ci.op->schema.name;
-  bool other_shapes = name.size() > 3 && name.compare(name.size() - 3, 3, "_as") == 0 &&
-                      name != "type_as";
+  bool other_shapes =
+      name.size() > 3 && name.compare(name.size() - 3, 3, "_as") == 0 && name != "type_as";
   bool dynamic = base.dyn >= 0 || !ci.ints.empty() || (other_shapes && ci.dyn_input);
   bool other_shape_dyn = false;
   for (const BVal* in : ci.inputs) other_shape_dyn |= in != &base && in->shape_dyn;
@@ -409,8 +422,8 @@ BVal PlanValues::view_call(CallInfo& ci, const Value& result) {
     out.push_back(std::move(l));
   }
   if (dynamic) {
-    st_.plan.refresh.push_back({RefreshItem::Kind::kStep,
-                                static_cast<int32_t>(st_.plan.steps.size())});
+    st_.plan.refresh.push_back(
+        {RefreshItem::Kind::kStep, static_cast<int32_t>(st_.plan.steps.size())});
     st_.plan.steps.push_back(std::move(step));
   }
   if (!result.is_sequence()) return out.at(0);
@@ -443,7 +456,8 @@ Args PlanValues::bound_args(const CallInfo& ci, bool view) const {
     const SymRange r = ranges_[ci.ints[k].scalar];
     Value* leaf = leaf_at(args, ci.ints[k].path);
     if (view) {
-      if (inside_slice(ci.args, ci.ints[k].path) || (op == "slice" && (arg == "start" || arg == "end"))) {
+      if (inside_slice(ci.args, ci.ints[k].path) ||
+          (op == "slice" && (arg == "start" || arg == "end"))) {
         *leaf = Value::none();  // the widest slice
         continue;
       }
@@ -462,8 +476,8 @@ Args PlanValues::bound_args(const CallInfo& ci, bool view) const {
       *leaf = Value::integer(r.lo);
       continue;
     }
-    IP_CHECK(r.bounded_above(), kUnsupported, "argument '", arg, "' = ",
-             st_.plan.scalar_names[ci.ints[k].scalar],
+    IP_CHECK(r.bounded_above(), kUnsupported, "argument '", arg,
+             "' = ", st_.plan.scalar_names[ci.ints[k].scalar],
              " has no upper bound; declare the input's range (--value-range INPUT:LO:HI) or "
              "clamp it in the program");
     *leaf = Value::integer(r.hi);
@@ -588,8 +602,8 @@ void PlanValues::add_output(const BVal& b, size_t j) {
   Plan& plan = st_.plan;
   if (b.v.is_tensor()) {
     plan.output_refs.push_back(ref_of(b));
-    plan.outputs.push_back({str_cat("output.", j), b.dyn >= 0 ? b.bound : b.v.tensor.shape(),
-                            b.v.tensor.dtype()});
+    plan.outputs.push_back(
+        {str_cat("output.", j), b.dyn >= 0 ? b.bound : b.v.tensor.shape(), b.v.tensor.dtype()});
     return;
   }
   IP_CHECK(b.v.is_number(), kUnsupported, "[compile] output ", j, " is a ", b.v.kind_name(),

@@ -16,9 +16,9 @@ struct BVal {
   Value v;
   std::vector<BVal> items;  // parallel to v.items for sequences
   BufferId buffer{BufferKind::kArena, -1};
-  int32_t dyn = -1;  // the dynamic value whose metadata the refresh recomputes per call
+  int32_t dyn = -1;        // the dynamic value whose metadata the refresh recomputes per call
   bool shape_dyn = false;  // its shape (not just its offset) may change between calls
-  Shape bound;       // the largest extent of every dim over all calls (== shape when static)
+  Shape bound;             // the largest extent of every dim over all calls (== shape when static)
   int32_t sym = -1;
 };
 
@@ -62,8 +62,7 @@ class PlanValues {
   BVal compute_call(CallInfo& ci, std::vector<Tensor> metas, StepKind kind);
   Shape view_bound(const CallInfo& ci, const BVal& base, const Value& result, size_t leaf);
   std::vector<Tensor> compute_bounds(const CallInfo& ci, const std::vector<Tensor>& metas);
-  bool output_depends_on_ints(const CallInfo& ci, const std::vector<Tensor>& metas,
-                              bool view);
+  bool output_depends_on_ints(const CallInfo& ci, const std::vector<Tensor>& metas, bool view);
   Args bound_args(const CallInfo& ci, bool view) const;
   Step step_of(const CallInfo& ci, StepKind kind) const;
   int32_t operand_scalar(const Value& v, const CallInfo& ci, const std::string& arg);

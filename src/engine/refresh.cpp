@@ -32,14 +32,27 @@ int64_t ExecutionContext::read_input_element(int64_t input, int64_t element) con
                   element * static_cast<int64_t>(dtype_size(b.dtype));
   int64_t v = 0;
   switch (b.dtype) {
-    case DType::kInt64: v = *reinterpret_cast<const int64_t*>(p); break;
-    case DType::kInt32: v = *reinterpret_cast<const int32_t*>(p); break;
-    case DType::kInt16: v = *reinterpret_cast<const int16_t*>(p); break;
-    case DType::kInt8: v = *reinterpret_cast<const int8_t*>(p); break;
-    case DType::kUInt8: v = *reinterpret_cast<const uint8_t*>(p); break;
-    case DType::kBool: v = *reinterpret_cast<const uint8_t*>(p) != 0; break;
-    default: IP_FAIL(kDTypeMismatch, "[execute] input '", b.name, "' is ", dtype_name(b.dtype),
-                     "; runtime scalars are read from integer inputs");
+    case DType::kInt64:
+      v = *reinterpret_cast<const int64_t*>(p);
+      break;
+    case DType::kInt32:
+      v = *reinterpret_cast<const int32_t*>(p);
+      break;
+    case DType::kInt16:
+      v = *reinterpret_cast<const int16_t*>(p);
+      break;
+    case DType::kInt8:
+      v = *reinterpret_cast<const int8_t*>(p);
+      break;
+    case DType::kUInt8:
+      v = *reinterpret_cast<const uint8_t*>(p);
+      break;
+    case DType::kBool:
+      v = *reinterpret_cast<const uint8_t*>(p) != 0;
+      break;
+    default:
+      IP_FAIL(kDTypeMismatch, "[execute] input '", b.name, "' is ", dtype_name(b.dtype),
+              "; runtime scalars are read from integer inputs");
   }
   if (b.value_range)
     IP_CHECK(v >= b.value_range->lo && v <= b.value_range->hi, kOutOfRange, "[execute] input '",
@@ -76,7 +89,9 @@ void ExecutionContext::refresh() {
         scalar_values_[item.index] =
             eval_sym(plan.scalars[item.index], env, plan.scalar_names[item.index]);
         break;
-      case RefreshItem::Kind::kStep: refresh_step(item.index); break;
+      case RefreshItem::Kind::kStep:
+        refresh_step(item.index);
+        break;
     }
   }
 }
@@ -95,8 +110,9 @@ void ExecutionContext::refresh_step(int q) {
   for (const IntSlot& i : s.ints) *leaf_at(args, i.path) = Value::integer(scalar_values_[i.scalar]);
   try {
     if (s.kind == StepKind::kCopy) {  // a write-back whose source has a per-call extent
-      IP_CHECK(args[0].tensor.shape() == s.outs[0].shape, kShapeMismatch, "the new value has shape ",
-               shape_str(args[0].tensor.shape()), " but its input is ", shape_str(s.outs[0].shape));
+      IP_CHECK(args[0].tensor.shape() == s.outs[0].shape, kShapeMismatch,
+               "the new value has shape ", shape_str(args[0].tensor.shape()), " but its input is ",
+               shape_str(s.outs[0].shape));
     } else if (s.kind == StepKind::kView) {
       std::vector<Value> leaves;
       flatten_value(view_metas(*s.op, args), &leaves);
@@ -107,28 +123,28 @@ void ExecutionContext::refresh_step(int q) {
           continue;
         }
         m = leaves[k].as_tensor("view");
-        IP_CHECK(m.offset() >= 0 &&
-                     last_byte(m) < static_cast<int64_t>(buffer_storage(s.outs[k].buffer)->nbytes()),
+        IP_CHECK(m.offset() >= 0 && last_byte(m) < static_cast<int64_t>(
+                                                       buffer_storage(s.outs[k].buffer)->nbytes()),
                  kOutOfRange, "view ", shape_str(m.shape()), " at offset ", m.offset(),
                  " leaves its buffer");
       }
       return;
     } else {
-    std::vector<Tensor> metas = result_metas(*s.op, args);
-    IP_CHECK(metas.size() == s.outs.size(), kInvalidArgument, "the op returns ", metas.size(),
-             " results where the plan has ", s.outs.size());
-    for (size_t k = 0; k < s.outs.size(); ++k) {
-      const TensorRef& o = s.outs[k];
-      if (o.dyn < 0) {
-        IP_CHECK(metas[k].shape() == o.shape, kShapeMismatch, "result ", k, " has shape ",
-                 shape_str(metas[k].shape()), " at this call but the plan fixed ",
-                 shape_str(o.shape));
-        continue;
+      std::vector<Tensor> metas = result_metas(*s.op, args);
+      IP_CHECK(metas.size() == s.outs.size(), kInvalidArgument, "the op returns ", metas.size(),
+               " results where the plan has ", s.outs.size());
+      for (size_t k = 0; k < s.outs.size(); ++k) {
+        const TensorRef& o = s.outs[k];
+        if (o.dyn < 0) {
+          IP_CHECK(metas[k].shape() == o.shape, kShapeMismatch, "result ", k, " has shape ",
+                   shape_str(metas[k].shape()), " at this call but the plan fixed ",
+                   shape_str(o.shape));
+          continue;
+        }
+        IP_CHECK(metas[k].numel() <= numel_of(o.shape), kOutOfRange, "result ", k, " of shape ",
+                 shape_str(metas[k].shape()), " exceeds its planned bound ", shape_str(o.shape));
+        dyn_metas_[o.dyn] = Tensor::meta(metas[k].shape(), o.dtype, std::nullopt, o.offset);
       }
-      IP_CHECK(metas[k].numel() <= numel_of(o.shape), kOutOfRange, "result ", k, " of shape ",
-               shape_str(metas[k].shape()), " exceeds its planned bound ", shape_str(o.shape));
-      dyn_metas_[o.dyn] = Tensor::meta(metas[k].shape(), o.dtype, std::nullopt, o.offset);
-    }
     }
   } catch (const Error& e) {
     std::string values;
@@ -142,7 +158,8 @@ void ExecutionContext::refresh_step(int q) {
   std::vector<Value>& kargs = step_args_[q];
   for (const TensorSlot& t : s.tensors)
     if (t.ref.dyn >= 0) leaf_at(kargs, t.path)->tensor = make_tensor(current(t.ref));
-  for (const IntSlot& i : s.ints) *leaf_at(kargs, i.path) = Value::integer(scalar_values_[i.scalar]);
+  for (const IntSlot& i : s.ints)
+    *leaf_at(kargs, i.path) = Value::integer(scalar_values_[i.scalar]);
   for (size_t k = 0; k < s.outs.size(); ++k)
     if (s.outs[k].dyn >= 0) step_outs_[q][k] = make_tensor(current(s.outs[k]));
 }

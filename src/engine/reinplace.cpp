@@ -19,8 +19,7 @@ bool is_elementwise(const OpDef* op) {
 bool same_layout(const TensorRef& a, const TensorRef& b) {
   // A dynamic ref's layout is known only per call: never the same as anything at compile time.
   if (a.dyn >= 0 || b.dyn >= 0) return false;
-  return a.offset == b.offset && a.shape == b.shape && a.strides == b.strides &&
-         a.dtype == b.dtype;
+  return a.offset == b.offset && a.shape == b.shape && a.strides == b.strides && a.dtype == b.dtype;
 }
 
 bool is_full(const TensorRef& r, int64_t nbytes) {
@@ -64,7 +63,8 @@ std::vector<Read> reads_of(const BuildState& st, BufferId buffer) {
 
 bool output_reads(const BuildState& st, BufferId buffer, int except_output) {
   for (size_t j = 0; j < st.plan.output_refs.size(); ++j)
-    if (static_cast<int>(j) != except_output && st.plan.output_refs[j].buffer == buffer) return true;
+    if (static_cast<int>(j) != except_output && st.plan.output_refs[j].buffer == buffer)
+      return true;
   return false;
 }
 
@@ -111,8 +111,8 @@ bool try_place(BuildState& st, const Mutation& a) {
   if (st.values[last].placed) return false;
   const int64_t nbytes = input_bytes(st.plan, a.input);
   TensorRef in_ref = full_input_ref(st.plan, a.input);
-  if (!is_full(ref, nbytes) || !same_layout(ref, TensorRef{ref.buffer, 0, in_ref.shape,
-                                                           in_ref.strides, in_ref.dtype}))
+  if (!is_full(ref, nbytes) ||
+      !same_layout(ref, TensorRef{ref.buffer, 0, in_ref.shape, in_ref.strides, in_ref.dtype}))
     return false;
   std::vector<int> chain = self_chain(st, last);
   // Try the whole chain, then shorter suffixes (earlier members stay in temporaries).
@@ -194,8 +194,8 @@ void reinplace(BuildState& st) {
     }
     MutationKind kind = MutationKind::kUser;
     int p = producer_of(st, plan.output_refs[a.output]);
-    if (p >= 0 && st.values[plan.output_refs[a.output].buffer.index].placed &&
-        plan.steps[p].op && plan.steps[p].op->has_tag(kCacheUpdate))
+    if (p >= 0 && st.values[plan.output_refs[a.output].buffer.index].placed && plan.steps[p].op &&
+        plan.steps[p].op->has_tag(kCacheUpdate))
       kind = MutationKind::kKvCacheUpdate;
     plan.aliased_io.push_back({a.output, a.input, kind});
   }

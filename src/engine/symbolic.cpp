@@ -38,9 +38,15 @@ bool binary(Op op) {
 }
 
 // Saturating interval helpers: any overflow gives the unknown range.
-SymRange unknown() { return {}; }
-bool add_overflows(int64_t a, int64_t b, int64_t* r) { return __builtin_add_overflow(a, b, r); }
-bool mul_overflows(int64_t a, int64_t b, int64_t* r) { return __builtin_mul_overflow(a, b, r); }
+SymRange unknown() {
+  return {};
+}
+bool add_overflows(int64_t a, int64_t b, int64_t* r) {
+  return __builtin_add_overflow(a, b, r);
+}
+bool mul_overflows(int64_t a, int64_t b, int64_t* r) {
+  return __builtin_mul_overflow(a, b, r);
+}
 
 SymRange range_binary(Op op, SymRange x, SymRange y) {
   int64_t a, b, c, d;
@@ -71,20 +77,29 @@ SymRange range_binary(Op op, SymRange x, SymRange y) {
       }
       if (y.hi < 0 && y.lo != INT64_MIN) return {y.lo + 1, 0};
       return unknown();
-    case Op::kMin: return {std::min(x.lo, y.lo), std::min(x.hi, y.hi)};
-    case Op::kMax: return {std::max(x.lo, y.lo), std::max(x.hi, y.hi)};
-    default: return unknown();
+    case Op::kMin:
+      return {std::min(x.lo, y.lo), std::min(x.hi, y.hi)};
+    case Op::kMax:
+      return {std::max(x.lo, y.lo), std::max(x.hi, y.hi)};
+    default:
+      return unknown();
   }
 }
 
 const char* infix(Op op) {
   switch (op) {
-    case Op::kAdd: return " + ";
-    case Op::kSub: return " - ";
-    case Op::kMul: return " * ";
-    case Op::kFloorDiv: return " // ";
-    case Op::kMod: return " % ";
-    default: return nullptr;
+    case Op::kAdd:
+      return " + ";
+    case Op::kSub:
+      return " - ";
+    case Op::kMul:
+      return " * ";
+    case Op::kFloorDiv:
+      return " // ";
+    case Op::kMod:
+      return " % ";
+    default:
+      return nullptr;
   }
 }
 
@@ -101,17 +116,33 @@ int64_t eval_sym(const SymExpr& e, const SymEnv& env, const std::string& what) {
   size_t n = 0;
   for (const SymInstr& in : e.code) {
     switch (in.op) {
-      case Op::kConst: st[n++] = in.a; break;
-      case Op::kRead: st[n++] = env.read(in.a, in.b); break;
-      case Op::kDim: st[n++] = env.dim(in.a, in.b); break;
-      case Op::kScalar: st[n++] = (*env.scalars)[in.a]; break;
-      case Op::kNeg: st[n - 1] = wrap_sub(0, st[n - 1]); break;
+      case Op::kConst:
+        st[n++] = in.a;
+        break;
+      case Op::kRead:
+        st[n++] = env.read(in.a, in.b);
+        break;
+      case Op::kDim:
+        st[n++] = env.dim(in.a, in.b);
+        break;
+      case Op::kScalar:
+        st[n++] = (*env.scalars)[in.a];
+        break;
+      case Op::kNeg:
+        st[n - 1] = wrap_sub(0, st[n - 1]);
+        break;
       default: {
         int64_t y = st[--n], x = st[n - 1];
         switch (in.op) {
-          case Op::kAdd: x = wrap_add(x, y); break;
-          case Op::kSub: x = wrap_sub(x, y); break;
-          case Op::kMul: x = wrap_mul(x, y); break;
+          case Op::kAdd:
+            x = wrap_add(x, y);
+            break;
+          case Op::kSub:
+            x = wrap_sub(x, y);
+            break;
+          case Op::kMul:
+            x = wrap_mul(x, y);
+            break;
           case Op::kFloorDiv:
             IP_CHECK(y != 0, kInvalidArgument, "[execute] ", what, ": integer division by zero");
             x = floor_div(x, y);
@@ -120,9 +151,14 @@ int64_t eval_sym(const SymExpr& e, const SymEnv& env, const std::string& what) {
             IP_CHECK(y != 0, kInvalidArgument, "[execute] ", what, ": integer modulo by zero");
             x = py_mod(x, y);
             break;
-          case Op::kMin: x = std::min(x, y); break;
-          case Op::kMax: x = std::max(x, y); break;
-          default: break;
+          case Op::kMin:
+            x = std::min(x, y);
+            break;
+          case Op::kMax:
+            x = std::max(x, y);
+            break;
+          default:
+            break;
         }
         st[n - 1] = x;
       }
@@ -171,7 +207,8 @@ std::string sym_to_string(const SymExpr& e,
     }
   }
   std::string out = st.empty() ? "?" : st.back();
-  if (out.size() > 2 && out.front() == '(' && out.back() == ')') out = out.substr(1, out.size() - 2);
+  if (out.size() > 2 && out.front() == '(' && out.back() == ')')
+    out = out.substr(1, out.size() - 2);
   return out;
 }
 
@@ -183,7 +220,9 @@ void validate_sym(const SymExpr& e, int64_t self_index, int64_t num_inputs, int6
     IP_CHECK(static_cast<int>(in.op) < kNumSymOps, kCorrupt, "[plan] ", where,
              " has unknown op code ", static_cast<int>(in.op));
     switch (in.op) {
-      case Op::kConst: ++depth; break;
+      case Op::kConst:
+        ++depth;
+        break;
       case Op::kRead:
         IP_CHECK(in.a >= 0 && in.a < num_inputs && in.b >= 0, kCorrupt, "[plan] ", where,
                  " reads missing input ", in.a, " element ", in.b);
@@ -195,16 +234,15 @@ void validate_sym(const SymExpr& e, int64_t self_index, int64_t num_inputs, int6
         ++depth;
         break;
       case Op::kScalar:
-        IP_CHECK(in.a >= 0 && in.a < self_index, kCorrupt, "[plan] ", where,
-                 " reads scalar ", in.a, ", which is not an earlier one");
+        IP_CHECK(in.a >= 0 && in.a < self_index, kCorrupt, "[plan] ", where, " reads scalar ", in.a,
+                 ", which is not an earlier one");
         ++depth;
         break;
       case Op::kNeg:
         IP_CHECK(depth >= 1, kCorrupt, "[plan] ", where, " underflows its stack");
         break;
       default:
-        IP_CHECK(binary(in.op) && depth >= 2, kCorrupt, "[plan] ", where,
-                 " underflows its stack");
+        IP_CHECK(binary(in.op) && depth >= 2, kCorrupt, "[plan] ", where, " underflows its stack");
         --depth;
     }
   }

@@ -13,13 +13,18 @@ namespace inplace {
 
 struct SymInstr {
   enum class Op : uint8_t {
-    kConst,     // push a
-    kRead,      // push element b (row-major) of input binding a
-    kDim,       // push dim b of dynamic value a
-    kScalar,    // push the value of scalar a (an earlier one)
-    kAdd, kSub, kMul, kFloorDiv, kMod,  // pop y, pop x, push x op y (Python semantics)
+    kConst,   // push a
+    kRead,    // push element b (row-major) of input binding a
+    kDim,     // push dim b of dynamic value a
+    kScalar,  // push the value of scalar a (an earlier one)
+    kAdd,
+    kSub,
+    kMul,
+    kFloorDiv,
+    kMod,  // pop y, pop x, push x op y (Python semantics)
     kNeg,
-    kMin, kMax,
+    kMin,
+    kMax,
   };
   Op op = Op::kConst;
   int64_t a = 0, b = 0;
@@ -52,7 +57,8 @@ int64_t eval_sym(const SymExpr& e, const SymEnv& env, const std::string& what);
 // The range of `e` given the ranges of what it reads (interval arithmetic, conservative).
 SymRange range_of(const SymExpr& e, const std::function<SymRange(const SymInstr&)>& leaf);
 // Readable form: "pos[0] + 1", "t % 4"; `name_of` spells leaves (reads, dims, scalars).
-std::string sym_to_string(const SymExpr& e, const std::function<std::string(const SymInstr&)>& name_of);
+std::string sym_to_string(const SymExpr& e,
+                          const std::function<std::string(const SymInstr&)>& name_of);
 // Throws kCorrupt naming `where` when the program is malformed (stack underflow, unknown op, a
 // scalar reference that is not earlier, a leftover stack); `num_inputs`/`num_dyn` bound indices.
 void validate_sym(const SymExpr& e, int64_t self_index, int64_t num_inputs, int64_t num_dyn,

@@ -15,8 +15,8 @@ using State = std::map<std::string, Tensor>;
 State initial_state(const Graph& graph);  // deep copies of the constants
 
 struct RunOutput {
-  Value result;                // what the output node returns (nested as written)
-  std::vector<Value> flat;     // the outputs in flattened order
+  Value result;             // what the output node returns (nested as written)
+  std::vector<Value> flat;  // the outputs in flattened order
 };
 
 // Runs `graph`. Placeholders bind `inputs` by name without copying, so in-place writes reach

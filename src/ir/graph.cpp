@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <set>
-#include <unordered_set>
 #include <sstream>
+#include <unordered_set>
 
 namespace inplace {
 

@@ -3,9 +3,9 @@
 #pragma once
 #include <list>
 #include <map>
-#include <unordered_map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/node.h"

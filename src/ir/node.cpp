@@ -7,20 +7,26 @@ namespace inplace {
 
 const char* node_op_name(NodeOp op) {
   switch (op) {
-    case NodeOp::kPlaceholder: return "placeholder";
-    case NodeOp::kGetAttr: return "get_attr";
-    case NodeOp::kCallFunction: return "call_function";
-    case NodeOp::kCallMethod: return "call_method";
-    case NodeOp::kOutput: return "output";
+    case NodeOp::kPlaceholder:
+      return "placeholder";
+    case NodeOp::kGetAttr:
+      return "get_attr";
+    case NodeOp::kCallFunction:
+      return "call_function";
+    case NodeOp::kCallMethod:
+      return "call_method";
+    case NodeOp::kOutput:
+      return "output";
   }
   return "?";
 }
 
 bool parse_node_op(const std::string& s, NodeOp* out) {
-  static const std::pair<const char*, NodeOp> kOps[] = {
-      {"placeholder", NodeOp::kPlaceholder},     {"get_attr", NodeOp::kGetAttr},
-      {"call_function", NodeOp::kCallFunction}, {"call_method", NodeOp::kCallMethod},
-      {"output", NodeOp::kOutput}};
+  static const std::pair<const char*, NodeOp> kOps[] = {{"placeholder", NodeOp::kPlaceholder},
+                                                        {"get_attr", NodeOp::kGetAttr},
+                                                        {"call_function", NodeOp::kCallFunction},
+                                                        {"call_method", NodeOp::kCallMethod},
+                                                        {"output", NodeOp::kOutput}};
   for (auto& [n, op] : kOps)
     if (s == n) {
       *out = op;
@@ -74,28 +80,52 @@ std::string Value::to_string() const {
     os << close;
   };
   switch (kind) {
-    case Kind::kNone: os << "None"; break;
-    case Kind::kBool: os << (b ? "True" : "False"); break;
-    case Kind::kInt: os << i; break;
-    case Kind::kFloat: os << Scalar(f).to_string(); break;
-    case Kind::kString: os << "'" << s << "'"; break;
-    case Kind::kList: seq("[", "]", false); break;
-    case Kind::kTuple: seq("(", ")", true); break;
+    case Kind::kNone:
+      os << "None";
+      break;
+    case Kind::kBool:
+      os << (b ? "True" : "False");
+      break;
+    case Kind::kInt:
+      os << i;
+      break;
+    case Kind::kFloat:
+      os << Scalar(f).to_string();
+      break;
+    case Kind::kString:
+      os << "'" << s << "'";
+      break;
+    case Kind::kList:
+      seq("[", "]", false);
+      break;
+    case Kind::kTuple:
+      seq("(", ")", true);
+      break;
     case Kind::kDict:
       os << "{";
       for (size_t k = 0; k < items.size(); ++k)
         os << (k ? ", " : "") << "'" << keys[k] << "': " << items[k].to_string();
       os << "}";
       break;
-    case Kind::kNode: os << "%" << (node ? node->name : std::string("<null>")); break;
+    case Kind::kNode:
+      os << "%" << (node ? node->name : std::string("<null>"));
+      break;
     case Kind::kSlice:
       os << "slice(" << items[0].to_string() << ", " << items[1].to_string() << ", "
          << items[2].to_string() << ")";
       break;
-    case Kind::kEllipsis: os << "Ellipsis"; break;
-    case Kind::kDType: os << "torch." << dtype_name(dtype); break;
-    case Kind::kDevice: os << "device(type='" << s << "')"; break;
-    case Kind::kTensor: os << tensor.to_string(8); break;
+    case Kind::kEllipsis:
+      os << "Ellipsis";
+      break;
+    case Kind::kDType:
+      os << "torch." << dtype_name(dtype);
+      break;
+    case Kind::kDevice:
+      os << "device(type='" << s << "')";
+      break;
+    case Kind::kTensor:
+      os << tensor.to_string(8);
+      break;
   }
   return os.str();
 }

@@ -141,8 +141,8 @@ void register_unary_ops(Registry& r) {
       {"fix", "trunc"},          {"fix_", "trunc_"},
   };
   for (const auto& [spelling, name] : kAliases) r.add_alias(spelling, name);
-  r.tag({"neg", "abs", "sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "gelu",
-         "silu", "logical_not"},
+  r.tag({"neg", "abs", "sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu",
+         "gelu", "silu", "logical_not"},
         kPointwise);
 }
 

@@ -130,7 +130,8 @@ void register_view_scatter_ops(Registry& r) {
                        shape_str(a[3].as_int_list("as_strided_scatter")), ", storage_offset ",
                        opt_str(a[4]));
       });
-  r.tag({"slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_scatter"}, kScatterLike);
+  r.tag({"slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_scatter"},
+        kScatterLike);
 }
 
 }  // namespace inplace::indexing

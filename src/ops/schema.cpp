@@ -51,7 +51,8 @@ Value parse_default(const std::string& text, const std::string& schema) {
   if (!t.empty() && (t[0] == '\'' || t[0] == '"')) return Value::string(t.substr(1, t.size() - 2));
   if (!t.empty() && t[0] == '[') {
     std::vector<Value> items;
-    for (const auto& p : split_top(t.substr(1, t.size() - 2))) items.push_back(parse_default(p, schema));
+    for (const auto& p : split_top(t.substr(1, t.size() - 2)))
+      items.push_back(parse_default(p, schema));
     return Value::list(items);
   }
   if (t == "contiguous_format" || t == "strided") return Value::none();
@@ -110,8 +111,8 @@ Schema Schema::parse(const std::string& text) {
       decl = trim(decl.substr(0, eq));
     }
     size_t sp = decl.find_last_of(' ');
-    IP_CHECK(sp != std::string::npos, kParse, "[schema] argument '", a, "' has no name in '",
-             text, "'");
+    IP_CHECK(sp != std::string::npos, kParse, "[schema] argument '", a, "' has no name in '", text,
+             "'");
     parse_type(trim(decl.substr(0, sp)), &spec.type, &spec.alias_set, &spec.writes);
     spec.name = trim(decl.substr(sp + 1));
     if (!spec.default_value && spec.optional_type()) spec.default_value = Value::none();

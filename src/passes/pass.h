@@ -34,8 +34,8 @@ struct PassContext {
   // Each mutated input or buffer (input index into input_names) with the flat output that
   // holds its final value, in input order.
   std::vector<Mutation> mutations;
-  int original_output_count = -1;     // flat outputs the program had before alias_analysis
-  bool output_wrapped = false;        // a single (non-tuple) output was wrapped into a tuple
+  int original_output_count = -1;  // flat outputs the program had before alias_analysis
+  bool output_wrapped = false;     // a single (non-tuple) output was wrapped into a tuple
 
   // flat output index -> input index, from `mutations` (listings, tests).
   std::map<int, int> io_map() const;

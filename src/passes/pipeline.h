@@ -28,7 +28,8 @@ std::vector<std::unique_ptr<Pass>> compile_passes();
 std::vector<std::string> pass_names(const std::vector<std::unique_ptr<Pass>>& passes);
 
 // Runs `passes` on `graph`: verifies after each (Graph::verify and the pass's own check,
-// naming the pass that broke it), honours until / print_after, records per-pass timing in ctx.timings_ms (logged when verbose).
+// naming the pass that broke it), honours until / print_after, records per-pass timing in
+// ctx.timings_ms (logged when verbose).
 void run_passes(const std::vector<std::unique_ptr<Pass>>& passes, Graph& graph, PassContext& ctx,
                 const PipelineOptions& options = {});
 

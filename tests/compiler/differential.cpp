@@ -22,7 +22,8 @@ int expect_engine_exact_on_draws(const Graph& g, const std::vector<Tensor>& exam
     options.alias = alias;
     CompiledProgram cp = compile(g, clones(example), options);
     engines.push_back({alias ? "aliased" : "copy-back", cp.engine});
-    if (alias) engines.push_back({"engine file", deserialize_engine(serialize_engine(*cp.engine), "test")});
+    if (alias)
+      engines.push_back({"engine file", deserialize_engine(serialize_engine(*cp.engine), "test")});
     if (alias) program = std::move(cp);
   }
   int accepted = 0;

@@ -71,7 +71,8 @@ inline EagerRun run_reference(const Graph& g, const std::vector<Tensor>& inputs)
   for (size_t i = 0; i < ph.size(); ++i) in[ph[i]->name] = Value::from_tensor(r.inputs[i]);
   RunOutput out = run_eager(g, in, &r.state);
   for (const Value& v : out.flat) {
-    if (v.is_tensor()) r.outputs.push_back(v.tensor);
+    if (v.is_tensor())
+      r.outputs.push_back(v.tensor);
     else {
       Scalar s = v.as_scalar("output");
       r.outputs.push_back(Tensor::scalar(s, s.is_float() ? DType::kFloat64 : s.default_dtype()));

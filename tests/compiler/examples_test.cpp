@@ -41,7 +41,8 @@ TEST(Examples, CompiledAndFunctionalEqualEager) {
     RunOutput out = run_functional(fp, named, &state);
     ASSERT_EQ(out.flat.size(), ref.outputs.size());
     for (size_t j = 0; j < out.flat.size(); ++j)
-      if (out.flat[j].is_tensor()) EXPECT_TRUE(tensor_equal(out.flat[j].tensor, ref.outputs[j], 1e-6));
+      if (out.flat[j].is_tensor())
+        EXPECT_TRUE(tensor_equal(out.flat[j].tensor, ref.outputs[j], 1e-6));
     auto ph = g->placeholders();
     for (size_t i = 0; i < ph.size(); ++i)
       EXPECT_TRUE(tensor_equal(named[ph[i]->name].tensor, ref.inputs[i], 1e-6)) << ph[i]->name;

@@ -17,8 +17,8 @@ void check_seed(uint64_t seed) {
   RandomProgram p = make_random_program(seed);
   std::vector<Tensor> inputs;
   for (Node* n : p.graph->placeholders()) inputs.push_back(p.inputs.at(n->name));
-  SCOPED_TRACE(::testing::Message() << "seed " << seed << " (replay: INPLACE_SEED=" << seed
-                                    << ")\n" << p.graph->to_string());
+  SCOPED_TRACE(::testing::Message() << "seed " << seed << " (replay: INPLACE_SEED=" << seed << ")\n"
+                                    << p.graph->to_string());
   try {
     expect_compiled_equals_eager(*p.graph, inputs, 1e-5);
   } catch (const Error& e) {
@@ -56,16 +56,17 @@ void check_draws(uint64_t seed, int* with_positions) {
   *with_positions += !p.valid_positions.empty();
   std::vector<std::vector<Tensor>> draws{ordered(p.inputs)};
   for (uint64_t k = 0; k < 5; ++k) draws.push_back(ordered(redraw_inputs(p, seed * 7919 + k)));
-  SCOPED_TRACE(::testing::Message() << "seed " << seed << " (replay: INPLACE_DRAW_SEED=" << seed
-                                    << ")\n" << p.graph->to_string());
+  SCOPED_TRACE(::testing::Message()
+               << "seed " << seed << " (replay: INPLACE_DRAW_SEED=" << seed << ")\n"
+               << p.graph->to_string());
   try {
     expect_engine_exact_on_draws(*p.graph, ordered(p.inputs), draws, 1e-5);
   } catch (const Error& e) {
     std::string functional;
     try {
       PassOptions po;
-      for (Node* n : ph) po.input_metas[n->name] = Meta{p.inputs.at(n->name).shape(),
-                                                        p.inputs.at(n->name).dtype()};
+      for (Node* n : ph)
+        po.input_metas[n->name] = Meta{p.inputs.at(n->name).shape(), p.inputs.at(n->name).dtype()};
       FunctionalProgram fp = make_functional(*p.graph, po);
       functional = fp.graph->to_string();
       MetaTable metas = infer_metas(*fp.graph, po);

@@ -22,8 +22,12 @@ Tensor randn(Shape s, uint32_t seed) {
   return t;
 }
 
-Tensor scalar(int64_t v) { return Tensor::scalar(v, DType::kInt64); }
-Tensor vec1(int64_t v) { return Tensor::from_vector<int64_t>({v}, {1}); }
+Tensor scalar(int64_t v) {
+  return Tensor::scalar(v, DType::kInt64);
+}
+Tensor vec1(int64_t v) {
+  return Tensor::from_vector<int64_t>({v}, {1});
+}
 
 // cache[:, :, pos:pos+1] = k; return cache[:, :, :pos+1].sum()
 std::unique_ptr<Graph> sum_over_prefix() {
@@ -34,8 +38,9 @@ std::unique_ptr<Graph> sum_over_prefix() {
   Node* end = b.call_function("_operator.add", {pos, 1});
   b.call_function("_operator.setitem",
                   {cache, arg::tuple({arg::slice(), arg::slice(), arg::slice(pos, end)}), k});
-  Node* prefix = b.call_function(
-      "_operator.getitem", {cache, arg::tuple({arg::slice(), arg::slice(), arg::slice(nullptr, end)})});
+  Node* prefix =
+      b.call_function("_operator.getitem",
+                      {cache, arg::tuple({arg::slice(), arg::slice(), arg::slice(nullptr, end)})});
   b.output(arg::tuple({b.call_method("sum", {prefix})}));
   return b.build();
 }
@@ -94,8 +99,8 @@ TEST(RuntimeValues, DecodeLoopOverSixteenPositionsWithOneEngine) {
     draws.push_back({randn(row, seed++), randn(row, seed++), randn(row, seed++),
                      randn(cache, seed++), randn(cache, seed++), vec1(pos)});
   for (int64_t bad : {16, 40})  // index_copy_ refuses an index past the end, as PyTorch does
-    draws.push_back({randn(row, 1), randn(row, 2), randn(row, 3), randn(cache, 4),
-                     randn(cache, 5), vec1(bad)});
+    draws.push_back(
+        {randn(row, 1), randn(row, 2), randn(row, 3), randn(cache, 4), randn(cache, 5), vec1(bad)});
   int accepted = expect_engine_exact_on_draws(
       *g, {randn(row, 1), randn(row, 2), randn(row, 3), randn(cache, 4), randn(cache, 5), vec1(3)},
       draws, 1e-6);
@@ -107,9 +112,9 @@ TEST(RuntimeValues, ConsecutiveCallsOnTheCallersCachesDecode) {
   // output match eager run the same way.
   auto g = prefix_attention();
   const Shape cache{1, 2, 16, 4}, row{1, 2, 1, 4};
-  CompiledProgram cp = compile(*g, {randn(row, 1), randn(row, 2), randn(row, 3),
-                                    Tensor::zeros(cache, DType::kFloat32),
-                                    Tensor::zeros(cache, DType::kFloat32), vec1(0)});
+  CompiledProgram cp = compile(
+      *g, {randn(row, 1), randn(row, 2), randn(row, 3), Tensor::zeros(cache, DType::kFloat32),
+           Tensor::zeros(cache, DType::kFloat32), vec1(0)});
   Tensor kc = Tensor::zeros(cache, DType::kFloat32), vc = Tensor::zeros(cache, DType::kFloat32);
   Tensor ekc = kc.clone(), evc = vc.clone();
   ExecutionContext ctx(cp.engine);
@@ -119,7 +124,7 @@ TEST(RuntimeValues, ConsecutiveCallsOnTheCallersCachesDecode) {
     std::vector<Tensor> in{q, k, v, kc, vc, p};
     for (int i = 0; i < 6; ++i) ctx.bind_input(i, in[i]);
     std::vector<Tensor> out = ctx.execute();
-    std::map<std::string, Value> ein{{"q", T(q)}, {"k", T(k)}, {"v", T(v)},
+    std::map<std::string, Value> ein{{"q", T(q)},    {"k", T(k)},    {"v", T(v)},
                                      {"kc", T(ekc)}, {"vc", T(evc)}, {"pos", T(p)}};
     State state;
     RunOutput ref = run_eager(*g, ein, &state);
@@ -142,9 +147,9 @@ TEST(RuntimeValues, RingBufferAtTModN) {
   std::vector<std::vector<Tensor>> draws;
   for (int64_t step : {0, 1, 2, 3, 4, 5, 11, 1000003, -1, -6})
     draws.push_back({randn({3, 4}, 7 + step % 13), randn({3}, 3 + step % 7), scalar(step)});
-  EXPECT_EQ(expect_engine_exact_on_draws(*g, {randn({3, 4}, 1), randn({3}, 2), scalar(5)}, draws,
-                                         1e-6),
-            10);
+  EXPECT_EQ(
+      expect_engine_exact_on_draws(*g, {randn({3, 4}, 1), randn({3}, 2), scalar(5)}, draws, 1e-6),
+      10);
 }
 
 TEST(RuntimeValues, IntegerIndexSliceNarrowSplitAndTranspose) {
@@ -152,7 +157,8 @@ TEST(RuntimeValues, IntegerIndexSliceNarrowSplitAndTranspose) {
   Node* x = b.placeholder("x");
   Node* n = b.placeholder("n");
   Node* row = b.call_function("_operator.getitem", {x, n});
-  Node* cols = b.call_function("_operator.getitem", {x, arg::tuple({arg::slice(), arg::slice(nullptr, n)})});
+  Node* cols =
+      b.call_function("_operator.getitem", {x, arg::tuple({arg::slice(), arg::slice(nullptr, n)})});
   Node* nar = b.call_method("narrow", {x, 1, n, 1});
   Node* sel = b.call_method("select", {x, 0, n});
   Node* tr = b.call_method("transpose", {b.call_method("unsqueeze", {x, 0}), 0, n});
@@ -182,9 +188,8 @@ TEST(RuntimeValues, WriteThroughNarrowAtAPosition) {
   for (int64_t p : {0, 3, 7, -1, -8, 8, 9, -9})
     draws.push_back({randn({1, 2, 8, 4}, 90 + static_cast<uint32_t>(p + 9)),
                      randn({1, 2, 1, 4}, 20), scalar(p)});
-  EXPECT_EQ(expect_engine_exact_on_draws(*g, {randn({1, 2, 8, 4}, 1), randn({1, 2, 1, 4}, 2),
-                                              scalar(3)},
-                                         draws),
+  EXPECT_EQ(expect_engine_exact_on_draws(
+                *g, {randn({1, 2, 8, 4}, 1), randn({1, 2, 1, 4}, 2), scalar(3)}, draws),
             5);
 }
 
@@ -248,7 +253,8 @@ TEST(RuntimeValues, DataDependentSizesAreRefusedNamingTheNode) {
     // A mask's sum used as a size: the value is computed from data, not read from an input.
     GraphBuilder b("mask_sum");
     Node* x = b.placeholder("x");
-    Node* count = b.call_method("item", {b.call_method("sum", {b.call_function("_operator.gt", {x, 0.0})})});
+    Node* count =
+        b.call_method("item", {b.call_method("sum", {b.call_function("_operator.gt", {x, 0.0})})});
     b.output(arg::tuple({b.call_function("torch.zeros", {count})}));
     auto g = b.build();
     std::string msg = error_of([&] { compile(*g, {randn({4}, 1)}); });
@@ -280,7 +286,8 @@ TEST(RuntimeValues, CompilingRunsNoKernelAndCopiesNoWeight) {
   GraphBuilder b("meta_weights");
   Node* x = b.placeholder("x");
   Node* w = b.get_attr("w", Tensor::meta({4, 4}, DType::kFloat32));
-  b.output(arg::tuple({b.call_function("torch.relu", {b.call_function("_operator.matmul", {x, w})})}));
+  b.output(
+      arg::tuple({b.call_function("torch.relu", {b.call_function("_operator.matmul", {x, w})})}));
   auto g = b.build();
   CompiledProgram cp = compile(*g, {Tensor::meta({2, 4}, DType::kFloat32)});
   EXPECT_EQ(cp.engine->plan().steps.size(), 2u) << cp.engine->describe();

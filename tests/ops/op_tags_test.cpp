@@ -21,23 +21,23 @@ void expect_tagged(std::initializer_list<const char*> names, OpTag tag, const ch
 
 TEST(OpTags, ScatterLikeOpsWriteOverSelf) {
   // The list reinplace.cpp's writes_over_self kept by name.
-  expect_tagged({"slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_scatter",
-                 "index_put", "masked_scatter", "index_copy", "index_add", "scatter", "scatter_add",
-                 "scatter_reduce", "masked_fill", "index_fill", "kv_cache_update", "fill", "zero",
-                 "copy"},
-                kScatterLike, "scatter-like");
+  expect_tagged(
+      {"slice_scatter", "select_scatter", "diagonal_scatter", "as_strided_scatter", "index_put",
+       "masked_scatter", "index_copy", "index_add", "scatter", "scatter_add", "scatter_reduce",
+       "masked_fill", "index_fill", "kv_cache_update", "fill", "zero", "copy"},
+      kScatterLike, "scatter-like");
 }
 
 TEST(OpTags, PointwiseOps) {
   // The list reinplace.cpp's is_elementwise kept by name.
-  expect_tagged({"add",        "sub",         "mul",        "div",         "neg",
-                 "abs",        "pow",         "sqrt",       "rsqrt",       "exp",
-                 "log",        "sin",         "cos",        "tanh",        "sigmoid",
-                 "relu",       "gelu",        "silu",       "clamp",       "clamp_min",
-                 "clamp_max",  "where",       "maximum",    "minimum",     "logical_not",
-                 "logical_and", "logical_or", "masked_fill", "clone",      "lift_fresh_copy",
-                 "_to_copy",   "floor_divide", "remainder"},
-                kPointwise, "pointwise");
+  expect_tagged(
+      {"add",         "sub",          "mul",        "div",         "neg",     "abs",
+       "pow",         "sqrt",         "rsqrt",      "exp",         "log",     "sin",
+       "cos",         "tanh",         "sigmoid",    "relu",        "gelu",    "silu",
+       "clamp",       "clamp_min",    "clamp_max",  "where",       "maximum", "minimum",
+       "logical_not", "logical_and",  "logical_or", "masked_fill", "clone",   "lift_fresh_copy",
+       "_to_copy",    "floor_divide", "remainder"},
+      kPointwise, "pointwise");
 }
 
 TEST(OpTags, CacheUpdateIsOnlyKvCacheUpdate) {
@@ -51,5 +51,6 @@ TEST(OpTags, ViewsAndInPlaceOpsAreNotPointwise) {
   // A view shares its argument's memory and an in-place op writes it: neither may be reused as
   // an elementwise result buffer, so neither carries the tag.
   for (const OpDef* op : Registry::get().all())
-    if (op->kind != OpKind::kFunctional) EXPECT_FALSE(op->has_tag(kPointwise)) << op->schema.full_name();
+    if (op->kind != OpKind::kFunctional)
+      EXPECT_FALSE(op->has_tag(kPointwise)) << op->schema.full_name();
 }

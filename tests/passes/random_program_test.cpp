@@ -133,7 +133,8 @@ TEST(RandomPrograms, FunctionalEqualsEagerOnEveryDraw) {
       if (!failure.empty()) {
         ADD_FAILURE() << "random program " << seed << " draw " << k
                       << " differs (replay: INPLACE_RUNTIME_POSITIONS=1 INPLACE_RANDOM_SEED="
-                      << seed << ")\n" << p.graph->to_string() << failure;
+                      << seed << ")\n"
+                      << p.graph->to_string() << failure;
         ++failures;
       }
     }

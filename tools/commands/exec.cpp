@@ -10,8 +10,8 @@
 #include "exec_engine.h"
 #include "exec_modes.h"
 #include "frontend/graph_json.h"
-#include "ir/export_signature.h"
 #include "frontend/safetensors.h"
+#include "ir/export_signature.h"
 #include "output_path.h"
 
 namespace inplace::cli {

@@ -47,13 +47,13 @@ int run_passes(const std::vector<std::string>& args) {
   bool verbose = false;
   const std::vector<std::string> names = pass_names(compile_passes());
   const std::vector<std::string> functional = functionalization_pass_names();
-  ArgParser p("passes",
-              "Runs the passes that make GRAPH.json functional:\n  " + pass_list(functional) +
-                  "\n(--until or --print-after an engine pass also runs the engine passes:\n  " +
-                  pass_list(std::vector<std::string>(names.begin() + functional.size(),
-                                                     names.end())) +
-                  ")\nand prints the graph after the last pass run (or after --print-after),\n"
-                  "then the io_map: which outputs are new values of which inputs.");
+  ArgParser p(
+      "passes",
+      "Runs the passes that make GRAPH.json functional:\n  " + pass_list(functional) +
+          "\n(--until or --print-after an engine pass also runs the engine passes:\n  " +
+          pass_list(std::vector<std::string>(names.begin() + functional.size(), names.end())) +
+          ")\nand prints the graph after the last pass run (or after --print-after),\n"
+          "then the io_map: which outputs are new values of which inputs.");
   p.positional("GRAPH.json", &path, "the graph (graph JSON version 1)");
   p.option("--until", "NAME", &until, "stop after this pass");
   p.option("--print-after", "NAME", &print_after,

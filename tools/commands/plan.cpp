@@ -94,8 +94,9 @@ int run_plan(const std::vector<std::string>& args) {
   std::string path, inputs_path;
   bool no_alias = false, verbose = false;
   std::vector<std::string> mutated, dynamic, ranges;
-  ArgParser p("plan", "Compiles GRAPH.json and prints the engine: bindings, aliased I/O with\n"
-                      "kinds, steps (operands as buffer+offset[shape]) and arena bytes.");
+  ArgParser p("plan",
+              "Compiles GRAPH.json and prints the engine: bindings, aliased I/O with\n"
+              "kinds, steps (operands as buffer+offset[shape]) and arena bytes.");
   p.positional("GRAPH.json", &path, "the graph");
   p.option("--inputs", "IN.safetensors", &inputs_path,
            "example inputs fixing binding shapes (default: the placeholders' meta)");

@@ -10,8 +10,9 @@ void check_kv_cache_shapes(const Tensor& cache, const Tensor& update, const Tens
   IP_CHECK(cache.dim() == 4, kShapeMismatch,
            "[kv_cache_update] cache must be [batch, heads, s_max, head_dim], got ",
            shape_str(cache.shape()));
-  IP_CHECK(update.dim() == 4 && update.size(0) == cache.size(0) && update.size(1) == cache.size(1) &&
-               update.size(3) == cache.size(3) && update.size(2) <= cache.size(2),
+  IP_CHECK(update.dim() == 4 && update.size(0) == cache.size(0) &&
+               update.size(1) == cache.size(1) && update.size(3) == cache.size(3) &&
+               update.size(2) <= cache.size(2),
            kShapeMismatch, "[kv_cache_update] update ", shape_str(update.shape()),
            " does not fit cache ", shape_str(cache.shape()));
   IP_CHECK(start.defined() != index.defined(), kInvalidArgument,
@@ -33,7 +34,9 @@ void check_kv_cache_shapes(const Tensor& cache, const Tensor& update, const Tens
 }
 
 namespace {
-int64_t int_at(const Tensor& t, int64_t flat) { return static_cast<int64_t>(t.at(flat)); }
+int64_t int_at(const Tensor& t, int64_t flat) {
+  return static_cast<int64_t>(t.at(flat));
+}
 }  // namespace
 
 void kv_cache_update(const Tensor& cache, const Tensor& update, const Tensor& start,
@@ -51,13 +54,12 @@ void kv_cache_update(const Tensor& cache, const Tensor& update, const Tensor& st
         int64_t w = int_at(start, start.numel() == 1 ? 0 : i);
         if (w < 0) w += s_max;  // a negative start wraps once, as a Python slice bound does
         p = w + k;
-        IP_CHECK(w >= 0 && p < s_max, kOutOfRange, "[kv_cache_update] write position ", w, " + ",
-                 k, " = ", p, " (batch row ", i, ") is out of range for a cache of s_max ", s_max);
+        IP_CHECK(w >= 0 && p < s_max, kOutOfRange, "[kv_cache_update] write position ", w, " + ", k,
+                 " = ", p, " (batch row ", i, ") is out of range for a cache of s_max ", s_max);
       } else {
         p = int_at(index, index.dim() == 1 ? k : i * s + k);
         IP_CHECK(p >= 0 && p < s_max, kOutOfRange, "[kv_cache_update] write position ", p,
-                 " (batch row ", i, ", slot ", k, ") is out of range for a cache of s_max ",
-                 s_max);
+                 " (batch row ", i, ", slot ", k, ") is out of range for a cache of s_max ", s_max);
       }
       pos[i * s + k] = p;
     }
