@@ -30,6 +30,16 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
   refresh_args_.resize(plan.steps.size());
   for (const RefreshItem& r : plan.refresh)
     if (r.kind == RefreshItem::Kind::kStep) refresh_args_[r.index] = plan.steps[r.index].args;
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    const Step& s = plan.steps[q];
+    if (s.kind != StepKind::kOut || !s.op || !s.op->has_tag(kCacheUpdate)) continue;
+    bool from_inputs = true;
+    for (const TensorSlot& t : s.tensors)
+      if (t.path.size() == 1 && t.path[0] >= 2)
+        from_inputs &=
+            t.ref.buffer.kind == BufferKind::kInput || t.ref.buffer.kind == BufferKind::kConstant;
+    if (from_inputs) position_checks_.push_back(static_cast<int>(q));
+  }
   input_written_ = inputs_written(plan);
   for (const Mutation& a : plan.aliased_io) input_written_[a.input] = true;
   for (const Step& s : plan.steps) {
@@ -171,6 +181,7 @@ std::vector<Tensor> ExecutionContext::execute() {
                                static_cast<size_t>(plan.output_buffer_bytes[k]));
   }
   if (!plan.refresh.empty()) refresh();
+  check_positions();
   for (size_t q = 0; q < plan.steps.size(); ++q) {
     const Step& s = plan.steps[q];
     std::vector<Value>& args = step_args_[q];

@@ -75,6 +75,10 @@ class ExecutionContext {
   std::vector<int64_t> scalar_values_;
   std::vector<Tensor> dyn_metas_;  // by dynamic value; undefined when absent this call
   std::vector<std::vector<Value>> refresh_args_;  // by step: metadata arguments, reused
+  // kv_cache_update steps whose positions are inputs: validated before the first kernel, so a
+  // bad position refuses the call before any cache (the k cache before the v cache) is written.
+  std::vector<int> position_checks_;
+  void check_positions();
   std::atomic<bool> in_flight_{false};
   std::vector<bool> input_written_;  // by some step: aliased, or written back (copy-back)
   bool bindings_checked_ = false;    // the overlap check passed for the current bindings

@@ -33,7 +33,7 @@ Position position_of(const ArgSpec& a) {
 
 class PlanBuilder {
  public:
-  explicit PlanBuilder(BuildState& st) : st_(st), values_(st) {}
+  explicit PlanBuilder(BuildState& st) : values_(st) {}
 
   void run(const Graph& graph, const std::vector<Tensor>& examples) {
     std::vector<Node*> placeholders = graph.placeholders();
@@ -227,7 +227,6 @@ class PlanBuilder {
     out->push_back(&b);
   }
 
-  BuildState& st_;
   PlanValues values_;
   std::unordered_map<const Node*, BVal> env_;
   std::vector<const BVal*> leaves_;

@@ -68,7 +68,10 @@ std::string runtime_note(const CallInfo& ci) {
 
 BVal PlanValues::add_input(const std::string& name, const Tensor& example) {
   const int idx = static_cast<int>(st_.plan.inputs.size());
-  Binding b{name, example.shape(), example.dtype()};
+  Binding b;
+  b.name = name;
+  b.shape = example.shape();
+  b.dtype = example.dtype();
   for (const DynamicDim& d : st_.options.dynamic_dims) {
     if (d.input != idx) continue;
     IP_CHECK(d.dim >= 0 && d.dim < static_cast<int64_t>(b.shape.size()), kInvalidArgument,
@@ -602,8 +605,11 @@ void PlanValues::add_output(const BVal& b, size_t j) {
   Plan& plan = st_.plan;
   if (b.v.is_tensor()) {
     plan.output_refs.push_back(ref_of(b));
-    plan.outputs.push_back(
-        {str_cat("output.", j), b.dyn >= 0 ? b.bound : b.v.tensor.shape(), b.v.tensor.dtype()});
+    Binding out;
+    out.name = str_cat("output.", j);
+    out.shape = b.dyn >= 0 ? b.bound : b.v.tensor.shape();
+    out.dtype = b.v.tensor.dtype();
+    plan.outputs.push_back(std::move(out));
     return;
   }
   IP_CHECK(b.v.is_number(), kUnsupported, "[compile] output ", j, " is a ", b.v.kind_name(),

@@ -7,6 +7,7 @@
 #include "engine/execution_context.h"
 #include "engine/op_meta.h"
 #include "interpreter/interpreter.h"
+#include "kernels/cpu/kv_cache_update.h"
 
 namespace inplace {
 
@@ -65,6 +66,26 @@ TensorRef ExecutionContext::current(const TensorRef& r) const {
   if (r.dyn < 0) return r;
   const Tensor& m = dyn_metas_[r.dyn];
   return TensorRef{r.buffer, m.offset(), m.shape(), m.strides(), r.dtype, r.dyn};
+}
+
+void ExecutionContext::check_positions() {
+  const Plan& plan = engine_->plan();
+  auto operand = [](const Value& v) {
+    if (v.is_none()) return Tensor();
+    if (v.is_tensor()) return v.tensor;
+    return Tensor::scalar(v.as_scalar("kv_cache_update"), DType::kInt64);
+  };
+  for (int q : position_checks_) {
+    const Step& s = plan.steps[q];
+    const std::vector<Value>& a = step_args_[q];
+    try {
+      cpu::kv_cache_positions(a[0].tensor, a[1].tensor, operand(a[2]), operand(a[3]));
+    } catch (const Error& e) {
+      std::string binding =
+          s.writes_binding.empty() ? "" : str_cat(" writing binding '", s.writes_binding, "'");
+      throw Error(e.code(), str_cat("[execute] step '", s.node, "'", binding, ": ", e.what()));
+    }
+  }
 }
 
 void ExecutionContext::refresh() {

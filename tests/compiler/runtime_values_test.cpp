@@ -107,6 +107,28 @@ TEST(RuntimeValues, DecodeLoopOverSixteenPositionsWithOneEngine) {
   EXPECT_EQ(accepted, 16);
 }
 
+TEST(RuntimeValues, ABadPositionForTheSecondCacheRefusesBeforeTheFirstIsWritten) {
+  // Two caches at two positions: a bad v position is refused before the k cache is written
+  // (every check that depends only on the call's inputs runs before the first write).
+  GraphBuilder b("two_caches");
+  Node* kc = b.placeholder("kc");
+  Node* vc = b.placeholder("vc");
+  Node* k = b.placeholder("k");
+  Node* pk = b.placeholder("pk");
+  Node* pv = b.placeholder("pv");
+  b.call_method("index_copy_", {kc, 2, pk, k});
+  b.call_method("index_copy_", {vc, 2, pv, k});
+  b.output(arg::tuple({b.call_method("sum", {k})}));
+  auto g = b.build();
+  const Shape cache{1, 2, 8, 4}, row{1, 2, 1, 4};
+  std::vector<std::vector<Tensor>> draws;
+  for (auto [p, q] : std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {7, 0}, {3, 8}, {9, 1}})
+    draws.push_back({randn(cache, 3), randn(cache, 4), randn(row, 5), vec1(p), vec1(q)});
+  EXPECT_EQ(expect_engine_exact_on_draws(
+                *g, {randn(cache, 1), randn(cache, 2), randn(row, 3), vec1(0), vec1(1)}, draws),
+            2);
+}
+
 TEST(RuntimeValues, ConsecutiveCallsOnTheCallersCachesDecode) {
   // One context, the caller's caches, positions 0..15: the engine's final caches and every
   // output match eager run the same way.

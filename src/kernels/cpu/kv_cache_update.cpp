@@ -39,13 +39,11 @@ int64_t int_at(const Tensor& t, int64_t flat) {
 }
 }  // namespace
 
-void kv_cache_update(const Tensor& cache, const Tensor& update, const Tensor& start,
-                     const Tensor& index, const Tensor& out) {
+std::vector<int64_t> kv_cache_positions(const Tensor& cache, const Tensor& update,
+                                        const Tensor& start, const Tensor& index) {
   check_kv_cache_shapes(cache, update, start, index);
-  const int64_t b = cache.size(0), h = cache.size(1), s_max = cache.size(2), d = cache.size(3);
+  const int64_t b = cache.size(0), s_max = cache.size(2);
   const int64_t s = update.size(2);
-  // Resolve and validate every position before the first write: a bad position leaves the
-  // cache exactly as it was.
   std::vector<int64_t> pos(static_cast<size_t>(b * s));
   for (int64_t i = 0; i < b; ++i) {
     for (int64_t k = 0; k < s; ++k) {
@@ -64,6 +62,16 @@ void kv_cache_update(const Tensor& cache, const Tensor& update, const Tensor& st
       pos[i * s + k] = p;
     }
   }
+  return pos;
+}
+
+void kv_cache_update(const Tensor& cache, const Tensor& update, const Tensor& start,
+                     const Tensor& index, const Tensor& out) {
+  const int64_t b = cache.size(0), h = cache.size(1), s_max = cache.size(2), d = cache.size(3);
+  const int64_t s = update.size(2);
+  // Every position is resolved and validated before the first write: a bad position leaves
+  // the cache exactly as it was.
+  const std::vector<int64_t> pos = kv_cache_positions(cache, update, start, index);
   out.copy_from(cache);
   const size_t row_bytes = static_cast<size_t>(d) * out.itemsize();
   const bool fast = out.is_contiguous() && update.stride(3) == 1 && update.dtype() == out.dtype();
