@@ -16,25 +16,14 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "python"))
-
-try:
-    import torch
-    import torch.nn as nn
-    import torch.nn.functional as F
-except ImportError:  # pragma: no cover - exercised only without torch
-    torch = None
+from harness import BIN, REPO, torch
 
 if torch is not None:
+    import torch.nn as nn
+    import torch.nn.functional as F
     import inplace
     from inplace.fx_export import ExportError, _value, target_name
     from torch.fx.experimental.proxy_tensor import make_fx
-
-BIN = os.environ.get("INPLACE_BIN", os.path.join(REPO, "build", "inplace"))
-if not os.path.isabs(BIN):
-    BIN = os.path.join(REPO, BIN)
 
 MODES = {
     "eager": ["--mode", "eager"],

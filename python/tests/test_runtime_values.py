@@ -13,26 +13,14 @@ The binary is $INPLACE_BIN, default build/inplace under the repository root.
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(REPO, "python"))
-
-try:
-    import torch
-    import torch.nn as nn
-except ImportError:  # pragma: no cover - exercised only without torch
-    torch = None
+from harness import BIN, torch
 
 if torch is not None:
+    import torch.nn as nn
     import inplace
-
-BIN = os.environ.get("INPLACE_BIN", os.path.join(REPO, "build", "inplace"))
-if not os.path.isabs(BIN):
-    BIN = os.path.join(REPO, BIN)
 
 
 def run(*args, check=True):

@@ -9,13 +9,7 @@ using namespace inplace::testing;
 namespace {
 
 Tensor randn(Shape s, uint32_t seed) {
-  Tensor t = Tensor::empty(s, DType::kFloat32);
-  uint32_t x = seed * 2654435761u + 1;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    x = x * 1664525u + 1013904223u;
-    t.data<float>()[i] = static_cast<float>((x >> 8) % 2001) / 1000.0f - 1.0f;
-  }
-  return t;
+  return seeded_uniform(std::move(s), seed);
 }
 
 int count_kind(const Engine& e, MutationKind k) {

@@ -16,6 +16,17 @@
 
 namespace inplace::testing {
 
+// Deterministic float32 values in [-1, 1] on a 1/1000 grid, from a seed (no global RNG state).
+inline Tensor seeded_uniform(Shape s, uint32_t seed) {
+  Tensor t = Tensor::empty(s, DType::kFloat32);
+  uint32_t x = seed * 2654435761u + 1;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    x = x * 1664525u + 1013904223u;
+    t.data<float>()[i] = static_cast<float>((x >> 8) % 2001) / 1000.0f - 1.0f;
+  }
+  return t;
+}
+
 struct CompiledRun {
   CompiledProgram compiled;
   std::vector<Tensor> inputs;  // what the engine ran on (mutated in place)
