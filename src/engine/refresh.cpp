@@ -21,6 +21,14 @@ int64_t last_byte(const Tensor& m) {
   return (last + 1) * static_cast<int64_t>(m.itemsize()) - 1;
 }
 
+// An int leaf of an argument template takes this call's value (no new Value).
+void set_int(Value& leaf, int64_t v) {
+  if (leaf.kind == Value::Kind::kInt)
+    leaf.i = v;
+  else
+    leaf = Value::integer(v);
+}
+
 }  // namespace
 
 int64_t ExecutionContext::read_input_element(int64_t input, int64_t element) const {
@@ -128,22 +136,28 @@ void ExecutionContext::refresh_step(int q) {
              "' reads a piece that its split does not have at this call");
     leaf_at(args, t.path)->tensor = m;
   }
-  for (const IntSlot& i : s.ints) *leaf_at(args, i.path) = Value::integer(scalar_values_[i.scalar]);
+  for (const IntSlot& i : s.ints) set_int(*leaf_at(args, i.path), scalar_values_[i.scalar]);
   try {
     if (s.kind == StepKind::kCopy) {  // a write-back whose source has a per-call extent
       IP_CHECK(args[0].tensor.shape() == s.outs[0].shape, kShapeMismatch,
                "the new value has shape ", shape_str(args[0].tensor.shape()), " but its input is ",
                shape_str(s.outs[0].shape));
     } else if (s.kind == StepKind::kView) {
+      Value result = view_metas(*s.op, args);
       std::vector<Value> leaves;
-      flatten_value(view_metas(*s.op, args), &leaves);
+      if (result.is_tensor())
+        leaves.push_back(std::move(result));  // the common case: one view, no flattening
+      else
+        flatten_value(result, &leaves);
       for (size_t k = 0; k < s.outs.size(); ++k) {
         Tensor& m = dyn_metas_[s.outs[k].dyn];
         if (k >= leaves.size()) {
           m = Tensor();
           continue;
         }
-        m = leaves[k].as_tensor("view");
+        IP_CHECK(leaves[k].is_tensor(), kInvalidArgument, "a view returns a ",
+                 leaves[k].kind_name());
+        m = std::move(leaves[k].tensor);
         IP_CHECK(m.offset() >= 0 && last_byte(m) < static_cast<int64_t>(
                                                        buffer_storage(s.outs[k].buffer)->nbytes()),
                  kOutOfRange, "view ", shape_str(m.shape()), " at offset ", m.offset(),
@@ -177,12 +191,15 @@ void ExecutionContext::refresh_step(int q) {
   }
   // Point the kernel at this call's operands and results.
   std::vector<Value>& kargs = step_args_[q];
+  auto bound = [&](const TensorRef& r) {
+    const Tensor& m = dyn_metas_[r.dyn];
+    return Tensor(buffer_storage(r.buffer), m.offset(), m.shape(), m.strides(), r.dtype);
+  };
   for (const TensorSlot& t : s.tensors)
-    if (t.ref.dyn >= 0) leaf_at(kargs, t.path)->tensor = make_tensor(current(t.ref));
-  for (const IntSlot& i : s.ints)
-    *leaf_at(kargs, i.path) = Value::integer(scalar_values_[i.scalar]);
+    if (t.ref.dyn >= 0) leaf_at(kargs, t.path)->tensor = bound(t.ref);
+  for (const IntSlot& i : s.ints) set_int(*leaf_at(kargs, i.path), scalar_values_[i.scalar]);
   for (size_t k = 0; k < s.outs.size(); ++k)
-    if (s.outs[k].dyn >= 0) step_outs_[q][k] = make_tensor(current(s.outs[k]));
+    if (s.outs[k].dyn >= 0) step_outs_[q][k] = bound(s.outs[k]);
 }
 
 }  // namespace inplace
