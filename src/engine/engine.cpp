@@ -22,7 +22,10 @@ bool Engine::input_is_aliased(int input) const {
 int Engine::input_index(const std::string& n) const {
   for (size_t i = 0; i < plan_.inputs.size(); ++i)
     if (plan_.inputs[i].name == n) return static_cast<int>(i);
-  IP_FAIL(kNotFound, "[engine] no input binding named '", n, "'");
+  std::string names;
+  for (const Binding& b : plan_.inputs) names += (names.empty() ? "'" : ", '") + b.name + "'";
+  IP_FAIL(kNotFound, "[engine] engine '", name_, "' has no input binding named '", n,
+          "'; its inputs are ", names.empty() ? std::string("(none)") : names);
 }
 
 int64_t Engine::weight_bytes() const {

@@ -76,7 +76,6 @@ std::string write_weights(const Plan& plan, size_t field_start) {
 }
 }  // namespace engine_file
 
-namespace {
 void read_weights(std::string_view field, size_t field_start, const std::string& label,
                   Plan* plan) {
   Reader r(field, label, "field WEIGHTS");
@@ -113,6 +112,10 @@ void read_weights(std::string_view field, size_t field_start, const std::string&
   if (data_end != field.size())
     r.fail(str_cat(field.size() - data_end, " unexpected trailing bytes"));
 }
+}  // namespace engine_file
+
+namespace {
+using engine_file::read_weights;
 
 std::vector<std::string> read_names(std::string_view field, const std::string& label,
                                     const char* what) {
@@ -274,7 +277,7 @@ std::string serialize_mutated_inputs(const Engine& e) {
   return out;
 }
 
-std::string serialize_engine(const Engine& e) {
+std::string serialize_engine(const Engine& e, bool with_weights) {
   Writer w;
   w.raw(kEngineFileMagic, 8);
   w.u32(kEngineFileAbi);
@@ -293,7 +296,8 @@ std::string serialize_engine(const Engine& e) {
   for (const std::string& f : fields) w.str(f);
   // WEIGHTS last: its data offsets are absolute, so its start must be known.
   size_t start = w.bytes().size() + 8;
-  std::string weights = engine_file::write_weights(e.plan(), start);
+  std::string weights = with_weights ? engine_file::write_weights(e.plan(), start)
+                                     : engine_file::write_weights(Plan{}, start);
   w.str(weights);
   w.u64(engine_file_checksum(w.bytes()));
   return std::move(w.bytes());
@@ -309,7 +313,8 @@ void save_engine(const Engine& e, const std::string& path) {
   IP_CHECK(f.good(), kIO, "[engine_file] cannot write '", path, "'");
 }
 
-std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const std::string& label) {
+std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const std::string& label,
+                                                 const ExternalWeights* external) {
   Reader r(bytes, label, "header");
   IP_CHECK(bytes.size() >= 8 && std::memcmp(bytes.data(), kEngineFileMagic, 8) == 0, kCorrupt,
            "[engine_file] ", label, ": not an inplace engine file (bad magic)");
@@ -351,6 +356,12 @@ std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const s
     engine_file::read_plan(pr, &plan);
   }
   read_weights(fields[kFieldWeights], starts[kFieldWeights], label, &plan);
+  if (external) {
+    IP_CHECK(plan.constants.empty(), kCorrupt, "[engine_file] ", label, ": field WEIGHTS holds ",
+             plan.constants.size(), " weights but this engine takes its weights from its program");
+    plan.constant_names = external->names;
+    plan.constants = external->tensors;
+  }
   check_names(read_names(fields[kFieldInputBindingNames], label, "field INPUT_BINDING_NAMES"),
               plan.inputs, "INPUT_BINDING_NAMES", label);
   check_names(read_names(fields[kFieldOutputBindingNames], label, "field OUTPUT_BINDING_NAMES"),

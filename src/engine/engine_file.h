@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/engine.h"
 
@@ -32,10 +33,19 @@ enum EngineFileField : uint32_t {
 };
 const char* engine_file_field_name(uint32_t field);
 
-std::string serialize_engine(const Engine& engine);
+// `with_weights = false` leaves WEIGHTS empty: a program file stores every method's weights once
+// and hands them back to deserialize_engine as `external`.
+std::string serialize_engine(const Engine& engine, bool with_weights = true);
 void save_engine(const Engine& engine, const std::string& path);
-// `label` names the source in errors (a path, or "<memory>").
-std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const std::string& label);
+// Weights an engine file without WEIGHTS takes from elsewhere, in its constant order.
+struct ExternalWeights {
+  std::vector<std::string> names;
+  std::vector<Tensor> tensors;
+};
+// `label` names the source in errors (a path, or "<memory>"). With `external`, the file's
+// WEIGHTS must be empty and the plan's constants are `external` (checked like stored ones).
+std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const std::string& label,
+                                                 const ExternalWeights* external = nullptr);
 std::shared_ptr<const Engine> load_engine(const std::string& path);
 
 // FNV-1a 64 over `bytes`: the file's trailing checksum covers every byte before it.

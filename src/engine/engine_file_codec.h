@@ -116,5 +116,7 @@ void read_plan(Reader& r, Plan* plan);
 // then the data, each 64-byte aligned from the file start. `field_start` is the file offset of
 // the field's first byte (after its length prefix).
 std::string write_weights(const Plan& plan, size_t field_start);
+// Reads a WEIGHTS field into plan->constants / constant_names, checking every size and offset.
+void read_weights(std::string_view field, size_t field_start, const std::string& label, Plan* plan);
 
 }  // namespace inplace::engine_file

@@ -44,6 +44,8 @@ class ExecutionContext {
   void reset();
 
   int64_t arena_bytes() const { return engine_->plan().arena_bytes; }
+  // The inputs a failed call left partly updated (sorted), until they are rebound or reset().
+  const std::vector<int>& partly_updated() const { return partly_updated_; }
 
  private:
   Tensor make_tensor(const TensorRef& r) const;

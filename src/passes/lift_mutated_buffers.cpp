@@ -45,6 +45,12 @@ class LiftMutatedBuffersPass : public Pass {
         g.replace_all_uses_with(n, ph);
         g.erase(n);
       }
+      // The binding keeps the module's own dotted name (`layers.0.k_cache`) unless another
+      // node already holds it, so state maps back to the module by name.
+      if (!g.find(target)) {
+        g.rename(ph, target);
+        ph->target = target;
+      }
     }
   }
 };

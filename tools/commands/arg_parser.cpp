@@ -51,8 +51,9 @@ void ArgParser::repeated(const std::string& name, const std::string& metavar,
   specs_.push_back({Spec::Kind::kRepeated, name, metavar, help, false, nullptr, nullptr, out});
 }
 
-void ArgParser::positional(const std::string& metavar, std::string* out, const std::string& help) {
-  specs_.push_back({Spec::Kind::kPositional, "", metavar, help, true, nullptr, out, nullptr});
+void ArgParser::positional(const std::string& metavar, std::string* out, const std::string& help,
+                           bool required) {
+  specs_.push_back({Spec::Kind::kPositional, "", metavar, help, required, nullptr, out, nullptr});
 }
 
 void ArgParser::usage_error(const std::string& message) const {
@@ -112,7 +113,10 @@ bool ArgParser::parse(const std::vector<std::string>& args) {
   size_t next = 0;
   for (const Spec& s : specs_) {
     if (s.kind == Spec::Kind::kPositional) {
-      if (next >= positionals.size()) usage_error("missing " + s.metavar);
+      if (next >= positionals.size()) {
+        if (s.required) usage_error("missing " + s.metavar);
+        continue;
+      }
       *s.out = positionals[next++];
     } else if (s.required && !seen.count(s.name)) {
       usage_error("missing required option " + s.name + " " + s.metavar);
@@ -141,7 +145,7 @@ std::string ArgParser::help() const {
         form = s.name + " " + s.metavar;
         break;
     }
-    bool optional = s.kind != Spec::Kind::kPositional && !s.required;
+    bool optional = !s.required;
     usage += " " + (optional ? "[" + form + "]" : form);
     if (s.kind == Spec::Kind::kRepeated) usage += "...";
     std::string left = "  " + form;

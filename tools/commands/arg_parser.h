@@ -21,7 +21,8 @@ class ArgParser {
               const std::string& help, bool required = false);
   void repeated(const std::string& name, const std::string& metavar, std::vector<std::string>* out,
                 const std::string& help);
-  void positional(const std::string& metavar, std::string* out, const std::string& help);
+  void positional(const std::string& metavar, std::string* out, const std::string& help,
+                  bool required = true);
 
   // Parses the arguments after the command name. Returns false when --help was asked for
   // (the help text is then printed to stdout).

@@ -10,9 +10,11 @@ const std::vector<Command>& commands() {
       {"passes", "run the passes that make a graph functional and print it", &run_passes},
       {"plan", "compile a graph and print the engine: steps, bindings, aliased I/O, arena",
        &run_plan},
-      {"compile", "compile a graph and save the engine file (-o model.inplace)", &run_compile},
-      {"inspect", "print an engine file: bindings, aliased I/O, arena, weights, op counts",
+      {"compile", "compile a graph (or --method NAME=GRAPH.json ...: a program) and save it",
+       &run_compile},
+      {"inspect", "print an engine or program file: methods, bindings, aliased I/O, state",
        &run_inspect},
+      {"run", "replay a script of calls on a program's sessions (--calls CALLS.json)", &run_run},
       {"compare", "compare two safetensors files tensor by tensor", &run_compare},
       {"ops", "list the supported ops: schema and how an engine runs each", &run_ops},
   };

@@ -21,6 +21,13 @@ int run_compare(const std::vector<std::string>& args);
 int run_compile(const std::vector<std::string>& args);
 int run_inspect(const std::vector<std::string>& args);
 int run_ops(const std::vector<std::string>& args);
+int run_run(const std::vector<std::string>& args);
+// `compile --method NAME=GRAPH.json ...` (compile_program.cpp).
+int run_compile_program(const std::vector<std::string>& methods,
+                        const std::vector<std::string>& dynamic,
+                        const std::vector<std::string>& ranges,
+                        const std::vector<std::string>& caller_owned, bool no_alias,
+                        const std::string& out_path);
 
 // Every command, in the order `inplace --help` lists them.
 const std::vector<Command>& commands();

@@ -1,6 +1,7 @@
 // inplace compile GRAPH.json [--inputs IN.safetensors] [--mutated-input IN=OUT]... [--no-alias]
 //                 -o model.inplace
-// Compiles a graph and saves the engine (docs/engine-format.md).
+// Compiles a graph and saves the engine (docs/engine-format.md); with --method NAME=GRAPH.json
+// (repeated) compiles a program instead (compile_program.cpp, docs/programs.md).
 #include <cstdio>
 
 #include "arg_parser.h"
@@ -15,11 +16,16 @@ namespace inplace::cli {
 int run_compile(const std::vector<std::string>& args) {
   std::string path, inputs_path, out_path;
   bool no_alias = false;
-  std::vector<std::string> mutated, dynamic, ranges;
+  std::vector<std::string> mutated, dynamic, ranges, methods, caller_owned;
   ArgParser p("compile",
               "Compiles GRAPH.json into an engine file: bindings, steps, weights and\n"
-              "the aliased I/O map (docs/engine-format.md).");
-  p.positional("GRAPH.json", &path, "the graph");
+              "the aliased I/O map (docs/engine-format.md). With --method, compiles a\n"
+              "program: named methods over one state table and one copy of the weights\n"
+              "(docs/programs.md); --dynamic and --value-range then name METHOD.INPUT.");
+  p.positional("GRAPH.json", &path, "the graph (without --method)", /*required=*/false);
+  p.repeated("--method", "NAME=GRAPH.json", &methods, "a method of a program (repeat for each)");
+  p.repeated("--caller-owned", "STATE", &caller_owned,
+             "program state (a buffer's dotted name) the caller passes on every call");
   p.option("--inputs", "IN.safetensors", &inputs_path,
            "example inputs fixing binding shapes (default: the placeholders' meta)");
   p.repeated("--mutated-input", "INPUT=OUTPUT", &mutated, "declare an aliased output");
@@ -27,6 +33,18 @@ int run_compile(const std::vector<std::string>& args) {
   p.option("-o", "model.inplace", &out_path, "the engine file to write", /*required=*/true);
   runtime_value_flags(p, &dynamic, &ranges);
   if (!p.parse(args)) return 0;
+  if (!methods.empty()) {
+    if (!path.empty())
+      throw UsageError("compile: give either GRAPH.json or --method NAME=GRAPH.json, not both");
+    if (!mutated.empty() || !inputs_path.empty())
+      throw UsageError(
+          "compile: --mutated-input and --inputs apply to a single graph, not --method");
+    return run_compile_program(methods, dynamic, ranges, caller_owned, no_alias, out_path);
+  }
+  if (path.empty())
+    throw UsageError(
+        "compile: missing GRAPH.json or --method NAME=GRAPH.json (see 'inplace compile --help')");
+  if (!caller_owned.empty()) throw UsageError("compile: --caller-owned needs --method");
   std::vector<std::string> constant_files;
   std::unique_ptr<Graph> g = read_graph_json(path, &constant_files);
   std::vector<std::pair<std::string, std::string>> inputs = {{"the graph", path},

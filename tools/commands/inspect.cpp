@@ -1,11 +1,14 @@
 // inplace inspect FILE: what an engine file holds — bindings, aliased I/O with kinds, arena
-// and weight bytes, op counts, then the steps (Engine::describe).
+// and weight bytes, op counts, then the steps (Engine::describe); for a program file, its
+// methods (bindings with their roles, aliased I/O) and its state table (Program::describe).
 #include <cstdio>
 #include <map>
 
 #include "arg_parser.h"
 #include "commands.h"
+#include "core/file_io.h"
 #include "engine/engine_file.h"
+#include "program/program_file.h"
 
 namespace inplace::cli {
 
@@ -13,10 +16,19 @@ int run_inspect(const std::vector<std::string>& args) {
   std::string path;
   ArgParser p("inspect",
               "Loads an engine file (checking it) and prints its bindings, aliased\n"
-              "I/O with kinds, arena bytes, weight bytes, op counts and steps.");
+              "I/O with kinds, arena bytes, weight bytes, op counts and steps; or a\n"
+              "program file: its methods (bindings, aliased I/O) and state table.");
   p.positional("FILE", &path, "the engine file (inplace compile -o FILE)");
   if (!p.parse(args)) return 0;
-  std::shared_ptr<const Engine> e = load_engine(path);
+  std::string bytes = read_regular_file(path, "inspect");
+  if (is_program_file(bytes)) {
+    std::shared_ptr<const Program> program = deserialize_program(bytes, path);
+    std::printf("file: %s (program ABI %u, engine ABI %u)\n", path.c_str(), kProgramFileAbi,
+                kEngineFileAbi);
+    std::fputs(program->describe().c_str(), stdout);
+    return 0;
+  }
+  std::shared_ptr<const Engine> e = deserialize_engine(bytes, path);
   std::map<std::string, int> ops;
   for (const Step& s : e->plan().steps)
     ++ops[s.kind == StepKind::kCopy || !s.op ? std::string("copy") : s.op->schema.full_name()];

@@ -1,0 +1,12 @@
+// inplace programs: several methods (prefill, decode) over shared state, explicit ownership,
+// sessions with reset and isolation. See docs/programs.md.
+//   compile   -> compile_program({{"prefill", &g1, ex1}, {"decode", &g2, ex2}})
+//   save/load -> save_program(*program, "p.inplace"), load_program("p.inplace")
+//   run       -> auto s = program->new_session(); s->run("decode", {{"token", t}, {"pos", p}});
+#pragma once
+
+#include "program/program.h"
+#include "program/program_compile.h"
+#include "program/program_file.h"
+#include "program/session.h"
+#include "program/state_table.h"

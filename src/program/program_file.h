@@ -1,0 +1,42 @@
+// Program files: one file holds every method's engine, the weights once, and the state table
+// with its initial values. Built on the engine-file format: the same framing (magic, ABI, a
+// fixed list of length-prefixed fields, FNV-1a checksum), each method an engine file whose
+// WEIGHTS point into the program's, and every engine-file check applied to every method.
+// docs/programs.md describes the bytes. Loading refuses anything broken with an
+// inplace::Error naming the file (and the method or state entry), and leaks nothing.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "program/program.h"
+
+namespace inplace {
+
+inline constexpr char kProgramFileMagic[8] = {'I', 'N', 'P', 'L', 'P', 'R', 'O', 'G'};
+inline constexpr uint32_t kProgramFileAbi = 1;
+
+enum ProgramFileField : uint32_t {
+  kProgramFieldName = 0,
+  kProgramFieldMethods,
+  kProgramFieldState,
+  kProgramFieldMetadata,
+  kProgramFieldWeights,
+  kProgramFileFieldCount,
+};
+
+std::string serialize_program(const Program& program);
+void save_program(const Program& program, const std::string& path);
+std::shared_ptr<const Program> deserialize_program(std::string_view bytes,
+                                                   const std::string& label);
+std::shared_ptr<const Program> load_program(const std::string& path);
+bool is_program_file(std::string_view bytes);
+
+// A saved engine as a one-method program named `forward`: every input it writes is
+// caller-owned state (an engine file stores no initial values).
+std::shared_ptr<const Program> program_from_engine(std::shared_ptr<const Engine> engine);
+// A program file, or an engine file as above (told apart by the magic).
+std::shared_ptr<const Program> load_program_or_engine(const std::string& path);
+
+}  // namespace inplace

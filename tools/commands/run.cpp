@@ -1,0 +1,123 @@
+// inplace run PROGRAM --calls CALLS.json --out OUT.safetensors [--print]
+// Replays a script of calls (call_script.h) on a program's sessions, created on first use. The
+// runner plays the caller: it holds each session's caller-owned state (from the call's inputs
+// file when given there, else the tensor it already holds, else the stored initial value) and
+// passes it to every call. OUT holds call.<i>.output.<j> for every call and
+// session.<S>.state.<name> for every state entry of every session at the end.
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "arg_parser.h"
+#include "call_script.h"
+#include "commands.h"
+#include "frontend/safetensors.h"
+#include "inplace/program.h"
+#include "output_path.h"
+
+namespace inplace::cli {
+
+namespace {
+
+struct ScriptSession {
+  std::unique_ptr<Session> session;
+  std::map<std::string, Tensor> caller_state;  // caller-owned state this caller holds
+};
+
+void hold_initial(const Program& p, ScriptSession& s) {
+  s.caller_state.clear();
+  for (const StateEntry& e : p.state().entries())
+    if (e.ownership == Ownership::kCaller && e.initial.defined())
+      s.caller_state[e.name] = e.initial.clone();
+}
+
+}  // namespace
+
+int run_run(const std::vector<std::string>& args) {
+  std::string path, calls_path, out_path;
+  bool print = false;
+  ArgParser p("run",
+              "Replays CALLS.json on sessions of PROGRAM (a program file, or an engine file\n"
+              "as a one-method program 'forward'). CALLS.json is a list of\n"
+              "{\"session\": S, \"method\": M, \"inputs\": \"IN.safetensors\"} and\n"
+              "{\"session\": S, \"reset\": true} entries (paths relative to CALLS.json).\n"
+              "OUT gets call.<i>.output.<j> and session.<S>.state.<name> (docs/programs.md).");
+  p.positional("PROGRAM", &path, "the program file (inplace compile --method ... -o PROGRAM)");
+  p.option("--calls", "CALLS.json", &calls_path, "the script of calls", /*required=*/true);
+  p.option("--out", "OUT.safetensors", &out_path, "where to write the results", true);
+  p.flag("--print", &print, "also print every result");
+  if (!p.parse(args)) return 0;
+  std::vector<ScriptEntry> script = read_call_script(calls_path);
+  std::vector<std::pair<std::string, std::string>> inputs = {{"the program", path},
+                                                             {"--calls", calls_path}};
+  for (const ScriptEntry& e : script)
+    if (!e.inputs_path.empty()) inputs.emplace_back("a call's inputs", e.inputs_path);
+  refuse_output_over_inputs("run", "--out", out_path, inputs);
+  std::shared_ptr<const Program> program = load_program_or_engine(path);
+  const StateTable& table = program->state();
+  std::map<std::string, ScriptSession> sessions;
+  std::vector<std::string> order;
+  std::map<std::string, Tensor> results;
+  for (size_t i = 0; i < script.size(); ++i) {
+    const ScriptEntry& e = script[i];
+    auto [it, fresh] = sessions.try_emplace(e.session);
+    ScriptSession& s = it->second;
+    if (fresh) {
+      s.session = program->new_session();
+      hold_initial(*program, s);
+      order.push_back(e.session);
+    }
+    if (e.reset) {
+      s.session->reset();
+      hold_initial(*program, s);
+      continue;
+    }
+    const Method& m = program->method(e.method);
+    std::map<std::string, Tensor> given;
+    if (!e.inputs_path.empty()) given = read_safetensors(e.inputs_path);
+    for (int in : m.call_inputs) {
+      int st = m.state_of_input[in];
+      if (st < 0) continue;
+      const std::string& name = table[st].name;
+      auto g = given.find(name);
+      if (g != given.end()) {
+        s.caller_state[name] = g->second;  // the caller hands over its tensor
+      } else {
+        auto held = s.caller_state.find(name);
+        IP_CHECK(held != s.caller_state.end(), kNotFound, "[run] ", calls_path, ": entry ", i,
+                 ": caller-owned state '", name, "' of session ", e.session,
+                 " has no value yet and has no initial value; give it in ",
+                 e.inputs_path.empty() ? std::string("the call's inputs") : e.inputs_path);
+        given[name] = held->second;
+      }
+    }
+    std::vector<Tensor> outs;
+    try {
+      outs = s.session->run(e.method, given);
+    } catch (const Error& err) {
+      throw Error(err.code(), str_cat("[run] ", calls_path, ": entry ", i, " (session ", e.session,
+                                      ", method ", e.method, "): ", err.what()));
+    }
+    for (size_t j = 0; j < outs.size(); ++j) results[str_cat("call.", i, ".output.", j)] = outs[j];
+  }
+  for (const std::string& name : order) {
+    ScriptSession& s = sessions.at(name);
+    for (const StateEntry& st : table.entries()) {
+      std::string key = str_cat("session.", name, ".state.", st.name);
+      if (st.ownership == Ownership::kRuntime) {
+        results[key] = s.session->state(st.name);
+      } else if (s.caller_state.count(st.name)) {
+        results[key] = s.caller_state.at(st.name);
+      }
+    }
+  }
+  write_safetensors(out_path, results);
+  if (print)
+    for (const auto& [key, t] : results)
+      std::printf("  %-40s %s\n", key.c_str(), t.to_string(16).c_str());
+  std::printf("ran %zu entries on %zu sessions: wrote %s\n", script.size(), order.size(),
+              out_path.c_str());
+  return 0;
+}
+
+}  // namespace inplace::cli
