@@ -3,7 +3,9 @@
 #  1. the streaming decoder (examples/streaming_decoder): greedy decoding with a tiny GPT whose
 #     KV caches the caller owns, run by the eager interpreter, the copy-back engine and the
 #     aliased engine, checked against PyTorch's own decoding and timed per step;
-#  2. every small example through `inplace exec`: eager (the reference), then compiled with
+#  2. the same decoder as a program (examples/streaming_decoder/program_decoder.cpp): prefill and
+#     decode methods over runtime-owned caches, two sessions interleaved, against PyTorch;
+#  3. every small example through `inplace exec`: eager (the reference), then compiled with
 #     aliased I/O and with the copy-back engine, checking both leave exactly what eager leaves.
 # Extra args go to the streaming decoder (--steps N, --reps R).
 set -euo pipefail
@@ -12,6 +14,9 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD_DIR:-build}
 echo "=== streaming decoder"
 "$BUILD/examples/streaming_decoder" --dir examples/streaming_decoder "$@"
+echo
+echo "=== the streaming decoder as a program (prefill + decode methods, two sessions)"
+"$BUILD/examples/program_decoder" --dir examples/streaming_decoder
 echo
 echo "=== small examples through inplace exec"
 BIN=$BUILD/inplace

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the concurrency tests with clang and ThreadSanitizer into ${TSAN_BUILD_DIR:-build-tsan}
 # (the library and one test binary only) and runs them: contexts on one engine from many
-# threads, compiles from several threads, and the refusal of a second concurrent call on one
-# context. Any data race report fails the run.
+# threads, compiles from several threads, the refusal of a second concurrent call on one
+# context, and program sessions on several threads (tests/program/session_concurrency_test.cpp).
+# Any data race report fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/sanitized_build.sh

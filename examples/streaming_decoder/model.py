@@ -108,3 +108,41 @@ class TinyDecoder(nn.Module):
         logits = logits.view(1, self.vocab)
         next_token = torch.argmax(logits, dim=-1, keepdim=True)  # [1, 1] int64
         return logits, next_token
+
+
+def block_rows(block, x, positions, mask, k_cache, v_cache):
+    """Block.forward for T rows at once (a prompt): x [1, T, d], positions [T], mask [T, s_max]."""
+    t = x.size(1)
+    h = block.ln1(x)
+    q = block.q_proj(h).view(1, t, block.n_heads, block.head_dim).transpose(1, 2)
+    k = block.k_proj(h).view(1, t, block.n_heads, block.head_dim).transpose(1, 2)
+    v = block.v_proj(h).view(1, t, block.n_heads, block.head_dim).transpose(1, 2)
+    k_cache.index_copy_(2, positions, k)
+    v_cache.index_copy_(2, positions, v)
+    scores = torch.matmul(q, k_cache.transpose(-1, -2)) * (1.0 / math.sqrt(block.head_dim))
+    scores = scores.masked_fill(mask, float("-inf"))  # [1, H, T, s_max]
+    attn = torch.matmul(F.softmax(scores, dim=-1), v_cache)  # [1, H, T, D]
+    attn = attn.transpose(1, 2).reshape(1, t, block.n_heads * block.head_dim)
+    x = x + block.o_proj(attn)
+    return x + block.fc2(F.gelu(block.fc1(block.ln2(x))))
+
+
+class TinyDecoderPrefill(TinyDecoder):
+    """The prefill method of the same model: forward(tokens [1, T], positions [T], k0, v0, k1, v1)
+    writes the prompt's keys and values at `positions` of the caches and returns the last row's
+    (logits [1, vocab], next_token [1, 1]) — what decode returns after the prompt's last token.
+    Same parameters and buffers (same names) as TinyDecoder."""
+
+    def forward(self, tokens, positions, k0, v0, k1, v1):
+        t = tokens.size(1)
+        x = self.tok_emb(tokens)  # [1, T, d]
+        angle = positions.view(t, 1) * self.inv_freq  # [T, d/2]
+        pe = torch.cat([torch.sin(angle), torch.cos(angle)], dim=-1)  # [T, d]
+        x = x + pe.view(1, t, self.d_model)
+        mask = self.slots.view(1, self.s_max) > positions.view(t, 1)  # [T, s_max]
+        x = block_rows(self.layers[0], x, positions, mask, k0, v0)
+        x = block_rows(self.layers[1], x, positions, mask, k1, v1)
+        x = self.ln_f(x[:, -1])  # [1, d]: only the last row's logits are needed
+        logits = F.linear(x, self.tok_emb.weight) if self.tied_head else self.lm_head(x)
+        next_token = torch.argmax(logits, dim=-1, keepdim=True)  # [1, 1] int64
+        return logits, next_token

@@ -23,6 +23,7 @@ configure_tsan_build() {
     -DINPLACE_BUILD_EXAMPLES=OFF "$@"
 }
 # Sanitizer reports are fatal and carry a stack trace.
-export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1}
+# detect_leaks=1: LeakSanitizer is on (a refused file load must free what it read).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}

@@ -74,7 +74,6 @@ std::string write_weights(const Plan& plan, size_t field_start) {
   }
   return out;
 }
-}  // namespace engine_file
 
 void read_weights(std::string_view field, size_t field_start, const std::string& label,
                   Plan* plan) {

@@ -109,6 +109,14 @@ std::shared_ptr<const Program> compile_program(const std::vector<MethodSource>& 
              "' is not state of any method; the state is ", StateTable(table).names());
     it->ownership = Ownership::kCaller;
   }
+  for (const std::string& name : options.runtime_owned) {
+    auto it = std::find_if(table.begin(), table.end(),
+                           [&](const StateEntry& s) { return s.name == name; });
+    IP_CHECK(it != table.end(), kNotFound, "[compile_program] --runtime-owned '", name,
+             "' is not state of any method; the state is ", StateTable(table).names());
+    if (!it->initial.defined()) it->initial = Tensor::zeros(it->shape, it->dtype);
+    it->ownership = Ownership::kRuntime;
+  }
   // Methods that read state without writing it: recompile them reading it as an input.
   for (size_t m = 0; m < sources.size(); ++m) {
     const Graph& g = *sources[m].graph;

@@ -27,6 +27,9 @@ struct ProgramOptions {
   // Buffers the caller owns (by dotted name): passed by name on every call of every method
   // that uses them and updated in place; their initial value is still stored in the program.
   std::vector<std::string> caller_owned;
+  // Plain inputs a method mutates that the runtime owns instead (a model traced with its
+  // caches as arguments): each session allocates them, starting from zeros.
+  std::vector<std::string> runtime_owned;
 };
 
 std::shared_ptr<const Program> compile_program(const std::vector<MethodSource>& methods,

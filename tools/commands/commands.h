@@ -26,7 +26,8 @@ int run_run(const std::vector<std::string>& args);
 int run_compile_program(const std::vector<std::string>& methods,
                         const std::vector<std::string>& dynamic,
                         const std::vector<std::string>& ranges,
-                        const std::vector<std::string>& caller_owned, bool no_alias,
+                        const std::vector<std::string>& caller_owned,
+                        const std::vector<std::string>& runtime_owned, bool no_alias,
                         const std::string& out_path);
 
 // Every command, in the order `inplace --help` lists them.

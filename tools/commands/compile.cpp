@@ -16,7 +16,7 @@ namespace inplace::cli {
 int run_compile(const std::vector<std::string>& args) {
   std::string path, inputs_path, out_path;
   bool no_alias = false;
-  std::vector<std::string> mutated, dynamic, ranges, methods, caller_owned;
+  std::vector<std::string> mutated, dynamic, ranges, methods, caller_owned, runtime_owned;
   ArgParser p("compile",
               "Compiles GRAPH.json into an engine file: bindings, steps, weights and\n"
               "the aliased I/O map (docs/engine-format.md). With --method, compiles a\n"
@@ -26,6 +26,8 @@ int run_compile(const std::vector<std::string>& args) {
   p.repeated("--method", "NAME=GRAPH.json", &methods, "a method of a program (repeat for each)");
   p.repeated("--caller-owned", "STATE", &caller_owned,
              "program state (a buffer's dotted name) the caller passes on every call");
+  p.repeated("--runtime-owned", "STATE", &runtime_owned,
+             "a mutated input each session owns instead, starting from zeros");
   p.option("--inputs", "IN.safetensors", &inputs_path,
            "example inputs fixing binding shapes (default: the placeholders' meta)");
   p.repeated("--mutated-input", "INPUT=OUTPUT", &mutated, "declare an aliased output");
@@ -39,12 +41,14 @@ int run_compile(const std::vector<std::string>& args) {
     if (!mutated.empty() || !inputs_path.empty())
       throw UsageError(
           "compile: --mutated-input and --inputs apply to a single graph, not --method");
-    return run_compile_program(methods, dynamic, ranges, caller_owned, no_alias, out_path);
+    return run_compile_program(methods, dynamic, ranges, caller_owned, runtime_owned, no_alias,
+                               out_path);
   }
   if (path.empty())
     throw UsageError(
         "compile: missing GRAPH.json or --method NAME=GRAPH.json (see 'inplace compile --help')");
-  if (!caller_owned.empty()) throw UsageError("compile: --caller-owned needs --method");
+  if (!caller_owned.empty() || !runtime_owned.empty())
+    throw UsageError("compile: --caller-owned and --runtime-owned need --method");
   std::vector<std::string> constant_files;
   std::unique_ptr<Graph> g = read_graph_json(path, &constant_files);
   std::vector<std::pair<std::string, std::string>> inputs = {{"the graph", path},

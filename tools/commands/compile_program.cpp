@@ -38,7 +38,8 @@ int method_of(std::string* name, const std::vector<std::string>& methods, const 
 int run_compile_program(const std::vector<std::string>& method_args,
                         const std::vector<std::string>& dynamic,
                         const std::vector<std::string>& ranges,
-                        const std::vector<std::string>& caller_owned, bool no_alias,
+                        const std::vector<std::string>& caller_owned,
+                        const std::vector<std::string>& runtime_owned, bool no_alias,
                         const std::string& out_path) {
   std::vector<std::string> names, paths;
   std::vector<std::pair<std::string, std::string>> inputs;
@@ -76,6 +77,7 @@ int run_compile_program(const std::vector<std::string>& method_args,
   ProgramOptions po;
   po.name = graphs.size() == 1 ? graphs[0]->name : "program";
   po.caller_owned = caller_owned;
+  po.runtime_owned = runtime_owned;
   std::shared_ptr<const Program> program = compile_program(sources, po);
   save_program(*program, out_path);
   std::printf("wrote %s: %zu methods, %zu state entries, %zu weights\n", out_path.c_str(),
