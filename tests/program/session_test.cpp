@@ -113,7 +113,8 @@ TEST(Session, StateAddressesAreStableAndTheCallersWritesAreVisible) {
   run_calls(*session, calls);
   EXPECT_EQ(session->state("layers.0.k_cache").data_ptr(), address);
   EXPECT_TRUE(cache.same_storage(session->state("layers.0.k_cache")));
-  EXPECT_EQ(session->state("layers.0.count").to_double_vector(), std::vector<double>{7});
+  EXPECT_EQ(session->state("layers.0.count").to_double_vector(),
+            std::vector<double>{5});  // prefill and 4 decodes (the peek writes nothing)
   session->reset();
   EXPECT_EQ(session->state("layers.0.k_cache").data_ptr(), address);
 }
@@ -199,41 +200,39 @@ TEST(Session, NamesInErrorsListTheValidOnes) {
 }
 
 TEST(Session, AFailedCallThatPartlyWroteStateIsRefusedUntilReset) {
-  // Writes the cache, then refuses a bad index for the second buffer: the cache is partly
-  // updated, so the session refuses calls until reset().
+  // a.total += x writes one buffer, then b.index_copy_(0, p, x) refuses a bad index: a is
+  // partly updated, so the session refuses calls until reset().
   GraphBuilder b("two_writes");
-  Node* k = b.placeholder("k");
+  Node* x = b.placeholder("x");
   Node* p = b.placeholder("p");
-  Node* q = b.placeholder("q");
-  Node* kc = b.get_attr("a.cache", Tensor::zeros({1, 1, 4, 2}, DType::kFloat32));
-  Node* vc = b.get_attr("b.cache", Tensor::zeros({1, 1, 4, 2}, DType::kFloat32));
-  b.call_method("copy_", {kc, b.call_method("add", {kc, k})});
-  b.call_method("index_copy_", {vc, 2, q, k});
-  b.call_method("index_copy_", {kc, 2, p, k});
-  b.output(arg::tuple({b.call_method("sum", {k})}));
+  Node* total = b.get_attr("a.total", Tensor::zeros({4}, DType::kFloat32));
+  Node* slots = b.get_attr("b.slots", Tensor::zeros({4}, DType::kFloat32));
+  b.call_method("add_", {total, x});
+  b.call_method("index_copy_", {slots, 0, p, x});
+  b.output(arg::tuple({b.call_method("sum", {x})}));
   auto graph = b.build();
-  Tensor row = Tensor::full({1, 1, 1, 2}, Scalar(1.0), DType::kFloat32);
+  Tensor x1 = Tensor::full({1}, Scalar(1.0), DType::kFloat32);
   auto idx = [](int64_t v) { return Tensor::from_vector<int64_t>({v}, {1}); };
-  auto program = compile_program({{"step", graph.get(), {row, idx(0), idx(0)}, {}}});
+  auto program = compile_program({{"step", graph.get(), {x1, idx(0)}, {}}});
   auto session = program->new_session();
-  session->run("step", {{"k", row}, {"p", idx(1)}, {"q", idx(1)}});
-  std::string err = error_of([&] {
-    session->run("step", {{"k", row}, {"p", idx(9)}, {"q", idx(2)}});
-  });
-  if (!session->refused_reason().empty()) {
-    EXPECT_TRUE(mentions(err, {"reset()"})) << err;
-    EXPECT_TRUE(mentions(error_of([&] {
-                           session->run("step", {{"k", row}, {"p", idx(1)}, {"q", idx(1)}});
-                         }),
-                         {"refused", "partly wrote runtime-owned state", "reset()"}));
-  } else {
-    EXPECT_FALSE(err.empty());  // refused before any write: the session stays usable
-  }
+  session->run("step", {{"x", x1}, {"p", idx(1)}});
+  EXPECT_TRUE(session->refused_reason().empty());
+  std::string err = error_of([&] { session->run("step", {{"x", x1}, {"p", idx(9)}}); });
+  ASSERT_FALSE(session->refused_reason().empty()) << err;
+  EXPECT_TRUE(mentions(err, {"'a.total'", "refuses calls until reset()"})) << err;
+  EXPECT_TRUE(mentions(error_of([&] {
+                         session->run("step", {{"x", x1}, {"p", idx(1)}});
+                       }),
+                       {"refused", "partly wrote runtime-owned state 'a.total'", "reset()"}));
   session->reset();
-  EXPECT_TRUE(
-      tensor_equal(session->state("a.cache"), Tensor::zeros({1, 1, 4, 2}, DType::kFloat32)));
-  session->run("step", {{"k", row}, {"p", idx(1)}, {"q", idx(1)}});
-  EXPECT_EQ(session->state("a.cache").to_double_vector()[2], 1.0);
+  EXPECT_TRUE(session->refused_reason().empty());
+  EXPECT_TRUE(tensor_equal(session->state("a.total"), Tensor::zeros({4}, DType::kFloat32)));
+  session->run("step", {{"x", x1}, {"p", idx(2)}});
+  EXPECT_EQ(session->state("a.total").to_double_vector(), (std::vector<double>{1, 1, 1, 1}));
+  EXPECT_EQ(session->state("b.slots").to_double_vector(), (std::vector<double>{0, 0, 1, 0}));
+  // A call refused before anything is written leaves the session usable.
+  EXPECT_FALSE(error_of([&] { session->run("step", {{"x", idx(1)}, {"p", idx(1)}}); }).empty());
+  EXPECT_TRUE(session->refused_reason().empty());
 }
 
 TEST(Session, AStatefulModuleBehavesLikeThePyTorchModule) {
