@@ -17,7 +17,7 @@ class CliProgram : public Cli {
     auto meta = [](Graph& graph, int64_t rows) {
       for (Node* n : graph.placeholders()) {
         if (n->name == "start") {
-          n->meta.shape = {};
+          n->meta.shape = Shape{};
           n->meta.dtype = DType::kInt64;
         } else {
           n->meta.shape = {1, 1, rows, kDim};
