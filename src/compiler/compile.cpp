@@ -62,8 +62,10 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   auto input_of = [&](const std::string& name, const char* option) {
     for (size_t i = 0; i < ph.size(); ++i)
       if (ph[i]->name == name) return static_cast<int>(i);
+    std::string names;
+    for (Node* p : ph) names += (names.empty() ? "'" : ", '") + p->name + "'";
     IP_FAIL(kNotFound, "[compile] ", option, ": graph '", graph.name, "' has no input '", name,
-            "'");
+            "'; its inputs are ", names.empty() ? std::string("(none)") : names);
   };
   EngineOptions eo;
   eo.alias = options.alias;

@@ -40,18 +40,20 @@ int run_exec_engine(const std::string& path, const std::string& inputs_path,
   std::map<std::string, Tensor> given;
   if (!inputs_path.empty()) given = read_safetensors(inputs_path);
   const std::string in_label = inputs_path.empty() ? "(no --inputs)" : inputs_path;
+  std::string names;
+  for (const Binding& b : engine->inputs()) names += (names.empty() ? "'" : ", '") + b.name + "'";
   for (const auto& [key, t] : given) {
     bool known = false;
     for (const Binding& b : engine->inputs()) known |= b.name == key;
     IP_CHECK(known, kNotFound, "[exec] ", in_label, ": tensor '", key,
-             "' matches no input binding of engine ", path);
+             "' matches no input binding of engine ", path, "; its inputs are ", names);
   }
   ExecutionContext ctx(engine);
   std::vector<Tensor> bound;
   for (const Binding& b : engine->inputs()) {
     auto it = given.find(b.name);
     IP_CHECK(it != given.end(), kNotFound, "[exec] missing input binding '", b.name, "' of ", path,
-             ": ", in_label, " has no tensor '", b.name, "'");
+             ": ", in_label, " has no tensor '", b.name, "' (its inputs are ", names, ")");
     bound.push_back(it->second);
     ctx.bind_input(b.name, bound.back());
   }
