@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the loader fuzzers (libFuzzer + ASan + UBSan): scripts/fuzz.sh [TARGET...]
-# TARGET is engine_file, engine_file_fields, graph_json or safetensors (default: all four).
+# TARGET is engine_file, engine_file_fields, graph_json, safetensors or program_file (default:
+# all five).
 # engine_file_fields is the engine-file fuzzer's mode that keeps the framing and the checksum
 # valid (a custom mutator edits one field and re-fixes the checksum), so the loader's semantic
 # checks are what it fuzzes; it starts from the engine_file corpus. Each runs for
@@ -14,11 +15,11 @@ cd "$(dirname "$0")/.."
 source scripts/lib/sanitized_build.sh
 ./scripts/setup.sh
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(engine_file engine_file_fields graph_json safetensors)
-declare -A max_len=([engine_file]=65536 [engine_file_fields]=65536 [graph_json]=16384 [safetensors]=8192)
+[ ${#targets[@]} -eq 0 ] && targets=(engine_file engine_file_fields graph_json safetensors program_file)
+declare -A max_len=([engine_file]=65536 [engine_file_fields]=65536 [graph_json]=16384 [safetensors]=8192 [program_file]=65536)
 declare -A corpus=([engine_file_fields]=engine_file)
 for t in "${targets[@]}"; do
-  [ -n "${max_len[$t]:-}" ] || { echo "fuzz.sh: unknown target '$t' (engine_file, engine_file_fields, graph_json, safetensors)" >&2; exit 2; }
+  [ -n "${max_len[$t]:-}" ] || { echo "fuzz.sh: unknown target '$t' (engine_file, engine_file_fields, graph_json, safetensors, program_file)" >&2; exit 2; }
 done
 configure_sanitized_build
 cmake --build "$SAN_BUILD_DIR" -j"$(nproc)" --target "${targets[@]/%/_fuzzer}"

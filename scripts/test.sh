@@ -2,8 +2,8 @@
 # Runs every test, what CI runs: a clang-format check of the tree (scripts/format_check.sh), the
 # Release build's test suite (CTest), then the same suite built with AddressSanitizer +
 # UndefinedBehaviorSanitizer, then the concurrency tests under ThreadSanitizer, then the loader
-# fuzzers (engine files 60 s, keeping the checksum valid 60 s, graph JSON and safetensors 30 s
-# each). Exits non-zero on any failure or finding.
+# fuzzers (engine files 60 s, keeping the checksum valid 60 s, graph JSON, safetensors and
+# program files 30 s each). Exits non-zero on any failure or finding.
 # INPLACE_QUICK=1 runs only the first stage (for the edit-build-test loop).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +21,6 @@ stage "ThreadSanitizer build + concurrency tests"
 ./scripts/tsan.sh
 stage "fuzzing the engine file loader"
 FUZZ_SECONDS=${FUZZ_SECONDS:-60} ./scripts/fuzz.sh engine_file engine_file_fields
-stage "fuzzing the graph JSON and safetensors loaders"
-FUZZ_SECONDS=${FUZZ_SECONDS_OTHERS:-30} ./scripts/fuzz.sh graph_json safetensors
+stage "fuzzing the graph JSON, safetensors and program file loaders"
+FUZZ_SECONDS=${FUZZ_SECONDS_OTHERS:-30} ./scripts/fuzz.sh graph_json safetensors program_file
 stage "all passed"
