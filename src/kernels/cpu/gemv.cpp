@@ -1,0 +1,164 @@
+// Decode GEMV. Lanes accumulate independently (kLanes partial sums per output), so the inner
+// loops vectorise without reassociating float adds; the lanes are summed once per output.
+#include "kernels/cpu/gemv.h"
+
+#include <immintrin.h>
+
+#include <bit>
+#include <cstring>
+
+namespace inplace::cpu {
+
+namespace {
+
+constexpr int64_t kLanes = 16;  // one AVX-512 register of floats, two AVX2 ones
+constexpr int64_t kBlockRows = 4;
+
+inline float load(const float* p) {
+  return *p;
+}
+inline float load(const BFloat16* p) {
+  return std::bit_cast<float>(uint32_t{p->bits} << 16);
+}
+
+// y[r, j] for j in [j0, j0 + NB): NB weight rows against R rows of x.
+template <int R, int NB, typename W>
+__attribute__((always_inline)) inline void block(const GemvArgs<W>& a, int64_t j0) {
+  float acc[R][NB][kLanes] = {};
+  const int64_t kv = a.k - a.k % kLanes;
+  for (int64_t e = 0; e < kv; e += kLanes) {
+    float xs[R][kLanes];
+    for (int r = 0; r < R; ++r)
+      for (int64_t l = 0; l < kLanes; ++l) xs[r][l] = a.x[r * a.x_stride + e + l];
+    for (int b = 0; b < NB; ++b) {
+      const W* wr = a.w + (j0 + b) * a.w_stride + e;
+      float ws[kLanes];
+      for (int64_t l = 0; l < kLanes; ++l) ws[l] = load(wr + l);
+      for (int r = 0; r < R; ++r)
+        for (int64_t l = 0; l < kLanes; ++l) acc[r][b][l] += xs[r][l] * ws[l];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int b = 0; b < NB; ++b) {
+      float s = 0;
+      for (int64_t l = 0; l < kLanes; ++l) s += acc[r][b][l];
+      const W* wr = a.w + (j0 + b) * a.w_stride;
+      for (int64_t e = kv; e < a.k; ++e) s += a.x[r * a.x_stride + e] * load(wr + e);
+      float& out = a.y[r * a.y_stride + j0 + b];
+      out = a.beta == 0.0f ? a.alpha * s : a.alpha * s + a.beta * out;
+    }
+  }
+}
+
+template <int R, typename W>
+__attribute__((always_inline)) inline void rows(const GemvArgs<W>& a, int64_t j0, int64_t j1) {
+  int64_t j = j0;
+  for (; j + kBlockRows <= j1; j += kBlockRows) block<R, kBlockRows>(a, j);
+  for (; j < j1; ++j) block<R, 1>(a, j);
+}
+
+template <typename W>
+__attribute__((always_inline)) inline void run(const GemvArgs<W>& a, int64_t j0, int64_t j1) {
+  switch (a.rows) {
+    case 1:
+      return rows<1>(a, j0, j1);
+    case 2:
+      return rows<2>(a, j0, j1);
+    case 3:
+      return rows<3>(a, j0, j1);
+    default:
+      return rows<4>(a, j0, j1);
+  }
+}
+
+// AVX-512: 16 floats per register, R x 4 accumulators kept in registers, bf16 widened by a
+// shift. The portable loop above spills its accumulators; this one does not.
+#define IP_AVX512 __attribute__((target("avx512f"), always_inline)) inline
+
+IP_AVX512 __m512 load16(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+IP_AVX512 __m512 load16(const BFloat16* p) {
+  __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+template <int R, int NB, typename W>
+IP_AVX512 void block512(const GemvArgs<W>& a, int64_t j0) {
+  __m512 acc[R][NB];
+  for (int r = 0; r < R; ++r)
+    for (int b = 0; b < NB; ++b) acc[r][b] = _mm512_setzero_ps();
+  const int64_t kv = a.k - a.k % 16;
+  for (int64_t e = 0; e < kv; e += 16) {
+    __m512 xs[R];
+    for (int r = 0; r < R; ++r) xs[r] = _mm512_loadu_ps(a.x + r * a.x_stride + e);
+    for (int b = 0; b < NB; ++b) {
+      const __m512 ws = load16(a.w + (j0 + b) * a.w_stride + e);
+      for (int r = 0; r < R; ++r) acc[r][b] = _mm512_fmadd_ps(xs[r], ws, acc[r][b]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int b = 0; b < NB; ++b) {
+      float s = _mm512_reduce_add_ps(acc[r][b]);
+      const W* wr = a.w + (j0 + b) * a.w_stride;
+      for (int64_t e = kv; e < a.k; ++e) s += a.x[r * a.x_stride + e] * load(wr + e);
+      float& out = a.y[r * a.y_stride + j0 + b];
+      out = a.beta == 0.0f ? a.alpha * s : a.alpha * s + a.beta * out;
+    }
+  }
+}
+
+template <int R, typename W>
+__attribute__((target("avx512f"))) void rows512(const GemvArgs<W>& a, int64_t j0, int64_t j1) {
+  int64_t j = j0;
+  for (; j + kBlockRows <= j1; j += kBlockRows) block512<R, kBlockRows>(a, j);
+  for (; j < j1; ++j) block512<R, 1>(a, j);
+}
+
+template <typename W>
+void run512(const GemvArgs<W>& a, int64_t j0, int64_t j1) {
+  switch (a.rows) {
+    case 1:
+      return rows512<1>(a, j0, j1);
+    case 2:
+      return rows512<2>(a, j0, j1);
+    case 3:
+      return rows512<3>(a, j0, j1);
+    default:
+      return rows512<4>(a, j0, j1);
+  }
+}
+
+template <typename W>
+__attribute__((target_clones("avx2,fma", "default"))) void run_portable(const GemvArgs<W>& a,
+                                                                        int64_t j0, int64_t j1) {
+  run(a, j0, j1);
+}
+
+const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+
+}  // namespace
+
+void gemv(const GemvArgs<float>& a, int64_t n_begin, int64_t n_end) {
+  if (kHasAvx512) return run512(a, n_begin, n_end);
+  run_portable(a, n_begin, n_end);
+}
+
+void gemv(const GemvArgs<BFloat16>& a, int64_t n_begin, int64_t n_end) {
+  if (kHasAvx512) return run512(a, n_begin, n_end);
+  run_portable(a, n_begin, n_end);
+}
+
+bool try_gemv(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, float alpha,
+              float beta) {
+  const int64_t m = a.rows, k = a.cols, n = b.cols;
+  if (m < 1 || m > kGemvMaxRows || k < 16 || n < 1) return false;
+  if ((a.col_stride != 1) || (b.row_stride != 1 && k > 1) || (c.col_stride != 1 && n > 1))
+    return false;
+  gemv(GemvArgs<float>{a.data, a.row_stride, m, b.data, b.col_stride, n, k, c.data, c.row_stride,
+                       alpha, beta},
+       0, n);
+  return true;
+}
+
+}  // namespace inplace::cpu
