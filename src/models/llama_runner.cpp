@@ -54,26 +54,33 @@ void fill_prompt(const std::vector<int64_t>& prompt, const Tensor& tokens, const
 }  // namespace
 
 LlamaEngineRunner::LlamaEngineRunner(const LlamaConfig& c, const LlamaEngines& engines,
-                                     std::vector<Tensor> caches)
-    : caches_(std::move(caches)), prefill_(engines.prefill), decode_(engines.decode) {
+                                     std::vector<Tensor> caches, int threads)
+    : caches_(std::move(caches)), decode_(engines.decode) {
+  decode_.set_threads(threads);
+  IP_CHECK(static_cast<int64_t>(caches_.size()) == 2 * c.n_layers, kInvalidArgument,
+           "[llama] expected ", 2 * c.n_layers, " caches, got ", caches_.size());
+  token_ = int_vector(1, {1, 1});
+  pos_ = int_vector(1, {1});
+  decode_.bind_input(0, token_);
+  decode_.bind_input(1, pos_);
+  for (size_t i = 0; i < caches_.size(); ++i)
+    decode_.bind_input(static_cast<int>(i + 2), caches_[i]);
+  if (!engines.prefill) return;
+  prefill_.emplace(engines.prefill);
+  prefill_->set_threads(threads);
   const int64_t p = engines.prefill->inputs()[0].shape.back();
   prompt_tokens_ = int_vector(p, {1, p});
   prompt_pos_ = int_vector(p, {p});
-  token_ = int_vector(1, {1, 1});
-  pos_ = int_vector(1, {1});
-  prefill_.bind_input(0, prompt_tokens_);
-  prefill_.bind_input(1, prompt_pos_);
-  decode_.bind_input(0, token_);
-  decode_.bind_input(1, pos_);
-  for (size_t i = 0; i < caches_.size(); ++i) {
-    prefill_.bind_input(static_cast<int>(i + 2), caches_[i]);
-    decode_.bind_input(static_cast<int>(i + 2), caches_[i]);
-  }
+  prefill_->bind_input(0, prompt_tokens_);
+  prefill_->bind_input(1, prompt_pos_);
+  for (size_t i = 0; i < caches_.size(); ++i)
+    prefill_->bind_input(static_cast<int>(i + 2), caches_[i]);
 }
 
 Tensor LlamaEngineRunner::prefill(const std::vector<int64_t>& prompt) {
+  IP_CHECK(prefill_.has_value(), kInvalidArgument, "[llama] this runner has no prefill engine");
   fill_prompt(prompt, prompt_tokens_, prompt_pos_);
-  return prefill_.execute()[0];
+  return prefill_->execute()[0];
 }
 
 Tensor LlamaEngineRunner::decode(int64_t token, int64_t pos) {

@@ -2,6 +2,7 @@
 // caches (one ExecutionContext each, bound once), and the same steps in the eager interpreter.
 #pragma once
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "compiler/compile.h"
@@ -16,8 +17,8 @@ std::vector<Tensor> llama_new_caches(const LlamaConfig& config);
 // Greedy choice: the index of the largest logit (the first on ties, like torch.argmax).
 int64_t argmax_token(const Tensor& logits);
 
-// Engines for prompts of `prompt_len` tokens and for one token, compiled from the model's graphs
-// (aliased, or the copy-back engines when alias is false).
+// Engines for prompts of `prompt_len` tokens (none when 0) and for one token, compiled from the
+// model's graphs (aliased, or the copy-back engines when alias is false).
 struct LlamaEngines {
   std::shared_ptr<const Engine> prefill, decode;
 };
@@ -25,18 +26,20 @@ LlamaEngines compile_llama(const LlamaConfig& config, const LlamaWeights& weight
                            int64_t prompt_len, bool alias);
 
 // Steps the engines on `caches` (the caller's tensors, written in place by aliased engines).
-// Token and position inputs are tensors bound once and updated between calls.
+// Token and position inputs are tensors bound once and updated between calls. Without a
+// prefill engine only decode() may be called.
 class LlamaEngineRunner {
  public:
   LlamaEngineRunner(const LlamaConfig& config, const LlamaEngines& engines,
-                    std::vector<Tensor> caches);
+                    std::vector<Tensor> caches, int threads = 1);
   Tensor prefill(const std::vector<int64_t>& prompt);  // logits [1, vocab] of the last token
   Tensor decode(int64_t token, int64_t pos);           // logits [1, vocab]
   const std::vector<Tensor>& caches() const { return caches_; }
 
  private:
   std::vector<Tensor> caches_;
-  ExecutionContext prefill_, decode_;
+  std::optional<ExecutionContext> prefill_;
+  ExecutionContext decode_;
   Tensor prompt_tokens_, prompt_pos_, token_, pos_;
 };
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "core/thread_pool.h"
 #include "kernels/cpu/decode_attention.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/nn.h"
@@ -78,6 +79,22 @@ TEST(DecodeKernels, LinearTakesTheGemvAndEqualsTheBlasProduct) {
           s += double(x.data<float>()[r * 96 + e]) * double(w.data<float>()[j * 96 + e]);
         ASSERT_NEAR(out.data<float>()[r * 40 + j], s, 1e-4);
       }
+  }
+}
+
+TEST(DecodeKernels, GemvSharedByThreadsEqualsOneThreadBitForBit) {
+  std::mt19937 rng(9);
+  ThreadPool pool(3);
+  for (int64_t n : {301, 1024, 1408}) {
+    Tensor x = random_tensor({1, 512}, rng), w = random_tensor({n, 512}, rng);
+    Tensor serial = Tensor::empty({1, n}, DType::kFloat32);
+    Tensor shared = Tensor::empty({1, n}, DType::kFloat32);
+    matmul(x, w.t(), serial);
+    {
+      ScopedThreadPool use(&pool);
+      matmul(x, w.t(), shared);
+    }
+    EXPECT_TRUE(tensor_equal(shared, serial, 0)) << "n " << n;
   }
 }
 

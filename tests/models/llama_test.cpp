@@ -77,6 +77,19 @@ TEST(Llama, DecodeReadsOnlyTheFilledPrefix) {
   EXPECT_TRUE(tensor_equal(r1.decode(7, kPrompt), r2.decode(7, kPrompt), 0));
 }
 
+TEST(Llama, TwoThreadsGiveTheSameLogitsAsOne) {
+  // Threads split a GEMV's output columns, so every sum is added in the same order: bit-exact.
+  const LlamaConfig c = llama_config("tiny", kSMax, 5);
+  const LlamaWeights w = llama_weights(c);
+  LlamaEngines e = compile_llama(c, w, kPrompt, true);
+  LlamaEngineRunner one(c, e, llama_new_caches(c), 1), two(c, e, llama_new_caches(c), 2);
+  EXPECT_TRUE(tensor_equal(one.prefill(kPromptTokens), two.prefill(kPromptTokens), 0));
+  for (int64_t pos = kPrompt; pos < kPrompt + 4; ++pos)
+    EXPECT_TRUE(tensor_equal(one.decode(9, pos), two.decode(9, pos), 0)) << pos;
+  for (size_t i = 0; i < one.caches().size(); ++i)
+    EXPECT_TRUE(tensor_equal(one.caches()[i], two.caches()[i], 0));
+}
+
 TEST(Llama, SizesAndErrors) {
   EXPECT_EQ(llama_config("small", 256).parameters() * 4 / 1000000, 111);  // 111 MB in f32
   const int64_t medium = llama_config("medium", 256).parameters();

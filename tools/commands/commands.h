@@ -21,6 +21,8 @@ int run_compare(const std::vector<std::string>& args);
 int run_compile(const std::vector<std::string>& args);
 int run_inspect(const std::vector<std::string>& args);
 int run_ops(const std::vector<std::string>& args);
+int run_demo(const std::vector<std::string>& args);
+int run_bench(const std::vector<std::string>& args);
 
 // Every command, in the order `inplace --help` lists them.
 const std::vector<Command>& commands();

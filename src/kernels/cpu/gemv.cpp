@@ -2,8 +2,11 @@
 // loops vectorise without reassociating float adds; the lanes are summed once per output.
 #include "kernels/cpu/gemv.h"
 
+#include "core/thread_pool.h"
+
 #include <immintrin.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -149,15 +152,34 @@ void gemv(const GemvArgs<BFloat16>& a, int64_t n_begin, int64_t n_end) {
   run_portable(a, n_begin, n_end);
 }
 
+template <typename W>
+void gemv_parallel(const GemvArgs<W>& a) {
+  ThreadPool* pool = current_thread_pool();
+  // Below ~64K weights a job costs more to hand out than to run.
+  if (pool == nullptr || pool->threads() < 2 || a.n * a.k < (1 << 16) || a.n < 8) {
+    gemv(a, 0, a.n);
+    return;
+  }
+  const int64_t tasks = pool->threads();
+  const int64_t chunk = ((a.n + tasks - 1) / tasks + kBlockRows - 1) & ~(kBlockRows - 1);
+  auto task = [&](int64_t t) {
+    const int64_t begin = std::min(a.n, t * chunk), end = std::min(a.n, begin + chunk);
+    if (begin < end) gemv(a, begin, end);
+  };
+  pool->parallel_for(tasks, task);
+}
+template void gemv_parallel(const GemvArgs<float>&);
+template void gemv_parallel(const GemvArgs<BFloat16>&);
+
 bool try_gemv(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, float alpha,
               float beta) {
   const int64_t m = a.rows, k = a.cols, n = b.cols;
   if (m < 1 || m > kGemvMaxRows || k < 16 || n < 1) return false;
   if ((a.col_stride != 1) || (b.row_stride != 1 && k > 1) || (c.col_stride != 1 && n > 1))
     return false;
-  gemv(GemvArgs<float>{a.data, a.row_stride, m, b.data, b.col_stride, n, k, c.data, c.row_stride,
-                       alpha, beta},
-       0, n);
+  const GemvArgs<float> args{a.data, a.row_stride, m,     b.data, b.col_stride, n, k,
+                             c.data, c.row_stride, alpha, beta};
+  gemv_parallel(args);
   return true;
 }
 

@@ -28,6 +28,10 @@ struct GemvArgs {
 void gemv(const GemvArgs<float>& a, int64_t n_begin, int64_t n_end);
 void gemv(const GemvArgs<BFloat16>& a, int64_t n_begin, int64_t n_end);
 
+// The whole product, its columns shared among the threads of the calling context's pool.
+template <typename W>
+void gemv_parallel(const GemvArgs<W>& a);
+
 // c = alpha * a @ b + beta * c through gemv when a has at most kGemvMaxRows rows and b is the
 // transpose of a row-major weight (b's rows have unit stride: x @ W^T); false otherwise.
 bool try_gemv(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, float alpha,
