@@ -69,7 +69,7 @@ class Llama(torch.nn.Module):
     def forward(self, tokens, pos, caches):
         c, w, hd = self.c, self.w, self.hd
         T = tokens.shape[1]
-        h = torch.nn.functional.embedding(tokens, w["embed_tokens.weight"])
+        h = torch.nn.functional.embedding(tokens, w["embed_tokens.weight"]).float()
         cos = w["rope.cos"][pos][None, None]
         sin = w["rope.sin"][pos][None, None]
         s_max = caches[0].shape[2]
@@ -77,7 +77,8 @@ class Llama(torch.nn.Module):
         mask = torch.arange(s_max)[None, :] <= pos[:, None]
         bias = torch.zeros(T, s_max).masked_fill(~mask, float("-inf"))
         rep = c["n_heads"] // c["n_kv_heads"]
-        lin = torch.nn.functional.linear
+        def lin(x, weight):  # bf16 weights are widened where they are used
+            return torch.nn.functional.linear(x, weight.float())
         for l in range(c["n_layers"]):
             p = "layers.%d." % l
             x = self.rms_norm(h, p + "input_layernorm.weight")

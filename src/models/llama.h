@@ -21,16 +21,21 @@ struct LlamaConfig {
   int64_t s_max = 0;  // cache slots
   double eps = 1e-5, rope_theta = 10000.0;
   uint64_t seed = 0;
+  // kBFloat16: the embedding and the linear weights are stored in bfloat16 and the graph widens
+  // them (`w.to(torch.float32)`), as a user casting on the fly writes it; compute stays float32.
+  DType weight_dtype = DType::kFloat32;
 
   int64_t head_dim() const { return d_model / n_heads; }
   int64_t parameters() const;            // weights, the LM head tied to the embedding
+  int64_t weight_bytes() const;          // what a decode step reads of them
   int64_t cache_shape_elements() const;  // one cache: n_kv_heads * s_max * head_dim
   Shape cache_shape() const { return {1, n_kv_heads, s_max, head_dim()}; }
 };
 
 // `tiny` (tests), `small` (d 512, 8 layers, 111 MB in f32; the default) or `medium` (about 150M
 // parameters). Unknown names are an error listing the valid ones.
-LlamaConfig llama_config(const std::string& size, int64_t s_max, uint64_t seed = 0);
+LlamaConfig llama_config(const std::string& size, int64_t s_max, uint64_t seed = 0,
+                         DType weight_dtype = DType::kFloat32);
 
 // Weight name -> tensor (Hugging Face's names: embed_tokens.weight, layers.0.self_attn.q_proj.
 // weight, ...), plus the rotary tables rope.cos / rope.sin [s_max, head_dim] in float32.

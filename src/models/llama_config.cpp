@@ -14,12 +14,21 @@ int64_t LlamaConfig::parameters() const {
   return vocab * d_model + n_layers * (attn + mlp + 2 * d_model) + d_model;
 }
 
+int64_t LlamaConfig::weight_bytes() const {
+  const int64_t norms = (2 * n_layers + 1) * d_model;
+  return (parameters() - norms) * static_cast<int64_t>(dtype_size(weight_dtype)) + norms * 4;
+}
+
 int64_t LlamaConfig::cache_shape_elements() const {
   return n_kv_heads * s_max * head_dim();
 }
 
-LlamaConfig llama_config(const std::string& size, int64_t s_max, uint64_t seed) {
+LlamaConfig llama_config(const std::string& size, int64_t s_max, uint64_t seed,
+                         DType weight_dtype) {
+  IP_CHECK(weight_dtype == DType::kFloat32 || weight_dtype == DType::kBFloat16, kInvalidArgument,
+           "[llama] weights are float32 or bfloat16, not ", dtype_name(weight_dtype));
   LlamaConfig c;
+  c.weight_dtype = weight_dtype;
   c.size = size;
   c.s_max = s_max;
   c.seed = seed;
@@ -69,7 +78,8 @@ LlamaWeights llama_weights(const LlamaConfig& c) {
   uint64_t stream = c.seed * 1000003ull;
   // Linear weights [out, in] ~ U(-1, 1) / sqrt(in): activations keep their scale through depth.
   auto linear = [&](const std::string& name, int64_t out, int64_t in) {
-    w[name] = uniform({out, in}, 1.0f / std::sqrt(static_cast<float>(in)), ++stream);
+    w[name] =
+        uniform({out, in}, 1.0f / std::sqrt(static_cast<float>(in)), ++stream).to(c.weight_dtype);
   };
   auto norm = [&](const std::string& name) {
     Tensor t = uniform({c.d_model}, 0.1f, ++stream);
@@ -78,7 +88,7 @@ LlamaWeights llama_weights(const LlamaConfig& c) {
     w[name] = t;
   };
   const int64_t hd = c.head_dim();
-  w["embed_tokens.weight"] = uniform({c.vocab, c.d_model}, 1.0f, ++stream);
+  w["embed_tokens.weight"] = uniform({c.vocab, c.d_model}, 1.0f, ++stream).to(c.weight_dtype);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
     norm(p + "input_layernorm.weight");

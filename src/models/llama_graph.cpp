@@ -23,7 +23,7 @@ class LlamaWriter {
       caches_.push_back(b_.placeholder("v" + std::to_string(l)));
     }
     Node* embed = weight("embed_tokens.weight");
-    Node* h = call("torch.nn.functional.embedding", {tokens, embed});  // [1, T, d]
+    Node* h = widen(call("torch.nn.functional.embedding", {tokens, embed}));  // [1, T, d]
     // cos = cos_cached[position_ids][None, None]: [1, 1, T, head_dim].
     cos_ = rope_table("rope.cos");
     sin_ = rope_table("rope.sin");
@@ -40,7 +40,8 @@ class LlamaWriter {
     h = rms_norm(h, "norm.weight");
     // Only the last position's logits: hidden[:, -1] @ embed^T (the LM head tied to the embedding).
     Node* last_h = call("_operator.getitem", {h, arg::tuple({arg::slice(), -1})});
-    Node* logits = call("torch.nn.functional.linear", {last_h, b_.get_attr("embed_tokens.weight")});
+    Node* logits =
+        call("torch.nn.functional.linear", {last_h, widen(b_.get_attr("embed_tokens.weight"))});
     b_.output(arg::tuple({logits}));
     return b_.build();
   }
@@ -57,8 +58,12 @@ class LlamaWriter {
     IP_CHECK(it != w_.end(), kInvalidArgument, "[llama] missing weight '", name, "'");
     return b_.get_attr(name, it->second);
   }
+  // bf16 weights are widened where they are used: w.to(torch.float32).
+  Node* widen(Node* w) {
+    return c_.weight_dtype == DType::kFloat32 ? w : method("to", {w, DType::kFloat32});
+  }
   Node* linear(Node* x, const std::string& name) {
-    return call("torch.nn.functional.linear", {x, weight(name)});
+    return call("torch.nn.functional.linear", {x, widen(weight(name))});
   }
   Node* rope_table(const std::string& name) {
     Node* rows = call("torch.index_select", {weight(name), 0, pos_});  // [T, head_dim]

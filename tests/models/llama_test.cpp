@@ -4,7 +4,10 @@
 // the same tokens.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
+
+#include "engine/engine.h"
 
 #include "models/llama.h"
 #include "models/llama_runner.h"
@@ -90,12 +93,53 @@ TEST(Llama, TwoThreadsGiveTheSameLogitsAsOne) {
     EXPECT_TRUE(tensor_equal(one.caches()[i], two.caches()[i], 0));
 }
 
+// Steps of `engine` running op `name`.
+int count_steps(const Engine& engine, const std::string& name) {
+  int n = 0;
+  for (const Step& s : engine.plan().steps) n += s.op && s.op->schema.name == name;
+  return n;
+}
+
+TEST(Llama, Bf16WeightsEqualEagerAndStayCloseToFloat32) {
+  // The engine reads the bf16 weights directly (fuse_weight_casts); eager widens them with
+  // w.to(float32) on every call. Widening is exact, so the two agree to float32 rounding.
+  const LlamaConfig c = llama_config("tiny", kSMax, 7, DType::kBFloat16);
+  const LlamaWeights w = llama_weights(c);
+  LlamaEngines e = compile_llama(c, w, kPrompt, true);
+  EXPECT_EQ(count_steps(*e.decode, "linear_bf16_weight"), 7 * c.n_layers + 1);
+  EXPECT_EQ(count_steps(*e.decode, "linear"), 0);
+  EXPECT_EQ(count_steps(*e.decode, "to"), 1);  // only the embedded row is widened
+  LlamaEngineRunner engine(c, e, llama_new_caches(c));
+  LlamaEagerRunner eager(c, w, kPrompt, llama_new_caches(c));
+  const LlamaConfig cf = llama_config("tiny", kSMax, 7);
+  LlamaEngineRunner f32(cf, compile_llama(cf, llama_weights(cf), kPrompt, true),
+                        llama_new_caches(cf));
+  EXPECT_TRUE(tensor_equal(engine.prefill(kPromptTokens), eager.prefill(kPromptTokens), 1e-5));
+  f32.prefill(kPromptTokens);
+  for (int64_t pos = kPrompt; pos < kPrompt + 6; ++pos) {
+    Tensor a = engine.decode(11, pos), ref = eager.decode(11, pos), full = f32.decode(11, pos);
+    EXPECT_TRUE(tensor_equal(a, ref, 1e-5)) << pos;
+    // Stated tolerance against float32 weights: 5% of the largest logit.
+    double scale = 0, worst = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      scale = std::max(scale, std::fabs(full.at(i)));
+      worst = std::max(worst, std::fabs(a.at(i) - full.at(i)));
+    }
+    EXPECT_LE(worst, 0.05 * scale) << pos;
+    EXPECT_GT(worst, 0.0) << "bf16 weights should round somewhere";
+  }
+  for (size_t i = 0; i < engine.caches().size(); ++i)
+    EXPECT_TRUE(tensor_equal(engine.caches()[i], eager.caches()[i], 1e-5));
+}
+
 TEST(Llama, SizesAndErrors) {
   EXPECT_EQ(llama_config("small", 256).parameters() * 4 / 1000000, 111);  // 111 MB in f32
   const int64_t medium = llama_config("medium", 256).parameters();
   EXPECT_GT(medium, 140000000);
   EXPECT_LT(medium, 170000000);
   EXPECT_TRUE(mentions(error_of([] { llama_config("huge", 256); }), {"huge", "tiny"}));
+  EXPECT_EQ(llama_config("small", 256, 0, DType::kBFloat16).weight_bytes() * 2,
+            llama_config("small", 256).weight_bytes() + 17 * 512 * 4);  // norms stay float32
 }
 
 }  // namespace

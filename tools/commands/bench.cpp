@@ -1,5 +1,5 @@
 // inplace bench [--size S] [--s-max 256,1024,4096,8192] [--position P] [--steps N]
-//               [--threads T] [--no-torch] [--python PATH] [--out bench.json]
+//               [--threads T] [--dtype f32|bf16] [--no-torch] [--python PATH] [--out bench.json]
 // Per-step decode time of the built-in model at several cache sizes, in one run: the aliased
 // engine, the copy-back engine, PyTorch eager on the same weights (when the python has torch),
 // and the floor: the bytes a step must read (weights + the cache positions attention reads) over
@@ -101,7 +101,8 @@ double median(const std::vector<double>& v) {
 
 int run_bench(const std::vector<std::string>& args) {
   std::string size = "small", s_max_s = "256,1024,4096,8192", position_s = "200", steps_s = "16",
-              threads_s = "1", python = "/usr/bin/python3", out_path = "bench.json";
+              threads_s = "1", dtype_s = "f32", python = "/usr/bin/python3",
+              out_path = "bench.json";
   bool no_torch = false;
   ArgParser p("bench",
               "Times decode steps of the built-in Llama-style model at several cache sizes:\n"
@@ -111,6 +112,8 @@ int run_bench(const std::vector<std::string>& args) {
   p.option("--s-max", "L,L,...", &s_max_s, "cache sizes (default 256,1024,4096,8192)");
   p.option("--position", "P", &position_s, "decode position of the first timed step (default 200)");
   p.option("--steps", "N", &steps_s, "timed steps per engine and size (default 16)");
+  p.option("--dtype", "f32|bf16", &dtype_s,
+           "weight dtype (default f32; bf16 halves the bytes read, compute stays f32)");
   p.option("--threads", "T", &threads_s, "threads for the engines and PyTorch (default 1)");
   p.option("--python", "PATH", &python, "python with torch (default /usr/bin/python3)");
   p.flag("--no-torch", &no_torch, "skip the PyTorch column");
@@ -128,9 +131,9 @@ int run_bench(const std::vector<std::string>& args) {
     largest = std::max(largest, s);
   }
 
-  LlamaConfig c = models::llama_config(size, largest);
+  LlamaConfig c = models::llama_config(size, largest, 0, parse_weight_dtype(dtype_s));
   const models::LlamaWeights w = models::llama_weights(c);  // rope tables cover every s_max
-  const int64_t weight_bytes = c.parameters() * 4;
+  const int64_t weight_bytes = c.weight_bytes();
   const double bw = measure_read_bandwidth(std::max<int64_t>(512 << 20, 4 * weight_bytes));
   std::printf("model %s (%.1fM parameters, %.1f MB f32); read bandwidth %.1f GB/s\n", size.c_str(),
               static_cast<double>(c.parameters()) / 1e6, static_cast<double>(weight_bytes) / 1e6,
@@ -200,7 +203,7 @@ int run_bench(const std::vector<std::string>& args) {
                           {"n_kv_heads", c.n_kv_heads},
                           {"ffn", c.ffn},
                           {"vocab", c.vocab}}},
-                        {"dtype", "float32"},
+                        {"dtype", dtype_name(c.weight_dtype)},
                         {"threads", threads},
                         {"position", position},
                         {"steps", steps},

@@ -1,5 +1,5 @@
 // inplace demo [--size S] [--prompt-len P] [--steps N] [--s-max L] [--check-steps K] [--seed X]
-//              [--threads T] [--no-alias]
+//              [--threads T] [--dtype f32|bf16] [--no-alias]
 // The main job at real size: the built-in Llama-style model prefills a prompt and decodes N
 // greedy tokens into caches the caller owns, with a live progress line; the first steps are
 // checked against the eager interpreter (logits and caches).
@@ -49,7 +49,7 @@ std::vector<int64_t> demo_prompt(const LlamaConfig& c, int64_t length) {
 
 int run_demo(const std::vector<std::string>& args) {
   std::string size = "small", prompt_s = "32", steps_s = "256", s_max_s = "1024", check_s = "3",
-              seed_s = "0", threads_s = "1";
+              seed_s = "0", threads_s = "1", dtype_s = "f32";
   bool no_alias = false;
   ArgParser p("demo",
               "Prefills a prompt and decodes greedy tokens with the built-in Llama-style model\n"
@@ -62,6 +62,8 @@ int run_demo(const std::vector<std::string>& args) {
   p.option("--check-steps", "K", &check_s,
            "decode steps checked against the eager interpreter (default 3)");
   p.option("--seed", "X", &seed_s, "weights and prompt seed (default 0)");
+  p.option("--dtype", "f32|bf16", &dtype_s,
+           "weight dtype (default f32; bf16 halves the bytes read, compute stays f32)");
   p.option("--threads", "T", &threads_s, "threads the engines' kernels share (default 1)");
   p.flag("--no-alias", &no_alias, "the copy-back engines (every new cache copied back)");
   if (!p.parse(args)) return 0;
@@ -73,15 +75,16 @@ int run_demo(const std::vector<std::string>& args) {
   const int threads = static_cast<int>(parse_int_option("--threads", threads_s, 1, 256));
 
   const int64_t t0 = now_ns();
-  const LlamaConfig c = models::llama_config(size, s_max, seed);
+  const LlamaConfig c = models::llama_config(size, s_max, seed, parse_weight_dtype(dtype_s));
   const models::LlamaWeights w = models::llama_weights(c);
   const double weights_ms = ms_since(t0);
   std::printf(
       "model %s: %lld layers, d_model %lld, %lld heads (%lld kv), ffn %lld, vocab %lld: "
-      "%.1fM parameters, %s of weights (f32, made in %.0f ms)\n",
+      "%.1fM parameters, %s of weights (%s, made in %.0f ms)\n",
       size.c_str(), (long long)c.n_layers, (long long)c.d_model, (long long)c.n_heads,
       (long long)c.n_kv_heads, (long long)c.ffn, (long long)c.vocab,
-      static_cast<double>(c.parameters()) / 1e6, mib(c.parameters() * 4).c_str(), weights_ms);
+      static_cast<double>(c.parameters()) / 1e6, mib(c.weight_bytes()).c_str(),
+      dtype_name(c.weight_dtype), weights_ms);
   const int64_t t1 = now_ns();
   const models::LlamaEngines engines = models::compile_llama(c, w, prompt_len, !no_alias);
   std::printf(
@@ -156,7 +159,7 @@ int run_demo(const std::vector<std::string>& args) {
       (long long)c.n_kv_heads, (long long)c.head_dim(),
       no_alias ? "; the copy-back engine also copies every cache back" : "");
   std::printf("peak memory: %s (weights %s, caches %s)\n", mib(peak_rss_bytes()).c_str(),
-              mib(c.parameters() * 4).c_str(), mib(cache_bytes).c_str());
+              mib(c.weight_bytes()).c_str(), mib(cache_bytes).c_str());
   std::printf("caches still the caller's tensors (same addresses): %s\n",
               same_address ? "yes" : "NO");
   if (check_steps > 0)

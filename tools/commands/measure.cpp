@@ -80,3 +80,13 @@ double measure_read_bandwidth(int64_t bytes) {
 }
 
 }  // namespace inplace::cli
+
+namespace inplace::cli {
+
+DType parse_weight_dtype(const std::string& value) {
+  if (value == "f32" || value == "float32") return DType::kFloat32;
+  if (value == "bf16" || value == "bfloat16") return DType::kBFloat16;
+  throw UsageError("--dtype expects f32 or bf16, got '" + value + "'");
+}
+
+}  // namespace inplace::cli

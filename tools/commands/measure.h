@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "arg_parser.h"
+#include "core/dtype.h"
 
 namespace inplace::cli {
 
@@ -28,5 +29,8 @@ namespace inplace::cli {
 // This machine's read bandwidth in bytes/s: the best of a few passes summing a buffer much
 // larger than the caches (`bytes`), the way a decode step streams its weights.
 double measure_read_bandwidth(int64_t bytes);
+
+// --dtype f32|bf16 (the built-in model's weights).
+DType parse_weight_dtype(const std::string& value);
 
 }  // namespace inplace::cli
