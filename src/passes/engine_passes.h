@@ -22,4 +22,8 @@ std::unique_ptr<Pass> make_kv_cache_update_pass();
 // inplace.linear_bf16_weight(x, w), which reads the bf16 weight directly (float32 compute).
 std::unique_ptr<Pass> make_fuse_weight_casts_pass();
 
+// fuse_rms_norm: w * (x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)) becomes
+// rms_norm(x, [d], w, eps) when nothing else reads the intermediates.
+std::unique_ptr<Pass> make_fuse_rms_norm_pass();
+
 }  // namespace inplace

@@ -132,6 +132,16 @@ TEST(Llama, Bf16WeightsEqualEagerAndStayCloseToFloat32) {
     EXPECT_TRUE(tensor_equal(engine.caches()[i], eager.caches()[i], 1e-5));
 }
 
+TEST(Llama, RmsNormChainsAreFusedIntoOneStep) {
+  const LlamaConfig c = llama_config("tiny", kSMax, 1);
+  LlamaEngines e = compile_llama(c, llama_weights(c), kPrompt, true);
+  for (const Engine* engine : {e.prefill.get(), e.decode.get()}) {
+    EXPECT_EQ(count_steps(*engine, "rms_norm"), 2 * c.n_layers + 1);
+    EXPECT_EQ(count_steps(*engine, "rsqrt"), 0);
+    EXPECT_EQ(count_steps(*engine, "pow"), 0);
+  }
+}
+
 TEST(Llama, SizesAndErrors) {
   EXPECT_EQ(llama_config("small", 256).parameters() * 4 / 1000000, 111);  // 111 MB in f32
   const int64_t medium = llama_config("medium", 256).parameters();

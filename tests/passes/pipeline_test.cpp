@@ -31,6 +31,7 @@ TEST(Pipeline, EnginePassesFollowFunctionalization) {
   all.push_back("lift_mutated_buffers");
   all.push_back("kv_cache_update");
   all.push_back("fuse_weight_casts");
+  all.push_back("fuse_rms_norm");
   EXPECT_EQ(pass_names(compile_passes()), all);
 }
 
