@@ -119,6 +119,7 @@ int run_bench(const std::vector<std::string>& args) {
   p.flag("--no-torch", &no_torch, "skip the PyTorch column");
   p.option("--out", "bench.json", &out_path, "where the JSON goes (default bench.json)");
   if (!p.parse(args)) return 0;
+  single_threaded_blas();
   const std::vector<int64_t> sizes = parse_list("--s-max", s_max_s);
   const int64_t position = parse_int_option("--position", position_s, 0, 1 << 20);
   const int64_t steps = parse_int_option("--steps", steps_s, 1, 100000);

@@ -67,6 +67,7 @@ int run_demo(const std::vector<std::string>& args) {
   p.option("--threads", "T", &threads_s, "threads the engines' kernels share (default 1)");
   p.flag("--no-alias", &no_alias, "the copy-back engines (every new cache copied back)");
   if (!p.parse(args)) return 0;
+  single_threaded_blas();
   const int64_t s_max = parse_int_option("--s-max", s_max_s, 2, 1 << 20);
   const int64_t prompt_len = parse_int_option("--prompt-len", prompt_s, 1, s_max - 1);
   const int64_t steps = parse_int_option("--steps", steps_s, 1, s_max - prompt_len);

@@ -81,7 +81,11 @@ double measure_read_bandwidth(int64_t bytes) {
 
 }  // namespace inplace::cli
 
+extern "C" void openblas_set_num_threads(int);  // OpenBLAS, linked through libinplace
+
 namespace inplace::cli {
+
+void single_threaded_blas() { openblas_set_num_threads(1); }
 
 DType parse_weight_dtype(const std::string& value) {
   if (value == "f32" || value == "float32") return DType::kFloat32;

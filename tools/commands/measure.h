@@ -30,6 +30,10 @@ namespace inplace::cli {
 // larger than the caches (`bytes`), the way a decode step streams its weights.
 double measure_read_bandwidth(int64_t bytes);
 
+// BLAS (prompts, large products) on the calling thread: OpenBLAS's own threads would compete
+// with the context's pool, and "one thread" should mean one.
+void single_threaded_blas();
+
 // --dtype f32|bf16 (the built-in model's weights).
 DType parse_weight_dtype(const std::string& value);
 

@@ -4,6 +4,10 @@
 
 #include "core/thread_pool.h"
 
+// GCC 12 warns inside its own AVX-512 reduction intrinsics (a false positive).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -16,6 +20,7 @@ namespace {
 
 constexpr int64_t kLanes = 16;  // one AVX-512 register of floats, two AVX2 ones
 constexpr int64_t kBlockRows = 4;
+constexpr int64_t kPrefetch = 512;  // elements ahead in each weight row
 
 inline float load(const float* p) {
   return *p;
@@ -96,6 +101,9 @@ IP_AVX512 void block512(const GemvArgs<W>& a, int64_t j0) {
     __m512 xs[R];
     for (int r = 0; r < R; ++r) xs[r] = _mm512_loadu_ps(a.x + r * a.x_stride + e);
     for (int b = 0; b < NB; ++b) {
+      // Each weight row is its own stream; fetching ahead keeps enough reads in flight.
+      _mm_prefetch(reinterpret_cast<const char*>(a.w + (j0 + b) * a.w_stride + e + kPrefetch),
+                   _MM_HINT_T0);
       const __m512 ws = load16(a.w + (j0 + b) * a.w_stride + e);
       for (int r = 0; r < R; ++r) acc[r][b] = _mm512_fmadd_ps(xs[r], ws, acc[r][b]);
     }
@@ -114,7 +122,9 @@ IP_AVX512 void block512(const GemvArgs<W>& a, int64_t j0) {
 template <int R, typename W>
 __attribute__((target("avx512f"))) void rows512(const GemvArgs<W>& a, int64_t j0, int64_t j1) {
   int64_t j = j0;
-  for (; j + kBlockRows <= j1; j += kBlockRows) block512<R, kBlockRows>(a, j);
+  // One row of x: eight weight rows at a time (measured faster than four on this machine).
+  constexpr int NB = R == 1 ? 8 : kBlockRows;
+  for (; j + NB <= j1; j += NB) block512<R, NB>(a, j);
   for (; j < j1; ++j) block512<R, 1>(a, j);
 }
 
