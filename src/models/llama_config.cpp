@@ -88,7 +88,9 @@ LlamaWeights llama_weights(const LlamaConfig& c) {
     w[name] = t;
   };
   const int64_t hd = c.head_dim();
-  w["embed_tokens.weight"] = uniform({c.vocab, c.d_model}, 1.0f, ++stream).to(c.weight_dtype);
+  // Small embeddings (Hugging Face initialises them with std 0.02): with the LM head tied to
+  // the embedding, large ones make every token's best successor itself.
+  w["embed_tokens.weight"] = uniform({c.vocab, c.d_model}, 0.05f, ++stream).to(c.weight_dtype);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
     norm(p + "input_layernorm.weight");
