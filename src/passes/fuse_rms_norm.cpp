@@ -5,6 +5,7 @@
 // intermediates nothing else reads are fused; the kernel keeps its statistics in double, so the
 // result is within float32 rounding of the chain.
 #include "ops/registry.h"
+#include "passes/dtype_of.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
 
@@ -35,6 +36,7 @@ class FuseRmsNormPass : public Pass {
   std::string name() const override { return "fuse_rms_norm"; }
   void run(Graph& g, PassContext& ctx) override {
     MetaTable metas = infer_metas(g, ctx.options);
+    DtypeOf dtypes(metas);
     std::vector<Node*> muls;
     for (Node* n : g.nodes())
       if (op_name(n) == "mul") muls.push_back(n);
@@ -59,24 +61,24 @@ class FuseRmsNormPass : public Pass {
         if (!p || p->args.size() < 2 || !p->args[0].is_node() || p->args[0].node != x ||
             !number_is(p->args[1], 2))
           continue;
-        const Tensor* xm = metas.tensor(x);
-        const Tensor* wm = metas.tensor(w);
-        const Tensor* ym = metas.tensor(y);
-        if (!xm || !wm || !ym || xm->dtype() != DType::kFloat32 || xm->dim() < 1 ||
-            wm->dtype() != DType::kFloat32 || wm->dim() != 1 || wm->size(0) != xm->size(-1) ||
-            ym->shape() != xm->shape())
+        // Float32 x and weight (the chain's result dtype is then the fused op's), the weight one
+        // value per element of x's last dim (checked again by rms_norm's shape rule).
+        auto wc = g.constants.find(w->target);
+        if (wc == g.constants.end() || wc->second.dtype() != DType::kFloat32 ||
+            wc->second.dim() != 1 || dtypes.of(x) != DType::kFloat32)
           continue;
-        const Value& dims = m->args[1];
-        const int64_t last = xm->dim() - 1;
+        const Tensor* xm = metas.tensor(x);
+        if (xm && (xm->dim() < 1 || xm->size(-1) != wc->second.size(0))) continue;
+        const Value& dims = m->args[1];  // the mean over the last dim only
         std::vector<int64_t> d;
         if (dims.is_sequence())
           for (const Value& v : dims.items) d.push_back(v.kind == Value::Kind::kInt ? v.i : -99);
         else if (dims.kind == Value::Kind::kInt)
           d.push_back(dims.i);
-        if (d.size() != 1 || !(d[0] == -1 || d[0] == last)) continue;
+        if (d.size() != 1 || !(d[0] == -1 || (xm && d[0] == xm->dim() - 1))) continue;
         Node* fused = g.insert_before(
             y, NodeOp::kCallFunction, "aten.rms_norm.default",
-            {Value::node_ref(x), Value::int_list({xm->size(-1)}), Value::node_ref(w),
+            {Value::node_ref(x), Value::int_list({wc->second.size(0)}), Value::node_ref(w),
              Value::floating(a->args[1].as_double("fuse_rms_norm"))},
             {}, y->name + "_rms_norm");
         fused->meta = y->meta;

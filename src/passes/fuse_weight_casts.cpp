@@ -4,6 +4,7 @@
 // reading it back (three times the bytes). The cast is dropped when nothing else reads it.
 // Exact: widening bf16 to f32 is exact, and both forms sum in the same order.
 #include "ops/registry.h"
+#include "passes/dtype_of.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
 
@@ -21,6 +22,7 @@ class FuseWeightCastsPass : public Pass {
   std::string name() const override { return "fuse_weight_casts"; }
   void run(Graph& g, PassContext& ctx) override {
     MetaTable metas = infer_metas(g, ctx.options);
+    DtypeOf dtypes(metas);
     std::vector<Node*> linears;
     for (Node* n : g.nodes())
       if (op_name(n) == "linear") linears.push_back(n);
@@ -35,10 +37,7 @@ class FuseWeightCastsPass : public Pass {
       auto c = g.constants.find(weight->target);
       if (c == g.constants.end() || c->second.dtype() != DType::kBFloat16 || c->second.dim() != 2)
         continue;
-      const Tensor* cast_meta = metas.tensor(cast);
-      const Tensor* x_meta = metas.tensor(n->args[0].node);
-      if (!cast_meta || !x_meta || cast_meta->dtype() != DType::kFloat32 ||
-          x_meta->dtype() != DType::kFloat32)
+      if (dtypes.of(cast) != DType::kFloat32 || dtypes.of(n->args[0].node) != DType::kFloat32)
         continue;
       n->target = "inplace.linear_bf16_weight";
       n->args[1] = Value::node_ref(weight);
