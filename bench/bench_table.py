@@ -33,6 +33,21 @@ def table(data):
             r["s_max"], "%.2f ms" % t if t else "-", r["copy_back_ms"], r["aliased_ms"],
             r["floor_ms"], r["aliased_ms"] / r["floor_ms"],
             "%.2fx" % (t / r["aliased_ms"]) if t else "-", r["copy_back_ms"] / r["aliased_ms"]))
+    if "aliased_cpu_ms" in data["rows"][0]:
+        lines.append("")
+        lines.append("CPU time of the stepping thread (its own work, not inflated by other "
+                     "processes on a busy machine):")
+        lines.append("")
+        lines.append("| s_max | PyTorch eager | copy-back engine | aliased engine | floor | "
+                     "aliased / floor | PyTorch / aliased | copy-back / aliased |")
+        lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for r in data["rows"]:
+            t = r.get("torch_cpu_ms")
+            lines.append("| %d | %s | %.2f ms | **%.2f ms** | %.2f ms | %.2fx | %s | %.2fx |" % (
+                r["s_max"], "%.2f ms" % t if t else "-", r["copy_back_cpu_ms"], r["aliased_cpu_ms"],
+                r["floor_ms"], r["aliased_cpu_ms"] / r["floor_ms"],
+                "%.2fx" % (t / r["aliased_cpu_ms"]) if t else "-",
+                r["copy_back_cpu_ms"] / r["aliased_cpu_ms"]))
     if "torch_logits_max_rel_diff" in data:
         lines.append("")
         lines.append("PyTorch %s on the same weights; its logits differ from the engine's by at "

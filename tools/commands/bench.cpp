@@ -40,21 +40,30 @@ std::vector<int64_t> parse_list(const std::string& option, const std::string& va
 
 // Per-step milliseconds of `steps` decode calls at positions position.. (after two warm-up
 // calls), on caches filled with a constant so every page is really read.
-std::vector<double> time_decode(const LlamaConfig& c, const models::LlamaEngines& e,
-                                int64_t position, int64_t steps, int threads) {
+// Per-step wall time, and the calling thread's CPU time (with one thread: the step's own work,
+// which a busy machine does not inflate the way it inflates wall time).
+struct StepTimes {
+  std::vector<double> wall, cpu;
+};
+
+StepTimes time_decode(const LlamaConfig& c, const models::LlamaEngines& e, int64_t position,
+                      int64_t steps, int threads) {
   std::vector<Tensor> caches = models::llama_new_caches(c);
   for (const Tensor& t : caches) t.fill(Scalar(0.01));
   models::LlamaEngineRunner runner(c, e, caches, threads);
-  std::vector<double> ms;
+  StepTimes t;
   int64_t token = 1;
   for (int64_t i = 0; i < steps + 2; ++i) {
-    const int64_t t0 = now_ns();
+    const int64_t t0 = now_ns(), c0 = thread_cpu_ns();
     Tensor logits = runner.decode(token, position + i);
-    const double dt = ms_since(t0);
+    const double dt = ms_since(t0), dc = static_cast<double>(thread_cpu_ns() - c0) / 1e6;
     token = models::argmax_token(logits);
-    if (i >= 2) ms.push_back(dt);
+    if (i >= 2) {
+      t.wall.push_back(dt);
+      t.cpu.push_back(dc);
+    }
   }
-  return ms;
+  return t;
 }
 
 fs::path default_torch_script() {
@@ -167,8 +176,9 @@ int run_bench(const std::vector<std::string>& args) {
         torch_diff = std::max(torch_diff, std::fabs(ours.at(i) - theirs.at(i)) /
                                               std::max(1.0, std::fabs(theirs.at(i))));
     }
-    const std::vector<double> a = time_decode(c, aliased, position, steps, threads);
-    const std::vector<double> cb = time_decode(c, copy_back, position, steps, threads);
+    const StepTimes at = time_decode(c, aliased, position, steps, threads);
+    const StepTimes cbt = time_decode(c, copy_back, position, steps, threads);
+    const std::vector<double>&a = at.wall, &cb = cbt.wall;
     // Attention reads positions 0..pos of every k and v cache (the middle timed step's pos).
     const int64_t read_positions = position + steps / 2 + 1;
     const int64_t bytes =
@@ -179,6 +189,8 @@ int run_bench(const std::vector<std::string>& args) {
                           {"copy_back_ms", median(cb)},
                           {"floor_ms", floor_ms},
                           {"bytes_read", bytes},
+                          {"aliased_cpu_ms", median(at.cpu)},
+                          {"copy_back_cpu_ms", median(cbt.cpu)},
                           {"aliased_steps_ms", a},
                           {"copy_back_steps_ms", cb}};
     double torch_ms = 0;
@@ -186,6 +198,9 @@ int run_bench(const std::vector<std::string>& args) {
       std::vector<double> t = torch["per_step_ms"][std::to_string(s)].get<std::vector<double>>();
       torch_ms = median(t);
       row["torch_ms"] = torch_ms;
+      if (torch["per_step_cpu_ms"].contains(std::to_string(s)))
+        row["torch_cpu_ms"] =
+            median(torch["per_step_cpu_ms"][std::to_string(s)].get<std::vector<double>>());
       row["torch_steps_ms"] = t;
     }
     rows.push_back(row);

@@ -1,6 +1,7 @@
 #include "measure.h"
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -27,6 +28,12 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 double ms_since(int64_t start_ns) {
@@ -85,7 +92,9 @@ extern "C" void openblas_set_num_threads(int);  // OpenBLAS, linked through libi
 
 namespace inplace::cli {
 
-void single_threaded_blas() { openblas_set_num_threads(1); }
+void single_threaded_blas() {
+  openblas_set_num_threads(1);
+}
 
 DType parse_weight_dtype(const std::string& value) {
   if (value == "f32" || value == "float32") return DType::kFloat32;

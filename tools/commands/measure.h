@@ -15,6 +15,8 @@ int64_t parse_int_option(const std::string& option, const std::string& value, in
 // Milliseconds since `start` (std::chrono::steady_clock).
 double ms_since(int64_t start_ns);
 int64_t now_ns();
+// CPU time of the calling thread (its own work, whatever else the machine runs), in ns.
+int64_t thread_cpu_ns();
 
 // Peak resident memory of this process (getrusage), in bytes.
 int64_t peak_rss_bytes();
