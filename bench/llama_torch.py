@@ -127,8 +127,8 @@ def main():
             if args.logits_out and s_max == args.s_max[0]:
                 logits = model(torch.tensor([[1]]), torch.tensor([0]), caches)
                 write_safetensors(args.logits_out, {"logits": logits})
-            for c in caches:  # every page really read, as the engines' caches are
-                c.fill_(0.01)
+            for cache in caches:  # every page really read, as the engines' caches are
+                cache.fill_(0.01)
             times, cpu = [], []
             token = torch.tensor([[1]])
             for i in range(args.steps + 2):  # two warm-up steps

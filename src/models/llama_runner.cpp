@@ -27,8 +27,9 @@ LlamaEngines compile_llama(const LlamaConfig& c, const LlamaWeights& w, int64_t 
   CompileOptions options;
   options.alias = alias;
   LlamaEngines e;
-  e.prefill =
-      compile(*llama_prefill_graph(c, w), llama_example_inputs(c, prompt_len), options).engine;
+  if (prompt_len > 0)
+    e.prefill =
+        compile(*llama_prefill_graph(c, w), llama_example_inputs(c, prompt_len), options).engine;
   e.decode = compile(*llama_decode_graph(c, w), llama_example_inputs(c, 1), options).engine;
   return e;
 }
