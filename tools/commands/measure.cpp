@@ -59,15 +59,20 @@ namespace inplace::cli {
 
 namespace {
 
-// Independent lanes vectorise without reassociation; compiled per ISA, chosen at load time.
-__attribute__((target_clones("avx512f", "avx2", "default"))) float sum_floats(const float* p,
-                                                                              int64_t n) {
+// Independent lanes vectorise without reassociation (AVX2 where the CPU has it).
+__attribute__((always_inline)) inline float sum_lanes(const float* p, int64_t n) {
   float part[32] = {};
   for (int64_t i = 0; i + 32 <= n; i += 32)
     for (int l = 0; l < 32; ++l) part[l] += p[i + l];
   float s = 0;
   for (float v : part) s += v;
   return s;
+}
+__attribute__((target("avx2"))) float sum_avx2(const float* p, int64_t n) {
+  return sum_lanes(p, n);
+}
+float sum_floats(const float* p, int64_t n) {
+  return __builtin_cpu_supports("avx2") ? sum_avx2(p, n) : sum_lanes(p, n);
 }
 
 }  // namespace

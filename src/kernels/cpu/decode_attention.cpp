@@ -26,9 +26,10 @@ __attribute__((always_inline)) inline float dot(const float* a, const float* b, 
   return s;
 }
 
-__attribute__((target_clones("avx512f", "avx2,fma", "default"))) void attend(
-    const DecodeAttentionRows& rows, const float* k, int64_t k_stride, const float* v,
-    int64_t v_stride, int64_t keys, int64_t d, float scale) {
+__attribute__((always_inline)) inline void attend(const DecodeAttentionRows& rows, const float* k,
+                                                  int64_t k_stride, const float* v,
+                                                  int64_t v_stride, int64_t keys, int64_t d,
+                                                  float scale) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const int64_t m = rows.count;
   float acc[kDecodeAttentionMaxRows][kDecodeAttentionMaxDim];
@@ -81,12 +82,31 @@ __attribute__((target_clones("avx512f", "avx2,fma", "default"))) void attend(
   }
 }
 
+// The same loop compiled per instruction set, chosen by the CPU's features (no ifunc).
+#define IP_ATTEND_FOR(name, target)                                                             \
+  target void name(const DecodeAttentionRows& rows, const float* k, int64_t ks, const float* v, \
+                   int64_t vs, int64_t keys, int64_t d, float scale) {                          \
+    attend(rows, k, ks, v, vs, keys, d, scale);                                                 \
+  }
+IP_ATTEND_FOR(attend_avx512, __attribute__((target("avx512f"))))
+IP_ATTEND_FOR(attend_avx2, __attribute__((target("avx2,fma"))))
+IP_ATTEND_FOR(attend_baseline, )
+#undef IP_ATTEND_FOR
+
+const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+
 }  // namespace
 
 void decode_attention(const DecodeAttentionRows& rows, const float* k, int64_t k_stride,
                       const float* v, int64_t v_stride, int64_t keys, int64_t head_dim,
                       float scale) {
-  attend(rows, k, k_stride, v, v_stride, keys, head_dim, scale);
+  if (kHasAvx512)
+    attend_avx512(rows, k, k_stride, v, v_stride, keys, head_dim, scale);
+  else if (kHasAvx2)
+    attend_avx2(rows, k, k_stride, v, v_stride, keys, head_dim, scale);
+  else
+    attend_baseline(rows, k, k_stride, v, v_stride, keys, head_dim, scale);
 }
 
 namespace {

@@ -142,24 +142,35 @@ void run512(const GemvArgs<W>& a, int64_t j0, int64_t j1) {
   }
 }
 
+// The portable loop compiled for AVX2 and for baseline x86-64 (explicit target attributes and a
+// dispatch on the CPU's features; no ifunc, which sanitizers handle badly).
 template <typename W>
-__attribute__((target_clones("avx2,fma", "default"))) void run_portable(const GemvArgs<W>& a,
-                                                                        int64_t j0, int64_t j1) {
+__attribute__((target("avx2,fma"))) void run_avx2(const GemvArgs<W>& a, int64_t j0, int64_t j1) {
+  run(a, j0, j1);
+}
+template <typename W>
+void run_baseline(const GemvArgs<W>& a, int64_t j0, int64_t j1) {
   run(a, j0, j1);
 }
 
 const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+
+template <typename W>
+void dispatch(const GemvArgs<W>& a, int64_t j0, int64_t j1) {
+  if (kHasAvx512) return run512(a, j0, j1);
+  if (kHasAvx2) return run_avx2(a, j0, j1);
+  run_baseline(a, j0, j1);
+}
 
 }  // namespace
 
 void gemv(const GemvArgs<float>& a, int64_t n_begin, int64_t n_end) {
-  if (kHasAvx512) return run512(a, n_begin, n_end);
-  run_portable(a, n_begin, n_end);
+  dispatch(a, n_begin, n_end);
 }
 
 void gemv(const GemvArgs<BFloat16>& a, int64_t n_begin, int64_t n_end) {
-  if (kHasAvx512) return run512(a, n_begin, n_end);
-  run_portable(a, n_begin, n_end);
+  dispatch(a, n_begin, n_end);
 }
 
 template <typename W>

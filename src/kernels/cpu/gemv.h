@@ -1,7 +1,7 @@
 // Matrix-vector products for decoding: y = alpha * x @ W^T (+ beta * y) for a few rows of x and
 // a weight W stored [n, k] with contiguous rows (nn.Linear's layout). Each pass streams four rows
 // of W once for every row of x, so the step reads the weights at the machine's read bandwidth.
-// Compiled for AVX-512, AVX2 and baseline x86-64, chosen at load time (target_clones).
+// Compiled for AVX-512, AVX2 and baseline x86-64, chosen by the CPU's features.
 #pragma once
 #include <cstdint>
 

@@ -8,7 +8,7 @@
 namespace inplace {
 namespace {
 
-TEST(ThreadPool, EveryTaskRunsExactlyOnceOverManyJobs) {
+TEST(ThreadPoolConcurrency, EveryTaskRunsExactlyOnceOverManyJobs) {
   for (int threads : {1, 2, 3}) {
     ThreadPool pool(threads);
     EXPECT_EQ(pool.threads(), threads);
@@ -26,7 +26,7 @@ TEST(ThreadPool, EveryTaskRunsExactlyOnceOverManyJobs) {
   }
 }
 
-TEST(ThreadPool, TheCurrentPoolIsScoped) {
+TEST(ThreadPoolConcurrency, TheCurrentPoolIsScoped) {
   ThreadPool pool(2);
   EXPECT_EQ(current_thread_pool(), nullptr);
   {
