@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # The main job: builds inplace, then
+#  0. `inplace demo`: the built-in Llama-style model at `small` size (111 MB of weights) prefills
+#     a prompt and decodes 256 greedy tokens into caches the caller owns, checked against the
+#     eager interpreter (about a minute; docs/models.md);
 #  1. the streaming decoder (examples/streaming_decoder): greedy decoding with a tiny GPT whose
 #     KV caches the caller owns, run by the eager interpreter, the copy-back engine and the
 #     aliased engine, checked against PyTorch's own decoding and timed per step;
@@ -12,6 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh
 BUILD=${BUILD_DIR:-build}
+echo "=== inplace demo: the built-in Llama-style model, small"
+"$BUILD/inplace" demo
+echo
 echo "=== streaming decoder"
 "$BUILD/examples/streaming_decoder" --dir examples/streaming_decoder "$@"
 echo

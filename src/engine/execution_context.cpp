@@ -155,6 +155,13 @@ void ExecutionContext::set_reuse_outputs(bool reuse) {
   reuse_outputs_ = reuse;
 }
 
+void ExecutionContext::set_threads(int threads) {
+  InFlightGuard guard(in_flight_, "set_threads", engine_->name());
+  IP_CHECK(threads >= 1, kInvalidArgument, "[set_threads] expected at least 1 thread, got ",
+           threads);
+  thread_pool_ = threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr;
+}
+
 std::vector<Tensor> ExecutionContext::execute() {
   InFlightGuard guard(in_flight_, "execute", engine_->name());
   const Plan& plan = engine_->plan();
@@ -182,6 +189,7 @@ std::vector<Tensor> ExecutionContext::execute() {
   }
   if (!plan.refresh.empty()) refresh();
   check_positions();
+  ScopedThreadPool use_pool(thread_pool_.get());
   for (size_t q = 0; q < plan.steps.size(); ++q) {
     const Step& s = plan.steps[q];
     std::vector<Value>& args = step_args_[q];

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "engine/engine.h"
 
 namespace inplace {
@@ -43,6 +44,11 @@ class ExecutionContext {
   // dropped them) and makes the context usable again. Bindings are kept.
   void reset();
 
+  // Kernels of this context's calls share `threads` threads (the caller's included); the
+  // workers are created here, never during a call. Default 1: everything on the calling thread.
+  void set_threads(int threads);
+  int threads() const { return thread_pool_ ? thread_pool_->threads() : 1; }
+
   int64_t arena_bytes() const { return engine_->plan().arena_bytes; }
   // The inputs a failed call left partly updated (sorted), until they are rebound or reset().
   const std::vector<int>& partly_updated() const { return partly_updated_; }
@@ -65,6 +71,7 @@ class ExecutionContext {
   std::string note_failed_call(size_t failed_step);
 
   std::shared_ptr<const Engine> engine_;
+  std::unique_ptr<ThreadPool> thread_pool_;
   std::shared_ptr<Storage> arena_;
   std::vector<std::shared_ptr<Storage>> input_storage_, output_storage_, arena_storage_;
   std::vector<Tensor> bound_inputs_, staged_inputs_, bound_outputs_, reused_outputs_;

@@ -26,6 +26,7 @@ const Registry& Registry::get() {
     register_sort_ops(*r);
     register_matrix_batch_ops(*r);
     register_einsum_ops(*r);
+    register_linear_lowp_ops(*r);
     return r;
   }();
   return *registry;

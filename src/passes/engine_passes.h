@@ -18,4 +18,12 @@ std::unique_ptr<Pass> make_lift_mutated_buffers_pass();
 // options.input_metas); an input whose shape is unknown is left alone.
 std::unique_ptr<Pass> make_kv_cache_update_pass();
 
+// fuse_weight_casts: linear(x, w.to(float32)) with w a bfloat16 constant becomes
+// inplace.linear_bf16_weight(x, w), which reads the bf16 weight directly (float32 compute).
+std::unique_ptr<Pass> make_fuse_weight_casts_pass();
+
+// fuse_rms_norm: w * (x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)) becomes
+// rms_norm(x, [d], w, eps) when nothing else reads the intermediates.
+std::unique_ptr<Pass> make_fuse_rms_norm_pass();
+
 }  // namespace inplace

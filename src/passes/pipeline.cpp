@@ -32,6 +32,8 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   std::vector<std::unique_ptr<Pass>> passes;
   passes.push_back(make_lift_mutated_buffers_pass());
   passes.push_back(make_kv_cache_update_pass());
+  passes.push_back(make_fuse_weight_casts_pass());
+  passes.push_back(make_fuse_rms_norm_pass());
   return passes;
 }
 

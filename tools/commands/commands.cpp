@@ -17,6 +17,9 @@ const std::vector<Command>& commands() {
       {"run", "replay a script of calls on a program's sessions (--calls CALLS.json)", &run_run},
       {"compare", "compare two safetensors files tensor by tensor", &run_compare},
       {"ops", "list the supported ops: schema and how an engine runs each", &run_ops},
+      {"demo", "decode with the built-in Llama-style model (caches written in place)", &run_demo},
+      {"bench", "time decode steps of the built-in model: aliased, copy-back, PyTorch, floor",
+       &run_bench},
   };
   return kCommands;
 }

@@ -29,6 +29,8 @@ int run_compile_program(const std::vector<std::string>& methods,
                         const std::vector<std::string>& caller_owned,
                         const std::vector<std::string>& runtime_owned, bool no_alias,
                         const std::string& out_path);
+int run_demo(const std::vector<std::string>& args);
+int run_bench(const std::vector<std::string>& args);
 
 // Every command, in the order `inplace --help` lists them.
 const std::vector<Command>& commands();

@@ -6,6 +6,7 @@
 #include <climits>
 #include <vector>
 
+#include "kernels/cpu/gemv.h"
 #include "kernels/cpu/matrix.h"
 
 namespace inplace::cpu {
@@ -85,6 +86,7 @@ void gemm_impl(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, T alp
 
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, float alpha,
           float beta) {
+  if (try_gemv(a, b, c, alpha, beta)) return;  // decode: x @ W^T at read bandwidth
   gemm_impl<float>(
       a, b, c, alpha, beta,
       [](CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float al, const float* pa,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/strided_loop.h"
+#include "kernels/cpu/decode_attention.h"
 #include "kernels/cpu/matrix.h"
 #include "kernels/cpu/nn.h"
 #include "kernels/cpu/reduction_exp.h"
@@ -121,6 +122,7 @@ void scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor
   IP_ASSERT(q.dtype() == k.dtype() && q.dtype() == v.dtype() && q.dtype() == out.dtype() &&
                 is_floating(q.dtype()),
             "attention operands share a floating dtype");
+  if (try_decode_attention(q, k, v, mask, scale, is_causal, out, lse)) return;
   const DType compute = q.dtype() == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
   Tensor m = mask;
   if (m.defined() && m.dtype() != DType::kBool) m = m.to(compute);

@@ -1,0 +1,64 @@
+// Runs the built-in Llama-style model: a prefill engine and a decode engine sharing the caller's
+// caches (one ExecutionContext each, bound once), and the same steps in the eager interpreter.
+#pragma once
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "engine/execution_context.h"
+#include "models/llama.h"
+
+namespace inplace::models {
+
+// The caller's state: one k and one v cache per layer, zeros at the start.
+std::vector<Tensor> llama_new_caches(const LlamaConfig& config);
+
+// Greedy choice: the index of the largest logit (the first on ties, like torch.argmax).
+int64_t argmax_token(const Tensor& logits);
+
+// Engines for prompts of `prompt_len` tokens (none when 0) and for one token, compiled from the
+// model's graphs (aliased, or the copy-back engines when alias is false).
+struct LlamaEngines {
+  std::shared_ptr<const Engine> prefill, decode;
+};
+LlamaEngines compile_llama(const LlamaConfig& config, const LlamaWeights& weights,
+                           int64_t prompt_len, bool alias);
+
+// Steps the engines on `caches` (the caller's tensors, written in place by aliased engines).
+// Token and position inputs are tensors bound once and updated between calls. Without a
+// prefill engine only decode() may be called.
+class LlamaEngineRunner {
+ public:
+  LlamaEngineRunner(const LlamaConfig& config, const LlamaEngines& engines,
+                    std::vector<Tensor> caches, int threads = 1);
+  Tensor prefill(const std::vector<int64_t>& prompt);  // logits [1, vocab] of the last token
+  Tensor decode(int64_t token, int64_t pos);           // logits [1, vocab]
+  const std::vector<Tensor>& caches() const { return caches_; }
+
+ private:
+  std::vector<Tensor> caches_;
+  std::optional<ExecutionContext> prefill_;
+  ExecutionContext decode_;
+  Tensor prompt_tokens_, prompt_pos_, token_, pos_;
+};
+
+// The same steps in the eager interpreter on the graphs as written.
+class LlamaEagerRunner {
+ public:
+  LlamaEagerRunner(const LlamaConfig& config, const LlamaWeights& weights, int64_t prompt_len,
+                   std::vector<Tensor> caches);
+  ~LlamaEagerRunner();
+  Tensor prefill(const std::vector<int64_t>& prompt);
+  Tensor decode(int64_t token, int64_t pos);
+  const std::vector<Tensor>& caches() const { return caches_; }
+
+ private:
+  Tensor run(const Graph& graph, const Tensor& tokens, const Tensor& pos);
+  LlamaConfig config_;
+  LlamaWeights weights_;
+  std::vector<Tensor> caches_;
+  std::unique_ptr<Graph> prefill_graph_, decode_graph_;
+};
+
+}  // namespace inplace::models

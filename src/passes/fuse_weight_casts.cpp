@@ -1,0 +1,55 @@
+// fuse_weight_casts (an engine pass): `linear(x, w.to(float32))` with w a bfloat16 constant and
+// x float32 becomes `inplace.linear_bf16_weight(x, w)`: the product reads the bf16 weight and
+// accumulates in float32, instead of writing a float32 copy of the weight on every call and
+// reading it back (three times the bytes). The cast is dropped when nothing else reads it.
+// Exact: widening bf16 to f32 is exact, and both forms sum in the same order.
+#include "ops/registry.h"
+#include "passes/dtype_of.h"
+#include "passes/engine_passes.h"
+#include "passes/meta_inference.h"
+
+namespace inplace {
+
+namespace {
+
+std::string op_name(const Node* n) {
+  std::string overload;
+  return n->is_call() ? Registry::get().canonical_name(n->target, &overload) : std::string();
+}
+
+class FuseWeightCastsPass : public Pass {
+ public:
+  std::string name() const override { return "fuse_weight_casts"; }
+  void run(Graph& g, PassContext& ctx) override {
+    MetaTable metas = infer_metas(g, ctx.options);
+    DtypeOf dtypes(metas);
+    std::vector<Node*> linears;
+    for (Node* n : g.nodes())
+      if (op_name(n) == "linear") linears.push_back(n);
+    for (Node* n : linears) {
+      if (n->args.size() < 2 || !n->args[0].is_node() || !n->args[1].is_node()) continue;
+      Node* cast = n->args[1].node;
+      const std::string cast_name = op_name(cast);
+      if (cast_name != "to" && cast_name != "_to_copy") continue;
+      if (cast->args.empty() || !cast->args[0].is_node()) continue;
+      Node* weight = cast->args[0].node;
+      if (weight->op != NodeOp::kGetAttr) continue;
+      auto c = g.constants.find(weight->target);
+      if (c == g.constants.end() || c->second.dtype() != DType::kBFloat16 || c->second.dim() != 2)
+        continue;
+      if (dtypes.of(cast) != DType::kFloat32 || dtypes.of(n->args[0].node) != DType::kFloat32)
+        continue;
+      n->target = "inplace.linear_bf16_weight";
+      n->args[1] = Value::node_ref(weight);
+      if (g.users(cast).empty()) g.erase(cast);
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_fuse_weight_casts_pass() {
+  return std::make_unique<FuseWeightCastsPass>();
+}
+
+}  // namespace inplace

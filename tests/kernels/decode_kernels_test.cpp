@@ -1,0 +1,147 @@
+// The decode kernels against the plain ones on random shapes: the packed GEMV (float32 and
+// bfloat16 weights) against a float64 loop, and the one-pass decode attention against the
+// generic attention kernel (forced by an all-true mask, which the decode path never takes).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/thread_pool.h"
+#include "kernels/cpu/decode_attention.h"
+#include "kernels/cpu/gemv.h"
+#include "kernels/cpu/nn.h"
+#include "test_util.h"
+
+namespace inplace::cpu {
+using namespace inplace::testing;
+namespace {
+
+Tensor random_tensor(const Shape& shape, std::mt19937& rng) {
+  Tensor t = Tensor::empty(shape, DType::kFloat32);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+template <typename W>
+void check_gemv(int64_t rows, int64_t n, int64_t k, int64_t pad, std::mt19937& rng) {
+  Tensor x = random_tensor({rows, k + pad}, rng), wf = random_tensor({n, k + pad}, rng);
+  Tensor y = random_tensor({rows, n + pad}, rng), y0 = y.clone();
+  std::vector<W> w(static_cast<size_t>(n * (k + pad)));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = W(wf.data<float>()[i]);
+  const float alpha = 0.5f, beta = rows % 2 ? 0.0f : 2.0f;
+  GemvArgs<W> a{x.data<float>(), k + pad, rows,  w.data(), k + pad, n, k,
+                y.data<float>(), n + pad, alpha, beta};
+  // Two shares of the columns, as two threads would run them.
+  gemv(a, 0, n / 3);
+  gemv(a, n / 3, n);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0, mag = 0;
+      for (int64_t e = 0; e < k; ++e) {
+        const double p = double(x.data<float>()[r * (k + pad) + e]) *
+                         double(static_cast<float>(w[static_cast<size_t>(j * (k + pad) + e)]));
+        s += p;
+        mag += std::fabs(p);
+      }
+      double want = alpha * s + (beta == 0 ? 0.0 : beta * y0.data<float>()[r * (n + pad) + j]);
+      double got = y.data<float>()[r * (n + pad) + j];
+      ASSERT_NEAR(got, want, 1e-5 * (mag + 1))
+          << "rows " << rows << " n " << n << " k " << k << " at (" << r << ", " << j << ")";
+    }
+  for (int64_t r = 0; r < rows; ++r)  // padding columns untouched
+    for (int64_t j = n; j < n + pad; ++j)
+      ASSERT_EQ(y.data<float>()[r * (n + pad) + j], y0.data<float>()[r * (n + pad) + j]);
+}
+
+TEST(DecodeKernels, GemvEqualsAFloat64LoopOnRandomShapes) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t rows = 1 + trial % kGemvMaxRows;
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 70),
+                  k = 1 + static_cast<int64_t>(rng() % 300);
+    const int64_t pad = trial % 3;
+    check_gemv<float>(rows, n, k, pad, rng);
+    check_gemv<BFloat16>(rows, n, k, pad, rng);
+  }
+}
+
+TEST(DecodeKernels, LinearTakesTheGemvAndEqualsTheBlasProduct) {
+  std::mt19937 rng(5);
+  for (int64_t rows : {1, 3, 4, 5}) {  // 5 rows: BLAS
+    Tensor x = random_tensor({rows, 96}, rng), w = random_tensor({40, 96}, rng);
+    Tensor out = Tensor::empty({rows, 40}, DType::kFloat32);
+    matmul(x, w.t(), out);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < 40; ++j) {
+        double s = 0;
+        for (int64_t e = 0; e < 96; ++e)
+          s += double(x.data<float>()[r * 96 + e]) * double(w.data<float>()[j * 96 + e]);
+        ASSERT_NEAR(out.data<float>()[r * 40 + j], s, 1e-4);
+      }
+  }
+}
+
+TEST(DecodeKernels, GemvSharedByThreadsEqualsOneThreadBitForBit) {
+  std::mt19937 rng(9);
+  ThreadPool pool(3);
+  for (int64_t n : {301, 1024, 1408}) {
+    Tensor x = random_tensor({1, 512}, rng), w = random_tensor({n, 512}, rng);
+    Tensor serial = Tensor::empty({1, n}, DType::kFloat32);
+    Tensor shared = Tensor::empty({1, n}, DType::kFloat32);
+    matmul(x, w.t(), serial);
+    {
+      ScopedThreadPool use(&pool);
+      matmul(x, w.t(), shared);
+    }
+    EXPECT_TRUE(tensor_equal(shared, serial, 0)) << "n " << n;
+  }
+}
+
+// Decode attention (no mask) against the generic kernel (an all-true bool mask).
+void check_attention(const Shape& q_shape, const Shape& kv_shape, int64_t s_used, bool causal,
+                     std::mt19937& rng) {
+  Tensor q = random_tensor(q_shape, rng);
+  Tensor kc = random_tensor(kv_shape, rng), vc = random_tensor(kv_shape, rng);
+  Tensor k = kc.slice(-2, 0, s_used, 1), v = vc.slice(-2, 0, s_used, 1);  // a cache prefix
+  Shape out_shape = q_shape;
+  Tensor fast = Tensor::empty(out_shape, DType::kFloat32);
+  Tensor plain = Tensor::empty(out_shape, DType::kFloat32);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q_shape.back()));
+  ASSERT_TRUE(try_decode_attention(q, k, v, Tensor(), scale, causal, fast, Tensor()));
+  const int64_t L = q_shape[q_shape.size() - 2];
+  Tensor mask = Tensor::full({L, s_used}, Scalar(true), DType::kBool);
+  if (causal)
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = i + 1; j < s_used; ++j) mask.data<bool>()[i * s_used + j] = false;
+  scaled_dot_product_attention(q, k, v, mask, scale, false, plain);
+  EXPECT_TRUE(tensor_equal(fast, plain, 2e-5))
+      << "q " << shape_str(q_shape) << " kv " << shape_str(kv_shape) << " s " << s_used;
+}
+
+TEST(DecodeKernels, DecodeAttentionEqualsTheGenericKernelOnRandomShapes) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 30; ++trial) {
+    const int64_t hk = 1 + trial % 3, g = 1 + trial % 4, d = 8 * (1 + trial % 9);
+    const int64_t s_max = 1 + static_cast<int64_t>(rng() % 300);
+    const int64_t s = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(s_max));
+    const int64_t L = trial % 5 == 0 ? s : 1;
+    // Grouped query heads: q [1, hk, g, L, d] against k [1, hk, 1, s, d] (enable_gqa's form).
+    check_attention({1, hk, g, L, d}, {1, hk, 1, s_max, d}, s, L > 1, rng);
+    check_attention({2, hk * g, L, d}, {2, hk * g, s_max, d}, s, false, rng);
+  }
+}
+
+TEST(DecodeKernels, DecodeAttentionDeclinesWhatItDoesNotCover) {
+  std::mt19937 rng(1);
+  Tensor q = random_tensor({1, 2, 1, 8}, rng), k = random_tensor({1, 2, 4, 8}, rng);
+  Tensor out = Tensor::empty({1, 2, 1, 8}, DType::kFloat32);
+  Tensor mask = Tensor::full({1, 4}, Scalar(true), DType::kBool);
+  EXPECT_FALSE(try_decode_attention(q, k, k, mask, 1.0, false, out, Tensor()));
+  EXPECT_FALSE(try_decode_attention(q.to(DType::kFloat64), k.to(DType::kFloat64),
+                                    k.to(DType::kFloat64), Tensor(), 1.0, false,
+                                    out.to(DType::kFloat64), Tensor()));
+}
+
+}  // namespace
+}  // namespace inplace::cpu

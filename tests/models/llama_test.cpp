@@ -1,0 +1,156 @@
+// The built-in Llama-style model at `tiny` size: prefill + decode through the aliased and the
+// copy-back engines equal the eager interpreter step by step (logits and every cache), the
+// aliased engine writes the caller's caches in place (same address), and both engines choose
+// the same tokens.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "engine/engine.h"
+
+#include "models/llama.h"
+#include "models/llama_runner.h"
+#include "test_util.h"
+
+namespace inplace::models {
+using namespace inplace::testing;
+namespace {
+
+constexpr int64_t kSMax = 24, kPrompt = 5, kSteps = 12;
+const std::vector<int64_t> kPromptTokens{3, 141, 59, 26, 53};
+
+TEST(Llama, PrefillAndDecodeEqualEagerStepByStep) {
+  const LlamaConfig c = llama_config("tiny", kSMax, 7);
+  const LlamaWeights w = llama_weights(c);
+  LlamaEagerRunner eager(c, w, kPrompt, llama_new_caches(c));
+  LlamaEngineRunner aliased(c, compile_llama(c, w, kPrompt, /*alias=*/true), llama_new_caches(c));
+  LlamaEngineRunner copy_back(c, compile_llama(c, w, kPrompt, /*alias=*/false),
+                              llama_new_caches(c));
+  std::vector<const void*> addresses;
+  for (const Tensor& t : aliased.caches()) addresses.push_back(t.data_ptr());
+
+  auto check = [&](const Tensor& ref, const Tensor& a, const Tensor& cb, const std::string& at) {
+    EXPECT_EQ(a.shape(), (Shape{1, c.vocab})) << at;
+    EXPECT_TRUE(tensor_equal(a, ref, 1e-5)) << "aliased logits at " << at;
+    EXPECT_TRUE(tensor_equal(cb, ref, 1e-5)) << "copy-back logits at " << at;
+    for (size_t i = 0; i < eager.caches().size(); ++i) {
+      EXPECT_TRUE(tensor_equal(aliased.caches()[i], eager.caches()[i], 1e-5))
+          << "aliased cache " << i << " at " << at;
+      EXPECT_TRUE(tensor_equal(copy_back.caches()[i], eager.caches()[i], 1e-5))
+          << "copy-back cache " << i << " at " << at;
+    }
+  };
+  Tensor ref = eager.prefill(kPromptTokens);
+  Tensor a = aliased.prefill(kPromptTokens), cb = copy_back.prefill(kPromptTokens);
+  check(ref, a, cb, "prefill");
+  int64_t token = argmax_token(a);
+  std::vector<int64_t> tokens;
+  for (int64_t pos = kPrompt; pos < kPrompt + kSteps; ++pos) {
+    ref = eager.decode(token, pos);
+    a = aliased.decode(token, pos);
+    cb = copy_back.decode(token, pos);
+    check(ref, a, cb, "decode position " + std::to_string(pos));
+    EXPECT_EQ(argmax_token(a), argmax_token(cb)) << "tokens differ at " << pos;
+    EXPECT_EQ(argmax_token(a), argmax_token(ref)) << "tokens differ from eager at " << pos;
+    token = argmax_token(a);
+    tokens.push_back(token);
+  }
+  for (size_t i = 0; i < addresses.size(); ++i)
+    EXPECT_EQ(aliased.caches()[i].data_ptr(), addresses[i]) << "cache " << i << " moved";
+  // Positions past the prompt are filled, the rest still zero.
+  const Tensor& k0 = aliased.caches()[0];
+  EXPECT_NE(k0.at(0), 0.0);
+  EXPECT_EQ(k0.at((kPrompt + kSteps) * c.head_dim()), 0.0);
+  // A random model does not emit one token forever (the test would then prove little).
+  EXPECT_GT(std::set<int64_t>(tokens.begin(), tokens.end()).size(), 1u);
+}
+
+TEST(Llama, DecodeReadsOnlyTheFilledPrefix) {
+  // Garbage past the current position must not change the logits: attention reads
+  // cache[:, :, :pos+1] only.
+  const LlamaConfig c = llama_config("tiny", kSMax, 3);
+  const LlamaWeights w = llama_weights(c);
+  LlamaEngines e = compile_llama(c, w, kPrompt, true);
+  std::vector<Tensor> clean = llama_new_caches(c), dirty = llama_new_caches(c);
+  for (const Tensor& t : dirty) t.fill(Scalar(1e3));
+  LlamaEngineRunner r1(c, e, clean), r2(c, e, dirty);
+  r1.prefill(kPromptTokens);
+  r2.prefill(kPromptTokens);
+  EXPECT_TRUE(tensor_equal(r1.decode(7, kPrompt), r2.decode(7, kPrompt), 0));
+}
+
+TEST(Llama, TwoThreadsGiveTheSameLogitsAsOne) {
+  // Threads split a GEMV's output columns, so every sum is added in the same order: bit-exact.
+  const LlamaConfig c = llama_config("tiny", kSMax, 5);
+  const LlamaWeights w = llama_weights(c);
+  LlamaEngines e = compile_llama(c, w, kPrompt, true);
+  LlamaEngineRunner one(c, e, llama_new_caches(c), 1), two(c, e, llama_new_caches(c), 2);
+  EXPECT_TRUE(tensor_equal(one.prefill(kPromptTokens), two.prefill(kPromptTokens), 0));
+  for (int64_t pos = kPrompt; pos < kPrompt + 4; ++pos)
+    EXPECT_TRUE(tensor_equal(one.decode(9, pos), two.decode(9, pos), 0)) << pos;
+  for (size_t i = 0; i < one.caches().size(); ++i)
+    EXPECT_TRUE(tensor_equal(one.caches()[i], two.caches()[i], 0));
+}
+
+// Steps of `engine` running op `name`.
+int count_steps(const Engine& engine, const std::string& name) {
+  int n = 0;
+  for (const Step& s : engine.plan().steps) n += s.op && s.op->schema.name == name;
+  return n;
+}
+
+TEST(Llama, Bf16WeightsEqualEagerAndStayCloseToFloat32) {
+  // The engine reads the bf16 weights directly (fuse_weight_casts); eager widens them with
+  // w.to(float32) on every call. Widening is exact, so the two agree to float32 rounding.
+  const LlamaConfig c = llama_config("tiny", kSMax, 7, DType::kBFloat16);
+  const LlamaWeights w = llama_weights(c);
+  LlamaEngines e = compile_llama(c, w, kPrompt, true);
+  EXPECT_EQ(count_steps(*e.decode, "linear_bf16_weight"), 7 * c.n_layers + 1);
+  EXPECT_EQ(count_steps(*e.decode, "linear"), 0);
+  EXPECT_EQ(count_steps(*e.decode, "to"), 1);  // only the embedded row is widened
+  LlamaEngineRunner engine(c, e, llama_new_caches(c));
+  LlamaEagerRunner eager(c, w, kPrompt, llama_new_caches(c));
+  const LlamaConfig cf = llama_config("tiny", kSMax, 7);
+  LlamaEngineRunner f32(cf, compile_llama(cf, llama_weights(cf), kPrompt, true),
+                        llama_new_caches(cf));
+  EXPECT_TRUE(tensor_equal(engine.prefill(kPromptTokens), eager.prefill(kPromptTokens), 1e-5));
+  f32.prefill(kPromptTokens);
+  for (int64_t pos = kPrompt; pos < kPrompt + 6; ++pos) {
+    Tensor a = engine.decode(11, pos), ref = eager.decode(11, pos), full = f32.decode(11, pos);
+    EXPECT_TRUE(tensor_equal(a, ref, 1e-5)) << pos;
+    // Stated tolerance against float32 weights: 5% of the largest logit.
+    double scale = 0, worst = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      scale = std::max(scale, std::fabs(full.at(i)));
+      worst = std::max(worst, std::fabs(a.at(i) - full.at(i)));
+    }
+    EXPECT_LE(worst, 0.05 * scale) << pos;
+    EXPECT_GT(worst, 0.0) << "bf16 weights should round somewhere";
+  }
+  for (size_t i = 0; i < engine.caches().size(); ++i)
+    EXPECT_TRUE(tensor_equal(engine.caches()[i], eager.caches()[i], 1e-5));
+}
+
+TEST(Llama, RmsNormChainsAreFusedIntoOneStep) {
+  const LlamaConfig c = llama_config("tiny", kSMax, 1);
+  LlamaEngines e = compile_llama(c, llama_weights(c), kPrompt, true);
+  for (const Engine* engine : {e.prefill.get(), e.decode.get()}) {
+    EXPECT_EQ(count_steps(*engine, "rms_norm"), 2 * c.n_layers + 1);
+    EXPECT_EQ(count_steps(*engine, "rsqrt"), 0);
+    EXPECT_EQ(count_steps(*engine, "pow"), 0);
+  }
+}
+
+TEST(Llama, SizesAndErrors) {
+  EXPECT_EQ(llama_config("small", 256).parameters() * 4 / 1000000, 111);  // 111 MB in f32
+  const int64_t medium = llama_config("medium", 256).parameters();
+  EXPECT_GT(medium, 140000000);
+  EXPECT_LT(medium, 170000000);
+  EXPECT_TRUE(mentions(error_of([] { llama_config("huge", 256); }), {"huge", "tiny"}));
+  EXPECT_EQ(llama_config("small", 256, 0, DType::kBFloat16).weight_bytes() * 2,
+            llama_config("small", 256).weight_bytes() + 17 * 512 * 4);  // norms stay float32
+}
+
+}  // namespace
+}  // namespace inplace::models

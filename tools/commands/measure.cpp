@@ -1,0 +1,110 @@
+#include "measure.h"
+
+#include <sys/resource.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace inplace::cli {
+
+int64_t parse_int_option(const std::string& option, const std::string& value, int64_t lo,
+                         int64_t hi) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || value.empty() || v < lo || v > hi)
+    throw UsageError(option + " expects an integer in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "], got '" + value + "'");
+  return v;
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+double ms_since(int64_t start_ns) {
+  return static_cast<double>(now_ns() - start_ns) / 1e6;
+}
+
+int64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
+
+double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const auto i = static_cast<size_t>(q * static_cast<double>(values.size() - 1) + 0.5);
+  return values[std::min(i, values.size() - 1)];
+}
+
+}  // namespace inplace::cli
+
+namespace inplace::cli {
+
+namespace {
+
+// Independent lanes vectorise without reassociation (AVX2 where the CPU has it).
+__attribute__((always_inline)) inline float sum_lanes(const float* p, int64_t n) {
+  float part[32] = {};
+  for (int64_t i = 0; i + 32 <= n; i += 32)
+    for (int l = 0; l < 32; ++l) part[l] += p[i + l];
+  float s = 0;
+  for (float v : part) s += v;
+  return s;
+}
+__attribute__((target("avx2"))) float sum_avx2(const float* p, int64_t n) {
+  return sum_lanes(p, n);
+}
+float sum_floats(const float* p, int64_t n) {
+  return __builtin_cpu_supports("avx2") ? sum_avx2(p, n) : sum_lanes(p, n);
+}
+
+}  // namespace
+
+double measure_read_bandwidth(int64_t bytes) {
+  const int64_t n = bytes / 4;
+  std::vector<float> buf(static_cast<size_t>(n), 1.0f);
+  double best = 0;
+  volatile float sink = 0;
+  for (int rep = 0; rep < 6; ++rep) {
+    const int64_t t0 = now_ns();
+    sink = sink + sum_floats(buf.data(), n);
+    const double s = static_cast<double>(now_ns() - t0) / 1e9;
+    best = std::max(best, static_cast<double>(bytes) / s);
+  }
+  return best;
+}
+
+}  // namespace inplace::cli
+
+extern "C" void openblas_set_num_threads(int);  // OpenBLAS, linked through libinplace
+
+namespace inplace::cli {
+
+void single_threaded_blas() {
+  openblas_set_num_threads(1);
+}
+
+DType parse_weight_dtype(const std::string& value) {
+  if (value == "f32" || value == "float32") return DType::kFloat32;
+  if (value == "bf16" || value == "bfloat16") return DType::kBFloat16;
+  throw UsageError("--dtype expects f32 or bf16, got '" + value + "'");
+}
+
+}  // namespace inplace::cli
