@@ -91,9 +91,11 @@ class CompiledProgram(torch.nn.Module):
         self._expected = {}  # name -> (shape, dtype, dynamic dims)
         dyn = {}
         for name, dim, bound in dynamic:
-            dyn.setdefault(name, set()).add(dim)
-        for name, meta in zip(self._names, example_metas):
-            self._expected[name] = (meta[0], meta[1], dyn.get(name, set()))
+            dyn.setdefault(name, {})[dim % max(len(dict(zip(self._names, example_metas))[name][0]), 1)] = bound
+        for name, (shape, dtype) in zip(self._names, example_metas):
+            bounds = dyn.get(name, {})
+            shape = tuple(bounds.get(d, s) for d, s in enumerate(shape))
+            self._expected[name] = (shape, dtype, set(bounds))
 
     # ---- the module's attributes and state
     def __getattr__(self, name):

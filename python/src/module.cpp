@@ -7,6 +7,7 @@
 #include "compiled_graph.h"
 #include "engine/engine_file.h"
 #include "frontend/graph_json.h"
+#include "ir/export_signature.h"
 #include "tensor_bridge.h"
 
 namespace py = pybind11;
