@@ -157,6 +157,7 @@ class FullTracer(torch.fx.Tracer):
         self._values[node] = v
         if isinstance(v, torch.Tensor):
             node.meta["example_rank"] = v.dim()
+            node.meta["example_dtype"] = v.dtype
 
 
 def _raw_attr(obj, name):

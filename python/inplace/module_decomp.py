@@ -28,6 +28,15 @@ def _rank(x):
     return rank
 
 
+def _dtype(x):
+    if not isinstance(x, torch.fx.Proxy):
+        return x.dtype
+    dtype = x.node.meta.get("example_dtype")
+    if dtype is None:
+        raise TypeError("inplace: the dtype of '%s' is unknown while tracing" % x.node.name)
+    return dtype
+
+
 def gru_cell(m, input, hx=None):
     """nn.GRUCell.forward: r, z, n gates as in torch.nn._VF.gru_cell."""
     batched = _rank(input) == 2
@@ -78,22 +87,23 @@ def multihead_attention(m, query, key, value, key_padding_mask=None, need_weight
     q = F.linear(query, w_q, b_q)
     k = F.linear(key, w_k, b_k)
     v = F.linear(value, w_v, b_v)
-    q = q.reshape(tgt_len, bsz * H, hd).transpose(0, 1)
-    k = k.reshape(src_len, bsz * H, hd).transpose(0, 1)
-    v = v.reshape(src_len, bsz * H, hd).transpose(0, 1)
+    # -1, not bsz * H: sizes stay shape queries, never arithmetic on them
+    q = q.reshape(tgt_len, -1, hd).transpose(0, 1)
+    k = k.reshape(src_len, -1, hd).transpose(0, 1)
+    v = v.reshape(src_len, -1, hd).transpose(0, 1)
     mask = None
     if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            mask = torch.zeros(attn_mask.shape, dtype=q.dtype).masked_fill(attn_mask, float("-inf"))
+        if _dtype(attn_mask) == torch.bool:
+            mask = torch.zeros_like(attn_mask, dtype=_dtype(query)).masked_fill(attn_mask, float("-inf"))
         else:
             mask = attn_mask
         if _rank(attn_mask) == 2:
             mask = mask.unsqueeze(0)
     if key_padding_mask is not None:
         kpm = key_padding_mask.view(bsz, 1, 1, src_len).expand(-1, H, -1, -1).reshape(
-            bsz * H, 1, src_len)
-        if kpm.dtype == torch.bool:
-            kpm = torch.zeros(kpm.shape, dtype=q.dtype).masked_fill(kpm, float("-inf"))
+            -1, 1, src_len)
+        if _dtype(key_padding_mask) == torch.bool:
+            kpm = torch.zeros_like(kpm, dtype=_dtype(query)).masked_fill(kpm, float("-inf"))
         mask = kpm if mask is None else mask + kpm
     q = q / math.sqrt(hd)
     scores = torch.bmm(q, k.transpose(-2, -1))
@@ -101,7 +111,7 @@ def multihead_attention(m, query, key, value, key_padding_mask=None, need_weight
         scores = scores + mask
     attn = torch.softmax(scores, dim=-1)
     out = torch.bmm(attn, v)
-    out = out.transpose(0, 1).reshape(tgt_len * bsz, E)
+    out = out.transpose(0, 1).reshape(-1, E)
     out = F.linear(out, m.out_proj.weight, m.out_proj.bias)
     out = out.view(tgt_len, bsz, E)
     weights = None
