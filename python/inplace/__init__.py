@@ -8,7 +8,7 @@ without the extension module.
 from .safetensors_io import read_safetensors, read_safetensors_metadata, write_safetensors
 from .fx_export import (ExportError, ExportResult, FullTracer, export_graph, graph_to_json,
                         read_outputs, target_name, trace, write_inputs)
-from .compiled import CompiledProgram, InputError, compile
+from .compiled import CompiledProgram, InputError, compile, compile_graph
 from .files import LoadedProgram, export, load, save
 from . import _native
 
@@ -26,7 +26,7 @@ def __getattr__(name):
 
 __all__ = [
     "CompiledProgram", "ExportError", "ExportResult", "FullTracer", "InputError", "LoadedProgram",
-    "compile", "export", "export_graph", "graph_to_json", "load", "native", "read_outputs",
+    "compile", "compile_graph", "export", "export_graph", "graph_to_json", "load", "native", "read_outputs",
     "save", "target_name", "trace", "write_inputs", "read_safetensors",
     "read_safetensors_metadata", "write_safetensors",
 ]

@@ -239,3 +239,35 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else None
     metas = [(tuple(t.shape), t.dtype) for t in examples]
     return CompiledProgram(native, module, captured, dyn, metas)
+
+
+def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dynamic=None,
+                  value_ranges=None, alias=True):
+    """Compiles a graph JSON document (a dict, or a path) as written, e.g. a torch.export graph
+    with its signature: ``state`` maps each parameter/buffer/constant target to its tensor (the
+    caller's, written in place when the program mutates it). Returns a CompiledProgram whose
+    call returns the user outputs as a tuple."""
+    from .capture import Captured
+    C = _native.load()
+    base_dir = os.getcwd()
+    if not isinstance(graph, dict):
+        base_dir = os.path.dirname(os.path.abspath(os.fspath(graph)))
+        with open(graph) as f:
+            graph = json.load(f)
+    sig_inputs = (graph.get("signature") or {}).get("inputs") or []
+    lifted = {e["node"] for e in sig_inputs if e.get("kind") != "user_input"}
+    names = [n["name"] for n in graph["nodes"]
+             if n.get("op") == "placeholder" and n["name"] not in lifted]
+    examples = [_as_tensor(x, n) for x, n in zip(example_inputs, names)]
+    state = dict(state or {})
+    dyn = _dynamic_list(dynamic, names)
+    ranges = [(names[k] if isinstance(k, int) else k, int(lo), int(hi))
+              for k, (lo, hi) in dict(value_ranges or {}).items()]
+    native = C.compile_graph(json.dumps(graph, allow_nan=False), base_dir,
+                             [_to_capsule(t) for t in examples],
+                             {t: _to_capsule(v) for t, v in state.items()}, alias,
+                             _mutated_list(mutated_inputs, names), dyn, ranges)
+    captured = Captured(graph, names, state, tuple(range(native.num_outputs_user)), set(),
+                        "graph JSON", None)
+    return CompiledProgram(native, None, captured, dyn,
+                           [(tuple(t.shape), t.dtype) for t in examples])

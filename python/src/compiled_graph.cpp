@@ -5,9 +5,49 @@
 
 namespace inplace::python {
 
+namespace {
+
+// torch.export lifts some buffers a second time as constants (a tensor attribute that is a
+// buffer's memory). Two placeholders over one memory would be two bindings the engine refuses
+// to write through; one placeholder, read everywhere, keeps the program's order of reads and
+// writes for the reinplacing analysis. Merges every state placeholder whose target (or tensor)
+// is an earlier one's into that one.
+void merge_aliasing_state(Graph& graph, const State& state) {
+  std::vector<SignatureInput> kept;
+  for (const SignatureInput& in : graph.signature.inputs) {
+    const SignatureInput* same = nullptr;
+    if (in.kind != "user_input") {
+      auto mine = state.find(in.target);
+      for (const SignatureInput& k : kept) {
+        if (k.kind == "user_input") continue;
+        auto theirs = state.find(k.target);
+        bool one_memory = k.target == in.target ||
+                          (mine != state.end() && theirs != state.end() &&
+                           mine->second.same_view(theirs->second));
+        if (one_memory) {
+          same = &k;
+          break;
+        }
+      }
+    }
+    if (!same) {
+      kept.push_back(in);
+      continue;
+    }
+    Node* from = graph.find(in.node);
+    Node* to = graph.find(same->node);
+    graph.replace_all_uses_with(from, to);
+    graph.erase(from);
+  }
+  graph.signature.inputs = std::move(kept);
+}
+
+}  // namespace
+
 CompiledGraph::CompiledGraph(std::unique_ptr<Graph> graph, std::vector<Tensor> user_inputs,
                              State state, const CompileOptions& options)
     : graph_(std::move(graph)), state_(std::move(state)) {
+  merge_aliasing_state(*graph_, state_);
   user_names_ = inplace::user_input_names(*graph_);
   IP_CHECK(user_inputs.size() == user_names_.size(), kInvalidArgument, "[compile] graph '",
            graph_->name, "' takes ", user_names_.size(), " inputs but ", user_inputs.size(),
@@ -111,6 +151,12 @@ std::vector<CallResult> CompiledGraph::call(const std::vector<Tensor>& user_inpu
     if (!outs[j].same_view(dst)) dst.copy_from(outs[j]);
   }
   return results;
+}
+
+int CompiledGraph::num_user_outputs() const {
+  int n = 0;
+  for (const Sink& s : sinks_) n += s.user_output ? 1 : 0;
+  return n;
 }
 
 std::vector<CompiledGraph::AliasEntry> CompiledGraph::aliased_io() const {

@@ -117,6 +117,8 @@ PYBIND11_MODULE(_C, m) {
                              [](const CompiledGraph& self) {
                                return self.engine().original_output_count();
                              })
+      .def_property_readonly("num_outputs_user",
+                             [](const CompiledGraph& self) { return self.num_user_outputs(); })
       .def_property_readonly("arena_bytes",
                              [](const CompiledGraph& self) { return self.engine().plan().arena_bytes; })
       .def("graph_text", &CompiledGraph::graph_text)
