@@ -170,8 +170,18 @@ def capture(module_or_fn, example_inputs, prefer_export=True):
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs)
+    if has_torch_export() and isinstance(module_or_fn, torch.export.ExportedProgram):
+        from .export_capture import capture_exported
+        return capture_exported(module_or_fn, example_inputs)
     if prefer_export and has_torch_export() and isinstance(module_or_fn, torch.nn.Module) \
             and not isinstance(module_or_fn, torch.fx.GraphModule):
         from .export_capture import capture_exported
-        return capture_exported(module_or_fn, example_inputs)
+        try:
+            return capture_exported(module_or_fn, example_inputs)
+        except ExportError:
+            raise
+        except Exception as e:  # noqa: BLE001 - torch.export refused: try symbolic tracing
+            import warnings
+            warnings.warn("inplace: torch.export failed (%s: %s); capturing with torch.fx"
+                          % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
     return _capture_fx(module_or_fn, example_inputs)

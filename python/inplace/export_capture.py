@@ -65,7 +65,12 @@ def signature_of(ep, module=None):
 
 
 def capture_exported(module, example_inputs):
-    ep = torch.export.export(module, tuple(example_inputs))
+    """``module``: an nn.Module (exported here) or an ExportedProgram (its state is then the
+    program's own tensors)."""
+    if isinstance(module, torch.export.ExportedProgram):
+        ep, module = module, None
+    else:
+        ep = torch.export.export(module, tuple(example_inputs))
     gm = ep.graph_module
     ins, outs = signature_of(ep, module)
     placeholders = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
@@ -90,7 +95,7 @@ def capture_exported(module, example_inputs):
         state[target] = tensor
         sig_inputs.append({"kind": kind, "node": name, "target": target})
     gm.recompile()
-    doc, constants = graph_to_json(gm, type(module).__name__)
+    doc, constants = graph_to_json(gm, type(module).__name__ if module is not None else "exported")
     if constants:
         raise ExportError("the exported graph reads attributes %s outside its signature"
                           % ", ".join(sorted(constants)))
@@ -98,5 +103,10 @@ def capture_exported(module, example_inputs):
         "inputs": sig_inputs,
         "outputs": [{"kind": k, "target": t} if t is not None else {"kind": k} for k, t in outs],
     }
-    out_spec = ep.call_spec.out_spec if getattr(ep, "call_spec", None) is not None else None
+    out_spec = None
+    try:
+        out_spec = ep.module_call_graph[0].signature.out_spec
+    except (AttributeError, IndexError):
+        call_spec = getattr(ep, "call_spec", None)
+        out_spec = getattr(call_spec, "out_spec", None)
     return Captured(doc, user_names, state, out_spec, set(), "torch.export", gm)
