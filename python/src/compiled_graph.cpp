@@ -21,9 +21,8 @@ void merge_aliasing_state(Graph& graph, const State& state) {
       for (const SignatureInput& k : kept) {
         if (k.kind == "user_input") continue;
         auto theirs = state.find(k.target);
-        bool one_memory = k.target == in.target ||
-                          (mine != state.end() && theirs != state.end() &&
-                           mine->second.same_view(theirs->second));
+        bool one_memory = k.target == in.target || (mine != state.end() && theirs != state.end() &&
+                                                    mine->second.same_view(theirs->second));
         if (one_memory) {
           same = &k;
           break;
@@ -81,7 +80,8 @@ CompiledGraph::CompiledGraph(std::unique_ptr<Graph> graph, std::vector<Tensor> u
     if (!state_.count(target)) state_[target] = graph_->constants.at(target);
   }
   for (size_t i = 0; i < sources_.size(); ++i)
-    if (sources_[i].user_input < 0) ctx_->bind_input(static_cast<int>(i), state_tensor(sources_[i].state_target));
+    if (sources_[i].user_input < 0)
+      ctx_->bind_input(static_cast<int>(i), state_tensor(sources_[i].state_target));
 
   const auto& outs = graph_->signature.outputs;
   sinks_.resize(engine_->original_output_count());
@@ -137,7 +137,8 @@ CallResult CompiledGraph::result_for(int flat, const Tensor& t,
 std::vector<CallResult> CompiledGraph::call(const std::vector<Tensor>& user_inputs) {
   IP_CHECK(user_inputs.size() == user_names_.size(), kInvalidArgument, "[call] '", engine_->name(),
            "' takes ", user_names_.size(), " inputs but ", user_inputs.size(), " were given");
-  for (size_t k = 0; k < user_inputs.size(); ++k) ctx_->bind_input(user_binding_[k], user_inputs[k]);
+  for (size_t k = 0; k < user_inputs.size(); ++k)
+    ctx_->bind_input(user_binding_[k], user_inputs[k]);
   std::vector<Tensor> outs = ctx_->execute();
   std::vector<CallResult> results;
   for (size_t j = 0; j < sinks_.size(); ++j) {
@@ -147,7 +148,8 @@ std::vector<CallResult> CompiledGraph::call(const std::vector<Tensor>& user_inpu
       continue;
     }
     // A signature mutation: the engine wrote it in place, or (copy-back) it is copied here.
-    const Tensor& dst = s.user_input >= 0 ? user_inputs[s.user_input] : state_tensor(s.state_target);
+    const Tensor& dst =
+        s.user_input >= 0 ? user_inputs[s.user_input] : state_tensor(s.state_target);
     if (!outs[j].same_view(dst)) dst.copy_from(outs[j]);
   }
   return results;

@@ -47,16 +47,16 @@ class CompiledGraph {
     std::string kind;
   };
   std::vector<AliasEntry> aliased_io() const;
-  std::string graph_text() const;     // the graph as written (FX-like listing)
-  std::string lowered_text() const;   // the functional graph the engine was built from
+  std::string graph_text() const;    // the graph as written (FX-like listing)
+  std::string lowered_text() const;  // the functional graph the engine was built from
   // Binding name -> state target for the state bindings (what a saved engine needs fed).
   std::map<std::string, std::string> state_bindings() const;
 
  private:
   // Where each engine input binding comes from.
   struct Source {
-    int user_input = -1;      // index into the call's user inputs
-    std::string state_target; // else a state entry
+    int user_input = -1;       // index into the call's user inputs
+    std::string state_target;  // else a state entry
   };
   // Where each flat engine output goes: a user output, or (a signature mutation) the new
   // value of a user input or of a state entry.

@@ -6,7 +6,13 @@
 extern "C" {
 
 enum DLDeviceTypeCode : int32_t { kDLCPU = 1, kDLCUDA = 2 };
-enum DLDataTypeCodeValue : uint8_t { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6 };
+enum DLDataTypeCodeValue : uint8_t {
+  kDLInt = 0,
+  kDLUInt = 1,
+  kDLFloat = 2,
+  kDLBfloat = 4,
+  kDLBool = 6
+};
 
 struct DLDevice {
   int32_t device_type;

@@ -28,8 +28,8 @@ std::vector<Tensor> tensor_list(const py::list& items, const std::vector<std::st
   std::vector<Tensor> out;
   out.reserve(items.size());
   for (size_t k = 0; k < items.size(); ++k)
-    out.push_back(tensor_arg(items[k], k < names.size() ? "input '" + names[k] + "'"
-                                                        : "input " + std::to_string(k)));
+    out.push_back(tensor_arg(
+        items[k], k < names.size() ? "input '" + names[k] + "'" : "input " + std::to_string(k)));
   return out;
 }
 
@@ -61,11 +61,13 @@ std::unique_ptr<CompiledGraph> compile_graph(const std::string& json, const std:
   }
   for (auto d : dynamic) {
     auto t = d.cast<py::tuple>();
-    co.dynamic_dims.push_back({t[0].cast<std::string>(), t[1].cast<int64_t>(), t[2].cast<int64_t>()});
+    co.dynamic_dims.push_back(
+        {t[0].cast<std::string>(), t[1].cast<int64_t>(), t[2].cast<int64_t>()});
   }
   for (auto d : value_ranges) {
     auto t = d.cast<py::tuple>();
-    co.value_ranges.push_back({t[0].cast<std::string>(), t[1].cast<int64_t>(), t[2].cast<int64_t>()});
+    co.value_ranges.push_back(
+        {t[0].cast<std::string>(), t[1].cast<int64_t>(), t[2].cast<int64_t>()});
   }
   py::gil_scoped_release release;
   return std::make_unique<CompiledGraph>(std::move(graph), std::move(inputs), std::move(st), co);
@@ -98,14 +100,14 @@ PYBIND11_MODULE(_C, m) {
              return out;
            })
       .def_property_readonly("user_input_names", &CompiledGraph::user_input_names)
-      .def_property_readonly("aliased_io",
-                             [](const CompiledGraph& self) {
-                               py::list out;
-                               for (const auto& e : self.aliased_io())
-                                 out.append(py::make_tuple(e.output, e.user_input, e.state_target,
-                                                           e.kind));
-                               return out;
-                             })
+      .def_property_readonly(
+          "aliased_io",
+          [](const CompiledGraph& self) {
+            py::list out;
+            for (const auto& e : self.aliased_io())
+              out.append(py::make_tuple(e.output, e.user_input, e.state_target, e.kind));
+            return out;
+          })
       .def_property_readonly("state_bindings", &CompiledGraph::state_bindings)
       .def_property_readonly("input_binding_names",
                              [](const CompiledGraph& self) {
@@ -113,14 +115,13 @@ PYBIND11_MODULE(_C, m) {
                                for (const auto& b : self.engine().inputs()) names.push_back(b.name);
                                return names;
                              })
-      .def_property_readonly("num_outputs",
-                             [](const CompiledGraph& self) {
-                               return self.engine().original_output_count();
-                             })
+      .def_property_readonly(
+          "num_outputs",
+          [](const CompiledGraph& self) { return self.engine().original_output_count(); })
       .def_property_readonly("num_outputs_user",
                              [](const CompiledGraph& self) { return self.num_user_outputs(); })
-      .def_property_readonly("arena_bytes",
-                             [](const CompiledGraph& self) { return self.engine().plan().arena_bytes; })
+      .def_property_readonly(
+          "arena_bytes", [](const CompiledGraph& self) { return self.engine().plan().arena_bytes; })
       .def("graph_text", &CompiledGraph::graph_text)
       .def("lowered_text", &CompiledGraph::lowered_text)
       .def("plan_text", [](const CompiledGraph& self) { return self.engine().describe(); })
@@ -132,9 +133,8 @@ PYBIND11_MODULE(_C, m) {
         py::arg("user_inputs"), py::arg("state"), py::arg("alias") = true,
         py::arg("mutated_inputs") = py::list(), py::arg("dynamic") = py::list(),
         py::arg("value_ranges") = py::list());
-  m.def("load_engine", [](const std::string& path) {
-    return std::make_unique<CompiledGraph>(load_engine(path));
-  });
+  m.def("load_engine",
+        [](const std::string& path) { return std::make_unique<CompiledGraph>(load_engine(path)); });
   m.def("graph_text", [](const std::string& json, const std::string& base_dir) {
     return read_graph_json_string(json, base_dir, "<python>")->to_string();
   });

@@ -36,22 +36,31 @@ DType dtype_from_dl(DLDataType t, const std::string& what) {
       if (t.bits == 8) return DType::kBool;
       break;
   }
-  IP_FAIL(kDTypeMismatch, "[python] ", what, ": DLPack dtype (code ", int(t.code), ", ", int(t.bits),
-          " bits) has no inplace dtype");
+  IP_FAIL(kDTypeMismatch, "[python] ", what, ": DLPack dtype (code ", int(t.code), ", ",
+          int(t.bits), " bits) has no inplace dtype");
 }
 
 DLDataType dtype_to_dl(DType t) {
   switch (t) {
-    case DType::kFloat32: return {kDLFloat, 32, 1};
-    case DType::kFloat64: return {kDLFloat, 64, 1};
-    case DType::kFloat16: return {kDLFloat, 16, 1};
-    case DType::kBFloat16: return {kDLBfloat, 16, 1};
-    case DType::kInt64: return {kDLInt, 64, 1};
-    case DType::kInt32: return {kDLInt, 32, 1};
-    case DType::kInt16: return {kDLInt, 16, 1};
-    case DType::kInt8: return {kDLInt, 8, 1};
+    case DType::kFloat32:
+      return {kDLFloat, 32, 1};
+    case DType::kFloat64:
+      return {kDLFloat, 64, 1};
+    case DType::kFloat16:
+      return {kDLFloat, 16, 1};
+    case DType::kBFloat16:
+      return {kDLBfloat, 16, 1};
+    case DType::kInt64:
+      return {kDLInt, 64, 1};
+    case DType::kInt32:
+      return {kDLInt, 32, 1};
+    case DType::kInt16:
+      return {kDLInt, 16, 1};
+    case DType::kInt8:
+      return {kDLInt, 8, 1};
     case DType::kUInt8:
-    case DType::kBool: return {kDLUInt, 8, 1};
+    case DType::kBool:
+      return {kDLUInt, 8, 1};
   }
   return {kDLUInt, 8, 1};
 }

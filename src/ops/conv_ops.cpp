@@ -15,8 +15,8 @@ constexpr const char* kOp = "conv1d";
 
 int64_t one_int(const Value& v, const char* what) {
   std::vector<int64_t> xs = v.as_int_list(kOp);
-  IP_CHECK(xs.size() == 1, kInvalidArgument, "[conv1d] ", what, " must be one int, got ",
-           xs.size(), " values");
+  IP_CHECK(xs.size() == 1, kInvalidArgument, "[conv1d] ", what, " must be one int, got ", xs.size(),
+           " values");
   return xs[0];
 }
 
@@ -36,8 +36,10 @@ Conv1dCall plan(const Tensor& x, const Tensor& w, const Value& bias, const Value
            "[conv1d] Expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of "
            "size: ",
            shape_str(x.shape()));
-  IP_CHECK(w.dim() == 3, kShapeMismatch, "[conv1d] weight must be [out_channels, "
-           "in_channels/groups, kernel], got ", shape_str(w.shape()));
+  IP_CHECK(w.dim() == 3, kShapeMismatch,
+           "[conv1d] weight must be [out_channels, "
+           "in_channels/groups, kernel], got ",
+           shape_str(w.shape()));
   c.batched = x.dim() == 3;
   const int64_t n = c.batched ? x.size(0) : 1, c_in = x.size(-2), len = x.size(-1);
   c.p.stride = one_int(stride, "stride");
@@ -49,9 +51,8 @@ Conv1dCall plan(const Tensor& x, const Tensor& w, const Value& bias, const Value
   IP_CHECK(c_out % c.p.groups == 0, kShapeMismatch, "[conv1d] out_channels ", c_out,
            " is not divisible by groups ", c.p.groups);
   IP_CHECK(w.size(1) * c.p.groups == c_in, kShapeMismatch, "[conv1d] Given groups=", c.p.groups,
-           ", weight of size ", shape_str(w.shape()), ", expected input",
-           shape_str(x.shape()), " to have ", w.size(1) * c.p.groups, " channels, but got ",
-           c_in, " channels instead");
+           ", weight of size ", shape_str(w.shape()), ", expected input", shape_str(x.shape()),
+           " to have ", w.size(1) * c.p.groups, " channels, but got ", c_in, " channels instead");
   const int64_t span = c.p.dilation * (taps - 1);
   if (padding.kind == Value::Kind::kString) {
     const std::string& mode = padding.s;
@@ -71,8 +72,10 @@ Conv1dCall plan(const Tensor& x, const Tensor& w, const Value& bias, const Value
     c.pad_right = c.p.padding;
   }
   const int64_t padded = len + c.p.padding + c.pad_right;
-  IP_CHECK(padded >= span + 1, kShapeMismatch, "[conv1d] Calculated padded input size per "
-           "channel: (", padded, "). Kernel size: (", span + 1,
+  IP_CHECK(padded >= span + 1, kShapeMismatch,
+           "[conv1d] Calculated padded input size per "
+           "channel: (",
+           padded, "). Kernel size: (", span + 1,
            "). Kernel size can't be greater than actual input size");
   const int64_t l_out = (padded - span - 1) / c.p.stride + 1;
   if (!bias.is_none()) {
@@ -127,9 +130,11 @@ void register_conv_ops(Registry& r) {
   // aten.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
   // groups): the 1-d, non-transposed case.
   auto conv_args = [](const Args& a) {
-    IP_CHECK(!a[6].as_bool(kOp), kUnsupported, "[convolution] transposed convolution is not "
+    IP_CHECK(!a[6].as_bool(kOp), kUnsupported,
+             "[convolution] transposed convolution is not "
              "supported");
-    IP_CHECK(a[0].as_tensor(kOp).dim() == 3, kUnsupported, "[convolution] only 1-d "
+    IP_CHECK(a[0].as_tensor(kOp).dim() == 3, kUnsupported,
+             "[convolution] only 1-d "
              "convolution ([N, C, L] input) is supported, got input of shape ",
              shape_str(a[0].as_tensor(kOp).shape()));
     return Args{a[0], a[1], a[2], a[3], a[4], a[5], a[8]};

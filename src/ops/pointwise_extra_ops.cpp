@@ -1,6 +1,7 @@
 // addcmul / addcdiv / lerp (state updates: optimizer-style moving averages, EMA caches) and the
 // clamping activations hardtanh / leaky_relu, each with its in-place form and, for the
-// activations, the torch.nn.functional spelling with `inplace=`. Kernels: kernels/cpu/pointwise_extra.
+// activations, the torch.nn.functional spelling with `inplace=`. Kernels:
+// kernels/cpu/pointwise_extra.
 #include <string>
 
 #include "kernels/cpu/pointwise_extra.h"
@@ -31,13 +32,12 @@ void add_addc(Registry& r, const char* op, bool mul) {
   r.add_out(
       n + "(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
       [op](const Args& a) {
-        return std::vector<Tensor>{result_meta(
-            op, {&a[0].as_tensor(op), &a[1].as_tensor(op), &a[2].as_tensor(op)})};
+        return std::vector<Tensor>{
+            result_meta(op, {&a[0].as_tensor(op), &a[1].as_tensor(op), &a[2].as_tensor(op)})};
       },
       [op, mul](const Args& a, const std::vector<Tensor>& out) {
         auto f = mul ? cpu::addcmul : cpu::addcdiv;
-        f(out[0], a[0].as_tensor(op), a[1].as_tensor(op), a[2].as_tensor(op),
-          a[3].as_scalar(op));
+        f(out[0], a[0].as_tensor(op), a[1].as_tensor(op), a[2].as_tensor(op), a[3].as_scalar(op));
       });
   r.add_inplace(n + "_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> "
                     "Tensor(a!)",

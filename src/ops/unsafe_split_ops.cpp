@@ -17,12 +17,12 @@ Value tensors_value(const std::vector<Tensor>& ts) {
 }  // namespace
 
 void register_unsafe_split_ops(Registry& r) {
-  r.add_view("unsafe_split.Tensor(Tensor(a) self, SymInt split_size, int dim=0) -> Tensor(a)[]",
-             [](const Args& a) {
-               const Tensor& self = a[0].as_tensor("unsafe_split");
-               return tensors_value(
-                   self.split(a[1].as_int("unsafe_split"), a[2].as_int("unsafe_split")));
-             });
+  r.add_view(
+      "unsafe_split.Tensor(Tensor(a) self, SymInt split_size, int dim=0) -> Tensor(a)[]",
+      [](const Args& a) {
+        const Tensor& self = a[0].as_tensor("unsafe_split");
+        return tensors_value(self.split(a[1].as_int("unsafe_split"), a[2].as_int("unsafe_split")));
+      });
   r.add_view("unsafe_split.sizes(Tensor(a) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]",
              [](const Args& a) {
                const Tensor& self = a[0].as_tensor("unsafe_split");

@@ -46,8 +46,12 @@ void conv1d(const Tensor& out, const Tensor& x, const Tensor& w, const Tensor& b
   Tensor wc = w.dtype() == dt ? w : w.to(dt);
   Tensor bc = !bias.defined() || bias.dtype() == dt ? bias : bias.to(dt);
   switch (dt) {
-    case DType::kFloat32: conv1d_typed<float>(out, xc, wc, bc, p); break;
-    case DType::kFloat64: conv1d_typed<double>(out, xc, wc, bc, p); break;
+    case DType::kFloat32:
+      conv1d_typed<float>(out, xc, wc, bc, p);
+      break;
+    case DType::kFloat64:
+      conv1d_typed<double>(out, xc, wc, bc, p);
+      break;
     default:
       IP_FAIL(kDTypeMismatch, "[conv1d] not implemented for ", dtype_name(dt),
               " (float32 and float64 are)");

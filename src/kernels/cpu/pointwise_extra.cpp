@@ -40,8 +40,12 @@ void map(const Tensor& out, const std::array<Tensor, N>& ins, const char* op, F&
                         });
   };
   switch (out.dtype()) {
-    case DType::kFloat32: run(float{}); break;
-    case DType::kFloat64: run(double{}); break;
+    case DType::kFloat32:
+      run(float{});
+      break;
+    case DType::kFloat64:
+      run(double{});
+      break;
     default:
       IP_FAIL(kDTypeMismatch, "[", op, "] not implemented for ", dtype_name(out.dtype()),
               " (float32 and float64 are)");
@@ -96,7 +100,8 @@ void hardtanh(const Tensor& out, const Tensor& self, Scalar lo, Scalar hi) {
     using T = std::decay_t<decltype(x[0])>;
     T v = x[0];
     // NaN passes through, as torch's clamp-based kernel does.
-    return v < static_cast<T>(a) ? static_cast<T>(a) : (v > static_cast<T>(b) ? static_cast<T>(b) : v);
+    return v < static_cast<T>(a) ? static_cast<T>(a)
+                                 : (v > static_cast<T>(b) ? static_cast<T>(b) : v);
   });
 }
 
