@@ -135,6 +135,7 @@ CallResult CompiledGraph::result_for(int flat, const Tensor& t,
 }
 
 std::vector<CallResult> CompiledGraph::call(const std::vector<Tensor>& user_inputs) {
+  std::lock_guard<std::mutex> lock(call_mutex_);
   IP_CHECK(user_inputs.size() == user_names_.size(), kInvalidArgument, "[call] '", engine_->name(),
            "' takes ", user_names_.size(), " inputs but ", user_inputs.size(), " were given");
   for (size_t k = 0; k < user_inputs.size(); ++k)

@@ -4,6 +4,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <variant>
 #include <vector>
@@ -77,6 +78,8 @@ class CompiledGraph {
   std::vector<int> user_binding_;  // user input k -> engine binding index
   std::vector<std::string> user_names_;
   std::vector<Sink> sinks_;
+  // Python threads share one compiled program (and its context): calls run one at a time.
+  std::mutex call_mutex_;
 };
 
 }  // namespace inplace::python

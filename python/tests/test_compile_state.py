@@ -107,6 +107,32 @@ class Identity(CompileCase):
             self.assertTrue(torch.allclose(x, want))
             self.assertTrue(torch.allclose(doubled, y * 2))
 
+    def test_two_threads_share_one_compiled_program(self):
+        import threading
+
+        def f(x, y):
+            x.mul_(y)
+            return x.sum()
+
+        compiled = inplace.compile(f, (torch.randn(64), torch.randn(64)))
+        failures = []
+
+        def worker(seed):
+            g = torch.Generator().manual_seed(seed)
+            for _ in range(50):
+                x, y = torch.randn(64, generator=g), torch.randn(64, generator=g)
+                want_x = x * y
+                s = compiled(x, y)
+                if not (torch.allclose(x, want_x) and torch.allclose(s, want_x.sum(), atol=1e-4)):
+                    failures.append(seed)
+
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(failures, [])
+
     def test_declared_mutation_writes_the_input(self):
         def f(state, x):
             return state * 0.5 + x, x.sum()
@@ -190,3 +216,37 @@ class Errors(CompileCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@requires_extension
+class ExportedFileRunsInTheCli(CompileCase):
+    def test_export_then_inplace_exec_compiled_equals_eager(self):
+        import subprocess
+        from harness import BIN
+        if not os.path.exists(BIN):
+            self.skipTest("inplace binary missing")
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(4, 4)
+                self.register_buffer("cache", torch.zeros(3, 4))
+
+            def forward(self, x, pos):
+                self.cache[pos] = self.lin(x)
+                return self.cache.sum(dim=0)
+
+        model = M()
+        x, pos = torch.randn(4), torch.tensor(1)
+        with tempfile.TemporaryDirectory() as d:
+            path = inplace.export(model, (x, pos), os.path.join(d, "g.json"))
+            inplace.write_inputs(os.path.join(d, "in.safetensors"), {"x": x, "pos": pos})
+            proc = subprocess.run([BIN, "exec", path, "--inputs", os.path.join(d, "in.safetensors"),
+                                   "--out", os.path.join(d, "out.safetensors"), "--mode", "compiled"],
+                                  capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            out = inplace.read_outputs(os.path.join(d, "out.safetensors"))
+        with torch.no_grad():
+            want = model(x, pos)
+        self.assertSame(out["output.0"], want, "output")
+        self.assertSame(out["buffer.cache"], model.cache, "buffer")
