@@ -115,6 +115,20 @@ class CompiledProgram(torch.nn.Module):
         wrapped = self.__dict__.get("_wrapped")
         return wrapped.named_parameters(*args, **kwargs) if wrapped is not None else iter(())
 
+    def get_buffer(self, target):
+        wrapped = self.__dict__.get("_wrapped")
+        return wrapped.get_buffer(target) if wrapped is not None else super().get_buffer(target)
+
+    def get_parameter(self, target):
+        wrapped = self.__dict__.get("_wrapped")
+        return wrapped.get_parameter(target) if wrapped is not None else super().get_parameter(target)
+
+    def buffers(self, recurse=True):
+        return (b for _, b in self.named_buffers(recurse=recurse))
+
+    def parameters(self, recurse=True):
+        return (p for _, p in self.named_parameters(recurse=recurse))
+
     def state_dict(self, *args, **kwargs):
         wrapped = self.__dict__.get("_wrapped")
         return wrapped.state_dict(*args, **kwargs) if wrapped is not None else {}

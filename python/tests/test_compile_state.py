@@ -179,6 +179,8 @@ class SaveLoad(CompileCase):
                 self.assertSame(cache_b, cache_a, "step %d cache" % t, exact=True)
                 self.assertSame(loaded.get_buffer("ring"), model.ring, "step %d ring" % t,
                                 exact=True)
+            self.assertIs(compiled.get_buffer("ring"), model.ring)
+            self.assertIs(compiled.ring, model.ring)
 
 
 @requires_extension
