@@ -36,9 +36,11 @@ def signature_of(ep, module=None):
     sd = ep.state_dict
     ins = []
     for spec in ep.graph_signature.input_specs:
-        name = spec.arg.name
+        name = getattr(spec.arg, "name", None)
         if spec.kind == InputKind.USER_INPUT:
-            ins.append((name, "user_input", None, None))
+            # A non-tensor user input (a None or number kwarg) is baked into the graph.
+            kind = "user_input" if type(spec.arg).__name__ == "TensorArgument" else "constant_input"
+            ins.append((name, kind, None, None))
         elif spec.kind == InputKind.PARAMETER:
             ins.append((name, "parameter", spec.target, params.get(spec.target, sd.get(spec.target))))
         elif spec.kind == InputKind.BUFFER:
@@ -76,6 +78,14 @@ def capture_exported(module, example_inputs):
     placeholders = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
     state, sig_inputs, user_names = {}, [], []
     for name, kind, target, tensor in ins:
+        if kind == "constant_input":
+            node = placeholders.get(name)
+            if node is not None:
+                if node.users:
+                    raise ExportError("torch.export input '%s' is a constant the graph reads; "
+                                      "pass it as a tensor" % name)
+                gm.graph.erase_node(node)
+            continue
         if kind == "user_input":
             user_names.append(name)
             sig_inputs.append({"kind": kind, "node": name})
