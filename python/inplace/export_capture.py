@@ -6,6 +6,7 @@ constants, and a constant that is the memory of a buffer (torch.export lifts som
 constants) is merged into that buffer's placeholder, so one tensor is one binding.
 """
 import torch
+import torch.fx
 
 from .capture import Captured
 from .fx_export import ExportError, graph_to_json
@@ -73,7 +74,14 @@ def capture_exported(module, example_inputs):
         ep, module = module, None
     else:
         ep = torch.export.export(module, tuple(example_inputs))
-    gm = ep.graph_module
+    # A copy of the graph (the nodes and their meta; attributes shared): the edits below must
+    # leave the ExportedProgram as it was.
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(ep.graph_module.graph, {}))
+    gm = torch.fx.GraphModule(ep.graph_module, graph)
+    for node in list(gm.graph.nodes):  # runtime guard checks some releases add: no data work
+        if node.op == "call_module" and str(node.target).startswith("_guards") and not node.users:
+            gm.graph.erase_node(node)
     ins, outs = signature_of(ep, module)
     placeholders = {n.name: n for n in gm.graph.nodes if n.op == "placeholder"}
     state, sig_inputs, user_names = {}, [], []
