@@ -132,5 +132,26 @@ class Scatter(CompileCase):
         self.check(f, fresh((3, 4), (3, 2)), [fresh((3, 4), (3, 2))])
 
 
+@requires_extension
+class MakeFx(CompileCase):
+    def test_aten_graph_from_make_fx(self):
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        def f(cache, k, pos, x):
+            cache.index_copy_(2, pos, k)
+            x[:, 1:3] = 5.0
+            x.add_(1.0)
+            return cache.sum(dim=-1), x.masked_fill(x > 3.0, float("-inf"))
+
+        def args(p):
+            return (torch.zeros(1, 2, 8, 4), torch.randn(1, 2, 1, 4), torch.tensor([p]),
+                    torch.randn(3, 4))
+
+        gm = make_fx(f)(*args(3))
+        compiled = self.check(gm, args(3), [args(0), args(7)])
+        self.assertEqual(sorted(k for _, k in compiled.aliased_io.values()),
+                         ["kv_cache_update", "user"])
+
+
 if __name__ == "__main__":
     unittest.main()
