@@ -2,7 +2,8 @@
 # Installs the system packages inplace builds with (Debian). Idempotent; needs root or sudo.
 set -euo pipefail
 PKGS=(cmake ninja-build g++ clang clang-format libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-      libopenblas-dev python3-numpy python3-torch)  # torch: the PyTorch comparison tests
+      libopenblas-dev python3-numpy python3-torch  # torch: the PyTorch comparison tests
+      python3-dev pybind11-dev)  # the Python extension inplace._C
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

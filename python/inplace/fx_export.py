@@ -13,6 +13,8 @@ The format is described in docs/graph-json.md. Anything the format cannot expres
 ``ExportError`` naming the node and the value's type.
 """
 import copy
+import dis
+import inspect
 import json
 import math
 import operator
@@ -82,6 +84,18 @@ class _Proxy(torch.fx.Proxy):
     def __setitem__(self, index, value):
         return self.tracer.create_proxy("call_function", operator.setitem, (self, index, value), {})
 
+    def __iter__(self):
+        """``a, b = x.split(2)``: the unpacking count is read from the caller's bytecode. torch
+        1.13 finds the instruction by ``f_lasti // 2``, which is wrong on Python 3.11 (inline
+        caches); here it is found by its offset."""
+        frame = inspect.currentframe().f_back
+        for inst in dis.get_instructions(frame.f_code):
+            if inst.offset == frame.f_lasti:
+                if inst.opname == "UNPACK_SEQUENCE":
+                    return (self[i] for i in range(inst.argval))
+                break
+        return self.tracer.iter(self)
+
 
 class FullTracer(torch.fx.Tracer):
     """Traces through every module, so nn.Linear/LayerNorm/Embedding become F.* calls whose
@@ -90,16 +104,74 @@ class FullTracer(torch.fx.Tracer):
 
     proxy_buffer_attributes = True
 
+    def __init__(self, example_inputs=None):
+        super().__init__()
+        # With example inputs, each node's rank is recorded as it is traced (run on clones), so
+        # the module decompositions (module_decomp.py) can branch on it as PyTorch does.
+        self._examples = list(example_inputs) if example_inputs is not None else None
+        self._values = {}
+        self._state = {}
+
     def is_leaf_module(self, m, module_qualified_name):
         return False
 
+    def call_module(self, m, forward, args, kwargs):
+        from .module_decomp import DECOMPOSITIONS
+        decomp = DECOMPOSITIONS.get(type(m))
+        if decomp is not None:
+            return decomp(m, *args, **kwargs)
+        return super().call_module(m, forward, args, kwargs)
+
     def proxy(self, node):
+        if self._examples is not None:
+            self._record_example(node)
         return _Proxy(node, self)
 
+    def _record_example(self, node):
+        """The node's value on clones of the examples (None when it cannot be computed)."""
+        def val(a):
+            return torch.fx.node.map_arg(a, lambda n: self._values.get(n))
+        try:
+            with torch.no_grad():
+                if node.op == "placeholder":
+                    i = sum(1 for n in self._values if n.op == "placeholder")
+                    x = self._examples[i]
+                    v = x.clone() if isinstance(x, torch.Tensor) else x
+                elif node.op == "get_attr":
+                    if node.target not in self._state:
+                        obj = self.root
+                        for atom in node.target.split("."):
+                            # not getattr: the tracer patches Module.__getattr__ to proxy
+                            obj = _raw_attr(obj, atom)
+                        self._state[node.target] = obj.detach().clone()
+                    v = self._state[node.target]
+                elif node.op == "call_function":
+                    v = node.target(*val(node.args), **val(node.kwargs))
+                elif node.op == "call_method":
+                    args = val(node.args)
+                    v = getattr(args[0], node.target)(*args[1:], **val(node.kwargs))
+                else:
+                    v = None
+        except Exception:  # noqa: BLE001 - an op the examples cannot run: no rank recorded
+            v = None
+        self._values[node] = v
+        if isinstance(v, torch.Tensor):
+            node.meta["example_rank"] = v.dim()
+            node.meta["example_dtype"] = v.dtype
 
-def trace(module, concrete_args=None):
+
+def _raw_attr(obj, name):
+    if isinstance(obj, torch.nn.Module):
+        for table in ("_parameters", "_buffers", "_modules"):
+            d = obj.__dict__.get(table, {})
+            if name in d:
+                return d[name]
+    return obj.__dict__[name] if name in getattr(obj, "__dict__", {}) else object.__getattribute__(obj, name)
+
+
+def trace(module, concrete_args=None, example_inputs=None):
     """Traces ``module`` with FullTracer and returns the GraphModule."""
-    graph = FullTracer().trace(module, concrete_args=concrete_args)
+    graph = FullTracer(example_inputs).trace(module, concrete_args=concrete_args)
     name = module.__class__.__name__
     return torch.fx.GraphModule(module, graph, name)
 
@@ -215,6 +287,12 @@ def _meta(node):
     tm = node.meta.get("tensor_meta")
     if isinstance(tm, TensorMetadata) and tm.dtype in _DTYPE_NAMES:
         return {"shape": [int(s) for s in tm.shape], "dtype": _DTYPE_NAMES[tm.dtype]}
+    val = node.meta.get("val")  # torch.export / make_fx: a fake tensor
+    if isinstance(val, torch.Tensor) and val.dtype in _DTYPE_NAMES:
+        try:
+            return {"shape": [int(s) for s in val.shape], "dtype": _DTYPE_NAMES[val.dtype]}
+        except (TypeError, ValueError, RuntimeError):  # a symbolic size: no static meta
+            return None
     return None
 
 

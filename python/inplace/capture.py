@@ -1,0 +1,187 @@
+"""Capturing a PyTorch program as a graph in the torch.export form: the caller's inputs and the
+program's state (parameters, buffers, constants) as placeholders, with the graph signature.
+
+``capture(module_or_fn, example_inputs)`` uses ``torch.export`` where the installed torch has it
+(buffer and user-input mutations come from its graph signature) and torch.fx symbolic tracing
+otherwise (the FullTracer: buffers are get_attr nodes, lifted here into placeholders; in-place
+writes to them stay in the graph). Either way the result is a ``Captured``: the graph JSON
+document with its signature, the user input names, the state tensors (the module's own, never
+copies) and the structure of the outputs.
+"""
+import copy
+
+import torch
+import torch.fx
+
+from .fx_export import ExportError, _ShapeProp, _clone_inputs, graph_to_json, trace
+
+__all__ = ["Captured", "capture", "has_torch_export"]
+
+
+def has_torch_export():
+    return hasattr(torch, "export") and hasattr(torch.export, "export")
+
+
+class Captured:
+    """A captured program: ``doc`` (graph JSON with signature), ``user_names`` (placeholders the
+    caller feeds, in order), ``state`` (target -> the module's tensor), ``out_spec`` (the output
+    structure with leaf indices), ``scalar_outputs`` (leaf indices that are Python numbers),
+    ``how`` ("torch.export" or "torch.fx")."""
+
+    def __init__(self, doc, user_names, state, out_spec, scalar_outputs, how, graph_module):
+        self.doc = doc
+        self.user_names = user_names
+        self.state = state
+        self.out_spec = out_spec
+        self.scalar_outputs = scalar_outputs
+        self.how = how
+        self.graph_module = graph_module
+
+
+def _out_spec(value, counter):
+    """The output value with every node replaced by its flat index (C++ flatten order)."""
+    if isinstance(value, torch.fx.Node):
+        counter.append(value)
+        return len(counter) - 1
+    if isinstance(value, (tuple, list)):
+        return type(value)(_out_spec(v, counter) for v in value)
+    raise ExportError("the program returns %r (%s); only tensors, in tuples or lists, can be "
+                      "returned" % (value, type(value).__name__))
+
+
+def rebuild(spec, leaves):
+    if isinstance(spec, int):
+        return leaves[spec]
+    return type(spec)(rebuild(s, leaves) for s in spec)
+
+
+def _named(fn):
+    """Every name of every tensor (tied weights under each name), on any torch version."""
+    try:
+        return fn(remove_duplicate=False)
+    except TypeError:  # torch 1.13: no remove_duplicate; named_modules lists each name
+        return fn()
+
+
+def _same_memory(a, b):
+    return (a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
+            and a.dtype == b.dtype)
+
+
+def _state_kind(module, target):
+    if module is None:
+        return "constant"
+    if target in dict(_named(module.named_parameters)):
+        return "parameter"
+    if target in dict(_named(module.named_buffers)):
+        return "buffer"
+    return "constant"
+
+
+def _fetch(root, target):
+    obj = root
+    for atom in target.split("."):
+        obj = getattr(obj, atom)
+    return obj
+
+
+def _lift_get_attrs(gm, module, prefix=""):
+    """Turns every get_attr tensor into a placeholder after the user inputs; get_attrs of the
+    same memory (tied weights, a constant that is a buffer) share one placeholder and target.
+    Returns [(placeholder name, kind, target)] and target -> tensor."""
+    user_ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    anchor = user_ph[-1] if user_ph else None
+    state, lifted, by_target = {}, [], {}
+    for node in list(gm.graph.nodes):
+        if node.op != "get_attr":
+            continue
+        target = node.target[len(prefix):] if node.target.startswith(prefix) else node.target
+        owner = module if module is not None else gm
+        try:
+            value = _fetch(owner, target)
+        except AttributeError:
+            value = _fetch(gm, node.target)
+        if not isinstance(value, torch.Tensor):
+            raise ExportError("get_attr '%s' is a %s, not a tensor" % (node.target, type(value).__name__))
+        for t, v in state.items():
+            if _same_memory(v, value):
+                target = t
+                break
+        if target not in by_target:
+            if anchor is None:
+                first = next(iter(gm.graph.nodes))
+                ctx = gm.graph.inserting_before(first)
+            else:
+                ctx = gm.graph.inserting_after(anchor)
+            with ctx:
+                ph = gm.graph.placeholder(target.replace(".", "_"))
+            ph.meta = copy.copy(node.meta)
+            anchor = ph
+            by_target[target] = ph
+            state[target] = value
+            lifted.append((ph.name, _state_kind(module, target), target))
+        node.replace_all_uses_with(by_target[target])
+        gm.graph.erase_node(node)
+    gm.recompile()
+    return lifted, state
+
+
+def _capture_fx(module_or_fn, example_inputs):
+    module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else None
+    prefix = ""
+    if isinstance(module_or_fn, torch.fx.GraphModule):
+        gm = module_or_fn
+    elif module is not None:
+        from .module_decomp import ROOTS, ROOT_PREFIX
+        root = ROOTS[type(module)](module) if type(module) in ROOTS else module
+        gm = trace(root, example_inputs=example_inputs)
+        if root is not module:
+            prefix = ROOT_PREFIX
+    else:
+        from .fx_export import FullTracer
+        graph = FullTracer(example_inputs).trace(module_or_fn)
+        gm = torch.fx.GraphModule(torch.nn.Module(), graph, getattr(module_or_fn, "__name__", "fn"))
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(example_inputs):
+        raise ExportError("the program takes %d inputs (%s) but %d example inputs were given"
+                          % (len(placeholders), ", ".join(p.name for p in placeholders),
+                             len(example_inputs)))
+    with torch.no_grad():
+        _ShapeProp(gm).propagate(*_clone_inputs(example_inputs))
+    user_names = [p.name for p in placeholders]
+    lifted, state = _lift_get_attrs(gm, module, prefix)
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    leaves = []
+    spec = _out_spec(out_node.args[0], leaves)
+    scalars = {i for i, n in enumerate(leaves) if n.meta.get("type") in (int, float, bool)}
+    doc, constants = graph_to_json(gm, getattr(module_or_fn, "__name__", None)
+                                   or type(module_or_fn).__name__)
+    assert not constants, "every get_attr was lifted"
+    doc["signature"] = {
+        "inputs": [{"kind": "user_input", "node": n} for n in user_names]
+        + [{"kind": k, "node": n, "target": t} for n, k, t in lifted],
+        "outputs": [],
+    }
+    return Captured(doc, user_names, state, spec, scalars, "torch.fx", gm)
+
+
+def capture(module_or_fn, example_inputs, prefer_export=True):
+    """Captures the program; see the module docstring."""
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    example_inputs = tuple(example_inputs)
+    if has_torch_export() and isinstance(module_or_fn, torch.export.ExportedProgram):
+        from .export_capture import capture_exported
+        return capture_exported(module_or_fn, example_inputs)
+    if prefer_export and has_torch_export() and isinstance(module_or_fn, torch.nn.Module) \
+            and not isinstance(module_or_fn, torch.fx.GraphModule):
+        from .export_capture import capture_exported
+        try:
+            return capture_exported(module_or_fn, example_inputs)
+        except ExportError:
+            raise
+        except Exception as e:  # noqa: BLE001 - torch.export refused: try symbolic tracing
+            import warnings
+            warnings.warn("inplace: torch.export failed (%s: %s); capturing with torch.fx"
+                          % (type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+    return _capture_fx(module_or_fn, example_inputs)

@@ -1,0 +1,287 @@
+"""``inplace.compile``: a PyTorch program compiled in process and called on torch tensors.
+
+The compiled program is called like the original. Inputs cross into the engine by DLPack with
+no copy; an input the program mutates is written in place (same object, same ``data_ptr()``),
+and a mutated input the program returns comes back as that very object. A module's buffers are
+the module's own tensors: what ``forward`` writes into them persists, and they read as
+attributes of the compiled module under their own names.
+"""
+import json
+import os
+
+import torch
+import torch.utils.dlpack as dlpack
+
+from . import _native
+from .capture import capture, rebuild
+
+__all__ = ["CompiledProgram", "InputError", "compile"]
+
+
+class InputError(ValueError):
+    """A call argument the engine cannot take (wrong dtype, shape, device, or a tensor that
+    would need a copy where the engine writes in place); the message names the input."""
+
+
+def _to_capsule(t):
+    if t.requires_grad:
+        t = t.detach()
+    if t.dtype == torch.bool:  # torch 1.13 has no DLPack bool: cross as uint8, same bytes
+        return (dlpack.to_dlpack(t.view(torch.uint8)), True)
+    return (dlpack.to_dlpack(t), False)
+
+
+def _from_result(r):
+    t = dlpack.from_dlpack(r[0])
+    return t.view(torch.bool) if r[1] else t
+
+
+def _as_tensor(value, name):
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, bool):
+        return torch.tensor(value)
+    if isinstance(value, int):
+        return torch.tensor(value, dtype=torch.int64)
+    if isinstance(value, float):
+        return torch.tensor(value, dtype=torch.float32)
+    raise InputError("input '%s': expected a tensor or a Python number, got %s"
+                     % (name, type(value).__name__))
+
+
+def _dynamic_list(dynamic, names):
+    """{input: {dim: max}} or [(input, dim, max)] -> [(name, dim, max)]."""
+    if not dynamic:
+        return []
+    out = []
+    items = dynamic.items() if isinstance(dynamic, dict) else [(i, {d: m}) for i, d, m in dynamic]
+    for key, dims in items:
+        name = names[key] if isinstance(key, int) else key
+        for dim, bound in dims.items():
+            out.append((name, int(dim), int(bound)))
+    return out
+
+
+def _mutated_list(mutated, names):
+    """{input name or index: output index} -> [(name, output)] (Torch-TensorRT's Tier B)."""
+    if not mutated:
+        return []
+    out = []
+    for key, output in dict(mutated).items():
+        if isinstance(key, int):
+            if not 0 <= key < len(names):
+                raise InputError("mutated_inputs: input index %d is out of range (%d inputs)"
+                                 % (key, len(names)))
+            key = names[key]
+        out.append((key, int(output)))
+    return out
+
+
+class CompiledProgram(torch.nn.Module):
+    """What ``inplace.compile`` returns. Attributes the compiled module does not have itself are
+    read from the original module (``compiled.layers[0].k_cache``, ``get_buffer``)."""
+
+    def __init__(self, native, module, captured, dynamic, example_metas):
+        super().__init__()
+        self.__dict__["_wrapped"] = module
+        self._native = native
+        self._captured = captured
+        self._names = list(native.user_input_names)
+        self._state = dict(captured.state)  # target -> the module's own tensor
+        self._expected = {}  # name -> (shape, dtype, dynamic dims)
+        dyn = {}
+        for name, dim, bound in dynamic:
+            dyn.setdefault(name, {})[dim % max(len(dict(zip(self._names, example_metas))[name][0]), 1)] = bound
+        for name, (shape, dtype) in zip(self._names, example_metas):
+            bounds = dyn.get(name, {})
+            shape = tuple(bounds.get(d, s) for d, s in enumerate(shape))
+            self._expected[name] = (shape, dtype, set(bounds))
+
+    # ---- the module's attributes and state
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            wrapped = self.__dict__.get("_wrapped")
+            if wrapped is None:
+                raise
+            return getattr(wrapped, name)
+
+    def named_buffers(self, *args, **kwargs):
+        wrapped = self.__dict__.get("_wrapped")
+        return wrapped.named_buffers(*args, **kwargs) if wrapped is not None else iter(())
+
+    def named_parameters(self, *args, **kwargs):
+        wrapped = self.__dict__.get("_wrapped")
+        return wrapped.named_parameters(*args, **kwargs) if wrapped is not None else iter(())
+
+    def get_buffer(self, target):
+        wrapped = self.__dict__.get("_wrapped")
+        return wrapped.get_buffer(target) if wrapped is not None else super().get_buffer(target)
+
+    def get_parameter(self, target):
+        wrapped = self.__dict__.get("_wrapped")
+        return wrapped.get_parameter(target) if wrapped is not None else super().get_parameter(target)
+
+    def buffers(self, recurse=True):
+        return (b for _, b in self.named_buffers(recurse=recurse))
+
+    def parameters(self, recurse=True):
+        return (p for _, p in self.named_parameters(recurse=recurse))
+
+    def state_dict(self, *args, **kwargs):
+        wrapped = self.__dict__.get("_wrapped")
+        return wrapped.state_dict(*args, **kwargs) if wrapped is not None else {}
+
+    # ---- calling
+    def _check(self, index, value):
+        name = self._names[index]
+        t = _as_tensor(value, name)
+        shape, dtype, dyn = self._expected[name]
+        if t.device.type != "cpu":
+            raise InputError("input '%s' is on %s, but the engine runs on the cpu" % (name, t.device))
+        if t.dtype != dtype:
+            raise InputError("input '%s': expected dtype %s, got %s" % (name, dtype, t.dtype))
+        if t.dim() != len(shape) or any(
+                (s > e if d in dyn else s != e) for d, (s, e) in enumerate(zip(t.shape, shape))):
+            raise InputError("input '%s': expected shape %s%s, got %s"
+                             % (name, list(shape), " (dims %s up to that)" % sorted(dyn) if dyn else "",
+                                list(t.shape)))
+        return t
+
+    def forward(self, *args, **kwargs):
+        if kwargs:
+            args = list(args)
+            for name in self._names[len(args):]:
+                if name not in kwargs:
+                    raise TypeError("missing input '%s'" % name)
+                args.append(kwargs.pop(name))
+            if kwargs:
+                raise TypeError("unexpected inputs %s" % ", ".join(sorted(kwargs)))
+        if len(args) != len(self._names):
+            raise TypeError("the program takes %d inputs (%s), got %d"
+                            % (len(self._names), ", ".join(self._names), len(args)))
+        tensors = [self._check(i, a) for i, a in enumerate(args)]
+        results = self._native.call([_to_capsule(t) for t in tensors])
+        leaves = []
+        for r in results:
+            if type(r) is int:
+                leaves.append(args[r] if isinstance(args[r], torch.Tensor) else tensors[r])
+            elif type(r) is str:
+                leaves.append(self._state[r])
+            else:
+                leaves.append(_from_result(r))
+        for i in self._captured.scalar_outputs:
+            leaves[i] = leaves[i].item()
+        return _rebuild(self._captured.out_spec, leaves)
+
+    # ---- introspection
+    @property
+    def aliased_io(self):
+        """{engine output index: (input name or state target, kind)}: the outputs whose value is
+        written into an input's memory."""
+        out = {}
+        for output, user_input, target, kind in self._native.aliased_io:
+            out[output] = (self._names[user_input] if user_input >= 0 else target, kind)
+        return out
+
+    @property
+    def graph(self):
+        """The captured graph (FX-like listing; ``print(compiled.graph)``)."""
+        return _Text(self._native.graph_text())
+
+    @property
+    def lowered_graph(self):
+        return _Text(self._native.lowered_text())
+
+    @property
+    def plan(self):
+        return _Text(self._native.plan_text())
+
+    @property
+    def input_names(self):
+        return list(self._names)
+
+    @property
+    def captured_by(self):
+        return self._captured.how
+
+
+def _rebuild(spec, leaves):
+    if spec is None:
+        return leaves[0] if len(leaves) == 1 else tuple(leaves)
+    if isinstance(spec, (int, tuple, list)):
+        return rebuild(spec, leaves)
+    import torch.utils._pytree as pytree  # a torch.export TreeSpec
+    return pytree.tree_unflatten(leaves, spec)
+
+
+class _Text(str):
+    """A string that prints as itself (so ``compiled.graph`` shows the listing in a REPL)."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, value_ranges=None,
+            alias=True, capture_with=None):
+    """Compiles ``module_or_fn`` for inputs like ``example_inputs`` and returns a
+    CompiledProgram (an nn.Module) called like the original.
+
+    ``mutated_inputs``: {input name or index: output index}, declaring that an output is the new
+    value of an input (written into its memory). ``dynamic``: {input name or index: {dim: max}},
+    bounded dynamic dims (memory planned at max). ``value_ranges``: {input: (lo, hi)}, the values
+    an integer input may take. ``alias=False`` builds the copy-back engine. ``capture_with``:
+    "torch.export" or "torch.fx" (default: torch.export where torch has it).
+    """
+    C = _native.load()
+    if isinstance(example_inputs, (torch.Tensor, int, float)):
+        example_inputs = (example_inputs,)
+    example_inputs = tuple(example_inputs)
+    prefer_export = capture_with != "torch.fx"
+    captured = capture(module_or_fn, example_inputs, prefer_export=prefer_export)
+    names = captured.user_names
+    examples = [_as_tensor(x, n) for x, n in zip(example_inputs, names)]
+    dyn = _dynamic_list(dynamic, names)
+    ranges = [(names[k] if isinstance(k, int) else k, int(lo), int(hi))
+              for k, (lo, hi) in dict(value_ranges or {}).items()]
+    native = C.compile_graph(
+        json.dumps(captured.doc, allow_nan=False), os.getcwd(),
+        [_to_capsule(t) for t in examples],
+        {t: _to_capsule(v) for t, v in captured.state.items()},
+        alias, _mutated_list(mutated_inputs, names), dyn, ranges)
+    module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else None
+    metas = [(tuple(t.shape), t.dtype) for t in examples]
+    return CompiledProgram(native, module, captured, dyn, metas)
+
+
+def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dynamic=None,
+                  value_ranges=None, alias=True):
+    """Compiles a graph JSON document (a dict, or a path) as written, e.g. a torch.export graph
+    with its signature: ``state`` maps each parameter/buffer/constant target to its tensor (the
+    caller's, written in place when the program mutates it). Returns a CompiledProgram whose
+    call returns the user outputs as a tuple."""
+    from .capture import Captured
+    C = _native.load()
+    base_dir = os.getcwd()
+    if not isinstance(graph, dict):
+        base_dir = os.path.dirname(os.path.abspath(os.fspath(graph)))
+        with open(graph) as f:
+            graph = json.load(f)
+    sig_inputs = (graph.get("signature") or {}).get("inputs") or []
+    lifted = {e["node"] for e in sig_inputs if e.get("kind") != "user_input"}
+    names = [n["name"] for n in graph["nodes"]
+             if n.get("op") == "placeholder" and n["name"] not in lifted]
+    examples = [_as_tensor(x, n) for x, n in zip(example_inputs, names)]
+    state = dict(state or {})
+    dyn = _dynamic_list(dynamic, names)
+    ranges = [(names[k] if isinstance(k, int) else k, int(lo), int(hi))
+              for k, (lo, hi) in dict(value_ranges or {}).items()]
+    native = C.compile_graph(json.dumps(graph, allow_nan=False), base_dir,
+                             [_to_capsule(t) for t in examples],
+                             {t: _to_capsule(v) for t, v in state.items()}, alias,
+                             _mutated_list(mutated_inputs, names), dyn, ranges)
+    captured = Captured(graph, names, state, tuple(range(native.num_outputs_user)), set(),
+                        "graph JSON", None)
+    return CompiledProgram(native, None, captured, dyn,
+                           [(tuple(t.shape), t.dtype) for t in examples])

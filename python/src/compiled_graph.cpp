@@ -1,0 +1,193 @@
+#include "compiled_graph.h"
+
+#include "compiler/exported_program.h"
+#include "ir/export_signature.h"
+
+namespace inplace::python {
+
+namespace {
+
+// torch.export lifts some buffers a second time as constants (a tensor attribute that is a
+// buffer's memory). Two placeholders over one memory would be two bindings the engine refuses
+// to write through; one placeholder, read everywhere, keeps the program's order of reads and
+// writes for the reinplacing analysis. Merges every state placeholder whose target (or tensor)
+// is an earlier one's into that one.
+void merge_aliasing_state(Graph& graph, const State& state) {
+  std::vector<SignatureInput> kept;
+  for (const SignatureInput& in : graph.signature.inputs) {
+    const SignatureInput* same = nullptr;
+    if (in.kind != "user_input") {
+      auto mine = state.find(in.target);
+      for (const SignatureInput& k : kept) {
+        if (k.kind == "user_input") continue;
+        auto theirs = state.find(k.target);
+        bool one_memory = k.target == in.target || (mine != state.end() && theirs != state.end() &&
+                                                    mine->second.same_view(theirs->second));
+        if (one_memory) {
+          same = &k;
+          break;
+        }
+      }
+    }
+    if (!same) {
+      kept.push_back(in);
+      continue;
+    }
+    Node* from = graph.find(in.node);
+    Node* to = graph.find(same->node);
+    graph.replace_all_uses_with(from, to);
+    graph.erase(from);
+  }
+  graph.signature.inputs = std::move(kept);
+}
+
+}  // namespace
+
+CompiledGraph::CompiledGraph(std::unique_ptr<Graph> graph, std::vector<Tensor> user_inputs,
+                             State state, const CompileOptions& options)
+    : graph_(std::move(graph)), state_(std::move(state)) {
+  merge_aliasing_state(*graph_, state_);
+  user_names_ = inplace::user_input_names(*graph_);
+  IP_CHECK(user_inputs.size() == user_names_.size(), kInvalidArgument, "[compile] graph '",
+           graph_->name, "' takes ", user_names_.size(), " inputs but ", user_inputs.size(),
+           " were given");
+  GraphInputs inputs;
+  for (size_t k = 0; k < user_names_.size(); ++k)
+    inputs[user_names_[k]] = Value::from_tensor(user_inputs[k]);
+  compiled_ = compile_exported(*graph_, inputs, state_, options);
+  engine_ = compiled_.engine;
+  ctx_ = std::make_unique<ExecutionContext>(engine_);
+
+  // Engine input bindings: the placeholders in graph order, then buffers lifted from get_attr.
+  std::vector<Node*> ph = graph_->placeholders();
+  sources_.resize(engine_->inputs().size());
+  user_binding_.assign(user_names_.size(), -1);
+  for (size_t i = 0; i < ph.size(); ++i) {
+    const SignatureInput* si = signature_input(*graph_, ph[i]->name);
+    if (si && si->kind != "user_input") {
+      sources_[i].state_target = si->target;
+      continue;
+    }
+    for (size_t k = 0; k < user_names_.size(); ++k)
+      if (user_names_[k] == ph[i]->name) {
+        sources_[i].user_input = static_cast<int>(k);
+        user_binding_[k] = static_cast<int>(i);
+      }
+  }
+  for (const auto& [index, target] : compiled_.lifted_buffers) {
+    sources_[index].state_target = target;
+    // A get_attr buffer the caller did not pass: the graph's own constant (kept here).
+    if (!state_.count(target)) state_[target] = graph_->constants.at(target);
+  }
+  for (size_t i = 0; i < sources_.size(); ++i)
+    if (sources_[i].user_input < 0)
+      ctx_->bind_input(static_cast<int>(i), state_tensor(sources_[i].state_target));
+
+  const auto& outs = graph_->signature.outputs;
+  sinks_.resize(engine_->original_output_count());
+  if (outs.size() == sinks_.size()) {
+    for (size_t j = 0; j < outs.size(); ++j) {
+      if (outs[j].kind == "buffer_mutation") {
+        sinks_[j] = {false, -1, outs[j].target};
+      } else if (outs[j].kind == "user_input_mutation") {
+        sinks_[j].user_output = false;
+        for (size_t k = 0; k < user_names_.size(); ++k)
+          if (user_names_[k] == outs[j].target) sinks_[j].user_input = static_cast<int>(k);
+        IP_ASSERT(sinks_[j].user_input >= 0, "a user_input_mutation names a user input");
+      }
+    }
+  }
+}
+
+CompiledGraph::CompiledGraph(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {
+  ctx_ = std::make_unique<ExecutionContext>(engine_);
+  for (size_t i = 0; i < engine_->inputs().size(); ++i) {
+    user_names_.push_back(engine_->inputs()[i].name);
+    sources_.push_back({static_cast<int>(i), ""});
+    user_binding_.push_back(static_cast<int>(i));
+  }
+  sinks_.resize(engine_->original_output_count());
+}
+
+const Tensor& CompiledGraph::state_tensor(const std::string& target) const {
+  auto it = state_.find(target);
+  IP_CHECK(it != state_.end(), kNotFound, "[compile] no tensor was given for state '", target, "'");
+  return it->second;
+}
+
+CallResult CompiledGraph::result_for(int flat, const Tensor& t,
+                                     const std::vector<Tensor>& inputs) const {
+  CallResult r;
+  if (std::optional<int> in = engine_->aliased_input(flat)) {
+    const Source& s = sources_[*in];
+    r.user_input = s.user_input;
+    r.state_target = s.state_target;
+    return r;
+  }
+  // An output that is an input itself (`return x`): the caller's tensor, as eager returns it.
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (t.same_view(inputs[k])) {
+      r.user_input = static_cast<int>(k);
+      return r;
+    }
+  r.fresh = t;
+  return r;
+}
+
+std::vector<CallResult> CompiledGraph::call(const std::vector<Tensor>& user_inputs) {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  IP_CHECK(user_inputs.size() == user_names_.size(), kInvalidArgument, "[call] '", engine_->name(),
+           "' takes ", user_names_.size(), " inputs but ", user_inputs.size(), " were given");
+  for (size_t k = 0; k < user_inputs.size(); ++k)
+    ctx_->bind_input(user_binding_[k], user_inputs[k]);
+  std::vector<Tensor> outs = ctx_->execute();
+  std::vector<CallResult> results;
+  for (size_t j = 0; j < sinks_.size(); ++j) {
+    const Sink& s = sinks_[j];
+    if (s.user_output) {
+      results.push_back(result_for(static_cast<int>(j), outs[j], user_inputs));
+      continue;
+    }
+    // A signature mutation: the engine wrote it in place, or (copy-back) it is copied here.
+    const Tensor& dst =
+        s.user_input >= 0 ? user_inputs[s.user_input] : state_tensor(s.state_target);
+    if (!outs[j].same_view(dst)) dst.copy_from(outs[j]);
+  }
+  return results;
+}
+
+int CompiledGraph::num_user_outputs() const {
+  int n = 0;
+  for (const Sink& s : sinks_) n += s.user_output ? 1 : 0;
+  return n;
+}
+
+std::vector<CompiledGraph::AliasEntry> CompiledGraph::aliased_io() const {
+  std::vector<AliasEntry> out;
+  for (const Mutation& m : engine_->aliased_io()) {
+    AliasEntry e;
+    e.output = m.output;
+    e.user_input = sources_[m.input].user_input;
+    e.state_target = sources_[m.input].state_target;
+    e.kind = mutation_kind_name(m.kind);
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::string CompiledGraph::graph_text() const {
+  return graph_ ? graph_->to_string() : engine_->describe();
+}
+
+std::string CompiledGraph::lowered_text() const {
+  return compiled_.program.graph ? compiled_.program.graph->to_string() : engine_->describe();
+}
+
+std::map<std::string, std::string> CompiledGraph::state_bindings() const {
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i < sources_.size(); ++i)
+    if (sources_[i].user_input < 0) out[engine_->inputs()[i].name] = sources_[i].state_target;
+  return out;
+}
+
+}  // namespace inplace::python

@@ -1,0 +1,85 @@
+// One compiled graph as the Python package holds it: the graph, the engine built from it and
+// an execution context whose state bindings (parameters, buffers, constants: the module's own
+// tensors) are bound once; each call binds the user inputs and runs the engine.
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "engine/execution_context.h"
+#include "interpreter/interpreter.h"
+
+namespace inplace::python {
+
+// One result of a call: a fresh tensor, or the very tensor bound to an input (user input k,
+// or the state entry named by target) because the engine wrote its value there.
+struct CallResult {
+  Tensor fresh;
+  int user_input = -1;
+  std::string state_target;
+};
+
+class CompiledGraph {
+ public:
+  // `user_inputs`: one per user placeholder, in graph order; `state`: target -> tensor for
+  // every parameter / buffer / constant placeholder of the signature (borrowed, never copied).
+  CompiledGraph(std::unique_ptr<Graph> graph, std::vector<Tensor> user_inputs, State state,
+                const CompileOptions& options);
+  // A saved engine: every binding is a user input, in binding order.
+  explicit CompiledGraph(std::shared_ptr<const Engine> engine);
+
+  // Binds the user inputs (errors name the input) and runs the engine; returns the user
+  // outputs in flattened order. Signature mutations are written into their tensors.
+  std::vector<CallResult> call(const std::vector<Tensor>& user_inputs);
+
+  const Engine& engine() const { return *engine_; }
+  std::shared_ptr<const Engine> engine_ptr() const { return engine_; }
+  const std::vector<std::string>& user_input_names() const { return user_names_; }
+  int num_user_outputs() const;
+  // output index (user outputs, flattened) -> (user input index or -1, state target, kind).
+  struct AliasEntry {
+    int output = 0;
+    int user_input = -1;
+    std::string state_target;
+    std::string kind;
+  };
+  std::vector<AliasEntry> aliased_io() const;
+  std::string graph_text() const;    // the graph as written (FX-like listing)
+  std::string lowered_text() const;  // the functional graph the engine was built from
+  // Binding name -> state target for the state bindings (what a saved engine needs fed).
+  std::map<std::string, std::string> state_bindings() const;
+
+ private:
+  // Where each engine input binding comes from.
+  struct Source {
+    int user_input = -1;       // index into the call's user inputs
+    std::string state_target;  // else a state entry
+  };
+  // Where each flat engine output goes: a user output, or (a signature mutation) the new
+  // value of a user input or of a state entry.
+  struct Sink {
+    bool user_output = true;
+    int user_input = -1;
+    std::string state_target;
+  };
+  CallResult result_for(int flat, const Tensor& t, const std::vector<Tensor>& inputs) const;
+  const Tensor& state_tensor(const std::string& target) const;
+
+  std::unique_ptr<Graph> graph_;
+  CompiledProgram compiled_;
+  std::shared_ptr<const Engine> engine_;
+  std::unique_ptr<ExecutionContext> ctx_;
+  State state_;
+  std::vector<Source> sources_;
+  std::vector<int> user_binding_;  // user input k -> engine binding index
+  std::vector<std::string> user_names_;
+  std::vector<Sink> sinks_;
+  // Python threads share one compiled program (and its context): calls run one at a time.
+  std::mutex call_mutex_;
+};
+
+}  // namespace inplace::python

@@ -1,0 +1,141 @@
+// inplace._C: the extension module. Compiles a graph (graph JSON text plus the module's state
+// as tensors) in process and runs the engine on torch tensors passed by DLPack, never copied.
+// Tensors cross as (capsule, is_bool) pairs: torch 1.13 has no DLPack bool.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "compiled_graph.h"
+#include "engine/engine_file.h"
+#include "frontend/graph_json.h"
+#include "ir/export_signature.h"
+#include "tensor_bridge.h"
+
+namespace py = pybind11;
+using namespace inplace;
+using inplace::python::CallResult;
+using inplace::python::CompiledGraph;
+
+namespace {
+
+Tensor tensor_arg(const py::handle& pair, const std::string& what) {
+  auto t = pair.cast<py::tuple>();
+  bool is_bool = t[1].cast<bool>();
+  return python::tensor_from_dlpack(t[0].cast<py::capsule>(), what,
+                                    is_bool ? std::optional<DType>(DType::kBool) : std::nullopt);
+}
+
+std::vector<Tensor> tensor_list(const py::list& items, const std::vector<std::string>& names) {
+  std::vector<Tensor> out;
+  out.reserve(items.size());
+  for (size_t k = 0; k < items.size(); ++k)
+    out.push_back(tensor_arg(
+        items[k], k < names.size() ? "input '" + names[k] + "'" : "input " + std::to_string(k)));
+  return out;
+}
+
+// int: the user input it is; str: the state entry it is; (capsule, is_bool): a fresh tensor.
+py::object result_object(const CallResult& r) {
+  if (r.user_input >= 0) return py::int_(r.user_input);
+  if (!r.state_target.empty()) return py::str(r.state_target);
+  return py::make_tuple(python::tensor_to_dlpack(r.fresh), r.fresh.dtype() == DType::kBool);
+}
+
+std::unique_ptr<CompiledGraph> compile_graph(const std::string& json, const std::string& base_dir,
+                                             const py::list& user_inputs, const py::dict& state,
+                                             bool alias, const py::list& mutated,
+                                             const py::list& dynamic,
+                                             const py::list& value_ranges) {
+  std::unique_ptr<Graph> graph = read_graph_json_string(json, base_dir, "<python>");
+  std::vector<std::string> names = user_input_names(*graph);
+  std::vector<Tensor> inputs = tensor_list(user_inputs, names);
+  State st;
+  for (auto item : state) {
+    std::string target = item.first.cast<std::string>();
+    st[target] = tensor_arg(item.second, "state '" + target + "'");
+  }
+  CompileOptions co;
+  co.alias = alias;
+  for (auto m : mutated) {
+    auto t = m.cast<py::tuple>();
+    co.mutated_inputs.push_back({t[0].cast<std::string>(), t[1].cast<int>()});
+  }
+  for (auto d : dynamic) {
+    auto t = d.cast<py::tuple>();
+    co.dynamic_dims.push_back(
+        {t[0].cast<std::string>(), t[1].cast<int64_t>(), t[2].cast<int64_t>()});
+  }
+  for (auto d : value_ranges) {
+    auto t = d.cast<py::tuple>();
+    co.value_ranges.push_back(
+        {t[0].cast<std::string>(), t[1].cast<int64_t>(), t[2].cast<int64_t>()});
+  }
+  py::gil_scoped_release release;
+  return std::make_unique<CompiledGraph>(std::move(graph), std::move(inputs), std::move(st), co);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "inplace: compile tensor programs with in-place state, run them on torch tensors";
+  static py::exception<Error> error(m, "Error", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      error(e.what());
+    }
+  });
+
+  py::class_<CompiledGraph>(m, "CompiledGraph")
+      .def("call",
+           [](CompiledGraph& self, const py::list& inputs) {
+             std::vector<Tensor> ts = tensor_list(inputs, self.user_input_names());
+             std::vector<CallResult> results;
+             {
+               py::gil_scoped_release release;
+               results = self.call(ts);
+             }
+             py::list out;
+             for (const CallResult& r : results) out.append(result_object(r));
+             return out;
+           })
+      .def_property_readonly("user_input_names", &CompiledGraph::user_input_names)
+      .def_property_readonly(
+          "aliased_io",
+          [](const CompiledGraph& self) {
+            py::list out;
+            for (const auto& e : self.aliased_io())
+              out.append(py::make_tuple(e.output, e.user_input, e.state_target, e.kind));
+            return out;
+          })
+      .def_property_readonly("state_bindings", &CompiledGraph::state_bindings)
+      .def_property_readonly("input_binding_names",
+                             [](const CompiledGraph& self) {
+                               std::vector<std::string> names;
+                               for (const auto& b : self.engine().inputs()) names.push_back(b.name);
+                               return names;
+                             })
+      .def_property_readonly(
+          "num_outputs",
+          [](const CompiledGraph& self) { return self.engine().original_output_count(); })
+      .def_property_readonly("num_outputs_user",
+                             [](const CompiledGraph& self) { return self.num_user_outputs(); })
+      .def_property_readonly(
+          "arena_bytes", [](const CompiledGraph& self) { return self.engine().plan().arena_bytes; })
+      .def("graph_text", &CompiledGraph::graph_text)
+      .def("lowered_text", &CompiledGraph::lowered_text)
+      .def("plan_text", [](const CompiledGraph& self) { return self.engine().describe(); })
+      .def("save", [](const CompiledGraph& self, const std::string& path) {
+        save_engine(self.engine(), path);
+      });
+
+  m.def("compile_graph", &compile_graph, py::arg("json"), py::arg("base_dir"),
+        py::arg("user_inputs"), py::arg("state"), py::arg("alias") = true,
+        py::arg("mutated_inputs") = py::list(), py::arg("dynamic") = py::list(),
+        py::arg("value_ranges") = py::list());
+  m.def("load_engine",
+        [](const std::string& path) { return std::make_unique<CompiledGraph>(load_engine(path)); });
+  m.def("graph_text", [](const std::string& json, const std::string& base_dir) {
+    return read_graph_json_string(json, base_dir, "<python>")->to_string();
+  });
+}

@@ -1,0 +1,152 @@
+#include "tensor_bridge.h"
+
+#include <memory>
+#include <vector>
+
+#include "dlpack_abi.h"
+
+namespace inplace::python {
+
+namespace {
+
+constexpr const char* kCapsuleName = "dltensor";
+constexpr const char* kUsedCapsuleName = "used_dltensor";
+
+DType dtype_from_dl(DLDataType t, const std::string& what) {
+  IP_CHECK(t.lanes == 1, kDTypeMismatch, "[python] ", what, ": vector dtypes are not supported");
+  switch (t.code) {
+    case kDLFloat:
+      if (t.bits == 32) return DType::kFloat32;
+      if (t.bits == 64) return DType::kFloat64;
+      if (t.bits == 16) return DType::kFloat16;
+      break;
+    case kDLBfloat:
+      if (t.bits == 16) return DType::kBFloat16;
+      break;
+    case kDLInt:
+      if (t.bits == 64) return DType::kInt64;
+      if (t.bits == 32) return DType::kInt32;
+      if (t.bits == 16) return DType::kInt16;
+      if (t.bits == 8) return DType::kInt8;
+      break;
+    case kDLUInt:
+      if (t.bits == 8) return DType::kUInt8;
+      break;
+    case kDLBool:
+      if (t.bits == 8) return DType::kBool;
+      break;
+  }
+  IP_FAIL(kDTypeMismatch, "[python] ", what, ": DLPack dtype (code ", int(t.code), ", ",
+          int(t.bits), " bits) has no inplace dtype");
+}
+
+DLDataType dtype_to_dl(DType t) {
+  switch (t) {
+    case DType::kFloat32:
+      return {kDLFloat, 32, 1};
+    case DType::kFloat64:
+      return {kDLFloat, 64, 1};
+    case DType::kFloat16:
+      return {kDLFloat, 16, 1};
+    case DType::kBFloat16:
+      return {kDLBfloat, 16, 1};
+    case DType::kInt64:
+      return {kDLInt, 64, 1};
+    case DType::kInt32:
+      return {kDLInt, 32, 1};
+    case DType::kInt16:
+      return {kDLInt, 16, 1};
+    case DType::kInt8:
+      return {kDLInt, 8, 1};
+    case DType::kUInt8:
+    case DType::kBool:
+      return {kDLUInt, 8, 1};
+  }
+  return {kDLUInt, 8, 1};
+}
+
+// What a capsule we made owns: the tensor (so its storage), and the shape/strides arrays.
+struct Exported {
+  DLManagedTensor managed{};
+  Tensor tensor;
+  std::vector<int64_t> shape, strides;
+};
+
+void delete_exported(DLManagedTensor* self) {
+  delete static_cast<Exported*>(self->manager_ctx);
+}
+
+}  // namespace
+
+Tensor tensor_from_dlpack(const pybind11::capsule& capsule, const std::string& what,
+                          std::optional<DType> as_dtype) {
+  IP_CHECK(std::string(capsule.name() ? capsule.name() : "") == kCapsuleName, kInvalidArgument,
+           "[python] ", what, ": not an unused DLPack capsule");
+  auto* managed = static_cast<DLManagedTensor*>(capsule.get_pointer());
+  const DLTensor& dl = managed->dl_tensor;
+  // Read everything, then release the producer's reference (the torch tensor lives on in the
+  // caller) and mark the capsule used so its destructor does not release it again.
+  auto release = [&] {
+    if (managed->deleter) managed->deleter(managed);
+    PyCapsule_SetName(capsule.ptr(), kUsedCapsuleName);
+  };
+  if (dl.device.device_type != kDLCPU) {
+    int32_t type = dl.device.device_type;
+    release();
+    IP_FAIL(kInvalidArgument, "[python] ", what, " is on device type ", type,
+            " (DLPack), but this engine runs on the cpu");
+  }
+  DType dtype;
+  try {
+    dtype = dtype_from_dl(dl.dtype, what);
+  } catch (...) {
+    release();
+    throw;
+  }
+  if (as_dtype) {
+    if (dtype_size(*as_dtype) != dtype_size(dtype)) {
+      release();
+      IP_FAIL(kDTypeMismatch, "[python] ", what, ": cannot view ", dtype_name(dtype), " as ",
+              dtype_name(*as_dtype));
+    }
+    dtype = *as_dtype;
+  }
+  Shape shape(dl.shape, dl.shape + dl.ndim);
+  std::optional<Shape> strides;
+  if (dl.strides) strides = Shape(dl.strides, dl.strides + dl.ndim);
+  void* data = static_cast<char*>(dl.data) + dl.byte_offset;
+  Tensor t;
+  if (numel_of(shape) == 0)
+    t = Tensor::empty(shape, dtype);  // no memory to share (torch may give a null pointer)
+  else
+    t = Tensor::borrow(data, shape, dtype, strides);
+  release();
+  return t;
+}
+
+pybind11::capsule tensor_to_dlpack(const Tensor& t) {
+  IP_CHECK(t.defined() && !t.is_meta(), kInvalidArgument,
+           "[python] an engine result has no data to hand to torch");
+  auto* e = new Exported;
+  e->tensor = t;
+  e->shape = t.shape();
+  e->strides = t.strides();
+  DLTensor& dl = e->managed.dl_tensor;
+  dl.data = t.data_ptr();
+  dl.device = {kDLCPU, 0};
+  dl.ndim = static_cast<int32_t>(t.dim());
+  dl.dtype = dtype_to_dl(t.dtype());
+  dl.shape = e->shape.data();
+  dl.strides = e->strides.data();
+  dl.byte_offset = 0;
+  e->managed.manager_ctx = e;
+  e->managed.deleter = delete_exported;
+  // A capsule torch never consumed still frees what it owns.
+  return pybind11::capsule(&e->managed, kCapsuleName, [](PyObject* cap) {
+    if (std::string(PyCapsule_GetName(cap)) != kCapsuleName) return;
+    auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(cap, kCapsuleName));
+    if (m && m->deleter) m->deleter(m);
+  });
+}
+
+}  // namespace inplace::python

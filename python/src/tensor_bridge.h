@@ -1,0 +1,25 @@
+// Tensors across the Python boundary by DLPack, never copied: a torch tensor's capsule becomes
+// an inplace::Tensor over the same memory, and an engine's result becomes a capsule torch
+// wraps (the capsule keeps the result's storage alive).
+#pragma once
+#include <pybind11/pybind11.h>
+
+#include <optional>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace inplace::python {
+
+// A view of the capsule's memory (shape, strides, offset as the tensor has them). The capsule
+// is marked used and its owner released: the caller keeps the torch tensor alive while the
+// result is in use. `as_dtype` reinterprets same-width elements (torch 1.13 has no DLPack bool,
+// so bool tensors cross as uint8). `what` names the tensor in errors ("input 'cache'").
+Tensor tensor_from_dlpack(const pybind11::capsule& capsule, const std::string& what,
+                          std::optional<DType> as_dtype = std::nullopt);
+
+// A "dltensor" capsule over `t`'s memory; it holds `t`'s storage until torch frees it. bool
+// tensors are described as uint8 (the Python side views them back as bool).
+pybind11::capsule tensor_to_dlpack(const Tensor& t);
+
+}  // namespace inplace::python

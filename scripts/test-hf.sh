@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Hugging Face Llama, Qwen2 and GPT-2 (random weights, StaticCache) exported by torch.export,
+# compiled in process by inplace.compile and decoded for 16 steps; tokens must equal the
+# model's own. Needs a Python with torch >= 2.5 and transformers (PYTHON, default python3);
+# builds the extension for that Python into ${BUILD_DIR:-build-hf} first.
+#   PYTHON=/path/to/python ./scripts/test-hf.sh        (INPLACE_HF_TRACEBACK=1 for tracebacks)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+BUILD_DIR=${BUILD_DIR:-build-hf}
+"$PYTHON" -c "import torch, transformers; print('using', torch.__file__)" || {
+  echo "[test-hf] $PYTHON needs torch and transformers"; exit 2; }
+PYBIND_DIR=$("$PYTHON" -c "import pybind11; print(pybind11.get_cmake_dir())" 2>/dev/null || true)
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DINPLACE_BUILD_TESTS=OFF \
+  -DINPLACE_BUILD_BENCH=OFF -DINPLACE_BUILD_EXAMPLES=OFF \
+  -DPython3_EXECUTABLE="$(command -v "$PYTHON")" ${PYBIND_DIR:+-Dpybind11_DIR=$PYBIND_DIR} >/dev/null
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target inplace_python
+INPLACE_BUILD_DIR="$BUILD_DIR" "$PYTHON" scripts/test_hf.py

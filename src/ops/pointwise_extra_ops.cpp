@@ -1,0 +1,118 @@
+// addcmul / addcdiv / lerp (state updates: optimizer-style moving averages, EMA caches) and the
+// clamping activations hardtanh / leaky_relu, each with its in-place form and, for the
+// activations, the torch.nn.functional spelling with `inplace=`. Kernels:
+// kernels/cpu/pointwise_extra.
+#include <string>
+
+#include "kernels/cpu/pointwise_extra.h"
+#include "ops/registry.h"
+
+namespace inplace {
+
+namespace {
+
+// The broadcast shape and promoted floating dtype of the tensor operands; errors name `op`.
+Tensor result_meta(const char* op, std::initializer_list<const Tensor*> ts) {
+  Shape shape;
+  ResultType rt;
+  bool first = true;
+  for (const Tensor* t : ts) {
+    shape = first ? t->shape() : broadcast_shapes(shape, t->shape(), op);
+    first = false;
+    rt.add_tensor(t->dtype(), t->dim());
+  }
+  DType dt = rt.result();
+  IP_CHECK(dt == DType::kFloat32 || dt == DType::kFloat64, kDTypeMismatch, "[", op,
+           "] not implemented for ", dtype_name(dt), " (float32 and float64 are)");
+  return Tensor::meta(shape, dt);
+}
+
+void add_addc(Registry& r, const char* op, bool mul) {
+  const std::string n = op;
+  r.add_out(
+      n + "(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
+      [op](const Args& a) {
+        return std::vector<Tensor>{
+            result_meta(op, {&a[0].as_tensor(op), &a[1].as_tensor(op), &a[2].as_tensor(op)})};
+      },
+      [op, mul](const Args& a, const std::vector<Tensor>& out) {
+        auto f = mul ? cpu::addcmul : cpu::addcdiv;
+        f(out[0], a[0].as_tensor(op), a[1].as_tensor(op), a[2].as_tensor(op), a[3].as_scalar(op));
+      });
+  r.add_inplace(n + "_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> "
+                    "Tensor(a!)",
+                n);
+}
+
+void add_lerp(Registry& r) {
+  r.add_out(
+      "lerp.Scalar(Tensor self, Tensor end, Scalar weight) -> Tensor",
+      [](const Args& a) {
+        return std::vector<Tensor>{
+            result_meta("lerp", {&a[0].as_tensor("lerp"), &a[1].as_tensor("lerp")})};
+      },
+      [](const Args& a, const std::vector<Tensor>& out) {
+        cpu::lerp(out[0], a[0].as_tensor("lerp"), a[1].as_tensor("lerp"), Tensor(),
+                  a[2].as_scalar("lerp"));
+      });
+  r.add_out(
+      "lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor",
+      [](const Args& a) {
+        return std::vector<Tensor>{result_meta(
+            "lerp", {&a[0].as_tensor("lerp"), &a[1].as_tensor("lerp"), &a[2].as_tensor("lerp")})};
+      },
+      [](const Args& a, const std::vector<Tensor>& out) {
+        cpu::lerp(out[0], a[0].as_tensor("lerp"), a[1].as_tensor("lerp"), a[2].as_tensor("lerp"),
+                  Scalar());
+      });
+  r.add_inplace("lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)",
+                "lerp.Scalar");
+  r.add_inplace("lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)",
+                "lerp.Tensor");
+}
+
+// name(self, <params>) -> Tensor, name_ in place, and name.nn_functional(..., inplace=False)
+// (F.hardtanh / F.leaky_relu as FX records them; normalize rewrites inplace=True to name_).
+void add_activation(Registry& r, const std::string& name, const std::string& params,
+                    const OutFn& out) {
+  InferFn infer = [name](const Args& a) {
+    const Tensor& x = a[0].as_tensor(name.c_str());
+    return std::vector<Tensor>{result_meta(name.c_str(), {&x})};
+  };
+  r.add_out(name + "(Tensor self, " + params + ") -> Tensor", infer, out);
+  r.add_inplace(name + "_(Tensor(a!) self, " + params + ") -> Tensor(a!)", name);
+  OpDef def;
+  def.schema = Schema::parse(name + ".nn_functional(Tensor self, " + params +
+                             ", bool inplace=False) -> Tensor");
+  def.infer = infer;
+  def.out = out;
+  const Registry* reg = &r;
+  def.eager = [name, reg](const Args& a) {
+    const bool inplace = a.back().as_bool(name.c_str());
+    const OpDef* target = reg->find(inplace ? name + "_" : name);
+    IP_ASSERT(target != nullptr, "'" + name + "' and '" + name + "_' are registered");
+    return target->eager(Args(a.begin(), a.end() - 1));
+  };
+  r.add(std::move(def));
+}
+
+}  // namespace
+
+void register_pointwise_extra_ops(Registry& r) {
+  add_addc(r, "addcmul", true);
+  add_addc(r, "addcdiv", false);
+  add_lerp(r);
+  add_activation(r, "hardtanh", "Scalar min_val=-1, Scalar max_val=1",
+                 [](const Args& a, const std::vector<Tensor>& out) {
+                   cpu::hardtanh(out[0], a[0].as_tensor("hardtanh"), a[1].as_scalar("hardtanh"),
+                                 a[2].as_scalar("hardtanh"));
+                 });
+  add_activation(r, "leaky_relu", "Scalar negative_slope=0.01",
+                 [](const Args& a, const std::vector<Tensor>& out) {
+                   cpu::leaky_relu(out[0], a[0].as_tensor("leaky_relu"),
+                                   a[1].as_scalar("leaky_relu"));
+                 });
+  r.tag({"addcmul", "addcdiv", "lerp", "hardtanh", "leaky_relu"}, kPointwise);
+}
+
+}  // namespace inplace
