@@ -34,7 +34,8 @@ const KernelTable& KernelTable::get() {
   return table;
 }
 
-void KernelTable::add(DeviceType device, const std::string& name, Kernel kernel) {
+void KernelTable::add(DeviceType device, const std::string& name, Kernel kernel,
+                      Supports supports) {
   const Registry& registry = Registry::get();
   std::vector<const OpDef*> ops;
   if (const OpDef* one = registry.find(name); one && name.find('.') != std::string::npos)
@@ -42,7 +43,10 @@ void KernelTable::add(DeviceType device, const std::string& name, Kernel kernel)
   else
     ops = registry.overloads(name);
   IP_ASSERT(!ops.empty(), "kernels are registered for registered ops");
-  for (const OpDef* op : ops) devices_[static_cast<int>(device)].kernels[op] = kernel;
+  for (const OpDef* op : ops) {
+    devices_[static_cast<int>(device)].kernels[op] = kernel;
+    if (supports) devices_[static_cast<int>(device)].supports[op] = supports;
+  }
 }
 
 void KernelTable::add_copy(DeviceType device, Kernel kernel) {
@@ -53,6 +57,12 @@ const Kernel* KernelTable::find(const OpDef& op, DeviceType device) const {
   const auto& kernels = devices_[static_cast<int>(device)].kernels;
   auto it = kernels.find(&op);
   return it == kernels.end() ? nullptr : &it->second;
+}
+
+const Supports* KernelTable::supports(const OpDef& op, DeviceType device) const {
+  const auto& s = devices_[static_cast<int>(device)].supports;
+  auto it = s.find(&op);
+  return it == s.end() ? nullptr : &it->second;
 }
 
 const Kernel* KernelTable::copy_kernel(DeviceType device) const {

@@ -24,6 +24,9 @@ struct KernelContext {
 
 // Computes op(args) into `outs` (planned memory on the kernel's device), like OpDef::out.
 using Kernel = std::function<void(const Args&, const std::vector<Tensor>&, const KernelContext&)>;
+// For a kernel that covers only some argument forms: "" when it runs `args` (tensors are
+// metas), else what it does not support. Asked once per step when an engine is built.
+using Supports = std::function<std::string(const Args&)>;
 
 class KernelTable {
  public:
@@ -31,11 +34,12 @@ class KernelTable {
   static const KernelTable& get();
 
   // Registers `kernel` for every overload of `name` ("add") or for one ("add.Tensor").
-  void add(DeviceType device, const std::string& name, Kernel kernel);
+  void add(DeviceType device, const std::string& name, Kernel kernel, Supports supports = {});
   // dst <- src (broadcast to dst's shape, cast to its dtype): the engine's copy-back step.
   void add_copy(DeviceType device, Kernel kernel);
 
   const Kernel* find(const OpDef& op, DeviceType device) const;
+  const Supports* supports(const OpDef& op, DeviceType device) const;  // null: every form
   const Kernel* copy_kernel(DeviceType device) const;
   // Full names of the ops with a kernel on `device`, sorted (`inplace ops --device`).
   std::vector<std::string> covered(DeviceType device) const;
@@ -43,6 +47,7 @@ class KernelTable {
  private:
   struct PerDevice {
     std::unordered_map<const OpDef*, Kernel> kernels;
+    std::unordered_map<const OpDef*, Supports> supports;
     Kernel copy;
   };
   std::array<PerDevice, kNumDeviceTypes> devices_;

@@ -2,8 +2,24 @@
 // never per call) and weights uploaded once. No step falls back to another device.
 #include "core/device_allocator.h"
 #include "engine/engine.h"
+#include "engine/op_meta.h"
 
 namespace inplace {
+
+namespace {
+
+// Why the kernel cannot run step `s`'s argument forms ("" when it can), asked over metas.
+std::string unsupported_form(const KernelTable& table, const Step& s, DeviceType device) {
+  const Supports* supports = table.supports(*s.op, device);
+  if (!supports) return "";
+  std::vector<Value> args = s.args;
+  for (const TensorSlot& t : s.tensors)
+    leaf_at(args, t.path)->tensor =
+        Tensor::meta(t.ref.shape, t.ref.dtype, t.ref.strides, t.ref.offset);
+  return (*supports)(args);
+}
+
+}  // namespace
 
 Engine::Engine(Plan plan, std::string name) : plan_(std::move(plan)), name_(std::move(name)) {
   const Device device = plan_.device;
@@ -23,6 +39,9 @@ Engine::Engine(Plan plan, std::string name) : plan_(std::move(plan)), name_(std:
         IP_CHECK(kernels_[q] != nullptr, kUnsupported, "[engine] node '", s.node, "': op '",
                  s.op->schema.full_name(), "' has no kernel for device '", device.str(),
                  "' (`inplace ops --device ", type, "` lists the ops it covers)");
+        if (std::string why_not = unsupported_form(table, s, device.type); !why_not.empty())
+          IP_FAIL(kUnsupported, "[engine] node '", s.node, "': op '", s.op->schema.full_name(),
+                  "' has no kernel for device '", device.str(), "' for these arguments: ", why_not);
         break;
       case StepKind::kCopy:
         kernels_[q] = table.copy_kernel(device.type);

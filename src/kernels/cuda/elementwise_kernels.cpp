@@ -174,6 +174,13 @@ void register_select_and_copy(KernelTable& t) {
   for (const char* name : {"to", "type", "type_as", "contiguous", "float", "double", "half",
                            "bfloat16", "long", "int", "short", "char", "byte", "bool"})
     t.add(C, name, copy_first);
+  // reshape's copy (when no view has the new shape): the elements in row-major order.
+  const Kernel reshape_copy = [](const Args& args, const std::vector<Tensor>& outs,
+                                 const KernelContext& ctx) {
+    const Tensor& src = args[0].tensor;
+    copy_cast(operand(outs[0].view(src.shape())), operand(src), ctx.stream);
+  };
+  for (const char* name : {"reshape", "reshape_as"}) t.add(C, name, reshape_copy);
   // copy(self, src): src broadcast to self's shape, cast to self's dtype.
   t.add(C, "copy", [](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
     copy_cast(operand(outs[0]), at(args[1], outs[0].shape(), "copy"), ctx.stream);

@@ -14,6 +14,7 @@ __device__ inline int64_t position(const IndexMap& m, int64_t i) {
     for (int d = m.values.ndim - 1; d > m.coord_dim; --d) rest /= m.values.size[d];
     p += rest % m.values.size[m.coord_dim];
   }
+  if (m.wrap_negative && p < 0) p += m.extent;
   return p;
 }
 

@@ -155,6 +155,65 @@ Kernel view_scatter(bool select) {
   };
 }
 
+// index / index_put with one advanced index (a 0-d or 1-D integer tensor at some dim, the
+// others None); negative positions wrap.
+std::string one_index_form(const Args& a) {
+  int tensors = 0;
+  for (const Value& v : a[1].items) {
+    if (v.is_none()) continue;
+    ++tensors;
+    if (!v.is_tensor() || v.tensor.dim() > 1 || !is_integral(v.tensor.dtype(), false))
+      return "an index other than a 0-d or 1-D integer tensor";
+  }
+  return tensors == 1 ? "" : "more than one advanced index";
+}
+
+std::string index_put_form(const Args& a) {
+  if (a[3].as_bool("index_put")) return "accumulate=True";
+  return one_index_form(a);
+}
+
+// out = self[..., index, ...]: a 0-d index drops its dim (out is seen with it kept, size 1).
+void index_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  const Tensor& self = a[0].tensor;
+  int64_t dim = 0;
+  while (!a[1].items[dim].is_tensor()) ++dim;
+  const Tensor& index = a[1].items[dim].tensor;
+  const Tensor out = index.dim() == 0 ? outs[0].unsqueeze(dim) : outs[0];
+  IndexMap m;
+  m.values = operand(out);
+  m.strided = strided_at(self, out.shape(), dim);
+  m.index = index_along(index, out.shape(), dim);
+  m.unit = self.stride(dim);
+  m.extent = self.size(dim);
+  m.wrap_negative = true;
+  index_read(m, ctx.stream);
+}
+
+void index_put_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  const Tensor& out = outs[0];
+  copy_self(a[0].tensor, out, ctx.stream);
+  int64_t dim = 0;
+  while (!a[1].items[dim].is_tensor()) ++dim;
+  const Tensor& index = a[1].items[dim].tensor;
+  Shape region = out.shape();
+  region[dim] = index.dim() == 0 ? 1 : index.size(0);
+  Tensor values = a[2].tensor;
+  if (index.dim() == 0) {  // values fit the region without dim `dim`
+    Shape without = out.shape();
+    without.erase(without.begin() + dim);
+    values = values.expand(without).unsqueeze(dim);
+  }
+  IndexMap m;
+  m.values = operand(values, region);
+  m.strided = strided_at(out, region, dim);
+  m.index = index_along(index, region, dim);
+  m.unit = out.stride(dim);
+  m.extent = out.size(dim);
+  m.wrap_negative = true;
+  index_write(m, ctx.stream);
+}
+
 }  // namespace
 
 void register_index_kernels(KernelTable& t) {
@@ -171,6 +230,10 @@ void register_index_kernels(KernelTable& t) {
         });
   t.add(C, "index_copy", index_copy_kernel);
   t.add(C, "kv_cache_update", kv_cache_update_kernel);
+  t.add(C, "index_put", index_put_kernel, index_put_form);
+  t.add(C, "index.Tensor", index_kernel, one_index_form);
+  t.add(C, "_unsafe_index.Tensor", index_kernel, one_index_form);
+  t.add(C, "_unsafe_index_put", index_put_kernel, index_put_form);
   t.add(C, "slice_scatter", view_scatter(false));
   t.add(C, "select_scatter", view_scatter(true));
 }

@@ -57,6 +57,8 @@ enum class RowOp : uint8_t {
   kLogSoftmax,  // out: rows x cols
   kRmsNorm,     // out: rows x cols; weight over cols (optional)
   kLayerNorm,   // out: rows x cols; weight, bias over cols (optional)
+  kArgMax,      // out: int64 rows; the first index of the extreme (NaN counts as largest)
+  kArgMin,
 };
 struct RowTask {
   RowOp op = RowOp::kSum;
@@ -81,6 +83,7 @@ struct IndexMap {
   int64_t unit = 0;
   int64_t extent = 0;
   int coord_dim = -1;
+  bool wrap_negative = false;  // p < 0 means p + extent (index_put)
 };
 void index_read(const IndexMap& m, void* stream);   // values[i] = strided[i, p]
 void index_write(const IndexMap& m, void* stream);  // strided[i, p] = values[i]

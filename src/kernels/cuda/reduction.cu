@@ -113,6 +113,48 @@ __global__ void row_kernel(RowTask t, int64_t nrows, int64_t ncols) {
   }
 }
 
+// argmax / argmin: each thread keeps its best (value, first index), then the block merges.
+template <typename T>
+__device__ bool better(bool is_max, T v, int64_t i, T best, int64_t best_i) {
+  if (best_i < 0) return true;
+  if constexpr (!std::is_integral_v<T>) {
+    if (best != best) return false;  // NaN already found, at a smaller index
+    if (v != v) return true;
+  }
+  if (v == best) return i < best_i;
+  return is_max ? v > best : v < best;
+}
+
+template <typename T>
+__global__ void arg_kernel(RowTask t, int64_t nrows, int64_t ncols) {
+  __shared__ T sv[kThreads];
+  __shared__ int64_t si[kThreads];
+  const bool is_max = t.op == RowOp::kArgMax;
+  for (int64_t r = blockIdx.x; r < nrows; r += gridDim.x) {
+    const int64_t in_row = offset_of(t.in.rows, r);
+    T best = T(0);
+    int64_t best_i = -1;
+    for (int64_t c = threadIdx.x; c < ncols; c += blockDim.x) {
+      const T v = load_at<T>(t.in.rows.data, t.in.rows.dtype, in_row + offset_of(t.in.cols, c));
+      if (better(is_max, v, c, best, best_i)) best = v, best_i = c;
+    }
+    sv[threadIdx.x] = best;
+    si[threadIdx.x] = best_i;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s && si[threadIdx.x + s] >= 0 &&
+          better(is_max, sv[threadIdx.x + s], si[threadIdx.x + s], sv[threadIdx.x],
+                 si[threadIdx.x])) {
+        sv[threadIdx.x] = sv[threadIdx.x + s];
+        si[threadIdx.x] = si[threadIdx.x + s];
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) store<int64_t>(t.out.rows, r, si[0]);
+    __syncthreads();
+  }
+}
+
 }  // namespace
 
 void row_op(const RowTask& task, void* stream) {
@@ -120,6 +162,14 @@ void row_op(const RowTask& task, void* stream) {
   if (nrows == 0) return;
   const unsigned grid = static_cast<unsigned>(nrows < 65535 * 4 ? nrows : 65535 * 4);
   const cudaStream_t s = as_stream(stream);
+  if (task.op == RowOp::kArgMax || task.op == RowOp::kArgMin) {
+    if (compute_kind(task.in.rows.dtype) == 2)
+      arg_kernel<int64_t><<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+    else
+      arg_kernel<double><<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+    IP_CUDA_CHECK(cudaGetLastError(), "argmax");
+    return;
+  }
   switch (compute_kind(task.compute)) {
     case 0:
       row_kernel<float><<<grid, kThreads, 0, s>>>(task, nrows, ncols);

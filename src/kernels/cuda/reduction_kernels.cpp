@@ -130,6 +130,19 @@ void register_reduction_kernels(KernelTable& t) {
   t.add(C, "mean.default", reduction(RowOp::kMean, "mean", -1));
   t.add(C, "amax", reduction(RowOp::kMax, "amax", 1));
   t.add(C, "amin", reduction(RowOp::kMin, "amin", 1));
+  for (const char* name : {"argmax", "argmin"})
+    t.add(C, name,
+          [name](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+            const Tensor& x = a[0].tensor;
+            RowTask task;
+            task.op = std::string(name) == "argmax" ? RowOp::kArgMax : RowOp::kArgMin;
+            Value dim = a[1].is_none() ? Value::none() : Value::int_list({a[1].as_int(name)});
+            task.in = split(x, dims_of(x, dim, name));
+            task.out = split(outs[0], std::vector<bool>(outs[0].dim(), false));
+            if (numel(task.in.cols) == 0 || x.dim() == 0)  // a 0-d input: index 0
+              return fill(operand(outs[0]), Scalar(int64_t{0}), ctx.stream);
+            row_op(task, ctx.stream);
+          });
   t.add(C, "softmax.int", softmax(false));
   t.add(C, "log_softmax.int", softmax(true));
   t.add(C, "softmax.functional", softmax(false));
