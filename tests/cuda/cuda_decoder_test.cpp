@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
 
 #include "compiler/compile.h"
 #include "cuda_test_util.h"

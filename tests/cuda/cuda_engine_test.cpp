@@ -4,7 +4,9 @@
 // across fresh values (positions read from device memory). Skipped, saying so, without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include "compiler/differential.h"
 #include "cuda_test_util.h"
