@@ -69,6 +69,7 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   };
   EngineOptions eo;
   eo.alias = options.alias;
+  eo.device = options.device;
   for (const auto& d : options.dynamic_dims)
     eo.dynamic_dims.push_back({input_of(d.input, "--dynamic"), d.dim, d.max});
   for (const auto& r : options.value_ranges)

@@ -16,6 +16,7 @@ namespace inplace {
 
 struct CompileOptions {
   bool alias = true;  // false: the copy-back engine
+  Device device;      // where the engine runs (`--device cuda`); its ops need kernels there
   // User-declared aliasing (`--mutated-input IN=OUT`): the input by name (placeholder or
   // buffer target) or as "input.<i>", and the flat output that is its new value; the engine
   // writes that output into the input's memory.

@@ -1,27 +1,21 @@
 #include "core/storage.h"
 
-#include <cstdlib>
-#include <cstring>
-
+#include "core/device_allocator.h"
 #include "core/error.h"
 
 namespace inplace {
 
-std::shared_ptr<Storage> Storage::allocate(size_t nbytes) {
-  size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0) rounded = kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
-  IP_CHECK(p != nullptr, kOutOfRange, "[storage] cannot allocate ", nbytes, " bytes");
-  std::memset(p, 0, rounded);
-  return std::shared_ptr<Storage>(new Storage(p, nbytes, true));
+std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
+  void* p = device_allocator(device).allocate(device, nbytes);
+  return std::shared_ptr<Storage>(new Storage(p, nbytes, true, device));
 }
 
-std::shared_ptr<Storage> Storage::borrow(void* data, size_t nbytes) {
-  return std::shared_ptr<Storage>(new Storage(data, nbytes, false));
+std::shared_ptr<Storage> Storage::borrow(void* data, size_t nbytes, Device device) {
+  return std::shared_ptr<Storage>(new Storage(data, nbytes, false, device));
 }
 
 Storage::~Storage() {
-  if (owned_) std::free(data_);
+  if (owned_) device_allocator(device_).release(device_, data_);
 }
 
 void Storage::rebind(void* data, size_t nbytes) {

@@ -4,15 +4,17 @@
 #include <cstddef>
 #include <memory>
 
+#include "core/device.h"
+
 namespace inplace {
 
 class Storage {
  public:
   static constexpr size_t kAlignment = 64;
 
-  // Zero-filled, 64-byte aligned.
-  static std::shared_ptr<Storage> allocate(size_t nbytes);
-  static std::shared_ptr<Storage> borrow(void* data, size_t nbytes);
+  // Zero-filled, 64-byte aligned, on `device` (through its DeviceAllocator).
+  static std::shared_ptr<Storage> allocate(size_t nbytes, Device device = Device::cpu());
+  static std::shared_ptr<Storage> borrow(void* data, size_t nbytes, Device device = Device::cpu());
 
   ~Storage();
   Storage(const Storage&) = delete;
@@ -21,15 +23,18 @@ class Storage {
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
   bool owned() const { return owned_; }
+  Device device() const { return device_; }
 
   // Points a borrowed storage at new caller memory (execution contexts rebind per call).
   void rebind(void* data, size_t nbytes);
 
  private:
-  Storage(void* data, size_t nbytes, bool owned) : data_(data), nbytes_(nbytes), owned_(owned) {}
+  Storage(void* data, size_t nbytes, bool owned, Device device)
+      : data_(data), nbytes_(nbytes), owned_(owned), device_(device) {}
   void* data_;
   size_t nbytes_;
   bool owned_;
+  Device device_;
 };
 
 }  // namespace inplace

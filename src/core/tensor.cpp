@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/device_allocator.h"
 #include "core/strided_loop.h"
 
 namespace inplace {
@@ -79,7 +80,7 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, int64_t offset, Shape shape, Sh
   IP_ASSERT(shape_.size() == strides_.size(), "shape and strides have the same rank");
 }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype) {
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t s : shape)
     IP_CHECK(s >= 0, kInvalidArgument, "[empty] negative size in shape ", shape_str(shape));
   size_t nbytes = 0;
@@ -87,7 +88,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
       !__builtin_mul_overflow(static_cast<size_t>(numel_of(shape)), dtype_size(dtype), &nbytes),
       kOutOfRange, "[empty] ", shape_str(shape), " ", dtype_name(dtype),
       " needs more bytes than a size_t can count");
-  return Tensor(Storage::allocate(nbytes), 0, shape, contiguous_strides(shape), dtype);
+  return Tensor(Storage::allocate(nbytes, device), 0, shape, contiguous_strides(shape), dtype);
 }
 
 Tensor Tensor::full(const Shape& shape, Scalar value, DType dtype) {
@@ -96,12 +97,13 @@ Tensor Tensor::full(const Shape& shape, Scalar value, DType dtype) {
   return t;
 }
 
-Tensor Tensor::borrow(void* data, const Shape& shape, DType dtype, std::optional<Shape> strides) {
+Tensor Tensor::borrow(void* data, const Shape& shape, DType dtype, std::optional<Shape> strides,
+                      Device device) {
   Shape st = strides ? *strides : contiguous_strides(shape);
   int64_t extent = 0;
   for (size_t i = 0; i < shape.size(); ++i) extent += (shape[i] - 1) * st[i];
   size_t nbytes = numel_of(shape) == 0 ? 0 : static_cast<size_t>(extent + 1) * dtype_size(dtype);
-  return Tensor(Storage::borrow(data, nbytes), 0, shape, st, dtype);
+  return Tensor(Storage::borrow(data, nbytes, device), 0, shape, st, dtype);
 }
 
 Tensor Tensor::meta(const Shape& shape, DType dtype, std::optional<Shape> strides, int64_t offset) {
@@ -489,6 +491,30 @@ Tensor Tensor::clone() const {
   Tensor out = empty(shape_, dtype_);
   out.copy_from(*this);
   return out;
+}
+
+Tensor Tensor::to_device(Device device) const {
+  IP_CHECK(defined() && !is_meta(), kInvalidArgument, "[to_device] needs a tensor with data");
+  const Device from = this->device();
+  if (from.is_cpu()) {
+    Tensor host = contiguous();
+    if (device.is_cpu()) return host.same_storage(*this) ? clone() : host;
+    Tensor out = empty(shape_, dtype_, device);
+    device_allocator(device).copy_from_host(out.data_ptr(), host.data_ptr(), host.nbytes());
+    return out;
+  }
+  // Off the host: bring the bytes the view spans to the host, gather there, then move on.
+  int64_t lo = 0, hi = 0;
+  for (size_t d = 0; d < shape_.size(); ++d) {
+    if (shape_[d] == 0) return empty(shape_, dtype_, device);
+    (strides_[d] < 0 ? lo : hi) += (shape_[d] - 1) * strides_[d];
+  }
+  Tensor span = empty({hi - lo + 1}, dtype_);
+  device_allocator(from).copy_to_host(
+      span.data_ptr(), static_cast<const char*>(data_ptr()) + lo * static_cast<int64_t>(itemsize()),
+      span.nbytes());
+  Tensor host = Tensor(span.storage(), -lo, shape_, strides_, dtype_).contiguous();
+  return device.is_cpu() ? host : host.to_device(device);
 }
 
 Tensor Tensor::to(DType dtype) const {

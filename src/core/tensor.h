@@ -29,14 +29,14 @@ class Tensor {
   Tensor() = default;  // undefined
   Tensor(std::shared_ptr<Storage> storage, int64_t offset, Shape shape, Shape strides, DType dtype);
 
-  // Owned, contiguous, zero-filled.
-  static Tensor empty(const Shape& shape, DType dtype);
+  // Owned, contiguous, zero-filled, on `device`.
+  static Tensor empty(const Shape& shape, DType dtype, Device device = Device::cpu());
   static Tensor zeros(const Shape& shape, DType dtype) { return empty(shape, dtype); }
   static Tensor full(const Shape& shape, Scalar value, DType dtype);
   static Tensor scalar(Scalar value, DType dtype) { return full({}, value, dtype); }
   // Wraps a caller's memory without copying (contiguous unless strides are given).
   static Tensor borrow(void* data, const Shape& shape, DType dtype,
-                       std::optional<Shape> strides = std::nullopt);
+                       std::optional<Shape> strides = std::nullopt, Device device = Device::cpu());
   // Shape and dtype only, no data: for shape inference and planning.
   static Tensor meta(const Shape& shape, DType dtype, std::optional<Shape> strides = std::nullopt,
                      int64_t offset = 0);
@@ -56,6 +56,9 @@ class Tensor {
   size_t itemsize() const { return dtype_size(dtype_); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * itemsize(); }
   const std::shared_ptr<Storage>& storage() const { return storage_; }
+  // Where the bytes live (a meta tensor reports cpu). Element access (data<T>(), at(), item(),
+  // copy_from, fill) is for cpu tensors; move others with to_device().
+  Device device() const { return storage_ ? storage_->device() : Device::cpu(); }
 
   // Address of element 0 (the view's first element).
   void* data_ptr() const;
@@ -99,6 +102,8 @@ class Tensor {
   Tensor contiguous() const;     // this tensor if already contiguous
   Tensor clone() const;          // always a fresh contiguous copy
   Tensor to(DType dtype) const;  // this tensor if already of dtype
+  // A contiguous copy on `device` (this tensor's view, gathered first when not contiguous).
+  Tensor to_device(Device device) const;
   // Copies src into this tensor, broadcasting src and converting its dtype.
   void copy_from(const Tensor& src) const;
   void fill(Scalar value) const;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/kernel_table.h"
 #include "engine/plan.h"
 #include "ir/graph.h"
 
@@ -27,6 +28,9 @@ struct EngineOptions {
   // false builds the copy-back engine: every mutated value is computed into fresh memory and
   // copied back into its input after the call (what ExportedProgram.module() does).
   bool alias = true;
+  // The device the engine's kernels run on and its buffers live on; every op of the program
+  // needs a kernel there (KernelTable), else the build is refused naming the op.
+  Device device;
   std::vector<DynamicDim> dynamic_dims;
   std::vector<ValueRange> value_ranges;
 };
@@ -50,6 +54,13 @@ class Engine {
 
   const std::string& name() const { return name_; }
   const Plan& plan() const { return plan_; }
+  Device device() const { return plan_.device; }
+  // Step q's kernel on the engine's device, resolved at build or load: every kOut and kCopy
+  // step, and kEager steps off the cpu; null for views and the cpu's eager steps.
+  const Kernel* kernel(size_t step) const { return kernels_[step]; }
+  // The weights where the kernels read them: plan().constants on the cpu, uploaded once per
+  // engine (shared by every context) on another device.
+  const std::vector<Tensor>& device_constants() const { return device_constants_; }
   const std::vector<Binding>& inputs() const { return plan_.inputs; }
   const std::vector<Binding>& outputs() const { return plan_.outputs; }
   const std::vector<Mutation>& aliased_io() const { return plan_.aliased_io; }
@@ -65,9 +76,13 @@ class Engine {
   std::string describe() const;
 
  private:
-  Engine(Plan plan, std::string name) : plan_(std::move(plan)), name_(std::move(name)) {}
+  // Resolves every step's kernel on the plan's device and uploads the weights there; refuses a
+  // device that is not available and an op with no kernel for it (engine_device.cpp).
+  Engine(Plan plan, std::string name);
   Plan plan_;
   std::string name_;
+  std::vector<const Kernel*> kernels_;
+  std::vector<Tensor> device_constants_;
 };
 
 // What the plan itself writes in place: output j is input i when its result is the whole

@@ -13,6 +13,7 @@ std::shared_ptr<const Engine> Engine::build(const Graph& graph,
   st.mutations = mutations;
   st.options = options;
   build_steps(st, graph, example_inputs);
+  st.plan.device = options.device;
   st.plan.original_output_count = original_output_count;
   for (const Mutation& a : mutations) {
     IP_CHECK(a.output >= 0 && a.output < static_cast<int>(st.plan.outputs.size()) && a.input >= 0 &&

@@ -284,7 +284,7 @@ std::string serialize_engine(const Engine& e, bool with_weights) {
   Writer plan;
   engine_file::write_plan(plan, e.plan());
   const std::string fields[] = {e.name(),
-                                "cpu",
+                                e.device().str(),
                                 plan.bytes(),
                                 join_names(e.inputs()),
                                 join_names(e.outputs()),
@@ -343,13 +343,21 @@ std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const s
   IP_CHECK(stored == engine_file_checksum(bytes.substr(0, r.pos())), kCorrupt, "[engine_file] ",
            label, ": checksum mismatch (the file is damaged)");
 
-  IP_CHECK(fields[kFieldTargetDevice] == "cpu", kUnsupported, "[engine_file] ", label,
-           ": engine targets device '", std::string(fields[kFieldTargetDevice]),
-           "'; this build runs 'cpu'");
   IP_CHECK(fields[kFieldRequiresOutputAllocator] == "0", kCorrupt, "[engine_file] ", label,
            ": REQUIRES_OUTPUT_ALLOCATOR is '", std::string(fields[kFieldRequiresOutputAllocator]),
            "'; engines with aliased I/O have static shapes");
   Plan plan;
+  try {
+    plan.device = Device::parse(std::string(fields[kFieldTargetDevice]));
+  } catch (const Error& e) {
+    IP_FAIL(kCorrupt, "[engine_file] ", label, ": field TARGET_DEVICE: ", e.what());
+  }
+  {
+    std::string why;
+    IP_CHECK(device_available(plan.device, &why), kUnsupported, "[engine_file] ", label,
+             ": engine targets device '", plan.device.str(),
+             "', which this machine cannot run: ", why);
+  }
   {
     Reader pr(fields[kFieldPlan], label, "field PLAN");
     engine_file::read_plan(pr, &plan);

@@ -11,16 +11,16 @@
 namespace inplace {
 
 ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
-    : engine_(std::move(engine)) {
+    : engine_(std::move(engine)), device_(engine_->device()) {
   const Plan& plan = engine_->plan();
-  arena_ = Storage::allocate(static_cast<size_t>(plan.arena_bytes));
+  arena_ = Storage::allocate(static_cast<size_t>(plan.arena_bytes), device_);
   for (size_t i = 0; i < plan.inputs.size(); ++i)
-    input_storage_.push_back(Storage::borrow(nullptr, 0));
+    input_storage_.push_back(Storage::borrow(nullptr, 0, device_));
   for (size_t i = 0; i < plan.output_buffer_bytes.size(); ++i)
-    output_storage_.push_back(Storage::borrow(nullptr, 0));
+    output_storage_.push_back(Storage::borrow(nullptr, 0, device_));
   for (const ArenaSlot& s : plan.arena)
     arena_storage_.push_back(Storage::borrow(static_cast<char*>(arena_->data()) + s.offset_bytes,
-                                             static_cast<size_t>(s.nbytes)));
+                                             static_cast<size_t>(s.nbytes), device_));
   bound_inputs_.resize(plan.inputs.size());
   staged_inputs_.resize(plan.inputs.size());
   input_staged_.assign(plan.inputs.size(), false);
@@ -67,12 +67,19 @@ std::shared_ptr<Storage>& ExecutionContext::storage_of(BufferId id) {
 }
 
 const std::shared_ptr<Storage>& ExecutionContext::buffer_storage(BufferId id) const {
-  if (id.kind == BufferKind::kConstant) return engine_->plan().constants[id.index].storage();
+  if (id.kind == BufferKind::kConstant) return engine_->device_constants()[id.index].storage();
   return const_cast<ExecutionContext*>(this)->storage_of(id);
 }
 
 Tensor ExecutionContext::make_tensor(const TensorRef& r) const {
   return Tensor(buffer_storage(r.buffer), r.offset, r.shape, r.strides, r.dtype);
+}
+
+Tensor ExecutionContext::clone_on_device(const Tensor& t) const {
+  if (device_.is_cpu()) return t.clone();
+  Tensor out = Tensor::empty(t.shape(), t.dtype(), device_);
+  (*KernelTable::get().copy_kernel(device_.type))({Value::from_tensor(t)}, {out}, kernel_context_);
+  return out;
 }
 
 void ExecutionContext::bind_input(int index, const Tensor& t) {
@@ -97,6 +104,8 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
            shape_str(t.shape()));
   IP_CHECK(t.dtype() == b.dtype, kDTypeMismatch, "[bind] input '", b.name, "' expects dtype ",
            dtype_name(b.dtype), ", got ", dtype_name(t.dtype()));
+  IP_CHECK(t.device() == device_, kInvalidArgument, "[bind] input '", b.name, "' is on device '",
+           t.device().str(), "'; the engine runs on '", device_.str(), "'");
   const bool writes = input_written_[index];
   if (!t.is_contiguous()) {
     IP_CHECK(!writes, kInvalidArgument, "[bind] input '", b.name, "' ", shape_str(t.shape()),
@@ -104,7 +113,7 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
              " is written in place and must be contiguous");
     // Gathered from `t` at every execute() (gather_staged_inputs), never snapshotted here.
     if (!staged_inputs_[index].defined() || staged_inputs_[index].shape() != t.shape())
-      staged_inputs_[index] = Tensor::empty(t.shape(), b.dtype);
+      staged_inputs_[index] = Tensor::empty(t.shape(), b.dtype, device_);
     input_storage_[index]->rebind(staged_inputs_[index].data_ptr(), staged_inputs_[index].nbytes());
     input_staged_[index] = true;
   } else {
@@ -139,6 +148,8 @@ void ExecutionContext::bind_output(int index, const Tensor& t) {
   IP_CHECK(t.shape() == b.shape && t.dtype() == b.dtype && t.is_contiguous(), kShapeMismatch,
            "[bind] output '", b.name, "' expects contiguous ", shape_str(b.shape), " ",
            dtype_name(b.dtype), ", got ", shape_str(t.shape()), " ", dtype_name(t.dtype()));
+  IP_CHECK(t.device() == device_, kInvalidArgument, "[bind] output '", b.name, "' is on device '",
+           t.device().str(), "'; the engine runs on '", device_.str(), "'");
   bound_outputs_[r.buffer.index] = t;
   bindings_checked_ = false;
 }
@@ -162,8 +173,9 @@ void ExecutionContext::set_threads(int threads) {
   thread_pool_ = threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr;
 }
 
-std::vector<Tensor> ExecutionContext::execute() {
+std::vector<Tensor> ExecutionContext::execute(void* stream) {
   InFlightGuard guard(in_flight_, "execute", engine_->name());
+  kernel_context_.stream = stream;
   const Plan& plan = engine_->plan();
   for (size_t i = 0; i < plan.inputs.size(); ++i)
     IP_CHECK(bound_inputs_[i].defined(), kInvalidArgument, "[execute] input '", plan.inputs[i].name,
@@ -175,7 +187,7 @@ std::vector<Tensor> ExecutionContext::execute() {
   if (reuse_outputs_ && reused_outputs_.size() != out_buffers.size()) {
     reused_outputs_.clear();
     for (int64_t n : plan.output_buffer_bytes)
-      reused_outputs_.push_back(Tensor::empty({n}, DType::kUInt8));
+      reused_outputs_.push_back(Tensor::empty({n}, DType::kUInt8, device_));
   }
   for (size_t k = 0; k < out_buffers.size(); ++k) {
     if (bound_outputs_[k].defined())
@@ -183,7 +195,7 @@ std::vector<Tensor> ExecutionContext::execute() {
     else if (reuse_outputs_)
       out_buffers[k] = reused_outputs_[k];
     else
-      out_buffers[k] = Tensor::empty({plan.output_buffer_bytes[k]}, DType::kUInt8);
+      out_buffers[k] = Tensor::empty({plan.output_buffer_bytes[k]}, DType::kUInt8, device_);
     output_storage_[k]->rebind(out_buffers[k].nbytes() ? out_buffers[k].data_ptr() : nullptr,
                                static_cast<size_t>(plan.output_buffer_bytes[k]));
   }
@@ -197,14 +209,16 @@ std::vector<Tensor> ExecutionContext::execute() {
     try {
       switch (s.kind) {
         case StepKind::kOut:
-          s.op->out(args, outs);
-          break;
         case StepKind::kCopy:
-          outs[0].copy_from(args[0].tensor);
+          (*engine_->kernel(q))(args, outs, kernel_context_);
           break;
         case StepKind::kView:
           break;
         case StepKind::kEager: {
+          if (const Kernel* kernel = engine_->kernel(q)) {  // a device kernel
+            (*kernel)(args, outs, kernel_context_);
+            break;
+          }
           std::vector<Value> leaves;
           flatten_value(s.op->eager(args), &leaves);
           IP_ASSERT(leaves.size() == outs.size(), "eager step returns the planned results");
@@ -236,7 +250,7 @@ std::vector<Tensor> ExecutionContext::execute() {
           results.push_back(
               Tensor(in.storage(), in.offset() + r.offset, r.shape, r.strides, r.dtype));
         } else {
-          results.push_back(make_tensor(r).clone());
+          results.push_back(clone_on_device(make_tensor(r)));
         }
         break;
       }
@@ -251,7 +265,7 @@ std::vector<Tensor> ExecutionContext::execute() {
       }
       case BufferKind::kConstant:
       case BufferKind::kArena:
-        results.push_back(make_tensor(r).clone());
+        results.push_back(clone_on_device(make_tensor(r)));
         break;
     }
   }

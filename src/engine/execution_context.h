@@ -39,7 +39,12 @@ class ExecutionContext {
   // mutated input, a bound output) overlaps the memory of another binding. When a step fails
   // after the call wrote caller inputs (aliased engine), the error names them and the context
   // refuses further calls until they are rebound or reset() is called.
-  std::vector<Tensor> execute();
+  std::vector<Tensor> execute() { return execute(nullptr); }
+  // The same, with every kernel enqueued on `stream` (a cudaStream_t; nullptr is the default
+  // stream) for an engine on a GPU. Device outputs are ready when the stream reaches this point;
+  // the call itself does not wait for the device, except to read runtime scalars (positions)
+  // of an engine that has them (see docs/cuda.md). A cpu engine ignores the stream.
+  std::vector<Tensor> execute(void* stream);
   // Accepts the state of the inputs a failed call left partly updated (the caller restored or
   // dropped them) and makes the context usable again. Bindings are kept.
   void reset();
@@ -55,6 +60,8 @@ class ExecutionContext {
 
  private:
   Tensor make_tensor(const TensorRef& r) const;
+  // A fresh contiguous copy of `t` on the engine's device, through its copy kernel.
+  Tensor clone_on_device(const Tensor& t) const;
   std::shared_ptr<Storage>& storage_of(BufferId id);
   const std::shared_ptr<Storage>& buffer_storage(BufferId id) const;
   // The per-call work before the first kernel (refresh.cpp): runtime scalars, the metadata of
@@ -72,6 +79,8 @@ class ExecutionContext {
 
   std::shared_ptr<const Engine> engine_;
   std::unique_ptr<ThreadPool> thread_pool_;
+  Device device_;
+  KernelContext kernel_context_;  // this call's stream
   std::shared_ptr<Storage> arena_;
   std::vector<std::shared_ptr<Storage>> input_storage_, output_storage_, arena_storage_;
   std::vector<Tensor> bound_inputs_, staged_inputs_, bound_outputs_, reused_outputs_;

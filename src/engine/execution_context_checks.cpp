@@ -43,7 +43,9 @@ void ExecutionContext::check_bindings() {
 
 void ExecutionContext::gather_staged_inputs() {
   for (size_t i = 0; i < input_staged_.size(); ++i)
-    if (input_staged_[i]) staged_inputs_[i].copy_from(bound_inputs_[i]);
+    if (input_staged_[i])
+      (*KernelTable::get().copy_kernel(device_.type))({Value::from_tensor(bound_inputs_[i])},
+                                                      {staged_inputs_[i]}, kernel_context_);
 }
 
 std::string ExecutionContext::note_failed_call(size_t failed_step) {

@@ -91,6 +91,7 @@ struct RefreshItem {
 };
 
 struct Plan {
+  Device device;  // where every buffer lives and every kernel runs
   std::vector<Binding> inputs, outputs;
   // Runtime values (empty for an engine whose every shape and offset is static).
   std::vector<SymExpr> scalars;

@@ -4,6 +4,7 @@
 // depends on them are recomputed by the ops' own view and shape functions (the same code eager
 // runs, so an index eager accepts is accepted and one it refuses is refused with its message);
 // then the kernels' operands are pointed at this call's extents.
+#include "core/device_allocator.h"
 #include "engine/execution_context.h"
 #include "engine/op_meta.h"
 #include "interpreter/interpreter.h"
@@ -39,6 +40,11 @@ int64_t ExecutionContext::read_input_element(int64_t input, int64_t element) con
            " elements; the engine reads element ", element);
   const char* p = static_cast<const char*>(input_storage_[input]->data()) +
                   element * static_cast<int64_t>(dtype_size(b.dtype));
+  int64_t staged = 0;  // the element, brought to the host when the input is on a device
+  if (!device_.is_cpu()) {
+    device_allocator(device_).copy_to_host(&staged, p, dtype_size(b.dtype));
+    p = reinterpret_cast<const char*>(&staged);
+  }
   int64_t v = 0;
   switch (b.dtype) {
     case DType::kInt64:
@@ -83,6 +89,9 @@ void ExecutionContext::check_positions() {
     if (v.is_tensor()) return v.tensor;
     return Tensor::scalar(v.as_scalar("kv_cache_update"), DType::kInt64);
   };
+  // On a GPU the cache-update kernel reads the positions from device memory itself and writes
+  // no row outside the cache (see docs/cuda.md); the host never reads them.
+  if (!device_.is_cpu()) return;
   for (int q : position_checks_) {
     const Step& s = plan.steps[q];
     const std::vector<Value>& a = step_args_[q];

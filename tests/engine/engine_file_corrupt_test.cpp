@@ -271,8 +271,12 @@ TEST(EngineFileCorrupt, BindingNamesMustMatchThePlan) {
   expect_refused(assemble(fields, f.ex.compiled.engine->plan()), ErrorCode::kCorrupt,
                  "INPUT_BINDING_NAMES");
   fields = fields_of(f.bytes);
-  fields[kFieldTargetDevice] = "cuda";
-  expect_refused(assemble(fields, f.ex.compiled.engine->plan()), ErrorCode::kUnsupported, "cuda");
+  fields[kFieldTargetDevice] = "cuda:99";  // no machine here has 100 GPUs
+  expect_refused(assemble(fields, f.ex.compiled.engine->plan()), ErrorCode::kUnsupported,
+                 "cuda:99");
+  fields[kFieldTargetDevice] = "tpu";
+  expect_refused(assemble(fields, f.ex.compiled.engine->plan()), ErrorCode::kCorrupt,
+                 "TARGET_DEVICE");
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 namespace inplace::cli {
 
 int run_compile(const std::vector<std::string>& args) {
-  std::string path, inputs_path, out_path;
+  std::string path, inputs_path, out_path, device;
   bool no_alias = false;
   std::vector<std::string> mutated, dynamic, ranges, methods, caller_owned, runtime_owned;
   ArgParser p("compile",
@@ -32,6 +32,7 @@ int run_compile(const std::vector<std::string>& args) {
            "example inputs fixing binding shapes (default: the placeholders' meta)");
   p.repeated("--mutated-input", "INPUT=OUTPUT", &mutated, "declare an aliased output");
   p.flag("--no-alias", &no_alias, "the copy-back engine (no aliased I/O)");
+  p.option("--device", "DEVICE", &device, "cpu (default), cuda or cuda:N: where the engine runs");
   p.option("-o", "model.inplace", &out_path, "the engine file to write", /*required=*/true);
   runtime_value_flags(p, &dynamic, &ranges);
   if (!p.parse(args)) return 0;
@@ -57,6 +58,7 @@ int run_compile(const std::vector<std::string>& args) {
   refuse_output_over_inputs("compile", "-o", out_path, inputs);
   CompileOptions co = compile_options("compile", no_alias, mutated);
   add_runtime_value_options(co, dynamic, ranges);
+  if (!device.empty()) co.device = Device::parse(device);
   CompiledProgram cp = compile(*g, example_inputs(*g, inputs_path), co);
   save_engine(*cp.engine, out_path);
   std::printf("wrote %s: %zu inputs, %zu outputs, %zu aliased\n", out_path.c_str(),

@@ -1,0 +1,96 @@
+#include "backend/kernel_table.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace inplace {
+
+namespace {
+
+void register_cpu_kernels(KernelTable& table) {
+  for (const OpDef* op : Registry::get().all()) {
+    if (!op->out) continue;
+    table.add(DeviceType::kCpu, op->schema.full_name(),
+              [op](const Args& args, const std::vector<Tensor>& outs, const KernelContext&) {
+                op->out(args, outs);
+              });
+  }
+  table.add_copy(DeviceType::kCpu, [](const Args& args, const std::vector<Tensor>& outs,
+                                      const KernelContext&) { outs[0].copy_from(args[0].tensor); });
+}
+
+}  // namespace
+
+const KernelTable& KernelTable::get() {
+  static const KernelTable table = [] {
+    KernelTable t;
+    register_cpu_kernels(t);
+#ifdef INPLACE_WITH_CUDA
+    register_cuda_backend(t);
+#endif
+    return t;
+  }();
+  return table;
+}
+
+void KernelTable::add(DeviceType device, const std::string& name, Kernel kernel,
+                      Supports supports) {
+  const Registry& registry = Registry::get();
+  std::vector<const OpDef*> ops;
+  if (const OpDef* one = registry.find(name); one && name.find('.') != std::string::npos)
+    ops.push_back(one);
+  else
+    ops = registry.overloads(name);
+  IP_ASSERT(!ops.empty(), "kernels are registered for registered ops");
+  for (const OpDef* op : ops) {
+    devices_[static_cast<int>(device)].kernels[op] = kernel;
+    if (supports) devices_[static_cast<int>(device)].supports[op] = supports;
+  }
+}
+
+void KernelTable::add_copy(DeviceType device, Kernel kernel) {
+  devices_[static_cast<int>(device)].copy = std::move(kernel);
+}
+
+const Kernel* KernelTable::find(const OpDef& op, DeviceType device) const {
+  const auto& kernels = devices_[static_cast<int>(device)].kernels;
+  auto it = kernels.find(&op);
+  return it == kernels.end() ? nullptr : &it->second;
+}
+
+const Supports* KernelTable::supports(const OpDef& op, DeviceType device) const {
+  const auto& s = devices_[static_cast<int>(device)].supports;
+  auto it = s.find(&op);
+  return it == s.end() ? nullptr : &it->second;
+}
+
+const Kernel* KernelTable::copy_kernel(DeviceType device) const {
+  const Kernel& k = devices_[static_cast<int>(device)].copy;
+  return k ? &k : nullptr;
+}
+
+std::vector<std::string> KernelTable::covered(DeviceType device) const {
+  std::vector<std::string> names;
+  for (const auto& [op, kernel] : devices_[static_cast<int>(device)].kernels)
+    names.push_back(op->schema.full_name());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool device_available(Device device, std::string* why) {
+  if (device.is_cpu()) return true;
+#ifdef INPLACE_WITH_CUDA
+  KernelTable::get();  // registers the backend
+  const int n = cuda_device_count();
+  if (device.index >= 0 && device.index < n) return true;
+  if (why)
+    *why = n == 0 ? "no CUDA device is present on this machine"
+                  : str_cat("this machine has ", n, " CUDA device(s)");
+#else
+  if (why) *why = "this build has no CUDA backend (nvcc was not found when it was configured)";
+#endif
+  return false;
+}
+
+}  // namespace inplace

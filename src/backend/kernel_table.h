@@ -1,0 +1,65 @@
+// The kernel table: compute keyed by (op, device), the model of ExecuTorch's kernel registry
+// and ggml's backend interface. src/ops holds schemas, shape rules and properties; compute is
+// registered here per device: the cpu entries are the ops' out kernels, a GPU backend adds its
+// own from src/kernels/<device>/. Kernels are resolved once, when an engine is built or loaded
+// (Engine::kernel), never per call. An op with no kernel for an engine's device is refused at
+// compile time; nothing falls back to another device.
+#pragma once
+#include <array>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/device.h"
+#include "ops/registry.h"
+
+namespace inplace {
+
+// What a kernel launch needs besides its operands: the stream work is enqueued on
+// (cudaStream_t for cuda; unused on the cpu, whose kernels finish before they return).
+struct KernelContext {
+  void* stream = nullptr;
+};
+
+// Computes op(args) into `outs` (planned memory on the kernel's device), like OpDef::out.
+using Kernel = std::function<void(const Args&, const std::vector<Tensor>&, const KernelContext&)>;
+// For a kernel that covers only some argument forms: "" when it runs `args` (tensors are
+// metas), else what it does not support. Asked once per step when an engine is built.
+using Supports = std::function<std::string(const Args&)>;
+
+class KernelTable {
+ public:
+  // Built once at start-up: the cpu kernels from the registry, then each compiled-in backend.
+  static const KernelTable& get();
+
+  // Registers `kernel` for every overload of `name` ("add") or for one ("add.Tensor").
+  void add(DeviceType device, const std::string& name, Kernel kernel, Supports supports = {});
+  // dst <- src (broadcast to dst's shape, cast to its dtype): the engine's copy-back step.
+  void add_copy(DeviceType device, Kernel kernel);
+
+  const Kernel* find(const OpDef& op, DeviceType device) const;
+  const Supports* supports(const OpDef& op, DeviceType device) const;  // null: every form
+  const Kernel* copy_kernel(DeviceType device) const;
+  // Full names of the ops with a kernel on `device`, sorted (`inplace ops --device`).
+  std::vector<std::string> covered(DeviceType device) const;
+
+ private:
+  struct PerDevice {
+    std::unordered_map<const OpDef*, Kernel> kernels;
+    std::unordered_map<const OpDef*, Supports> supports;
+    Kernel copy;
+  };
+  std::array<PerDevice, kNumDeviceTypes> devices_;
+};
+
+// Whether this build serves `device` and the machine has it; when not, `why` says which.
+bool device_available(Device device, std::string* why = nullptr);
+
+#ifdef INPLACE_WITH_CUDA
+// src/kernels/cuda: registers the cuda allocator and kernels.
+void register_cuda_backend(KernelTable& table);
+int cuda_device_count();
+#endif
+
+}  // namespace inplace

@@ -1,0 +1,176 @@
+// Decode-oriented attention: each block owns one (batch, head, query row) and a chunk of the
+// keys; its warps walk the keys with an online softmax (running max, sum and weighted values
+// per warp, the head dim spread across lanes), then merge. Chunks of one row are merged by a
+// second kernel, so a long cache is read by many blocks at once (split-K, flash-decoding).
+#include <cfloat>
+
+#include "kernels/cuda/device_common.cuh"
+
+namespace inplace::cuda {
+
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kMaxPerLane = 8;  // head dims up to 256
+constexpr int kChunk = 256;     // keys per block before the sequence is split
+
+__device__ inline int64_t off4(const Operand& o, int64_t b, int64_t h, int64_t i, int64_t j) {
+  return b * o.stride[0] + h * o.stride[1] + i * o.stride[2] + j * o.stride[3];
+}
+
+struct Partial {
+  float* m;    // [rows, splits]
+  float* l;    // [rows, splits]
+  float* acc;  // [rows, splits, Ev]
+};
+
+__global__ void attention_kernel(Attention a, Partial part, int splits) {
+  const int64_t H = a.q.size[1], L = a.q.size[2], E = a.q.size[3];
+  const int64_t S = a.k.size[2], Ev = a.v.size[3], Hk = a.k.size[1];
+  const int64_t row = blockIdx.x;  // (b, h, i)
+  const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
+  const int64_t hk = h / (H / Hk);
+  const int split = blockIdx.y;
+  const int64_t per = (S + splits - 1) / splits;
+  const int64_t j0 = split * per, j1 = min(S, j0 + per);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+  float q[kMaxPerLane], acc[kMaxPerLane];
+  for (int t = 0; t < kMaxPerLane; ++t) {
+    const int64_t d = lane + 32 * t;
+    q[t] = d < E ? load_at<float>(a.q.data, a.q.dtype, off4(a.q, b, h, i, d)) : 0.f;
+    acc[t] = 0.f;
+  }
+  float m = -FLT_MAX, l = 0.f;
+  bool any = false;
+  for (int64_t j = j0 + warp; j < j1; j += kWarps) {
+    if (a.causal && j > i) break;
+    float s = 0.f;
+    for (int t = 0; t < kMaxPerLane; ++t) {
+      const int64_t d = lane + 32 * t;
+      if (d < E) s += q[t] * load_at<float>(a.k.data, a.k.dtype, off4(a.k, b, hk, j, d));
+    }
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    s *= static_cast<float>(a.scale);
+    if (a.has_mask) {
+      const int64_t mo = off4(a.mask, b, h, i, j);
+      if (a.mask.dtype == DType::kBool) {
+        if (!reinterpret_cast<const bool*>(a.mask.data)[mo]) continue;
+      } else {
+        s += load_at<float>(a.mask.data, a.mask.dtype, mo);
+      }
+    }
+    if (s == -INFINITY) continue;
+    any = true;
+    const float m_new = fmaxf(m, s);
+    const float correction = __expf(m - m_new), p = __expf(s - m_new);
+    l = l * correction + p;
+    for (int t = 0; t < kMaxPerLane; ++t) {
+      const int64_t d = lane + 32 * t;
+      acc[t] = acc[t] * correction +
+               (d < Ev ? p * load_at<float>(a.v.data, a.v.dtype, off4(a.v, b, hk, j, d)) : 0.f);
+    }
+    m = m_new;
+  }
+  if (!any) m = -FLT_MAX;
+  // Merge the warps of this block.
+  __shared__ float sm[kWarps], sl[kWarps], sacc[kWarps][32 * kMaxPerLane];
+  if (lane == 0) {
+    sm[warp] = m;
+    sl[warp] = l;
+  }
+  for (int t = 0; t < kMaxPerLane; ++t) sacc[warp][lane + 32 * t] = acc[t];
+  __syncthreads();
+  if (warp != 0) return;
+  float M = -FLT_MAX;
+  for (int w = 0; w < kWarps; ++w) M = fmaxf(M, sm[w]);
+  float Lsum = 0.f;
+  float out[kMaxPerLane] = {};
+  for (int w = 0; w < kWarps; ++w) {
+    if (sl[w] == 0.f) continue;
+    const float c = __expf(sm[w] - M);
+    Lsum += sl[w] * c;
+    for (int t = 0; t < kMaxPerLane; ++t) out[t] += sacc[w][lane + 32 * t] * c;
+  }
+  if (splits > 1) {
+    const int64_t slot = row * splits + split;
+    if (lane == 0) {
+      part.m[slot] = M;
+      part.l[slot] = Lsum;
+    }
+    for (int t = 0; t < kMaxPerLane; ++t) {
+      const int64_t d = lane + 32 * t;
+      if (d < Ev) part.acc[slot * Ev + d] = out[t];
+    }
+    return;
+  }
+  for (int t = 0; t < kMaxPerLane; ++t) {
+    const int64_t d = lane + 32 * t;
+    if (d < Ev)
+      store_at<float>(a.out.data, a.out.dtype, off4(a.out, b, h, i, d),
+                      Lsum > 0.f ? out[t] / Lsum : 0.f);
+  }
+}
+
+__global__ void merge_kernel(Attention a, Partial part, int splits) {
+  const int64_t H = a.q.size[1], L = a.q.size[2], Ev = a.v.size[3];
+  const int64_t row = blockIdx.x;
+  const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
+  float M = -FLT_MAX;
+  for (int s = 0; s < splits; ++s)
+    if (part.l[row * splits + s] > 0.f) M = fmaxf(M, part.m[row * splits + s]);
+  float Lsum = 0.f;
+  for (int s = 0; s < splits; ++s) {
+    const float l = part.l[row * splits + s];
+    if (l > 0.f) Lsum += l * __expf(part.m[row * splits + s] - M);
+  }
+  for (int64_t d = threadIdx.x; d < Ev; d += blockDim.x) {
+    float v = 0.f;
+    for (int s = 0; s < splits; ++s) {
+      const int64_t slot = row * splits + s;
+      if (part.l[slot] > 0.f) v += part.acc[slot * Ev + d] * __expf(part.m[slot] - M);
+    }
+    store_at<float>(a.out.data, a.out.dtype, off4(a.out, b, h, i, d), Lsum > 0.f ? v / Lsum : 0.f);
+  }
+}
+
+// Scratch for split rows: grown on demand, per thread and device (a captured graph replays
+// the size it was captured with; growth happens on an uncaptured first call).
+float* scratch(size_t floats) {
+  thread_local float* p = nullptr;
+  thread_local size_t have = 0;
+  if (floats > have) {
+    if (p) cudaFree(p);
+    IP_CUDA_CHECK(cudaMalloc(&p, floats * sizeof(float)), "attention scratch");
+    have = floats;
+  }
+  return p;
+}
+
+}  // namespace
+
+void attention(const Attention& a, void* stream) {
+  const int64_t rows = a.q.size[0] * a.q.size[1] * a.q.size[2];
+  const int64_t S = a.k.size[2], Ev = a.v.size[3];
+  IP_CHECK(a.q.size[3] <= 32 * kMaxPerLane && Ev <= 32 * kMaxPerLane, kUnsupported,
+           "[cuda] scaled_dot_product_attention supports head dims up to ", 32 * kMaxPerLane);
+  if (rows == 0) return;
+  // Enough blocks to fill the GPU when there are few rows (decode), chunks of >= kChunk keys.
+  int splits = 1;
+  while (rows * splits < 264 && S / (splits * 2) >= kChunk) splits *= 2;
+  Partial part{};
+  if (splits > 1) {
+    float* base = scratch(static_cast<size_t>(rows * splits * (2 + Ev)));
+    part = {base, base + rows * splits, base + 2 * rows * splits};
+  }
+  const cudaStream_t s = as_stream(stream);
+  attention_kernel<<<dim3(static_cast<unsigned>(rows), splits), 32 * kWarps, 0, s>>>(a, part,
+                                                                                     splits);
+  IP_CUDA_CHECK(cudaGetLastError(), "attention");
+  if (splits > 1) {
+    merge_kernel<<<static_cast<unsigned>(rows), 128, 0, s>>>(a, part, splits);
+    IP_CUDA_CHECK(cudaGetLastError(), "attention merge");
+  }
+}
+
+}  // namespace inplace::cuda

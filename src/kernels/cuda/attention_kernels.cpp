@@ -1,0 +1,49 @@
+// The CUDA kernel of scaled_dot_product_attention (attention.cu): operands up to 4-D, batch
+// dims broadcast, grouped kv heads (enable_gqa, or a kv head dim of 1) read in place, never
+// repeated. The key count is the key tensor's own: for a cache view k[:, :, :pos+1] only the
+// filled prefix is read.
+#include <cmath>
+
+#include "kernels/cuda/launch.h"
+#include "kernels/cuda/registration.h"
+
+namespace inplace::cuda {
+
+namespace {
+
+Tensor as_4d(const Tensor& t) {
+  Tensor r = t;
+  while (r.dim() < 4) r = r.unsqueeze(0);
+  IP_CHECK(r.dim() == 4, kUnsupported,
+           "[cuda] scaled_dot_product_attention takes operands of at most 4 dims on cuda, got ",
+           shape_str(t.shape()));
+  return r;
+}
+
+void sdpa(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  const Tensor q = as_4d(a[0].tensor), k = as_4d(a[1].tensor), v = as_4d(a[2].tensor);
+  const Tensor out = as_4d(outs[0]);
+  const int64_t B = out.size(0), H = out.size(1), L = out.size(2), S = k.size(2);
+  const int64_t Hk = k.size(1) == 1 ? 1 : k.size(1);
+  IP_CHECK(H % Hk == 0, kShapeMismatch, "[cuda] scaled_dot_product_attention: ", H,
+           " query heads are not a multiple of ", Hk, " key heads");
+  Attention t;
+  t.q = operand(q, {B, H, L, q.size(3)});
+  t.k = operand(k, {B, Hk, S, k.size(3)});
+  t.v = operand(v, {B, Hk, S, v.size(3)});
+  t.out = operand(out);
+  t.has_mask = a[3].is_tensor();
+  if (t.has_mask) t.mask = operand(a[3].tensor, {B, H, L, S});
+  t.causal = a[5].as_bool("scaled_dot_product_attention");
+  t.scale = a[6].is_none() ? 1.0 / std::sqrt(static_cast<double>(q.size(3)))
+                           : a[6].as_double("scaled_dot_product_attention");
+  attention(t, ctx.stream);
+}
+
+}  // namespace
+
+void register_attention_kernels(KernelTable& table) {
+  table.add(DeviceType::kCuda, "scaled_dot_product_attention", sdpa);
+}
+
+}  // namespace inplace::cuda

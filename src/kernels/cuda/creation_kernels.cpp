@@ -1,0 +1,71 @@
+// CUDA kernels of the creation ops: every fill-shaped factory (zeros, ones, full, *_like,
+// new_*, scalar_tensor) and arange. Sizes were fixed by the shape rule; the kernels only write.
+#include "kernels/cuda/launch.h"
+#include "kernels/cuda/registration.h"
+
+namespace inplace::cuda {
+
+namespace {
+
+// A factory whose every element is one value, read from args[index] (or a constant).
+Kernel filled(int index, Scalar constant = Scalar(int64_t{0})) {
+  return [=](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+    fill(operand(outs[0]), index >= 0 ? args[index].as_scalar("full") : constant, ctx.stream);
+  };
+}
+
+// arange's start and step, as the cpu kernel reads them (ints stay exact).
+Kernel arange_kernel(int start, int step) {
+  return [=](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+    const Scalar s = start >= 0 ? args[start].as_scalar("arange") : Scalar(int64_t{0});
+    const Scalar st = step >= 0 ? args[step].as_scalar("arange") : Scalar(int64_t{1});
+    const bool ints = !is_floating(outs[0].dtype());
+    arange(operand(outs[0]), ints ? static_cast<double>(s.to_int()) : s.to_double(),
+           ints ? static_cast<double>(st.to_int()) : st.to_double(), ctx.stream);
+  };
+}
+
+// cat: each input copied into its slice of out along dim (1-D empty inputs are skipped, as
+// torch does); stack: each input into out.select(dim, i).
+void cat_kernel(const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  const Tensor& out = outs[0];
+  const int64_t dim = wrap_dim(args[1].as_int("cat"), out.dim(), "cat");
+  int64_t at = 0;
+  for (const Value& v : args[0].items) {
+    const Tensor& t = v.tensor;
+    if (t.dim() == 1 && t.numel() == 0 && out.dim() != 1) continue;
+    const Tensor region = out.narrow(dim, at, t.size(dim));
+    copy_cast(operand(region), operand(t, region.shape()), ctx.stream);
+    at += t.size(dim);
+  }
+}
+
+void stack_kernel(const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  const Tensor& out = outs[0];
+  const int64_t dim = wrap_dim(args[1].as_int("stack"), out.dim(), "stack");
+  for (size_t i = 0; i < args[0].items.size(); ++i) {
+    const Tensor region = out.select(dim, static_cast<int64_t>(i));
+    copy_cast(operand(region), operand(args[0].items[i].tensor, region.shape()), ctx.stream);
+  }
+}
+
+}  // namespace
+
+void register_creation_kernels(KernelTable& t) {
+  const auto C = DeviceType::kCuda;
+  const Scalar zero(int64_t{0}), one(int64_t{1});
+  for (const char* n : {"zeros", "empty", "zeros_like", "empty_like", "new_zeros", "new_empty"})
+    t.add(C, n, filled(-1, zero));
+  for (const char* n : {"ones", "ones_like", "new_ones"}) t.add(C, n, filled(-1, one));
+  t.add(C, "full", filled(1));
+  t.add(C, "full_like", filled(1));
+  t.add(C, "new_full", filled(2));
+  t.add(C, "scalar_tensor", filled(0));
+  t.add(C, "arange.default", arange_kernel(-1, -1));
+  t.add(C, "arange.start", arange_kernel(0, -1));
+  t.add(C, "arange.start_step", arange_kernel(0, 2));
+  t.add(C, "cat", cat_kernel);
+  t.add(C, "stack", stack_kernel);
+}
+
+}  // namespace inplace::cuda

@@ -1,0 +1,67 @@
+// The CUDA backend's registration: its allocator (cudaMalloc, zero-filled like the cpu's) and
+// every kernel family of src/kernels/cuda, called once when the kernel table is built.
+#include <cuda_runtime.h>
+
+#include "backend/kernel_table.h"
+#include "core/device_allocator.h"
+#include "core/error.h"
+#include "kernels/cuda/registration.h"
+
+namespace inplace {
+
+namespace {
+
+void check(cudaError_t e, const char* what, Device device, size_t nbytes) {
+  if (e == cudaSuccess) return;
+  cudaGetLastError();  // clear the sticky-free error state for the next call
+  IP_FAIL(kInternal, "[cuda] ", what, " of ", nbytes, " bytes on ", device.str(),
+          " failed: ", cudaGetErrorString(e));
+}
+
+class CudaAllocator final : public DeviceAllocator {
+ public:
+  void* allocate(Device device, size_t nbytes) const override {
+    check(cudaSetDevice(device.index), "selecting the device for an allocation", device, nbytes);
+    void* p = nullptr;
+    check(cudaMalloc(&p, nbytes ? nbytes : 64), "cudaMalloc", device, nbytes);
+    check(cudaMemset(p, 0, nbytes ? nbytes : 64), "zero-filling", device, nbytes);
+    return p;
+  }
+  void release(Device, void* data) const override { cudaFree(data); }
+  void copy_to_host(void* host, const void* src, size_t n) const override {
+    if (n) check(cudaMemcpy(host, src, n, cudaMemcpyDeviceToHost), "copy to host", {}, n);
+  }
+  void copy_from_host(void* dst, const void* host, size_t n) const override {
+    if (n) check(cudaMemcpy(dst, host, n, cudaMemcpyHostToDevice), "copy from host", {}, n);
+  }
+  void copy_on_device(void* dst, const void* src, size_t n) const override {
+    if (n) check(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToDevice), "copy on device", {}, n);
+  }
+};
+
+}  // namespace
+
+int cuda_device_count() {
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      cudaGetLastError();
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+void register_cuda_backend(KernelTable& table) {
+  static const CudaAllocator allocator;
+  register_device_allocator(DeviceType::kCuda, &allocator);
+  cuda::register_elementwise_kernels(table);
+  cuda::register_creation_kernels(table);
+  cuda::register_reduction_kernels(table);
+  cuda::register_matrix_kernels(table);
+  cuda::register_index_kernels(table);
+  cuda::register_attention_kernels(table);
+}
+
+}  // namespace inplace

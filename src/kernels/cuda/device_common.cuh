@@ -1,0 +1,122 @@
+// Device-side helpers shared by the .cu files: error checks, element offsets of strided
+// operands, and loads/stores that convert between a tensor's dtype and a compute type.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "core/error.h"
+#include "kernels/cuda/launch.h"
+
+#define IP_CUDA_CHECK(expr, what)                                      \
+  do {                                                                 \
+    cudaError_t ip_err_ = (expr);                                      \
+    IP_CHECK(ip_err_ == cudaSuccess, kInternal, "[cuda] ", what, ": ", \
+             cudaGetErrorString(ip_err_));                             \
+  } while (0)
+
+namespace inplace::cuda {
+
+inline cudaStream_t as_stream(void* s) {
+  return static_cast<cudaStream_t>(s);
+}
+
+// Launch geometry for n elements, grid-stride loops.
+inline unsigned blocks_for(int64_t n, int threads = 256) {
+  int64_t b = (n + threads - 1) / threads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
+}
+
+__device__ inline int64_t offset_of(const Operand& o, int64_t linear) {
+  int64_t off = 0;
+  for (int d = o.ndim - 1; d >= 0; --d) {
+    const int64_t s = o.size[d];
+    off += (linear % s) * o.stride[d];
+    linear /= s;
+  }
+  return off;
+}
+
+template <typename T>
+__device__ inline T load_at(const char* p, DType t, int64_t e) {
+  switch (t) {
+    case DType::kFloat32:
+      return static_cast<T>(reinterpret_cast<const float*>(p)[e]);
+    case DType::kFloat64:
+      return static_cast<T>(reinterpret_cast<const double*>(p)[e]);
+    case DType::kFloat16:
+      return static_cast<T>(__half2float(reinterpret_cast<const __half*>(p)[e]));
+    case DType::kBFloat16:
+      return static_cast<T>(__bfloat162float(reinterpret_cast<const __nv_bfloat16*>(p)[e]));
+    case DType::kInt64:
+      return static_cast<T>(reinterpret_cast<const int64_t*>(p)[e]);
+    case DType::kInt32:
+      return static_cast<T>(reinterpret_cast<const int32_t*>(p)[e]);
+    case DType::kInt16:
+      return static_cast<T>(reinterpret_cast<const int16_t*>(p)[e]);
+    case DType::kInt8:
+      return static_cast<T>(reinterpret_cast<const int8_t*>(p)[e]);
+    case DType::kUInt8:
+      return static_cast<T>(reinterpret_cast<const uint8_t*>(p)[e]);
+    case DType::kBool:
+      return static_cast<T>(reinterpret_cast<const bool*>(p)[e] ? 1 : 0);
+  }
+  return T(0);
+}
+
+// The element of `o` at linear index `i` of the broadcast shape, as T.
+template <typename T>
+__device__ inline T load(const Operand& o, int64_t i) {
+  if (o.is_number) return o.number_is_float ? static_cast<T>(o.f) : static_cast<T>(o.i);
+  return load_at<T>(o.data, o.dtype, offset_of(o, i));
+}
+
+template <typename T>
+__device__ inline void store_at(char* p, DType t, int64_t e, T v) {
+  switch (t) {
+    case DType::kFloat32:
+      reinterpret_cast<float*>(p)[e] = static_cast<float>(v);
+      break;
+    case DType::kFloat64:
+      reinterpret_cast<double*>(p)[e] = static_cast<double>(v);
+      break;
+    case DType::kFloat16:
+      reinterpret_cast<__half*>(p)[e] = __float2half_rn(static_cast<float>(v));
+      break;
+    case DType::kBFloat16:
+      reinterpret_cast<__nv_bfloat16*>(p)[e] = __float2bfloat16_rn(static_cast<float>(v));
+      break;
+    case DType::kInt64:
+      reinterpret_cast<int64_t*>(p)[e] = static_cast<int64_t>(v);
+      break;
+    case DType::kInt32:
+      reinterpret_cast<int32_t*>(p)[e] = static_cast<int32_t>(v);
+      break;
+    case DType::kInt16:
+      reinterpret_cast<int16_t*>(p)[e] = static_cast<int16_t>(v);
+      break;
+    case DType::kInt8:
+      reinterpret_cast<int8_t*>(p)[e] = static_cast<int8_t>(v);
+      break;
+    case DType::kUInt8:
+      reinterpret_cast<uint8_t*>(p)[e] = static_cast<uint8_t>(v);
+      break;
+    case DType::kBool:
+      reinterpret_cast<bool*>(p)[e] = v != T(0);
+      break;
+  }
+}
+
+template <typename T>
+__device__ inline void store(const Operand& o, int64_t i, T v) {
+  store_at<T>(o.data, o.dtype, offset_of(o, i), v);
+}
+
+// The compute type of a dtype: 0 float, 1 double, 2 int64.
+inline int compute_kind(DType t) {
+  if (t == DType::kFloat64) return 1;
+  if (t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16) return 0;
+  return 2;
+}
+
+}  // namespace inplace::cuda

@@ -1,0 +1,111 @@
+// The host-side interface of the CUDA kernels (plain C++, no CUDA types): operands as strided
+// descriptors, one launcher per kernel family, each enqueued on the caller's stream. The .cu
+// files implement them; the registration files (*_kernels.cpp) turn op arguments into them.
+#pragma once
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/scalar.h"
+#include "core/tensor.h"
+
+namespace inplace::cuda {
+
+constexpr int kMaxDims = 8;
+
+// A tensor viewed at a (broadcast) shape, or a Python number. Strides are in elements.
+struct Operand {
+  char* data = nullptr;
+  int ndim = 0;
+  int64_t size[kMaxDims] = {};
+  int64_t stride[kMaxDims] = {};
+  DType dtype = DType::kFloat32;
+  bool is_number = false;
+  bool number_is_float = false;
+  double f = 0;
+  int64_t i = 0;
+};
+
+// `t` broadcast to `shape` (stride 0 where it is broadcast); errors past kMaxDims dims.
+Operand operand(const Tensor& t, const Shape& shape);
+Operand operand(const Tensor& t);
+Operand number(Scalar s);
+int64_t numel(const Operand& o);
+
+// Elementwise (elementwise.cu). Inputs are converted to the compute type of `out` (float for
+// 16-bit and 32-bit floats, double for float64, int64 for integers and bool), as on the cpu.
+void copy_cast(const Operand& out, const Operand& src, void* stream);
+void fill(const Operand& out, Scalar value, void* stream);
+void binary(int op, const Operand& out, const Operand& a, const Operand& b, Scalar alpha,
+            void* stream);                                                // op: cpu::BinaryOp
+void unary(int op, const Operand& out, const Operand& in, void* stream);  // op: cpu::UnaryOp
+void compare(int op, const Operand& out, const Operand& a, const Operand& b, DType compute,
+             void* stream);  // op: cpu::CompareOp
+void where(const Operand& out, const Operand& cond, const Operand& a, const Operand& b,
+           void* stream);
+
+// Row operations (reduction.cu): a tensor seen as rows x cols, where `rows` indexes the kept
+// dims and `cols` the reduced (or normalized) ones, both over the same memory.
+struct RowView {
+  Operand rows, cols;
+};
+enum class RowOp : uint8_t {
+  kSum,
+  kMean,
+  kMax,
+  kMin,
+  kSoftmax,     // out: rows x cols
+  kLogSoftmax,  // out: rows x cols
+  kRmsNorm,     // out: rows x cols; weight over cols (optional)
+  kLayerNorm,   // out: rows x cols; weight, bias over cols (optional)
+  kArgMax,      // out: int64 rows; the first index of the extreme (NaN counts as largest)
+  kArgMin,
+};
+struct RowTask {
+  RowOp op = RowOp::kSum;
+  RowView in, out;  // out.cols has ndim 0 for the reductions
+  Operand weight, bias;
+  bool has_weight = false, has_bias = false;
+  double eps = 0;
+  DType compute = DType::kFloat32;  // accumulate in float, double or int64 (compute_kind)
+};
+void row_op(const RowTask& task, void* stream);
+
+// Index kernels (index.cu), over the elements of `values` (the read's result, or the write's
+// source). The position p of element i is index(i) (+ its coordinate along `coord_dim` when
+// coord_dim >= 0, kv_cache_update's start form); `index` is read from device memory, never by
+// the host. The other operand's element is at offset_of(strided, i) + p * unit, where
+// `strided` has stride 0 along the indexed dim. Positions outside [0, extent) are not read (0
+// is written) or not written.
+struct IndexMap {
+  Operand values;   // dst of a read, src of a write
+  Operand strided;  // the indexed tensor at values' shape, stride 0 where the index applies
+  Operand index;    // at values' shape (broadcast), an integer dtype
+  int64_t unit = 0;
+  int64_t extent = 0;
+  int coord_dim = -1;
+  bool wrap_negative = false;  // p < 0 means p + extent (index_put)
+};
+void index_read(const IndexMap& m, void* stream);   // values[i] = strided[i, p]
+void index_write(const IndexMap& m, void* stream);  // strided[i, p] = values[i]
+
+// Matrix products through cuBLAS (matrix_kernels.cpp): out[..., m, n] = alpha * a @ b +
+// beta * out, batch dims of a and b broadcast to out's.
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha, Scalar beta,
+            void* stream);
+
+// Creation (creation.cu): out[i] = start + i * step.
+void arange(const Operand& out, double start, double step, void* stream);
+
+// Attention (attention.cu): q [B, H, L, E], k [B, Hk, S, E], v [B, Hk, S, Ev] (Hk divides H;
+// query head h reads kv head h / (H / Hk)), out [B, H, L, Ev]; mask (optional) broadcast to
+// [B, H, L, S], bool (true keeps) or float (added); causal keeps key j <= query i. One pass
+// over the S keys actually present (the filled prefix of a cache), with an online softmax;
+// long sequences are split across blocks and merged.
+struct Attention {
+  Operand q, k, v, out, mask;
+  bool has_mask = false, causal = false;
+  double scale = 1.0;
+};
+void attention(const Attention& a, void* stream);
+
+}  // namespace inplace::cuda

@@ -1,0 +1,186 @@
+// Row reductions and row-wise normalisations on the device: one block per row, a block-wide
+// tree reduction in shared memory, accumulation in float (double for float64, int64 for
+// integer sums), NaN-propagating max/min, as the cpu reduction kernels.
+#include <type_traits>
+
+#include "kernels/cuda/device_common.cuh"
+
+namespace inplace::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename T>
+__device__ T combine(RowOp op, T a, T b) {
+  if (op == RowOp::kMax || op == RowOp::kMin) {
+    if constexpr (!std::is_integral_v<T>)
+      if (a != a || b != b) return a != a ? a : b;
+    return (op == RowOp::kMax) == (a > b) ? a : b;
+  }
+  return a + b;
+}
+
+// Reduces `v` over the block; every thread gets the result.
+template <typename T>
+__device__ T block_reduce(RowOp op, T v, T* shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s)
+      shared[threadIdx.x] = combine(op, shared[threadIdx.x], shared[threadIdx.x + s]);
+    __syncthreads();
+  }
+  T r = shared[0];
+  __syncthreads();
+  return r;
+}
+
+template <typename T>
+__device__ T t_exp(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return expf(x);
+  else
+    return static_cast<T>(exp(static_cast<double>(x)));
+}
+template <typename T>
+__device__ T t_log(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return logf(x);
+  else
+    return static_cast<T>(log(static_cast<double>(x)));
+}
+template <typename T>
+__device__ T t_rsqrt(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return rsqrtf(x);
+  else
+    return static_cast<T>(rsqrt(static_cast<double>(x)));
+}
+
+template <typename T>
+__global__ void row_kernel(RowTask t, int64_t nrows, int64_t ncols) {
+  __shared__ T shared[kThreads];
+  for (int64_t r = blockIdx.x; r < nrows; r += gridDim.x) {
+    const int64_t in_row = offset_of(t.in.rows, r);
+    auto x = [&](int64_t c) {
+      return load_at<T>(t.in.rows.data, t.in.rows.dtype, in_row + offset_of(t.in.cols, c));
+    };
+    if (t.op == RowOp::kSum || t.op == RowOp::kMean || t.op == RowOp::kMax || t.op == RowOp::kMin) {
+      const bool extreme = t.op == RowOp::kMax || t.op == RowOp::kMin;
+      T acc = extreme ? x(0) : T(0);
+      for (int64_t c = threadIdx.x; c < ncols; c += blockDim.x) acc = combine(t.op, acc, x(c));
+      acc = block_reduce(t.op, acc, shared);
+      if (t.op == RowOp::kMean) acc = acc / static_cast<T>(ncols);
+      if (threadIdx.x == 0) store<T>(t.out.rows, r, acc);
+      continue;
+    }
+    const int64_t out_row = offset_of(t.out.rows, r);
+    auto put = [&](int64_t c, T v) {
+      store_at<T>(t.out.rows.data, t.out.rows.dtype, out_row + offset_of(t.out.cols, c), v);
+    };
+    auto w = [&](const Operand& o, int64_t c) { return load<T>(o, c); };
+    if (t.op == RowOp::kSoftmax || t.op == RowOp::kLogSoftmax) {
+      T m = x(0);
+      for (int64_t c = threadIdx.x; c < ncols; c += blockDim.x) m = combine(RowOp::kMax, m, x(c));
+      m = block_reduce(RowOp::kMax, m, shared);
+      T s = 0;
+      for (int64_t c = threadIdx.x; c < ncols; c += blockDim.x) s += t_exp(x(c) - m);
+      s = block_reduce(RowOp::kSum, s, shared);
+      const T log_s = t_log(s);
+      for (int64_t c = threadIdx.x; c < ncols; c += blockDim.x)
+        put(c, t.op == RowOp::kSoftmax ? t_exp(x(c) - m) / s : x(c) - m - log_s);
+      continue;
+    }
+    T mean = 0;
+    if (t.op == RowOp::kLayerNorm) {
+      for (int64_t c = threadIdx.x; c < ncols; c += blockDim.x) mean += x(c);
+      mean = block_reduce(RowOp::kSum, mean, shared) / static_cast<T>(ncols);
+    }
+    T sq = 0;
+    for (int64_t c = threadIdx.x; c < ncols; c += blockDim.x) {
+      const T d = x(c) - mean;
+      sq += d * d;
+    }
+    sq = block_reduce(RowOp::kSum, sq, shared);
+    const T inv = t_rsqrt(sq / static_cast<T>(ncols) + static_cast<T>(t.eps));
+    for (int64_t c = threadIdx.x; c < ncols; c += blockDim.x) {
+      T v = (x(c) - mean) * inv;
+      if (t.has_weight) v = v * w(t.weight, c);
+      if (t.has_bias) v = v + w(t.bias, c);
+      put(c, v);
+    }
+  }
+}
+
+// argmax / argmin: each thread keeps its best (value, first index), then the block merges.
+template <typename T>
+__device__ bool better(bool is_max, T v, int64_t i, T best, int64_t best_i) {
+  if (best_i < 0) return true;
+  if constexpr (!std::is_integral_v<T>) {
+    if (best != best) return false;  // NaN already found, at a smaller index
+    if (v != v) return true;
+  }
+  if (v == best) return i < best_i;
+  return is_max ? v > best : v < best;
+}
+
+template <typename T>
+__global__ void arg_kernel(RowTask t, int64_t nrows, int64_t ncols) {
+  __shared__ T sv[kThreads];
+  __shared__ int64_t si[kThreads];
+  const bool is_max = t.op == RowOp::kArgMax;
+  for (int64_t r = blockIdx.x; r < nrows; r += gridDim.x) {
+    const int64_t in_row = offset_of(t.in.rows, r);
+    T best = T(0);
+    int64_t best_i = -1;
+    for (int64_t c = threadIdx.x; c < ncols; c += blockDim.x) {
+      const T v = load_at<T>(t.in.rows.data, t.in.rows.dtype, in_row + offset_of(t.in.cols, c));
+      if (better(is_max, v, c, best, best_i)) best = v, best_i = c;
+    }
+    sv[threadIdx.x] = best;
+    si[threadIdx.x] = best_i;
+    __syncthreads();
+    for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+      if (threadIdx.x < s && si[threadIdx.x + s] >= 0 &&
+          better(is_max, sv[threadIdx.x + s], si[threadIdx.x + s], sv[threadIdx.x],
+                 si[threadIdx.x])) {
+        sv[threadIdx.x] = sv[threadIdx.x + s];
+        si[threadIdx.x] = si[threadIdx.x + s];
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) store<int64_t>(t.out.rows, r, si[0]);
+    __syncthreads();
+  }
+}
+
+}  // namespace
+
+void row_op(const RowTask& task, void* stream) {
+  const int64_t nrows = numel(task.in.rows), ncols = numel(task.in.cols);
+  if (nrows == 0) return;
+  const unsigned grid = static_cast<unsigned>(nrows < 65535 * 4 ? nrows : 65535 * 4);
+  const cudaStream_t s = as_stream(stream);
+  if (task.op == RowOp::kArgMax || task.op == RowOp::kArgMin) {
+    if (compute_kind(task.in.rows.dtype) == 2)
+      arg_kernel<int64_t><<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+    else
+      arg_kernel<double><<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+    IP_CUDA_CHECK(cudaGetLastError(), "argmax");
+    return;
+  }
+  switch (compute_kind(task.compute)) {
+    case 0:
+      row_kernel<float><<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+      break;
+    case 1:
+      row_kernel<double><<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+      break;
+    default:
+      row_kernel<int64_t><<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+  }
+  IP_CUDA_CHECK(cudaGetLastError(), "row reduction");
+}
+
+}  // namespace inplace::cuda

@@ -1,0 +1,156 @@
+// CUDA kernels of the reductions (sum, mean, amax, amin over any dims), softmax and
+// log_softmax along a dim, and rms_norm / layer_norm over trailing dims: each a RowTask
+// (reduction.cu) over the operands' own strides, so no operand is made contiguous first.
+#include <limits>
+
+#include "kernels/cuda/launch.h"
+#include "kernels/cuda/registration.h"
+
+namespace inplace::cuda {
+
+namespace {
+
+// `t` as rows (dims not in `reduced`) x cols (dims in `reduced`); size-1 dims are dropped.
+RowView split(const Tensor& t, const std::vector<bool>& reduced) {
+  RowView v;
+  for (Operand* o : {&v.rows, &v.cols}) {
+    o->data = static_cast<char*>(t.data_ptr());
+    o->dtype = t.dtype();
+  }
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.size(d) == 1) continue;
+    Operand& o = reduced[d] ? v.cols : v.rows;
+    IP_CHECK(o.ndim < kMaxDims, kUnsupported, "[cuda] reduction over more than ", kMaxDims,
+             " dims");
+    o.size[o.ndim] = t.size(d);
+    o.stride[o.ndim] = t.stride(d);
+    ++o.ndim;
+  }
+  return v;
+}
+
+std::vector<bool> dims_of(const Tensor& x, const Value& dim, const char* op) {
+  std::vector<int64_t> dims = dim.is_none() ? std::vector<int64_t>{} : dim.as_int_list(op);
+  std::vector<bool> reduced(x.dim(), dims.empty());
+  for (int64_t d : dims) reduced[wrap_dim(d, std::max<int64_t>(x.dim(), 1), op)] = true;
+  return reduced;
+}
+
+void reduce(RowOp op, const Tensor& x, const std::vector<bool>& reduced, const Tensor& out,
+            void* stream) {
+  RowTask t;
+  t.op = op;
+  t.in = split(x, reduced);
+  t.out = split(out, std::vector<bool>(out.dim(), false));
+  t.compute = out.dtype();
+  if (x.dim() == 0 || numel(t.in.cols) == 0) {  // nothing reduced, or an empty reduction
+    if (op == RowOp::kSum || x.dim() == 0)
+      x.dim() == 0 ? copy_cast(operand(out), operand(x, out.shape()), stream)
+                   : fill(operand(out), Scalar(int64_t{0}), stream);
+    else
+      fill(operand(out), Scalar(std::numeric_limits<double>::quiet_NaN()), stream);
+    return;
+  }
+  row_op(t, stream);
+}
+
+Kernel reduction(RowOp op, const char* name, int dim_index) {
+  return [=](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+    const Tensor& x = a[0].tensor;
+    reduce(op, x, dims_of(x, dim_index >= 0 ? a[dim_index] : Value::none(), name), outs[0],
+           ctx.stream);
+  };
+}
+
+// softmax / log_softmax along one dim; `dim` of none is F.softmax's legacy choice.
+Kernel softmax(bool log) {
+  return [=](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+    const Tensor& x = a[0].tensor;
+    const int64_t nd = std::max<int64_t>(x.dim(), 1);
+    int64_t dim = a[1].is_none() ? ((x.dim() == 0 || x.dim() == 1 || x.dim() == 3) ? 0 : 1)
+                                 : wrap_dim(a[1].as_int("softmax"), nd, "softmax");
+    std::vector<bool> reduced(x.dim(), false);
+    if (x.dim() > 0) reduced[dim] = true;
+    RowTask t;
+    t.op = log ? RowOp::kLogSoftmax : RowOp::kSoftmax;
+    t.in = split(x, reduced);
+    t.out = split(outs[0], reduced);
+    t.compute = outs[0].dtype();
+    if (x.numel() == 0) return;
+    if (x.dim() == 0 || x.size(dim) == 1) {  // a single element per row: 1, or 0 for log
+      fill(operand(outs[0]), Scalar(log ? int64_t{0} : int64_t{1}), ctx.stream);
+      return;
+    }
+    row_op(t, ctx.stream);
+  };
+}
+
+// rms_norm / layer_norm over the trailing normalized_shape dims.
+Kernel norm(bool layer) {
+  return [=](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+    const char* op = layer ? "layer_norm" : "rms_norm";
+    const Tensor& x = a[0].tensor;
+    const int64_t k = static_cast<int64_t>(a[1].as_int_list(op).size());
+    std::vector<bool> reduced(x.dim(), false);
+    for (int64_t d = x.dim() - k; d < x.dim(); ++d) reduced[d] = true;
+    RowTask t;
+    t.op = layer ? RowOp::kLayerNorm : RowOp::kRmsNorm;
+    t.in = split(x, reduced);
+    t.out = split(outs[0], reduced);
+    t.compute = outs[0].dtype();
+    const Shape trailing(x.shape().end() - k, x.shape().end());
+    auto cols_of = [&](const Value& v, Operand* o, bool* has) {
+      *has = v.is_tensor();
+      if (!*has) return;
+      *o = split(v.tensor, std::vector<bool>(v.tensor.dim(), true)).cols;
+    };
+    cols_of(a[2], &t.weight, &t.has_weight);
+    if (layer) {
+      cols_of(a[3], &t.bias, &t.has_bias);
+      t.eps = a[4].as_double(op);
+    } else {
+      t.eps = !a[3].is_none() ? a[3].as_double(op)
+              : x.dtype() == DType::kFloat64
+                  ? std::numeric_limits<double>::epsilon()
+                  : static_cast<double>(std::numeric_limits<float>::epsilon());
+    }
+    (void)trailing;
+    if (x.numel() == 0) return;
+    row_op(t, ctx.stream);
+  };
+}
+
+}  // namespace
+
+void register_reduction_kernels(KernelTable& t) {
+  const auto C = DeviceType::kCuda;
+  t.add(C, "sum.dim_IntList", reduction(RowOp::kSum, "sum", 1));
+  t.add(C, "sum.default", reduction(RowOp::kSum, "sum", -1));
+  t.add(C, "mean.dim", reduction(RowOp::kMean, "mean", 1));
+  t.add(C, "mean.default", reduction(RowOp::kMean, "mean", -1));
+  t.add(C, "amax", reduction(RowOp::kMax, "amax", 1));
+  t.add(C, "amin", reduction(RowOp::kMin, "amin", 1));
+  for (const char* name : {"argmax", "argmin"})
+    t.add(C, name,
+          [name](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+            const Tensor& x = a[0].tensor;
+            RowTask task;
+            task.op = std::string(name) == "argmax" ? RowOp::kArgMax : RowOp::kArgMin;
+            Value dim = a[1].is_none() ? Value::none() : Value::int_list({a[1].as_int(name)});
+            task.in = split(x, dims_of(x, dim, name));
+            task.out = split(outs[0], std::vector<bool>(outs[0].dim(), false));
+            if (numel(task.in.cols) == 0 || x.dim() == 0)  // a 0-d input: index 0
+              return fill(operand(outs[0]), Scalar(int64_t{0}), ctx.stream);
+            row_op(task, ctx.stream);
+          });
+  t.add(C, "softmax.int", softmax(false));
+  t.add(C, "log_softmax.int", softmax(true));
+  t.add(C, "softmax.functional", softmax(false));
+  t.add(C, "log_softmax.functional", softmax(true));
+  t.add(C, "_softmax", softmax(false));
+  t.add(C, "_log_softmax", softmax(true));
+  t.add(C, "rms_norm", norm(false));
+  t.add(C, "layer_norm", norm(true));
+}
+
+}  // namespace inplace::cuda

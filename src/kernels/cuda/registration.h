@@ -1,0 +1,14 @@
+// The CUDA kernel families, each registering its ops into the kernel table (one file each).
+#pragma once
+#include "backend/kernel_table.h"
+
+namespace inplace::cuda {
+
+void register_elementwise_kernels(KernelTable& table);  // elementwise_kernels.cpp
+void register_creation_kernels(KernelTable& table);     // creation_kernels.cpp
+void register_reduction_kernels(KernelTable& table);    // reduction_kernels.cpp
+void register_matrix_kernels(KernelTable& table);       // matrix_kernels.cpp (cuBLAS)
+void register_index_kernels(KernelTable& table);        // index_kernels.cpp
+void register_attention_kernels(KernelTable& table);    // attention_kernels.cpp
+
+}  // namespace inplace::cuda
