@@ -50,7 +50,8 @@ std::vector<Tensor> Session::run(const std::string& method,
   IP_CHECK(refused_.empty(), kInvalidArgument, "[session] method '", method,
            "' refused: ", refused_);
   const Engine& e = *m.engine;
-  for (const auto& [name, t] : inputs) {
+  for (const auto& given : inputs) {
+    const std::string& name = given.first;
     bool known = std::any_of(m.call_inputs.begin(), m.call_inputs.end(),
                              [&](int i) { return e.inputs()[i].name == name; });
     if (!known && program_->state().find(name) >= 0 &&
