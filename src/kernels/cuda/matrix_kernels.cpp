@@ -8,6 +8,7 @@
 
 #include <optional>
 
+#include "kernels/cuda/cublas_loader.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
 
@@ -27,13 +28,13 @@ cublasHandle_t handle() {
     cublasHandle_t h = nullptr;
     void* workspace = nullptr;
     Handle() {
-      check(cublasCreate(&h), "handle creation");
+      check(cublas().create(&h), "handle creation");
       constexpr size_t kWorkspace = 32u << 20;
       if (cudaMalloc(&workspace, kWorkspace) == cudaSuccess)
-        check(cublasSetWorkspace(h, workspace, kWorkspace), "workspace");
+        check(cublas().set_workspace(h, workspace, kWorkspace), "workspace");
     }
     ~Handle() {
-      cublasDestroy(h);
+      cublas().destroy(h);
       cudaFree(workspace);
     }
   };
@@ -142,7 +143,7 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, Scalar al
   const int64_t ldc = layout(m, n, c.stride(-2), c.stride(-1))->ld;
 
   cublasHandle_t h = handle();
-  check(cublasSetStream(h, static_cast<cudaStream_t>(stream)), "set stream");
+  check(cublas().set_stream(h, static_cast<cudaStream_t>(stream)), "set stream");
   const cudaDataType_t type = data_type(out.dtype());
   const bool f64 = out.dtype() == DType::kFloat64;
   const cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
@@ -161,16 +162,16 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, Scalar al
   const Batches ba = batches(a, batch), bb = batches(b, batch), bc = batches(c, batch);
   const int64_t count = numel_of(batch);
   if (ba.stride && bb.stride && bc.stride) {
-    check(cublasGemmStridedBatchedEx(h, op_b, op_a, n, m, k, alpha, pb, type, mb.ld, *bb.stride, pa,
-                                     type, ma.ld, *ba.stride, beta, pc, type, ldc, *bc.stride,
-                                     count, compute, CUBLAS_GEMM_DEFAULT),
+    check(cublas().gemm_strided_batched(h, op_b, op_a, n, m, k, alpha, pb, type, mb.ld, *bb.stride,
+                                        pa, type, ma.ld, *ba.stride, beta, pc, type, ldc,
+                                        *bc.stride, count, compute, CUBLAS_GEMM_DEFAULT),
           "gemm (strided batched)");
   } else {
     for (int64_t i = 0; i < count; ++i) {
       auto off = [&](const Batches& x) { return x.stride ? *x.stride * i : x.offsets[i]; };
-      check(cublasGemmEx(h, op_b, op_a, n, m, k, alpha, pb + off(bb) * es, type, mb.ld,
-                         pa + off(ba) * es, type, ma.ld, beta, pc + off(bc) * es, type, ldc,
-                         compute, CUBLAS_GEMM_DEFAULT),
+      check(cublas().gemm(h, op_b, op_a, n, m, k, alpha, pb + off(bb) * es, type, mb.ld,
+                          pa + off(ba) * es, type, ma.ld, beta, pc + off(bc) * es, type, ldc,
+                          compute, CUBLAS_GEMM_DEFAULT),
             "gemm");
     }
   }
