@@ -27,6 +27,7 @@ const Registry& Registry::get() {
     register_matrix_batch_ops(*r);
     register_einsum_ops(*r);
     register_linear_lowp_ops(*r);
+    register_rotary_ops(*r);
     return r;
   }();
   return *registry;

@@ -121,6 +121,7 @@ void register_sort_ops(Registry& r);          // topk, sort, argsort, msort
 void register_matrix_batch_ops(Registry& r);  // baddbmm, addbmm
 void register_einsum_ops(Registry& r);
 void register_linear_lowp_ops(Registry& r);  // linear_bf16_weight
+void register_rotary_ops(Registry& r);       // rotary_embedding
 
 // Helpers the families share.
 Value pack_results(const Schema& schema, std::vector<Tensor> results);
