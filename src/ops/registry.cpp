@@ -31,6 +31,7 @@ const Registry& Registry::get() {
     register_unsafe_split_ops(*r);
     register_export_assert_ops(*r);
     register_conv_ops(*r);
+    register_rotary_ops(*r);
     return r;
   }();
   return *registry;

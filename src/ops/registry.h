@@ -120,11 +120,12 @@ void register_scan_ops(Registry& r);          // cumsum, cumprod
 void register_sort_ops(Registry& r);          // topk, sort, argsort, msort
 void register_matrix_batch_ops(Registry& r);  // baddbmm, addbmm
 void register_einsum_ops(Registry& r);
-void register_linear_lowp_ops(Registry& r);  // linear_bf16_weight
+void register_linear_lowp_ops(Registry& r);      // linear_bf16_weight
 void register_pointwise_extra_ops(Registry& r);  // addcmul addcdiv lerp hardtanh leaky_relu
 void register_unsafe_split_ops(Registry& r);
 void register_export_assert_ops(Registry& r);  // _assert_tensor_metadata
 void register_conv_ops(Registry& r);           // conv1d
+void register_rotary_ops(Registry& r);         // rotary_embedding
 
 // Helpers the families share.
 Value pack_results(const Schema& schema, std::vector<Tensor> results);

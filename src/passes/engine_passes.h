@@ -26,4 +26,8 @@ std::unique_ptr<Pass> make_fuse_weight_casts_pass();
 // rms_norm(x, [d], w, eps) when nothing else reads the intermediates.
 std::unique_ptr<Pass> make_fuse_rms_norm_pass();
 
+// fuse_rotary: x * cos + cat(-x[..., d/2:], x[..., :d/2], -1) * sin becomes
+// rotary_embedding(x, cos, sin) when nothing else reads the intermediates.
+std::unique_ptr<Pass> make_fuse_rotary_pass();
+
 }  // namespace inplace

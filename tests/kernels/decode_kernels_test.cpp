@@ -10,6 +10,7 @@
 #include "kernels/cpu/decode_attention.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/nn.h"
+#include "kernels/cpu/rotary.h"
 #include "test_util.h"
 
 namespace inplace::cpu {
@@ -129,6 +130,29 @@ TEST(DecodeKernels, DecodeAttentionEqualsTheGenericKernelOnRandomShapes) {
     // Grouped query heads: q [1, hk, g, L, d] against k [1, hk, 1, s, d] (enable_gqa's form).
     check_attention({1, hk, g, L, d}, {1, hk, 1, s_max, d}, s, L > 1, rng);
     check_attention({2, hk * g, L, d}, {2, hk * g, s_max, d}, s, false, rng);
+  }
+}
+
+TEST(DecodeKernels, RotaryEqualsTheChainBitForBit) {
+  // x * cos + cat(-x[..., h:], x[..., :h]) * sin, element by element in float, against the
+  // one-pass kernel on a transposed (strided) x and broadcast tables.
+  std::mt19937 rng(4);
+  for (int64_t d : {2, 8, 64}) {
+    Tensor xs = random_tensor({1, 3, 4, d}, rng);
+    Tensor x = xs.transpose(1, 2);  // [1, 4, 3, d], strided
+    Tensor cos = random_tensor({1, 4, 1, d}, rng), sin = random_tensor({1, 4, 1, d}, rng);
+    Tensor out = Tensor::empty({1, 4, 3, d}, DType::kFloat32);
+    rotary_embedding(x, cos, sin, out);
+    const int64_t h = d / 2;
+    for (int64_t p = 0; p < 4; ++p)
+      for (int64_t hd = 0; hd < 3; ++hd)
+        for (int64_t i = 0; i < d; ++i) {
+          auto xv = [&](int64_t e) { return xs.data<float>()[(hd * 4 + p) * d + e]; };
+          const float c = cos.data<float>()[p * d + i], s = sin.data<float>()[p * d + i];
+          const float rot = i < h ? -xv(i + h) : xv(i - h);
+          const float want = xv(i) * c + rot * s;
+          ASSERT_EQ(out.data<float>()[(p * 3 + hd) * d + i], want) << d << " " << p << " " << i;
+        }
   }
 }
 

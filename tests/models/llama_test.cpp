@@ -132,13 +132,18 @@ TEST(Llama, Bf16WeightsEqualEagerAndStayCloseToFloat32) {
     EXPECT_TRUE(tensor_equal(engine.caches()[i], eager.caches()[i], 1e-5));
 }
 
-TEST(Llama, RmsNormChainsAreFusedIntoOneStep) {
+TEST(Llama, RmsNormAndRotaryChainsAreFusedIntoOneStepEach) {
   const LlamaConfig c = llama_config("tiny", kSMax, 1);
   LlamaEngines e = compile_llama(c, llama_weights(c), kPrompt, true);
   for (const Engine* engine : {e.prefill.get(), e.decode.get()}) {
     EXPECT_EQ(count_steps(*engine, "rms_norm"), 2 * c.n_layers + 1);
     EXPECT_EQ(count_steps(*engine, "rsqrt"), 0);
     EXPECT_EQ(count_steps(*engine, "pow"), 0);
+    // q and k of the first layer at least (later layers' chains are not all matched yet: an
+    // open item); every chain left unfused still runs as written.
+    const int rotary = count_steps(*engine, "rotary_embedding");
+    EXPECT_GE(rotary, 2);
+    EXPECT_EQ(count_steps(*engine, "cat"), 2 * c.n_layers - rotary);
   }
 }
 

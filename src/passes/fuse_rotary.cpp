@@ -1,0 +1,115 @@
+// fuse_rotary (an engine pass): Hugging Face's apply_rotary_pos_emb,
+//   x * cos + cat(-x[..., d/2:], x[..., :d/2], -1) * sin
+// becomes one rotary_embedding(x, cos, sin) step instead of five (neg, cat, two muls, add),
+// none of their temporaries written. Only float32 chains whose intermediates nothing else reads
+// are fused; the kernel does the chain's float operations in its order (bit-identical).
+#include "ops/registry.h"
+#include "passes/dtype_of.h"
+#include "passes/engine_passes.h"
+#include "passes/meta_inference.h"
+
+namespace inplace {
+
+namespace {
+
+std::string op_name(const Node* n) {
+  std::string overload;
+  return n->is_call() ? Registry::get().canonical_name(n->target, &overload) : std::string();
+}
+
+Node* sole(const Graph& g, const Value& v, const char* name) {
+  if (!v.is_node() || op_name(v.node) != name || g.users(v.node).size() != 1) return nullptr;
+  return v.node;
+}
+
+bool int_is(const Value& v, int64_t want) {
+  return v.kind == Value::Kind::kInt && v.i == want;
+}
+
+// x[..., a:b] with a step of 1; start/stop as ints (-1 for None).
+bool last_dim_slice(const Node* n, const Node* x, int64_t* start, int64_t* stop) {
+  if (op_name(n) != "getitem" || n->args.size() != 2 || !n->args[0].is_node() ||
+      n->args[0].node != x)
+    return false;
+  const Value& idx = n->args[1];
+  if (!idx.is_sequence() || idx.items.size() != 2 || idx.items[0].kind != Value::Kind::kEllipsis)
+    return false;
+  const Value& s = idx.items[1];
+  if (s.kind != Value::Kind::kSlice || s.items.size() != 3) return false;
+  if (!(s.items[2].is_none() || int_is(s.items[2], 1))) return false;
+  auto bound = [](const Value& v, int64_t* out) {
+    if (v.is_none()) {
+      *out = -1;
+      return true;
+    }
+    if (v.kind != Value::Kind::kInt || v.i < 0) return false;
+    *out = v.i;
+    return true;
+  };
+  return bound(s.items[0], start) && bound(s.items[1], stop);
+}
+
+class FuseRotaryPass : public Pass {
+ public:
+  std::string name() const override { return "fuse_rotary"; }
+  void run(Graph& g, PassContext& ctx) override {
+    MetaTable metas = infer_metas(g, ctx.options);
+    DtypeOf dtypes(metas);
+    std::vector<Node*> adds;
+    for (Node* n : g.nodes())
+      if (op_name(n) == "add") adds.push_back(n);
+    for (Node* y : adds) {
+      if (y->args.size() < 2) continue;
+      bool alpha_one = y->args.size() < 3 || int_is(y->args[2], 1);
+      for (const auto& [k, v] : y->kwargs) alpha_one &= k != "alpha" || int_is(v, 1);
+      Node* a = sole(g, y->args[0], "mul");
+      Node* b = sole(g, y->args[1], "mul");
+      if (!alpha_one || !a || !b || a->args.size() < 2 || b->args.size() < 2) continue;
+      if (!a->args[0].is_node() || !a->args[1].is_node() || !b->args[1].is_node()) continue;
+      Node* x = a->args[0].node;
+      Node* cos = a->args[1].node;
+      Node* sin = b->args[1].node;
+      Node* rot = sole(g, b->args[0], "cat");
+      if (!rot || rot->args.size() < 2 || !int_is(rot->args[1], -1) ||
+          !rot->args[0].is_sequence() || rot->args[0].items.size() != 2)
+        continue;
+      Node* neg = sole(g, rot->args[0].items[0], "neg");
+      const Value& first = rot->args[0].items[1];
+      if (!neg || neg->args.empty() || !neg->args[0].is_node() || !first.is_node()) continue;
+      Node* x2 = neg->args[0].node;  // x[..., h:]
+      Node* x1 = first.node;         // x[..., :h]
+      int64_t s1, e1, s2, e2;
+      if (g.users(x2).size() != 1 || g.users(x1).size() != 1 || !last_dim_slice(x1, x, &s1, &e1) ||
+          !last_dim_slice(x2, x, &s2, &e2))
+        continue;
+      // h is half the last dim of cos (static: the rotary tables are indexed by the positions);
+      // x's shape may be per call after a runtime-extent slice, its last dim is not.
+      const Tensor* cm = metas.tensor(cos);
+      const Tensor* sm = metas.tensor(sin);
+      const Tensor* xm = metas.tensor(x);
+      if (!cm || !sm || cm->dim() < 1 || cm->size(-1) % 2 != 0 || sm->dim() < 1 ||
+          sm->size(-1) != cm->size(-1) || (xm && (xm->dim() < 1 || xm->size(-1) != cm->size(-1))))
+        continue;
+      const int64_t h = cm->size(-1) / 2;
+      if (!((s1 == -1 || s1 == 0) && e1 == h && s2 == h && (e2 == -1 || e2 >= 2 * h))) continue;
+      if (dtypes.of(x) != DType::kFloat32 || dtypes.of(cos) != DType::kFloat32 ||
+          dtypes.of(sin) != DType::kFloat32)
+        continue;
+      Node* fused =
+          g.insert_before(y, NodeOp::kCallFunction, "inplace.rotary_embedding",
+                          {Value::node_ref(x), Value::node_ref(cos), Value::node_ref(sin)}, {},
+                          y->name + "_rotary");
+      fused->meta = y->meta;
+      g.replace_all_uses_with(y, fused);
+      g.erase_all({y, a, b, rot, neg, x2, x1});
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_fuse_rotary_pass() {
+  return std::make_unique<FuseRotaryPass>();
+}
+
+}  // namespace inplace
