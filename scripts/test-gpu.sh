@@ -9,17 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-gpu}
-extra=()
-if [ -n "${INPLACE_SYSROOT:-}" ]; then
-  lib="$INPLACE_SYSROOT/usr/lib/x86_64-linux-gnu"
-  extra+=(-DCMAKE_PREFIX_PATH="$INPLACE_SYSROOT/usr" -DCMAKE_LIBRARY_PATH="$lib/openblas-pthread"
-          -DINPLACE_CBLAS_INCLUDE="$INPLACE_SYSROOT/usr/include/x86_64-linux-gnu/openblas-pthread")
-  export LD_LIBRARY_PATH="$lib/openblas-pthread:$lib:${LD_LIBRARY_PATH:-}"
-fi
+source scripts/lib/sysroot.sh
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 start=$(date +%s)
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DINPLACE_BUILD_EXAMPLES=OFF \
-  -DINPLACE_BUILD_BENCH=OFF "${extra[@]}" >/dev/null
+  -DINPLACE_BUILD_BENCH=OFF "${sysroot_cmake_args[@]}" >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target inplace_tests inplace_cli
 echo "[gpu] build: $(( $(date +%s) - start )) s"
 "$BUILD_DIR"/inplace ops --device cuda >/dev/null
