@@ -8,23 +8,10 @@ constants) is merged into that buffer's placeholder, so one tensor is one bindin
 import torch
 import torch.fx
 
-from .capture import Captured
+from .capture import Captured, _named, _same_memory
 from .fx_export import ExportError, graph_to_json
 
 __all__ = ["capture_exported", "signature_of"]
-
-
-def _named(fn):
-    """Every name of every tensor (tied weights under each name), on any torch version."""
-    try:
-        return fn(remove_duplicate=False)
-    except TypeError:  # torch 1.13: no remove_duplicate; named_modules lists each name
-        return fn()
-
-
-def _same_memory(a, b):
-    return (a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
-            and a.dtype == b.dtype)
 
 
 def signature_of(ep, module=None):
