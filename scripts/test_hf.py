@@ -2,7 +2,9 @@
 decoded for 16 steps: the tokens must equal the model's own (the same exportable module run
 by torch eager), and the caches must be written in place.
 
-Run by scripts/test-hf.sh (torch >= 2.5 with transformers). Prints one line per model and a
+Run by scripts/test-hf.sh (torch >= 2.5 with transformers). INPLACE_HF_DUMP=DIR writes the
+graph JSON of each model (as exported and decomposed) there; with INPLACE_HF_DUMP_ONLY=1 nothing
+is compiled. Prints one line per model and a
 summary; exits non-zero when any model fails or is skipped without INPLACE_HF_ALLOW_SKIP=1.
 """
 import copy
@@ -114,6 +116,15 @@ def check(name, config):
     target = inner if hasattr(inner, "static_cache") or hasattr(inner, "key_cache_0") else wrapper
     with torch.no_grad():
         ep = torch.export.export(target, args=(), kwargs={"input_ids": ids, "cache_position": cp})
+    dump = os.environ.get("INPLACE_HF_DUMP")
+    if dump:  # the graph JSON inplace.compile gets, for reproducing a failure elsewhere
+        import json
+        from inplace.capture import capture
+        for label, program in (("exported", ep), ("decomposed", ep.run_decompositions())):
+            with open(os.path.join(dump, "%s_%s.json" % (name, label)), "w") as f:
+                json.dump(capture(program, (ids, cp)).doc, f)
+        if os.environ.get("INPLACE_HF_DUMP_ONLY"):
+            return True, ["%-6s graphs written to %s" % (name, dump)]
     lines = []
     last_error = None
     for label, program in (("as exported", ep), ("decomposed", None)):
