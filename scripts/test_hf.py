@@ -3,7 +3,7 @@ decoded for 16 steps: the tokens must equal the model's own (the same exportable
 by torch eager), and the caches must be written in place.
 
 Run by scripts/test-hf.sh (torch >= 2.5 with transformers). INPLACE_HF_DUMP=DIR writes the
-graph JSON of each model (as exported and decomposed) there; with INPLACE_HF_DUMP_ONLY=1 nothing
+graph JSON of each model (as exported) there; with INPLACE_HF_DUMP_ONLY=1 nothing
 is compiled. Prints one line per model and a
 summary; exits non-zero when any model fails or is skipped without INPLACE_HF_ALLOW_SKIP=1.
 """
@@ -120,9 +120,8 @@ def check(name, config):
     if dump:  # the graph JSON inplace.compile gets, for reproducing a failure elsewhere
         import json
         from inplace.capture import capture
-        for label, program in (("exported", ep), ("decomposed", ep.run_decompositions())):
-            with open(os.path.join(dump, "%s_%s.json" % (name, label)), "w") as f:
-                json.dump(capture(program, (ids, cp)).doc, f)
+        with open(os.path.join(dump, "%s.json" % name), "w") as f:
+            json.dump(capture(ep, (ids, cp)).doc, f)
         if os.environ.get("INPLACE_HF_DUMP_ONLY"):
             return True, ["%-6s graphs written to %s" % (name, dump)]
     lines = []
