@@ -1,5 +1,5 @@
-"""inplace.compile and state: a streaming cache over calls writing 1, 5 and 0 rows; a module
-whose buffer persists on the compiled module under its own name; identity and data_ptr of
+"""inplace.compile and state: a streaming cache over calls writing 1, 5 and 0 rows; a slice write at a runtime
+position; a module whose buffer persists on the compiled module under its own name; identity and data_ptr of
 mutated inputs; declared aliasing (mutated_inputs); save -> load giving the same results and
 the same aliased_io; errors naming the input.
 """
@@ -40,15 +40,33 @@ class Streaming(CompileCase):
         with self.assertRaisesRegex(inplace.InputError, "input 'rows'.*up to"):
             compiled(cache_c, torch.randn(2, 9, 3), torch.arange(9))
 
-    def test_dynamic_slice_write_is_refused_not_wrong(self):
-        # cache[:, pos:pos + n] = rows at a runtime pos: the engine cannot bound the slice yet.
+    def test_slice_write_at_a_runtime_position_over_calls(self):
+        # cache[:, pos:pos + n] = rows, pos a runtime value and n a dynamic dim: one engine for
+        # every position and row count, exact against eager (cache contents included); a slice
+        # running past the end is refused as eager refuses it, with the cache untouched.
         def step(cache, rows, pos):
             cache[:, pos:pos + rows.size(1)] = rows
             return cache.sum(dim=1)
 
-        with self.assertRaisesRegex(inplace.Error, "no bound can be derived"):
-            inplace.compile(step, (torch.zeros(2, 16, 3), torch.randn(2, 1, 3), torch.tensor(0)),
-                            dynamic={"rows": {1: 8}})
+        compiled = inplace.compile(step, (torch.zeros(2, 16, 3), torch.randn(2, 1, 3),
+                                          torch.tensor(0)),
+                                   dynamic={"rows": {1: 8}})
+        cache_c = torch.zeros(2, 16, 3)
+        cache_e = cache_c.clone()
+        ptr = cache_c.data_ptr()
+        for pos, n in ((0, 1), (1, 5), (6, 0), (6, 8), (15, 1), (3, 2)):
+            rows = torch.randn(2, n, 3)
+            want = step(cache_e, rows, torch.tensor(pos))
+            got = compiled(cache_c, rows.clone(), torch.tensor(pos))
+            self.assertSame(got, want, "pos=%d rows=%d output" % (pos, n))
+            self.assertSame(cache_c, cache_e, "pos=%d rows=%d cache" % (pos, n), exact=True)
+            self.assertEqual(cache_c.data_ptr(), ptr)
+        before = cache_c.clone()
+        with self.assertRaises(RuntimeError):
+            step(cache_e.clone(), torch.randn(2, 4, 3), torch.tensor(14))  # eager refuses
+        with self.assertRaises(inplace.Error):
+            compiled(cache_c, torch.randn(2, 4, 3), torch.tensor(14))
+        self.assertTrue(torch.equal(cache_c, before))
 
     def test_buffer_module_state_persists_under_its_own_names(self):
         class Layer(nn.Module):

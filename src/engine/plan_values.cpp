@@ -61,7 +61,7 @@ std::string runtime_note(const CallInfo& ci) {
   std::set<std::string> names(ci.int_args.begin(), ci.int_args.end());
   std::string s;
   for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
+  return s.empty() ? "the runtime sizes of its operands" : s;
 }
 
 }  // namespace
@@ -495,6 +495,13 @@ Shape PlanValues::view_bound(const CallInfo& ci, const BVal& base, const Value& 
   const Shape& shape = leaves[leaf].tensor.shape();
   static const std::set<std::string> kDimOps = {"transpose", "swapaxes", "swapdims", "movedim",
                                                 "permute",   "t",        "diagonal"};
+  // expand_as(self, other) takes other's shape: its bound is other's (eager's own check that
+  // self broadcasts to it runs in the refresh on every call).
+  if (ci.op->schema.name == "expand_as") {
+    int other = slot_of_arg(ci, 1);
+    if (other >= 0 && ci.inputs[other]->bound.size() == shape.size())
+      return ci.inputs[other]->bound;
+  }
   if (!ci.ints.empty() && kDimOps.count(ci.op->schema.name)) {
     int64_t m = base.bound.empty() ? 1 : *std::max_element(base.bound.begin(), base.bound.end());
     return Shape(shape.size(), m);
