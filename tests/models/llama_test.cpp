@@ -139,11 +139,10 @@ TEST(Llama, RmsNormAndRotaryChainsAreFusedIntoOneStepEach) {
     EXPECT_EQ(count_steps(*engine, "rms_norm"), 2 * c.n_layers + 1);
     EXPECT_EQ(count_steps(*engine, "rsqrt"), 0);
     EXPECT_EQ(count_steps(*engine, "pow"), 0);
-    // q and k of the first layer at least (later layers' chains are not all matched yet: an
-    // open item); every chain left unfused still runs as written.
+    // Every layer's q and k: later layers' x is typed through the earlier fused steps.
     const int rotary = count_steps(*engine, "rotary_embedding");
-    EXPECT_GE(rotary, 2);
-    EXPECT_EQ(count_steps(*engine, "cat"), 2 * c.n_layers - rotary);
+    EXPECT_EQ(rotary, 2 * c.n_layers);  // q and k of every layer
+    EXPECT_EQ(count_steps(*engine, "cat"), 0);
   }
 }
 
