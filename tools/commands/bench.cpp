@@ -145,9 +145,9 @@ int run_bench(const std::vector<std::string>& args) {
   const models::LlamaWeights w = models::llama_weights(c);  // rope tables cover every s_max
   const int64_t weight_bytes = c.weight_bytes();
   const double bw = measure_read_bandwidth(std::max<int64_t>(512 << 20, 4 * weight_bytes));
-  std::printf("model %s (%.1fM parameters, %.1f MB f32); read bandwidth %.1f GB/s\n", size.c_str(),
+  std::printf("model %s (%.1fM parameters, %.1f MB %s); read bandwidth %.1f GB/s\n", size.c_str(),
               static_cast<double>(c.parameters()) / 1e6, static_cast<double>(weight_bytes) / 1e6,
-              bw / 1e9);
+              dtype_name(c.weight_dtype), bw / 1e9);
 
   nlohmann::json torch = nullptr;
   double torch_diff = -1;
