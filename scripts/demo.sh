@@ -2,7 +2,7 @@
 # The main job: builds inplace, then
 #  0. `inplace demo`: the built-in Llama-style model at `small` size (111 MB of weights) prefills
 #     a prompt and decodes 256 greedy tokens into caches the caller owns, checked against the
-#     eager interpreter (about a minute; docs/models.md);
+#     eager interpreter (a few seconds once built; docs/models.md);
 #  1. the streaming decoder (examples/streaming_decoder): greedy decoding with a tiny GPT whose
 #     KV caches the caller owns, run by the eager interpreter, the copy-back engine and the
 #     aliased engine, checked against PyTorch's own decoding and timed per step;
