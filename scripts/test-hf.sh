@@ -9,11 +9,16 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 source scripts/lib/sysroot.sh  # INPLACE_SYSROOT: packages unpacked where none can be installed
 BUILD_DIR=${BUILD_DIR:-build-hf}
+# The system compiler, whose libstdc++ is the shared one torch loads (a toolchain that ships
+# only a static libstdc++ would put a second C++ runtime into the extension). INPLACE_HF_CXX
+# names another compiler.
+CXX=${INPLACE_HF_CXX:-}
+[ -z "$CXX" ] && [ -x /usr/bin/g++ ] && CXX=/usr/bin/g++
 "$PYTHON" -c "import torch, transformers; print('using', torch.__file__)" || {
   echo "[test-hf] $PYTHON needs torch and transformers"; exit 2; }
 PYBIND_DIR=$("$PYTHON" -c "import pybind11; print(pybind11.get_cmake_dir())" 2>/dev/null || true)
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DINPLACE_BUILD_TESTS=OFF \
-  -DINPLACE_BUILD_BENCH=OFF -DINPLACE_BUILD_EXAMPLES=OFF -DINPLACE_CUDA=OFF "${sysroot_cmake_args[@]}" \
+  -DINPLACE_BUILD_BENCH=OFF -DINPLACE_BUILD_EXAMPLES=OFF -DINPLACE_CUDA=OFF "${sysroot_cmake_args[@]}" ${CXX:+-DCMAKE_CXX_COMPILER=$CXX} \
   -DPython3_EXECUTABLE="$(command -v "$PYTHON")" ${PYBIND_DIR:+-Dpybind11_DIR=$PYBIND_DIR} >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target inplace_python
 INPLACE_BUILD_DIR="$BUILD_DIR" "$PYTHON" scripts/test_hf.py
