@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Hugging Face Llama, Qwen2 and GPT-2 (random weights, StaticCache) exported by torch.export,
 # compiled in process by inplace.compile and decoded for 16 steps; tokens must equal the
-# model's own. Needs a Python with torch >= 2.5 and transformers (PYTHON, default python3);
-# builds the extension for that Python into ${BUILD_DIR:-build-hf} first.
+# model's own. Then, where torch has a GPU, the in-process CUDA tests
+# (python/tests/test_compile_cuda.py: compiled on CUDA tensors, against eager torch on the GPU).
+# Needs a Python with torch >= 2.5 and transformers (PYTHON, default python3); builds the
+# extension for that Python into ${BUILD_DIR:-build-hf} first (with the CUDA backend when nvcc
+# is found).
 #   PYTHON=/path/to/python ./scripts/test-hf.sh        (INPLACE_HF_TRACEBACK=1 for tracebacks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +21,17 @@ CXX=${INPLACE_HF_CXX:-}
   echo "[test-hf] $PYTHON needs torch and transformers"; exit 2; }
 PYBIND_DIR=$("$PYTHON" -c "import pybind11; print(pybind11.get_cmake_dir())" 2>/dev/null || true)
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DINPLACE_BUILD_TESTS=OFF \
-  -DINPLACE_BUILD_BENCH=OFF -DINPLACE_BUILD_EXAMPLES=OFF -DINPLACE_CUDA=OFF "${sysroot_cmake_args[@]}" ${CXX:+-DCMAKE_CXX_COMPILER=$CXX} \
+  -DINPLACE_BUILD_BENCH=OFF -DINPLACE_BUILD_EXAMPLES=OFF "${sysroot_cmake_args[@]}" ${CXX:+-DCMAKE_CXX_COMPILER=$CXX} \
   -DPython3_EXECUTABLE="$(command -v "$PYTHON")" ${PYBIND_DIR:+-Dpybind11_DIR=$PYBIND_DIR} >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target inplace_python
-INPLACE_BUILD_DIR="$BUILD_DIR" "$PYTHON" scripts/test_hf.py
+status=0
+INPLACE_BUILD_DIR="$BUILD_DIR" "$PYTHON" scripts/test_hf.py || status=$?
+if "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+  # On a GPU machine a skip would hide the comparison: the tests must run.
+  build_abs=$(cd "$BUILD_DIR" && pwd)
+  (cd python/tests && INPLACE_BUILD_DIR="$build_abs" INPLACE_REQUIRE_CUDA=1 \
+    "$PYTHON" -m unittest -v test_compile_cuda) || status=$?
+else
+  echo "[test-hf] no CUDA device for torch here: python/tests/test_compile_cuda.py not run"
+fi
+exit $status

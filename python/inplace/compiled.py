@@ -49,6 +49,36 @@ def _as_tensor(value, name):
                      % (name, type(value).__name__))
 
 
+def _engine_device(device, examples, names, state):
+    """The device the engine runs on: ``device`` when given, else the one device of the example
+    inputs and the module's state (cpu when there are none). Mixed devices are refused naming
+    the first tensor that differs."""
+    tensors = [("input '%s'" % n, t) for n, t in zip(names, examples)]
+    tensors += [("state '%s'" % k, v) for k, v in state.items() if isinstance(v, torch.Tensor)]
+    if device is None:
+        cuda = [(what, t.device) for what, t in tensors if t.device.type == "cuda"]
+        device = cuda[0][1] if cuda else torch.device("cpu")
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    if device.type not in ("cpu", "cuda"):
+        raise InputError("device %s: inplace runs engines on cpu and cuda" % device)
+    for what, t in tensors:
+        if t.device != device:
+            raise InputError("%s is on %s, but the engine is compiled for %s (move it, or pass "
+                             "device=)" % (what, t.device, device))
+    why = _native.load().device_unavailable(str(device))
+    if why:
+        raise RuntimeError("inplace cannot compile for %s: %s" % (device, why))
+    return device
+
+
+def _stream_of(device):
+    """The caller's current torch stream on ``device`` (0 for the cpu): the engine enqueues its
+    kernels there, ordered with the caller's own work, and does not wait for them."""
+    return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+
+
 def _dynamic_list(dynamic, names):
     """{input: {dim: max}} or [(input, dim, max)] -> [(name, dim, max)]."""
     if not dynamic:
@@ -87,6 +117,7 @@ class CompiledProgram(torch.nn.Module):
         self._native = native
         self._captured = captured
         self._names = list(native.user_input_names)
+        self._device = torch.device(native.device)
         self._state = dict(captured.state)  # target -> the module's own tensor
         self._expected = {}  # name -> (shape, dtype, dynamic dims)
         dyn = {}
@@ -138,8 +169,9 @@ class CompiledProgram(torch.nn.Module):
         name = self._names[index]
         t = _as_tensor(value, name)
         shape, dtype, dyn = self._expected[name]
-        if t.device.type != "cpu":
-            raise InputError("input '%s' is on %s, but the engine runs on the cpu" % (name, t.device))
+        if t.device != self._device:
+            raise InputError("input '%s' is on %s, but the engine runs on %s"
+                             % (name, t.device, self._device))
         if t.dtype != dtype:
             raise InputError("input '%s': expected dtype %s, got %s" % (name, dtype, t.dtype))
         if t.dim() != len(shape) or any(
@@ -162,7 +194,7 @@ class CompiledProgram(torch.nn.Module):
             raise TypeError("the program takes %d inputs (%s), got %d"
                             % (len(self._names), ", ".join(self._names), len(args)))
         tensors = [self._check(i, a) for i, a in enumerate(args)]
-        results = self._native.call([_to_capsule(t) for t in tensors])
+        results = self._native.call([_to_capsule(t) for t in tensors], _stream_of(self._device))
         leaves = []
         for r in results:
             if type(r) is int:
@@ -203,6 +235,11 @@ class CompiledProgram(torch.nn.Module):
         return list(self._names)
 
     @property
+    def device(self):
+        """The torch.device the engine runs on (its inputs and state live there)."""
+        return self._device
+
+    @property
     def captured_by(self):
         return self._captured.how
 
@@ -224,7 +261,7 @@ class _Text(str):
 
 
 def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, value_ranges=None,
-            alias=True, capture_with=None):
+            alias=True, capture_with=None, device=None):
     """Compiles ``module_or_fn`` for inputs like ``example_inputs`` and returns a
     CompiledProgram (an nn.Module) called like the original.
 
@@ -232,7 +269,9 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     value of an input (written into its memory). ``dynamic``: {input name or index: {dim: max}},
     bounded dynamic dims (memory planned at max). ``value_ranges``: {input: (lo, hi)}, the values
     an integer input may take. ``alias=False`` builds the copy-back engine. ``capture_with``:
-    "torch.export" or "torch.fx" (default: torch.export where torch has it).
+    "torch.export" or "torch.fx" (default: torch.export where torch has it). ``device``: "cpu"
+    or "cuda[:N]" (default: where the example inputs and the module's state are; they must all
+    be there). On cuda, calls enqueue the kernels on torch's current stream without waiting.
     """
     C = _native.load()
     if isinstance(example_inputs, (torch.Tensor, int, float)):
@@ -245,18 +284,19 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     dyn = _dynamic_list(dynamic, names)
     ranges = [(names[k] if isinstance(k, int) else k, int(lo), int(hi))
               for k, (lo, hi) in dict(value_ranges or {}).items()]
+    dev = _engine_device(device, examples, names, captured.state)
     native = C.compile_graph(
         json.dumps(captured.doc, allow_nan=False), os.getcwd(),
         [_to_capsule(t) for t in examples],
         {t: _to_capsule(v) for t, v in captured.state.items()},
-        alias, _mutated_list(mutated_inputs, names), dyn, ranges)
+        alias, _mutated_list(mutated_inputs, names), dyn, ranges, str(dev))
     module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else None
     metas = [(tuple(t.shape), t.dtype) for t in examples]
     return CompiledProgram(native, module, captured, dyn, metas)
 
 
 def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dynamic=None,
-                  value_ranges=None, alias=True):
+                  value_ranges=None, alias=True, device=None):
     """Compiles a graph JSON document (a dict, or a path) as written, e.g. a torch.export graph
     with its signature: ``state`` maps each parameter/buffer/constant target to its tensor (the
     caller's, written in place when the program mutates it). Returns a CompiledProgram whose
@@ -277,10 +317,11 @@ def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dyn
     dyn = _dynamic_list(dynamic, names)
     ranges = [(names[k] if isinstance(k, int) else k, int(lo), int(hi))
               for k, (lo, hi) in dict(value_ranges or {}).items()]
+    dev = _engine_device(device, examples, names, state)
     native = C.compile_graph(json.dumps(graph, allow_nan=False), base_dir,
                              [_to_capsule(t) for t in examples],
                              {t: _to_capsule(v) for t, v in state.items()}, alias,
-                             _mutated_list(mutated_inputs, names), dyn, ranges)
+                             _mutated_list(mutated_inputs, names), dyn, ranges, str(dev))
     captured = Captured(graph, names, state, tuple(range(native.num_outputs_user)), set(),
                         "graph JSON", None)
     return CompiledProgram(native, None, captured, dyn,

@@ -14,7 +14,8 @@ import torch
 
 from . import _native
 from .capture import capture
-from .compiled import InputError, _from_result, _rebuild, _Text, _as_tensor, _to_capsule
+from .compiled import (InputError, _as_tensor, _from_result, _rebuild, _stream_of, _Text,
+                       _to_capsule)
 from .fx_export import _dumps
 from .safetensors_io import read_safetensors, read_safetensors_metadata, write_safetensors
 
@@ -44,7 +45,7 @@ def save(compiled, path):
     path = os.fspath(path)
     compiled._native.save(path)
     bindings = compiled._native.state_bindings  # binding name -> state target
-    state = {b: compiled._state[t].detach().contiguous() for b, t in bindings.items()}
+    state = {b: compiled._state[t].detach().cpu().contiguous() for b, t in bindings.items()}
     meta = {
         "inplace.user_inputs": json.dumps(compiled.input_names),
         "inplace.state_targets": json.dumps(bindings),
@@ -66,6 +67,7 @@ class LoadedProgram:
         self._spec = out_spec
         self._scalars = scalar_outputs
         self._bindings = list(native.user_input_names)
+        self.device = torch.device(native.device)
         self._state_by_target = {t: state[b] for b, t in state_targets.items()}
 
     @property
@@ -95,7 +97,7 @@ class LoadedProgram:
         tensors = []
         for b in self._bindings:
             tensors.append(self.state[b] if b in self.state else given[b])
-        results = self._native.call([_to_capsule(t) for t in tensors])
+        results = self._native.call([_to_capsule(t) for t in tensors], _stream_of(self.device))
         leaves = []
         for r in results:
             if type(r) is int:
@@ -121,6 +123,8 @@ def load(path):
         users = json.loads(meta["inplace.user_inputs"])
         spec = _spec_from_json(json.loads(meta.get("inplace.out_spec", "null")))
         scalars = json.loads(meta.get("inplace.scalar_outputs", "[]"))
+        if native.device != "cpu":  # the state lives where the engine runs
+            state = {b: t.to(native.device) for b, t in state.items()}
     else:  # an engine alone: every binding is an input
         state, targets, users, spec, scalars = {}, {}, list(native.user_input_names), None, []
     return LoadedProgram(native, state, targets, users, spec, scalars)

@@ -1,6 +1,7 @@
 #include "compiled_graph.h"
 
 #include "compiler/exported_program.h"
+#include "core/device_allocator.h"
 #include "ir/export_signature.h"
 
 namespace inplace::python {
@@ -39,6 +40,17 @@ void merge_aliasing_state(Graph& graph, const State& state) {
     graph.erase(from);
   }
   graph.signature.inputs = std::move(kept);
+}
+
+// The copy-back engine's new value of a mutated input or buffer, written into the caller's
+// tensor (on its device; a device copy needs both contiguous, as fresh results are).
+void copy_into(const Tensor& dst, const Tensor& src) {
+  if (dst.device().is_cpu() && src.device().is_cpu()) return dst.copy_from(src);
+  IP_CHECK(dst.device() == src.device() && dst.is_contiguous() && src.is_contiguous() &&
+               dst.nbytes() == src.nbytes(),
+           kInvalidArgument, "[call] the copy-back of a mutated ", dst.device().str(),
+           " tensor needs contiguous memory");
+  device_allocator(dst.device()).copy_on_device(dst.data_ptr(), src.data_ptr(), src.nbytes());
 }
 
 }  // namespace
@@ -134,13 +146,13 @@ CallResult CompiledGraph::result_for(int flat, const Tensor& t,
   return r;
 }
 
-std::vector<CallResult> CompiledGraph::call(const std::vector<Tensor>& user_inputs) {
+std::vector<CallResult> CompiledGraph::call(const std::vector<Tensor>& user_inputs, void* stream) {
   std::lock_guard<std::mutex> lock(call_mutex_);
   IP_CHECK(user_inputs.size() == user_names_.size(), kInvalidArgument, "[call] '", engine_->name(),
            "' takes ", user_names_.size(), " inputs but ", user_inputs.size(), " were given");
   for (size_t k = 0; k < user_inputs.size(); ++k)
     ctx_->bind_input(user_binding_[k], user_inputs[k]);
-  std::vector<Tensor> outs = ctx_->execute();
+  std::vector<Tensor> outs = ctx_->execute(stream);
   std::vector<CallResult> results;
   for (size_t j = 0; j < sinks_.size(); ++j) {
     const Sink& s = sinks_[j];
@@ -151,7 +163,7 @@ std::vector<CallResult> CompiledGraph::call(const std::vector<Tensor>& user_inpu
     // A signature mutation: the engine wrote it in place, or (copy-back) it is copied here.
     const Tensor& dst =
         s.user_input >= 0 ? user_inputs[s.user_input] : state_tensor(s.state_target);
-    if (!outs[j].same_view(dst)) dst.copy_from(outs[j]);
+    if (!outs[j].same_view(dst)) copy_into(dst, outs[j]);
   }
   return results;
 }

@@ -33,8 +33,9 @@ class CompiledGraph {
   explicit CompiledGraph(std::shared_ptr<const Engine> engine);
 
   // Binds the user inputs (errors name the input) and runs the engine; returns the user
-  // outputs in flattened order. Signature mutations are written into their tensors.
-  std::vector<CallResult> call(const std::vector<Tensor>& user_inputs);
+  // outputs in flattened order. Signature mutations are written into their tensors. On a GPU
+  // engine the kernels are enqueued on `stream` (a cudaStream_t; the caller's torch stream).
+  std::vector<CallResult> call(const std::vector<Tensor>& user_inputs, void* stream = nullptr);
 
   const Engine& engine() const { return *engine_; }
   std::shared_ptr<const Engine> engine_ptr() const { return engine_; }

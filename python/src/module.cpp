@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "backend/kernel_table.h"
 #include "compiled_graph.h"
 #include "engine/engine_file.h"
 #include "frontend/graph_json.h"
@@ -44,7 +45,8 @@ std::unique_ptr<CompiledGraph> compile_graph(const std::string& json, const std:
                                              const py::list& user_inputs, const py::dict& state,
                                              bool alias, const py::list& mutated,
                                              const py::list& dynamic,
-                                             const py::list& value_ranges) {
+                                             const py::list& value_ranges,
+                                             const std::string& device) {
   std::unique_ptr<Graph> graph = read_graph_json_string(json, base_dir, "<python>");
   std::vector<std::string> names = user_input_names(*graph);
   std::vector<Tensor> inputs = tensor_list(user_inputs, names);
@@ -55,6 +57,7 @@ std::unique_ptr<CompiledGraph> compile_graph(const std::string& json, const std:
   }
   CompileOptions co;
   co.alias = alias;
+  co.device = Device::parse(device);
   for (auto m : mutated) {
     auto t = m.cast<py::tuple>();
     co.mutated_inputs.push_back({t[0].cast<std::string>(), t[1].cast<int>()});
@@ -88,17 +91,20 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<CompiledGraph>(m, "CompiledGraph")
       .def("call",
-           [](CompiledGraph& self, const py::list& inputs) {
+           [](CompiledGraph& self, const py::list& inputs, uintptr_t stream) {
              std::vector<Tensor> ts = tensor_list(inputs, self.user_input_names());
              std::vector<CallResult> results;
              {
                py::gil_scoped_release release;
-               results = self.call(ts);
+               results = self.call(ts, reinterpret_cast<void*>(stream));
              }
              py::list out;
              for (const CallResult& r : results) out.append(result_object(r));
              return out;
-           })
+           },
+           py::arg("inputs"), py::arg("stream") = 0)
+      .def_property_readonly("device",
+                             [](const CompiledGraph& self) { return self.engine().device().str(); })
       .def_property_readonly("user_input_names", &CompiledGraph::user_input_names)
       .def_property_readonly(
           "aliased_io",
@@ -132,7 +138,12 @@ PYBIND11_MODULE(_C, m) {
   m.def("compile_graph", &compile_graph, py::arg("json"), py::arg("base_dir"),
         py::arg("user_inputs"), py::arg("state"), py::arg("alias") = true,
         py::arg("mutated_inputs") = py::list(), py::arg("dynamic") = py::list(),
-        py::arg("value_ranges") = py::list());
+        py::arg("value_ranges") = py::list(), py::arg("device") = "cpu");
+  // Whether this build and machine can run engines on `device` ("" when so, else the reason).
+  m.def("device_unavailable", [](const std::string& device) {
+    std::string why;
+    return device_available(Device::parse(device), &why) ? std::string() : why;
+  });
   m.def("load_engine",
         [](const std::string& path) { return std::make_unique<CompiledGraph>(load_engine(path)); });
   m.def("graph_text", [](const std::string& json, const std::string& base_dir) {

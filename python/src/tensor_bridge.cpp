@@ -90,11 +90,14 @@ Tensor tensor_from_dlpack(const pybind11::capsule& capsule, const std::string& w
     if (managed->deleter) managed->deleter(managed);
     PyCapsule_SetName(capsule.ptr(), kUsedCapsuleName);
   };
-  if (dl.device.device_type != kDLCPU) {
+  Device device;
+  if (dl.device.device_type == kDLCUDA) {
+    device = Device::cuda(dl.device.device_id);
+  } else if (dl.device.device_type != kDLCPU) {
     int32_t type = dl.device.device_type;
     release();
-    IP_FAIL(kInvalidArgument, "[python] ", what, " is on device type ", type,
-            " (DLPack), but this engine runs on the cpu");
+    IP_FAIL(kInvalidArgument, "[python] ", what, " is on DLPack device type ", type,
+            "; inplace takes cpu and cuda tensors");
   }
   DType dtype;
   try {
@@ -117,9 +120,9 @@ Tensor tensor_from_dlpack(const pybind11::capsule& capsule, const std::string& w
   void* data = static_cast<char*>(dl.data) + dl.byte_offset;
   Tensor t;
   if (numel_of(shape) == 0)
-    t = Tensor::empty(shape, dtype);  // no memory to share (torch may give a null pointer)
+    t = Tensor::empty(shape, dtype, device);  // no memory to share (torch may give a null pointer)
   else
-    t = Tensor::borrow(data, shape, dtype, strides);
+    t = Tensor::borrow(data, shape, dtype, strides, device);
   release();
   return t;
 }
@@ -133,7 +136,7 @@ pybind11::capsule tensor_to_dlpack(const Tensor& t) {
   e->strides = t.strides();
   DLTensor& dl = e->managed.dl_tensor;
   dl.data = t.data_ptr();
-  dl.device = {kDLCPU, 0};
+  dl.device = t.device().is_cpu() ? DLDevice{kDLCPU, 0} : DLDevice{kDLCUDA, t.device().index};
   dl.ndim = static_cast<int32_t>(t.dim());
   dl.dtype = dtype_to_dl(t.dtype());
   dl.shape = e->shape.data();
