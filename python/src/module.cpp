@@ -44,8 +44,7 @@ py::object result_object(const CallResult& r) {
 std::unique_ptr<CompiledGraph> compile_graph(const std::string& json, const std::string& base_dir,
                                              const py::list& user_inputs, const py::dict& state,
                                              bool alias, const py::list& mutated,
-                                             const py::list& dynamic,
-                                             const py::list& value_ranges,
+                                             const py::list& dynamic, const py::list& value_ranges,
                                              const std::string& device) {
   std::unique_ptr<Graph> graph = read_graph_json_string(json, base_dir, "<python>");
   std::vector<std::string> names = user_input_names(*graph);
@@ -90,19 +89,20 @@ PYBIND11_MODULE(_C, m) {
   });
 
   py::class_<CompiledGraph>(m, "CompiledGraph")
-      .def("call",
-           [](CompiledGraph& self, const py::list& inputs, uintptr_t stream) {
-             std::vector<Tensor> ts = tensor_list(inputs, self.user_input_names());
-             std::vector<CallResult> results;
-             {
-               py::gil_scoped_release release;
-               results = self.call(ts, reinterpret_cast<void*>(stream));
-             }
-             py::list out;
-             for (const CallResult& r : results) out.append(result_object(r));
-             return out;
-           },
-           py::arg("inputs"), py::arg("stream") = 0)
+      .def(
+          "call",
+          [](CompiledGraph& self, const py::list& inputs, uintptr_t stream) {
+            std::vector<Tensor> ts = tensor_list(inputs, self.user_input_names());
+            std::vector<CallResult> results;
+            {
+              py::gil_scoped_release release;
+              results = self.call(ts, reinterpret_cast<void*>(stream));
+            }
+            py::list out;
+            for (const CallResult& r : results) out.append(result_object(r));
+            return out;
+          },
+          py::arg("inputs"), py::arg("stream") = 0)
       .def_property_readonly("device",
                              [](const CompiledGraph& self) { return self.engine().device().str(); })
       .def_property_readonly("user_input_names", &CompiledGraph::user_input_names)
