@@ -36,24 +36,26 @@ def _from_result(r):
     return t.view(torch.bool) if r[1] else t
 
 
-def _as_tensor(value, name):
+def _as_tensor(value, name, device=None):
+    """A call argument as a tensor: Python numbers become 0-dim tensors on the engine's device."""
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, bool):
-        return torch.tensor(value)
+        return torch.tensor(value, device=device)
     if isinstance(value, int):
-        return torch.tensor(value, dtype=torch.int64)
+        return torch.tensor(value, dtype=torch.int64, device=device)
     if isinstance(value, float):
-        return torch.tensor(value, dtype=torch.float32)
+        return torch.tensor(value, dtype=torch.float32, device=device)
     raise InputError("input '%s': expected a tensor or a Python number, got %s"
                      % (name, type(value).__name__))
 
 
 def _engine_device(device, examples, names, state):
     """The device the engine runs on: ``device`` when given, else the one device of the example
-    inputs and the module's state (cpu when there are none). Mixed devices are refused naming
-    the first tensor that differs."""
-    tensors = [("input '%s'" % n, t) for n, t in zip(names, examples)]
+    tensors and the module's state (cpu when there are none; Python numbers go where the engine
+    runs). Mixed devices are refused naming the first tensor that differs."""
+    tensors = [("input '%s'" % n, t) for n, t in zip(names, examples)
+               if isinstance(t, torch.Tensor)]
     tensors += [("state '%s'" % k, v) for k, v in state.items() if isinstance(v, torch.Tensor)]
     if device is None:
         cuda = [(what, t.device) for what, t in tensors if t.device.type == "cuda"]
@@ -71,6 +73,26 @@ def _engine_device(device, examples, names, state):
     if why:
         raise RuntimeError("inplace cannot compile for %s: %s" % (device, why))
     return device
+
+
+def _precheck_devices(module_or_fn, example_inputs, device):
+    """Before capture (which runs the program on the examples, where torch itself would fail on
+    mixed devices): the examples and the module's state on one device, named as the program
+    names them."""
+    import inspect
+    try:
+        names = list(inspect.signature(module_or_fn.forward if isinstance(
+            module_or_fn, torch.nn.Module) else module_or_fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    names += ["#%d" % i for i in range(len(names), len(example_inputs))]
+    tensors = [t for t in example_inputs if isinstance(t, torch.Tensor)]
+    state = {}
+    if isinstance(module_or_fn, torch.nn.Module):
+        state = dict(module_or_fn.named_parameters())
+        state.update(module_or_fn.named_buffers())
+    if tensors or state:
+        _engine_device(device, list(example_inputs), names, state)
 
 
 def _stream_of(device):
@@ -167,7 +189,7 @@ class CompiledProgram(torch.nn.Module):
     # ---- calling
     def _check(self, index, value):
         name = self._names[index]
-        t = _as_tensor(value, name)
+        t = _as_tensor(value, name, self._device)
         shape, dtype, dyn = self._expected[name]
         if t.device != self._device:
             raise InputError("input '%s' is on %s, but the engine runs on %s"
@@ -278,13 +300,14 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs)
     prefer_export = capture_with != "torch.fx"
+    _precheck_devices(module_or_fn, example_inputs, device)
     captured = capture(module_or_fn, example_inputs, prefer_export=prefer_export)
     names = captured.user_names
-    examples = [_as_tensor(x, n) for x, n in zip(example_inputs, names)]
+    dev = _engine_device(device, example_inputs, names, captured.state)
+    examples = [_as_tensor(x, n, dev) for x, n in zip(example_inputs, names)]
     dyn = _dynamic_list(dynamic, names)
     ranges = [(names[k] if isinstance(k, int) else k, int(lo), int(hi))
               for k, (lo, hi) in dict(value_ranges or {}).items()]
-    dev = _engine_device(device, examples, names, captured.state)
     native = C.compile_graph(
         json.dumps(captured.doc, allow_nan=False), os.getcwd(),
         [_to_capsule(t) for t in examples],
@@ -312,12 +335,12 @@ def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dyn
     lifted = {e["node"] for e in sig_inputs if e.get("kind") != "user_input"}
     names = [n["name"] for n in graph["nodes"]
              if n.get("op") == "placeholder" and n["name"] not in lifted]
-    examples = [_as_tensor(x, n) for x, n in zip(example_inputs, names)]
     state = dict(state or {})
+    dev = _engine_device(device, example_inputs, names, state)
+    examples = [_as_tensor(x, n, dev) for x, n in zip(example_inputs, names)]
     dyn = _dynamic_list(dynamic, names)
     ranges = [(names[k] if isinstance(k, int) else k, int(lo), int(hi))
               for k, (lo, hi) in dict(value_ranges or {}).items()]
-    dev = _engine_device(device, examples, names, state)
     native = C.compile_graph(json.dumps(graph, allow_nan=False), base_dir,
                              [_to_capsule(t) for t in examples],
                              {t: _to_capsule(v) for t, v in state.items()}, alias,

@@ -93,7 +93,7 @@ class LoadedProgram:
         if len(args) != len(self._names):
             raise TypeError("the program takes %d inputs (%s), got %d"
                             % (len(self._names), ", ".join(self._names), len(args)))
-        given = dict(zip(self._names, (_as_tensor(a, n) for a, n in zip(args, self._names))))
+        given = {n: _as_tensor(a, n, self.device) for a, n in zip(args, self._names)}
         tensors = []
         for b in self._bindings:
             tensors.append(self.state[b] if b in self.state else given[b])

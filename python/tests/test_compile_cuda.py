@@ -59,6 +59,11 @@ if torch is not None:
             return self.out(o.transpose(1, 2).reshape(1, 1, -1))
 
 
+def slice_write_step(cache, rows, pos):
+    cache[:, pos:pos + rows.size(1)] = rows * 2
+    return cache.sum(dim=1)
+
+
 @skip_message
 class Cuda(CompileCase):
     rtol = 1e-4
@@ -93,22 +98,18 @@ class Cuda(CompileCase):
             self.assertSame(compiled.get_buffer("v_cache"), eager.v_cache, "pos %d v_cache" % pos)
             self.assertEqual(mine.k_cache.data_ptr(), ptr)
 
-    def step(self, cache, rows, pos):
-        cache[:, pos:pos + rows.size(1)] = rows * 2
-        return cache.sum(dim=1)
-
     def test_user_cache_slice_write_at_runtime_positions_aliased_and_copy_back(self):
         for alias in (True, False):
             example = (torch.zeros(2, 16, 8, device=self.dev),
                        torch.randn(2, 1, 8, device=self.dev), 0)
-            compiled = inplace.compile(self.step, example, dynamic={"rows": {1: 4}},
+            compiled = inplace.compile(slice_write_step, example, dynamic={"rows": {1: 4}},
                                        value_ranges={"pos": (0, 15)}, alias=alias)
             cache_c = torch.zeros(2, 16, 8, device=self.dev)
             cache_e = cache_c.clone()
             ptr = cache_c.data_ptr()
             for pos, n in [(0, 1), (1, 4), (5, 2), (15, 1), (7, 0), (12, 3)]:
                 rows = torch.randn(2, n, 8, device=self.dev)
-                want = self.step(cache_e, rows, pos)
+                want = slice_write_step(cache_e, rows, pos)
                 got = compiled(cache_c, rows.clone(), pos)
                 what = "alias=%s pos=%d n=%d" % (alias, pos, n)
                 self.assertSame(got, want, what + " output")
