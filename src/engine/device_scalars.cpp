@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "core/error.h"
 
@@ -36,22 +37,50 @@ int stack_depth(const SymExpr& e) {
   return most;
 }
 
-// `cache[..., :end]` along one dim: slice(self, dim, None|0, end, None|1) with only `end` a
-// runtime scalar, over a value whose layout is fixed. Returns the scalar, or -1.
+bool full_slice(const Value& v) {
+  return v.kind == Value::Kind::kSlice && v.items.size() == 3 && v.items[0].is_none() &&
+         v.items[1].is_none() && (v.items[2].is_none() || int_is(v.items[2], 1));
+}
+
+// The dim a prefix view cuts and the path of its end, or -1: `slice(self, dim, None|0, end,
+// None|1)`, or `self[:, ..., :end]` (getitem with a tuple of full slices and one `:end`).
+int64_t prefix_dim(const Step& s, std::vector<int>* end_path) {
+  const std::string& name = s.op->schema.name;
+  if (name == "slice" && s.args.size() >= 4 && s.args[1].kind == Value::Kind::kInt) {
+    if (!(s.args[2].is_none() || int_is(s.args[2], 0))) return -1;
+    if (s.args.size() > 4 && !(s.args[4].is_none() || int_is(s.args[4], 1))) return -1;
+    *end_path = {3};
+    return s.args[1].i;
+  }
+  if (name != "getitem" || s.args.size() != 2 || !s.args[1].is_sequence()) return -1;
+  const std::vector<Value>& items = s.args[1].items;
+  int64_t dim = -1;
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (full_slice(items[k])) continue;
+    const Value& v = items[k];
+    if (dim >= 0 || v.kind != Value::Kind::kSlice || v.items.size() != 3) return -1;
+    if (!(v.items[0].is_none() || int_is(v.items[0], 0))) return -1;
+    if (!(v.items[2].is_none() || int_is(v.items[2], 1))) return -1;
+    dim = static_cast<int64_t>(k);
+    *end_path = {1, static_cast<int>(k), 1};
+  }
+  return dim;
+}
+
+// A prefix view `cache[..., :end, :]` with only `end` a runtime scalar, over a value whose
+// layout is fixed, along the keys' dim of attention (dim -2), so the kernel's key count is the
+// view's extent. Returns the scalar, or -1.
 int prefix_end_scalar(const Step& s) {
-  if (s.kind != StepKind::kView || !s.op || s.op->schema.name != "slice") return -1;
-  if (s.ints.size() != 1 || s.ints[0].path != std::vector<int>{3}) return -1;
-  if (s.args.size() < 4 || s.outs.size() != 1 || s.outs[0].dyn < 0) return -1;
-  if (!(s.args[2].is_none() || int_is(s.args[2], 0))) return -1;
-  if (s.args.size() > 4 && !(s.args[4].is_none() || int_is(s.args[4], 1))) return -1;
-  // Over a fixed layout, along the keys' dim of attention (dim -2), so the kernel's key count
-  // is the view's extent.
+  if (s.kind != StepKind::kView || !s.op || s.ints.size() != 1) return -1;
+  if (s.outs.size() != 1 || s.outs[0].dyn < 0) return -1;
   if (s.tensors.size() != 1 || s.tensors[0].path != std::vector<int>{0} ||
-      s.tensors[0].ref.dyn >= 0 || s.args[1].kind != Value::Kind::kInt)
+      s.tensors[0].ref.dyn >= 0)
     return -1;
+  std::vector<int> end_path;
+  int64_t dim = prefix_dim(s, &end_path);
   const int64_t rank = static_cast<int64_t>(s.tensors[0].ref.shape.size());
-  const int64_t dim = s.args[1].i < 0 ? s.args[1].i + rank : s.args[1].i;
-  if (rank < 2 || dim != rank - 2) return -1;
+  if (dim < 0 && s.op->schema.name == "slice") dim += rank;
+  if (rank < 2 || dim != rank - 2 || s.ints[0].path != end_path) return -1;
   return s.ints[0].scalar;
 }
 
@@ -84,28 +113,26 @@ DeviceScalarPlan plan_device_scalars(const Plan& plan) {
     if (stack_depth(plan.scalars[k]) > kDeviceScalarStackDepth)
       return refuse(str_cat("scalar ", plan.scalar_names[k], " is too deep"));
   }
-  for (const TensorRef& r : plan.output_refs)
-    if (r.dyn >= 0) return refuse("an output's size changes per call");
-  // Prefix views, by the dynamic value they make.
+  // Values whose extent changes per call: the prefix views, nothing else. Values computed from
+  // them through attention's keys and values are dynamic in the plan (their refresh runs) but
+  // the same at every call: attention's result has the queries' shape.
+  std::set<int32_t> varying;
   std::map<int32_t, int> prefix_of;  // dyn -> scalar
-  for (const Step& s : plan.steps) {
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    const Step& s = plan.steps[q];
     const int e = prefix_end_scalar(s);
     if (e >= 0) {
       prefix_of[s.outs[0].dyn] = e;
+      varying.insert(s.outs[0].dyn);
       d.prefix_ends.push_back(e);
+      continue;
     }
-  }
-  for (size_t q = 0; q < plan.steps.size(); ++q) {
-    const Step& s = plan.steps[q];
-    if (prefix_end_scalar(s) >= 0) continue;
     if (!s.ints.empty())
-      return refuse(
-          str_cat("step '", s.node, "' takes a runtime int (", s.op ? s.op->schema.name : "", ")"));
-    for (const TensorRef& o : s.outs)
-      if (o.dyn >= 0) return refuse(str_cat("step '", s.node, "' makes a value of per-call size"));
+      return refuse(str_cat("step '", s.node, "' takes a runtime int (",
+                            s.op ? s.op->schema.name : "", ")"));
     int extent = -1;
     for (const TensorSlot& t : s.tensors) {
-      if (t.ref.dyn < 0) continue;
+      if (t.ref.dyn < 0 || !varying.count(t.ref.dyn)) continue;
       auto it = prefix_of.find(t.ref.dyn);
       const bool kv = t.path.size() == 1 && (t.path[0] == 1 || t.path[0] == 2);
       if (it == prefix_of.end() || !is_sdpa(s) || !kv || (extent >= 0 && extent != it->second))
@@ -117,6 +144,8 @@ DeviceScalarPlan plan_device_scalars(const Plan& plan) {
       return refuse(str_cat("step '", s.node, "' has an attention mask"));
     d.step_extent[q] = extent;
   }
+  for (const TensorRef& r : plan.output_refs)
+    if (r.dyn >= 0 && varying.count(r.dyn)) return refuse("an output's size changes per call");
   d.code.push_back(static_cast<int64_t>(plan.scalars.size()));
   for (const SymExpr& e : plan.scalars) {
     d.code.push_back(static_cast<int64_t>(e.code.size()));

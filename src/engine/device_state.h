@@ -35,6 +35,7 @@ struct DeviceState {
   DeviceScalarPlan scalars;
   std::shared_ptr<Storage> code, slots, inputs;  // device memory when scalars.on_device
   bool inputs_dirty = true;                      // bindings changed since the inputs upload
+  bool refreshed = false;  // the refresh ran (once, when scalars are on the device)
 
   DeviceState() = default;
   DeviceState(const DeviceState&) = delete;

@@ -208,7 +208,12 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
     output_storage_[k]->rebind(out_buffers[k].nbytes() ? out_buffers[k].data_ptr() : nullptr,
                                static_cast<size_t>(plan.output_buffer_bytes[k]));
   }
-  if (!plan.refresh.empty()) refresh();
+  // With its scalars on the device, a context's refresh gives the same metadata at every call
+  // (the views at their bound): it runs once.
+  if (!plan.refresh.empty() && !(gpu_ && gpu_->scalars.on_device && gpu_->refreshed)) {
+    refresh();
+    if (gpu_) gpu_->refreshed = true;
+  }
   check_positions();
   if (gpu_) {
     run_on_device(stream);
