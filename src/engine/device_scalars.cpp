@@ -128,8 +128,8 @@ DeviceScalarPlan plan_device_scalars(const Plan& plan) {
       continue;
     }
     if (!s.ints.empty())
-      return refuse(str_cat("step '", s.node, "' takes a runtime int (",
-                            s.op ? s.op->schema.name : "", ")"));
+      return refuse(
+          str_cat("step '", s.node, "' takes a runtime int (", s.op ? s.op->schema.name : "", ")"));
     int extent = -1;
     for (const TensorSlot& t : s.tensors) {
       if (t.ref.dyn < 0 || !varying.count(t.ref.dyn)) continue;
