@@ -18,3 +18,7 @@ cmake --build "$BUILD_DIR" -j"$(nproc)" --target inplace_tests inplace_cli
 echo "[gpu] build: $(( $(date +%s) - start )) s"
 "$BUILD_DIR"/inplace ops --device cuda >/dev/null
 "$BUILD_DIR"/tests/inplace_tests --gtest_filter='Cuda*:Device*' --gtest_brief=0
+# The built-in model on the GPU, checked against the eager interpreter (graphs on).
+"$BUILD_DIR"/inplace demo --device cuda --size small --steps 64 --check-steps 3
+# INPLACE_GPU_BENCH=1: the decode benchmark too (scripts/bench-gpu.sh).
+if [ "${INPLACE_GPU_BENCH:-0}" = 1 ]; then BUILD_DIR="$BUILD_DIR" ./scripts/bench-gpu.sh; fi

@@ -20,6 +20,13 @@ namespace inplace {
 // (cudaStream_t for cuda; unused on the cpu, whose kernels finish before they return).
 struct KernelContext {
   void* stream = nullptr;
+  // On a GPU: the context's error flag (int32[4] device memory, backend/device_runtime.h) that
+  // index kernels set for a position outside the indexed dim, and the step it names.
+  int32_t* error = nullptr;
+  int32_t step = -1;
+  // On a GPU: the step's key count as a device int64 (a runtime scalar evaluated on the
+  // device), when the key and value operands are planned at their bound (engine/device_scalars.h).
+  const int64_t* extent = nullptr;
 };
 
 // Computes op(args) into `outs` (planned memory on the kernel's device), like OpDef::out.

@@ -50,7 +50,10 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
     step_args_.push_back(std::move(args));
     step_outs_.push_back(std::move(outs));
   }
+  if (!device_.is_cpu()) init_device();
 }
+
+ExecutionContext::~ExecutionContext() = default;
 
 std::shared_ptr<Storage>& ExecutionContext::storage_of(BufferId id) {
   switch (id.kind) {
@@ -122,6 +125,7 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
   }
   bound_inputs_[index] = t;
   bindings_checked_ = false;
+  if (gpu_) gpu_->inputs_dirty = true;
   std::erase(partly_updated_, index);
 }
 
@@ -175,6 +179,8 @@ void ExecutionContext::set_threads(int threads) {
 
 std::vector<Tensor> ExecutionContext::execute(void* stream) {
   InFlightGuard guard(in_flight_, "execute", engine_->name());
+  if (gpu_) check_device_error(/*wait=*/false);
+  ++stats_.calls;
   kernel_context_.stream = stream;
   const Plan& plan = engine_->plan();
   for (size_t i = 0; i < plan.inputs.size(); ++i)
@@ -182,9 +188,12 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
              "' is not bound");
   check_bindings();
   gather_staged_inputs();
-  // Output buffers: caller-bound, reused, or fresh for this call.
+  // Output buffers: caller-bound, reused, or fresh for this call. On a GPU they are the
+  // context's (allocated once, at their bound): a call allocates nothing and a captured graph
+  // keeps their addresses; an output is valid until the context's next call.
   std::vector<Tensor> out_buffers(plan.output_buffer_bytes.size());
-  if (reuse_outputs_ && reused_outputs_.size() != out_buffers.size()) {
+  const bool reuse = reuse_outputs_ || !device_.is_cpu();
+  if (reuse && reused_outputs_.size() != out_buffers.size()) {
     reused_outputs_.clear();
     for (int64_t n : plan.output_buffer_bytes)
       reused_outputs_.push_back(Tensor::empty({n}, DType::kUInt8, device_));
@@ -192,47 +201,26 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
   for (size_t k = 0; k < out_buffers.size(); ++k) {
     if (bound_outputs_[k].defined())
       out_buffers[k] = bound_outputs_[k];
-    else if (reuse_outputs_)
+    else if (reuse)
       out_buffers[k] = reused_outputs_[k];
     else
       out_buffers[k] = Tensor::empty({plan.output_buffer_bytes[k]}, DType::kUInt8, device_);
     output_storage_[k]->rebind(out_buffers[k].nbytes() ? out_buffers[k].data_ptr() : nullptr,
                                static_cast<size_t>(plan.output_buffer_bytes[k]));
   }
-  if (!plan.refresh.empty()) refresh();
+  // With its scalars on the device, a context's refresh gives the same metadata at every call
+  // (the views at their bound): it runs once.
+  if (!plan.refresh.empty() && !(gpu_ && gpu_->scalars.on_device && gpu_->refreshed)) {
+    refresh();
+    if (gpu_) gpu_->refreshed = true;
+  }
   check_positions();
-  ScopedThreadPool use_pool(thread_pool_.get());
-  for (size_t q = 0; q < plan.steps.size(); ++q) {
-    const Step& s = plan.steps[q];
-    std::vector<Value>& args = step_args_[q];
-    const std::vector<Tensor>& outs = step_outs_[q];
-    try {
-      switch (s.kind) {
-        case StepKind::kOut:
-        case StepKind::kCopy:
-          (*engine_->kernel(q))(args, outs, kernel_context_);
-          break;
-        case StepKind::kView:
-          break;
-        case StepKind::kEager: {
-          if (const Kernel* kernel = engine_->kernel(q)) {  // a device kernel
-            (*kernel)(args, outs, kernel_context_);
-            break;
-          }
-          std::vector<Value> leaves;
-          flatten_value(s.op->eager(args), &leaves);
-          IP_ASSERT(leaves.size() == outs.size(), "eager step returns the planned results");
-          for (size_t k = 0; k < outs.size(); ++k) outs[k].copy_from(leaves[k].tensor);
-          break;
-        }
-      }
-    } catch (const Error& e) {
-      std::string where =
-          s.writes_binding.empty()
-              ? str_cat("[execute] step '", s.node, "': ")
-              : str_cat("[execute] step '", s.node, "' writing binding '", s.writes_binding, "': ");
-      throw Error(e.code(), where + e.what() + note_failed_call(q));
-    }
+  if (gpu_) {
+    run_on_device(stream);
+    kernel_context_.stream = stream;
+  } else {
+    ScopedThreadPool use_pool(thread_pool_.get());
+    run_steps();
   }
   std::vector<Tensor> results;
   results.reserve(plan.outputs.size());
@@ -270,6 +258,47 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
     }
   }
   return results;
+}
+
+void ExecutionContext::run_steps() {
+  const Plan& plan = engine_->plan();
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    const Step& s = plan.steps[q];
+    std::vector<Value>& args = step_args_[q];
+    const std::vector<Tensor>& outs = step_outs_[q];
+    kernel_context_.step = static_cast<int32_t>(q);
+    kernel_context_.extent = nullptr;
+    if (gpu_ && gpu_->scalars.on_device && gpu_->scalars.step_extent[q] >= 0)
+      kernel_context_.extent =
+          static_cast<const int64_t*>(gpu_->slots->data()) + gpu_->scalars.step_extent[q];
+    try {
+      switch (s.kind) {
+        case StepKind::kOut:
+        case StepKind::kCopy:
+          (*engine_->kernel(q))(args, outs, kernel_context_);
+          break;
+        case StepKind::kView:
+          break;
+        case StepKind::kEager: {
+          if (const Kernel* kernel = engine_->kernel(q)) {  // a device kernel
+            (*kernel)(args, outs, kernel_context_);
+            break;
+          }
+          std::vector<Value> leaves;
+          flatten_value(s.op->eager(args), &leaves);
+          IP_ASSERT(leaves.size() == outs.size(), "eager step returns the planned results");
+          for (size_t k = 0; k < outs.size(); ++k) outs[k].copy_from(leaves[k].tensor);
+          break;
+        }
+      }
+    } catch (const Error& e) {
+      std::string where =
+          s.writes_binding.empty()
+              ? str_cat("[execute] step '", s.node, "': ")
+              : str_cat("[execute] step '", s.node, "' writing binding '", s.writes_binding, "': ");
+      throw Error(e.code(), where + e.what() + note_failed_call(q));
+    }
+  }
 }
 
 }  // namespace inplace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "engine/device_state.h"
 #include "engine/engine.h"
 
 namespace inplace {
@@ -16,6 +17,7 @@ namespace inplace {
 class ExecutionContext {
  public:
   explicit ExecutionContext(std::shared_ptr<const Engine> engine);
+  ~ExecutionContext();
 
   const Engine& engine() const { return *engine_; }
 
@@ -45,6 +47,21 @@ class ExecutionContext {
   // the call itself does not wait for the device, except to read runtime scalars (positions)
   // of an engine that has them (see docs/cuda.md). A cpu engine ignores the stream.
   std::vector<Tensor> execute(void* stream);
+  // GPU engines (docs/cuda.md, "CUDA graphs"): with graphs on, the first call runs directly,
+  // the next captures the whole step into a graph and launches it, and later calls replay it
+  // while every bound address (and every runtime scalar the host evaluates) is unchanged; a
+  // binding that moves is captured again. Off by default; ignored by a cpu engine.
+  void set_cuda_graph(bool on);
+  bool cuda_graph() const { return cuda_graph_; }
+  // Waits until the last call's work is done on the device, then reports an error its kernels
+  // flagged (a position outside a cache, a runtime value outside its declared range), naming
+  // the step and the binding. A cpu engine returns at once. execute() reports such an error at
+  // its start when the previous call has already completed (never waiting for it).
+  void synchronize();
+  // Whether this context evaluates its runtime scalars on the device (no host read per call).
+  bool scalars_on_device() const { return gpu_ && gpu_->scalars.on_device; }
+  const ContextStats& stats() const { return stats_; }
+
   // Accepts the state of the inputs a failed call left partly updated (the caller restored or
   // dropped them) and makes the context usable again. Bindings are kept.
   void reset();
@@ -97,6 +114,18 @@ class ExecutionContext {
   // bad position refuses the call before any cache (the k cache before the v cache) is written.
   std::vector<int> position_checks_;
   void check_positions();
+  // The kernels of every step, in order, on kernel_context_'s stream.
+  void run_steps();
+  // GPU engines (execution_context_device.cpp): set-up, the call's work (directly or through a
+  // captured graph), and the error flag.
+  void init_device();
+  void run_on_device(void* stream);
+  void enqueue_on_device(void* stream);
+  std::vector<int64_t> graph_key() const;
+  void check_device_error(bool wait);
+  std::unique_ptr<DeviceState> gpu_;
+  bool cuda_graph_ = false;
+  ContextStats stats_;
   std::atomic<bool> in_flight_{false};
   std::vector<bool> input_written_;  // by some step: aliased, or written back (copy-back)
   bool bindings_checked_ = false;    // the overlap check passed for the current bindings

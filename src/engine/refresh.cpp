@@ -124,8 +124,12 @@ void ExecutionContext::refresh() {
         break;
       }
       case RefreshItem::Kind::kScalar:
+        // Evaluated on the device instead (execution_context_device.cpp); the host keeps the
+        // bound its prefix views are planned at.
+        if (scalars_on_device()) break;
         scalar_values_[item.index] =
             eval_sym(plan.scalars[item.index], env, plan.scalar_names[item.index]);
+        if (!device_.is_cpu()) ++stats_.host_scalar_reads;
         break;
       case RefreshItem::Kind::kStep:
         refresh_step(item.index);

@@ -1,18 +1,22 @@
 #include "models/llama_runner.h"
 
+#include "backend/device_runtime.h"
+#include "core/device_allocator.h"
 #include "core/error.h"
 #include "interpreter/interpreter.h"
 
 namespace inplace::models {
 
-std::vector<Tensor> llama_new_caches(const LlamaConfig& c) {
+std::vector<Tensor> llama_new_caches(const LlamaConfig& c, Device device) {
   std::vector<Tensor> caches;
-  for (int64_t i = 0; i < 2 * c.n_layers; ++i)
-    caches.push_back(Tensor::zeros(c.cache_shape(), DType::kFloat32));
+  for (int64_t i = 0; i < 2 * c.n_layers; ++i)  // zero-filled on every device
+    caches.push_back(Tensor::empty(c.cache_shape(), DType::kFloat32, device));
   return caches;
 }
 
-int64_t argmax_token(const Tensor& logits) {
+int64_t argmax_token(const Tensor& logits_in) {
+  const Tensor logits =
+      logits_in.device().is_cpu() ? logits_in : logits_in.to_device(Device::cpu());
   IP_CHECK(logits.dtype() == DType::kFloat32 && logits.is_contiguous(), kInvalidArgument,
            "[llama] logits must be contiguous float32");
   const float* d = logits.data<float>();
@@ -23,9 +27,10 @@ int64_t argmax_token(const Tensor& logits) {
 }
 
 LlamaEngines compile_llama(const LlamaConfig& c, const LlamaWeights& w, int64_t prompt_len,
-                           bool alias) {
+                           bool alias, Device device) {
   CompileOptions options;
   options.alias = alias;
+  options.device = device;
   LlamaEngines e;
   if (prompt_len > 0)
     e.prefill =
@@ -36,10 +41,20 @@ LlamaEngines compile_llama(const LlamaConfig& c, const LlamaWeights& w, int64_t 
 
 namespace {
 
-Tensor int_vector(int64_t n, const Shape& shape) {
-  Tensor t = Tensor::zeros(shape, DType::kInt64);
+Tensor int_vector(int64_t n, const Shape& shape, Device device = Device::cpu()) {
+  Tensor t = Tensor::empty(shape, DType::kInt64, device);
   IP_ASSERT(t.numel() == n, "token tensor sized to its count");
   return t;
+}
+
+// Host values into a bound int64 tensor on any device.
+void put(const Tensor& t, const std::vector<int64_t>& v) {
+  IP_ASSERT(static_cast<int64_t>(v.size()) == t.numel(), "values sized to the tensor");
+  if (t.device().is_cpu()) {
+    for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+    return;
+  }
+  device_allocator(t.device()).copy_from_host(t.data_ptr(), v.data(), v.size() * sizeof(int64_t));
 }
 
 void fill_prompt(const std::vector<int64_t>& prompt, const Tensor& tokens, const Tensor& pos) {
@@ -60,8 +75,9 @@ LlamaEngineRunner::LlamaEngineRunner(const LlamaConfig& c, const LlamaEngines& e
   decode_.set_threads(threads);
   IP_CHECK(static_cast<int64_t>(caches_.size()) == 2 * c.n_layers, kInvalidArgument,
            "[llama] expected ", 2 * c.n_layers, " caches, got ", caches_.size());
-  token_ = int_vector(1, {1, 1});
-  pos_ = int_vector(1, {1});
+  const Device device = engines.decode->device();
+  token_ = int_vector(1, {1, 1}, device);
+  pos_ = int_vector(1, {1}, device);
   decode_.bind_input(0, token_);
   decode_.bind_input(1, pos_);
   for (size_t i = 0; i < caches_.size(); ++i)
@@ -70,8 +86,8 @@ LlamaEngineRunner::LlamaEngineRunner(const LlamaConfig& c, const LlamaEngines& e
   prefill_.emplace(engines.prefill);
   prefill_->set_threads(threads);
   const int64_t p = engines.prefill->inputs()[0].shape.back();
-  prompt_tokens_ = int_vector(p, {1, p});
-  prompt_pos_ = int_vector(p, {p});
+  prompt_tokens_ = int_vector(p, {1, p}, device);
+  prompt_pos_ = int_vector(p, {p}, device);
   prefill_->bind_input(0, prompt_tokens_);
   prefill_->bind_input(1, prompt_pos_);
   for (size_t i = 0; i < caches_.size(); ++i)
@@ -80,14 +96,38 @@ LlamaEngineRunner::LlamaEngineRunner(const LlamaConfig& c, const LlamaEngines& e
 
 Tensor LlamaEngineRunner::prefill(const std::vector<int64_t>& prompt) {
   IP_CHECK(prefill_.has_value(), kInvalidArgument, "[llama] this runner has no prefill engine");
-  fill_prompt(prompt, prompt_tokens_, prompt_pos_);
-  return prefill_->execute()[0];
+  if (prompt_tokens_.device().is_cpu()) {
+    fill_prompt(prompt, prompt_tokens_, prompt_pos_);
+  } else {
+    IP_CHECK(static_cast<int64_t>(prompt.size()) == prompt_tokens_.numel(), kShapeMismatch,
+             "[llama] the prefill engine takes ", prompt_tokens_.numel(), " prompt tokens, got ",
+             prompt.size());
+    std::vector<int64_t> positions(prompt.size());
+    for (size_t i = 0; i < prompt.size(); ++i) positions[i] = static_cast<int64_t>(i);
+    put(prompt_tokens_, prompt);
+    put(prompt_pos_, positions);
+  }
+  return prefill_->execute(stream_)[0];
 }
 
 Tensor LlamaEngineRunner::decode(int64_t token, int64_t pos) {
-  token_.data<int64_t>()[0] = token;
-  pos_.data<int64_t>()[0] = pos;
-  return decode_.execute()[0];
+  put(token_, {token});
+  put(pos_, {pos});
+  return decode_.execute(stream_)[0];
+}
+
+Tensor LlamaEngineRunner::decode_from(const Tensor& token, const Tensor& pos) {
+  const DeviceRuntime* rt = device_runtime(token_.device().type);
+  IP_CHECK(rt != nullptr && token.device() == token_.device() && pos.device() == pos_.device(),
+           kInvalidArgument, "[llama] decode_from takes device tensors of the engine's device");
+  rt->copy_async(token_.data_ptr(), token.data_ptr(), sizeof(int64_t), stream_);
+  rt->copy_async(pos_.data_ptr(), pos.data_ptr(), sizeof(int64_t), stream_);
+  return decode_.execute(stream_)[0];
+}
+
+void LlamaEngineRunner::set_cuda_graph(bool on) {
+  decode_.set_cuda_graph(on);
+  if (prefill_) prefill_->set_cuda_graph(on);
 }
 
 LlamaEagerRunner::LlamaEagerRunner(const LlamaConfig& c, const LlamaWeights& w, int64_t prompt_len,

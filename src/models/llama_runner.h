@@ -11,8 +11,8 @@
 
 namespace inplace::models {
 
-// The caller's state: one k and one v cache per layer, zeros at the start.
-std::vector<Tensor> llama_new_caches(const LlamaConfig& config);
+// The caller's state: one k and one v cache per layer, zeros at the start, on `device`.
+std::vector<Tensor> llama_new_caches(const LlamaConfig& config, Device device = Device::cpu());
 
 // Greedy choice: the index of the largest logit (the first on ties, like torch.argmax).
 int64_t argmax_token(const Tensor& logits);
@@ -23,20 +23,30 @@ struct LlamaEngines {
   std::shared_ptr<const Engine> prefill, decode;
 };
 LlamaEngines compile_llama(const LlamaConfig& config, const LlamaWeights& weights,
-                           int64_t prompt_len, bool alias);
+                           int64_t prompt_len, bool alias, Device device = Device::cpu());
 
 // Steps the engines on `caches` (the caller's tensors, written in place by aliased engines).
 // Token and position inputs are tensors bound once and updated between calls. Without a
-// prefill engine only decode() may be called.
+// prefill engine only decode() may be called. On a GPU the engines run on `stream()` (the
+// default stream unless set), token and position inputs live in device memory, and the
+// returned logits are device tensors of the context, valid until its next call.
 class LlamaEngineRunner {
  public:
   LlamaEngineRunner(const LlamaConfig& config, const LlamaEngines& engines,
                     std::vector<Tensor> caches, int threads = 1);
   Tensor prefill(const std::vector<int64_t>& prompt);  // logits [1, vocab] of the last token
   Tensor decode(int64_t token, int64_t pos);           // logits [1, vocab]
+  // GPU: one decode step whose token and position are copied on the device, on the stream,
+  // from `token` [1, 1] and `pos` [1] int64 device tensors (no host value, no wait).
+  Tensor decode_from(const Tensor& token, const Tensor& pos);
   const std::vector<Tensor>& caches() const { return caches_; }
+  void set_cuda_graph(bool on);
+  void set_stream(void* stream) { stream_ = stream; }
+  void* stream() const { return stream_; }
+  ExecutionContext& decode_context() { return decode_; }
 
  private:
+  void* stream_ = nullptr;
   std::vector<Tensor> caches_;
   std::optional<ExecutionContext> prefill_;
   ExecutionContext decode_;

@@ -109,6 +109,10 @@ double median(const std::vector<double>& v) {
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i)  // the GPU benchmark: bench_gpu.cpp
+    if ((args[i] == "--device" && i + 1 < args.size() && args[i + 1] != "cpu") ||
+        (args[i].rfind("--device=", 0) == 0 && args[i] != "--device=cpu"))
+      return run_bench_gpu(args);
   std::string size = "small", s_max_s = "256,1024,4096,8192", position_s = "200", steps_s = "16",
               threads_s = "1", dtype_s = "f32", python = "/usr/bin/python3",
               out_path = "bench.json";

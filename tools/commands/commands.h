@@ -31,6 +31,8 @@ int run_compile_program(const std::vector<std::string>& methods,
                         const std::string& out_path);
 int run_demo(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
+// `bench --device cuda` (bench_gpu.cpp).
+int run_bench_gpu(const std::vector<std::string>& args);
 
 // Every command, in the order `inplace --help` lists them.
 const std::vector<Command>& commands();

@@ -18,6 +18,15 @@ __device__ inline int64_t off4(const Operand& o, int64_t b, int64_t h, int64_t i
   return b * o.stride[0] + h * o.stride[1] + i * o.stride[2] + j * o.stride[3];
 }
 
+// The keys present: k's dim 2, or the device extent (a slice end, clamped like Python's).
+__device__ inline int64_t key_count(const Attention& a) {
+  const int64_t S = a.k.size[2];
+  if (!a.kv_len) return S;
+  int64_t e = *a.kv_len;
+  if (e < 0) e += S;
+  return e < 0 ? 0 : (e > S ? S : e);
+}
+
 struct Partial {
   float* m;    // [rows, splits]
   float* l;    // [rows, splits]
@@ -26,7 +35,7 @@ struct Partial {
 
 __global__ void attention_kernel(Attention a, Partial part, int splits) {
   const int64_t H = a.q.size[1], L = a.q.size[2], E = a.q.size[3];
-  const int64_t S = a.k.size[2], Ev = a.v.size[3], Hk = a.k.size[1];
+  const int64_t S = key_count(a), Ev = a.v.size[3], Hk = a.k.size[1];
   const int64_t row = blockIdx.x;  // (b, h, i)
   const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
   const int64_t hk = h / (H / Hk);
@@ -134,16 +143,13 @@ __global__ void merge_kernel(Attention a, Partial part, int splits) {
   }
 }
 
-// Scratch for split rows: grown on demand, per thread and device (a captured graph replays
-// the size it was captured with; growth happens on an uncaptured first call).
-float* scratch(size_t floats) {
+// Split rows stop below 2 * kFillRows blocks, so their scratch has a fixed bound: allocated
+// once per thread, at that bound, never regrown (a captured graph keeps its address).
+constexpr int64_t kFillRows = 264;
+constexpr size_t kScratchFloats = 2 * kFillRows * (2 + 32 * kMaxPerLane);
+float* scratch() {
   thread_local float* p = nullptr;
-  thread_local size_t have = 0;
-  if (floats > have) {
-    if (p) cudaFree(p);
-    IP_CUDA_CHECK(cudaMalloc(&p, floats * sizeof(float)), "attention scratch");
-    have = floats;
-  }
+  if (!p) IP_CUDA_CHECK(cudaMalloc(&p, kScratchFloats * sizeof(float)), "attention scratch");
   return p;
 }
 
@@ -156,11 +162,14 @@ void attention(const Attention& a, void* stream) {
            "[cuda] scaled_dot_product_attention supports head dims up to ", 32 * kMaxPerLane);
   if (rows == 0) return;
   // Enough blocks to fill the GPU when there are few rows (decode), chunks of >= kChunk keys.
+  // With a device key count the split depends on the rows only (the count is not known here;
+  // each block takes its share of the keys actually present).
   int splits = 1;
-  while (rows * splits < 264 && S / (splits * 2) >= kChunk) splits *= 2;
+  while (rows * splits < kFillRows && (a.kv_len ? splits < 64 : S / (splits * 2) >= kChunk))
+    splits *= 2;
   Partial part{};
   if (splits > 1) {
-    float* base = scratch(static_cast<size_t>(rows * splits * (2 + Ev)));
+    float* base = scratch();
     part = {base, base + rows * splits, base + 2 * rows * splits};
   }
   const cudaStream_t s = as_stream(stream);

@@ -37,6 +37,7 @@ void sdpa(const Args& a, const std::vector<Tensor>& outs, const KernelContext& c
   t.causal = a[5].as_bool("scaled_dot_product_attention");
   t.scale = a[6].is_none() ? 1.0 / std::sqrt(static_cast<double>(q.size(3)))
                            : a[6].as_double("scaled_dot_product_attention");
+  t.kv_len = ctx.extent;  // the key count of this call, when it is read on the device
   attention(t, ctx.stream);
 }
 

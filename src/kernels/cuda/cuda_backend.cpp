@@ -62,6 +62,9 @@ void register_cuda_backend(KernelTable& table) {
   cuda::register_matrix_kernels(table);
   cuda::register_index_kernels(table);
   cuda::register_attention_kernels(table);
+  cuda::register_rotary_kernels(table);
+  cuda::register_linear_lowp_kernels(table);
+  cuda::register_cuda_runtime();
 }
 
 }  // namespace inplace

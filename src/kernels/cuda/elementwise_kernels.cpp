@@ -163,9 +163,12 @@ void register_select_and_copy(KernelTable& t) {
           where(operand(outs[0]), operand(args[1].tensor, shape), at(args[2], shape, "masked_fill"),
                 operand(args[0].tensor, shape), ctx.stream);
         });
-  // out = the first argument, cast to out's dtype (clone, _to_copy, lift_fresh_copy).
+  // out = the first argument, cast to out's dtype (clone, _to_copy, lift_fresh_copy). Nothing
+  // to do when the engine placed the result on the argument itself (a mutated cache's write-back
+  // `k_modified = k.to(...)` over the same memory): a whole-cache copy per step otherwise.
   const Kernel copy_first = [](const Args& args, const std::vector<Tensor>& outs,
                                const KernelContext& ctx) {
+    if (args[0].tensor.same_view(outs[0])) return;
     copy_cast(operand(outs[0]), operand(args[0].tensor, outs[0].shape()), ctx.stream);
   };
   for (const char* name : {"clone", "lift_fresh_copy", "_to_copy"}) t.add(C, name, copy_first);
@@ -183,6 +186,7 @@ void register_select_and_copy(KernelTable& t) {
   for (const char* name : {"reshape", "reshape_as"}) t.add(C, name, reshape_copy);
   // copy(self, src): src broadcast to self's shape, cast to self's dtype.
   t.add(C, "copy", [](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+    if (args[1].is_tensor() && args[1].tensor.same_view(outs[0])) return;
     copy_cast(operand(outs[0]), at(args[1], outs[0].shape(), "copy"), ctx.stream);
   });
   t.add(C, "fill", [](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {

@@ -1,6 +1,7 @@
 // Indexed reads and writes on the device (index_select, embedding, gather; index_copy,
 // kv_cache_update): positions come from device memory, so a decode step never needs the host
 // to know them. A position outside the indexed dim is never dereferenced.
+#include "backend/device_runtime.h"
 #include "kernels/cuda/device_common.cuh"
 
 namespace inplace::cuda {
@@ -18,11 +19,16 @@ __device__ inline int64_t position(const IndexMap& m, int64_t i) {
   return p;
 }
 
+__device__ inline void raise_position(const IndexMap& m) {
+  if (m.error && atomicCAS(m.error, 0, kDeviceErrorPosition) == 0) m.error[1] = m.error_step;
+}
+
 __global__ void read_kernel(IndexMap m, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t p = position(m, i);
     const bool inside = p >= 0 && p < m.extent;
+    if (!inside) raise_position(m);
     const double v = inside ? load_at<double>(m.strided.data, m.strided.dtype,
                                               offset_of(m.strided, i) + p * m.unit)
                             : 0.0;
@@ -41,7 +47,10 @@ __global__ void write_kernel(IndexMap m, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t p = position(m, i);
-    if (p < 0 || p >= m.extent) continue;
+    if (p < 0 || p >= m.extent) {
+      raise_position(m);
+      continue;
+    }
     const int64_t dst = offset_of(m.strided, i) + p * m.unit;
     if (m.strided.dtype == DType::kInt64 || m.strided.dtype == DType::kInt32)
       store_at<int64_t>(m.strided.data, m.strided.dtype, dst, load<int64_t>(m.values, i));

@@ -34,6 +34,13 @@ Operand index_along(const Tensor& index, const Shape& shape, int64_t dim) {
   return o;
 }
 
+// A position outside the indexed dim raises the context's device error flag, naming the step.
+IndexMap with_errors(IndexMap m, const KernelContext& ctx) {
+  m.error = ctx.error;
+  m.error_step = ctx.step;
+  return m;
+}
+
 // out = self, unless the engine placed out on self already.
 void copy_self(const Tensor& self, const Tensor& out, void* stream) {
   if (!self.same_view(out)) copy_cast(operand(out), operand(self, out.shape()), stream);
@@ -51,7 +58,7 @@ void index_select_kernel(const Args& a, const std::vector<Tensor>& outs, const K
   m.index = index_along(a[2].tensor, out.shape(), dim);
   m.unit = self.stride(dim);
   m.extent = self.size(dim);
-  index_read(m, ctx.stream);
+  index_read(with_errors(m, ctx), ctx.stream);
 }
 
 void gather_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
@@ -65,12 +72,12 @@ void gather_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelC
   m.index = operand(a[2].tensor, out.shape());
   m.unit = self.stride(dim);
   m.extent = self.size(dim);
-  index_read(m, ctx.stream);
+  index_read(with_errors(m, ctx), ctx.stream);
 }
 
 // embedding(weight [V, D], indices [...]) -> [..., D].
 void embedding_kernel(const Tensor& weight, const Tensor& indices, const Tensor& out,
-                      void* stream) {
+                      const KernelContext& ctx) {
   IndexMap m;
   m.values = operand(out);
   m.strided = strided_at(weight, out.shape(), -1);
@@ -78,7 +85,7 @@ void embedding_kernel(const Tensor& weight, const Tensor& indices, const Tensor&
   m.index = operand(indices.unsqueeze(indices.dim()), out.shape());
   m.unit = weight.stride(0);
   m.extent = weight.size(0);
-  index_read(m, stream);
+  index_read(with_errors(m, ctx), ctx.stream);
 }
 
 void index_copy_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
@@ -95,7 +102,7 @@ void index_copy_kernel(const Args& a, const std::vector<Tensor>& outs, const Ker
   m.index = index_along(a[2].tensor, src.shape(), dim);
   m.unit = out.stride(dim);
   m.extent = out.size(dim);
-  index_write(m, ctx.stream);
+  index_write(with_errors(m, ctx), ctx.stream);
 }
 
 // kv_cache_update(cache [B,H,S,D], update [B,H,L,D], start, index): slot l of row b goes to
@@ -129,7 +136,7 @@ void kv_cache_update_kernel(const Args& a, const std::vector<Tensor>& outs,
     m.index.stride[2] = index.stride(index.dim() - 1);
     if (index.dim() == 2) m.index.stride[0] = index.stride(0);
   }
-  index_write(m, ctx.stream);
+  index_write(with_errors(m, ctx), ctx.stream);
 }
 
 // slice_scatter / select_scatter: self into out, then src into out's region.
@@ -187,7 +194,7 @@ void index_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelCo
   m.unit = self.stride(dim);
   m.extent = self.size(dim);
   m.wrap_negative = true;
-  index_read(m, ctx.stream);
+  index_read(with_errors(m, ctx), ctx.stream);
 }
 
 void index_put_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
@@ -211,7 +218,7 @@ void index_put_kernel(const Args& a, const std::vector<Tensor>& outs, const Kern
   m.unit = out.stride(dim);
   m.extent = out.size(dim);
   m.wrap_negative = true;
-  index_write(m, ctx.stream);
+  index_write(with_errors(m, ctx), ctx.stream);
 }
 
 }  // namespace
@@ -222,11 +229,11 @@ void register_index_kernels(KernelTable& t) {
   t.add(C, "gather", gather_kernel);
   t.add(C, "embedding",
         [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-          embedding_kernel(a[0].tensor, a[1].tensor, outs[0], ctx.stream);
+          embedding_kernel(a[0].tensor, a[1].tensor, outs[0], ctx);
         });
   t.add(C, "embedding_functional",
         [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-          embedding_kernel(a[1].tensor, a[0].tensor, outs[0], ctx.stream);
+          embedding_kernel(a[1].tensor, a[0].tensor, outs[0], ctx);
         });
   t.add(C, "index_copy", index_copy_kernel);
   t.add(C, "kv_cache_update", kv_cache_update_kernel);

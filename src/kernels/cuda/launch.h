@@ -84,6 +84,10 @@ struct IndexMap {
   int64_t extent = 0;
   int coord_dim = -1;
   bool wrap_negative = false;  // p < 0 means p + extent (index_put)
+  // When set: a position outside [0, extent) also raises this device error flag (int32[4],
+  // backend/device_runtime.h) naming `error_step`, reported by the context after the call.
+  int32_t* error = nullptr;
+  int32_t error_step = -1;
 };
 void index_read(const IndexMap& m, void* stream);   // values[i] = strided[i, p]
 void index_write(const IndexMap& m, void* stream);  // strided[i, p] = values[i]
@@ -92,6 +96,17 @@ void index_write(const IndexMap& m, void* stream);  // strided[i, p] = values[i]
 // beta * out, batch dims of a and b broadcast to out's.
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha, Scalar beta,
             void* stream);
+
+// rotary_embedding (rotary.cu): out = x * cos + rotate_half(x) * sin over out's last dim;
+// x, cos and sin float32, broadcast to out's shape.
+void rotary(const Operand& out, const Operand& x, const Operand& cos, const Operand& sin,
+            void* stream);
+
+// linear_bf16_weight (linear_lowp.cu): y[m, n] = sum_k x[m, k] * w[n, k] (+ bias[n]) with x
+// float32 rows of stride x_stride (unit stride along k), w bfloat16 [n, k] contiguous, y float32
+// rows of stride y_stride; accumulates in float32.
+void gemv_bf16(const float* x, int64_t x_stride, int64_t rows, const void* w, int64_t k, int64_t n,
+               const float* bias, float* y, int64_t y_stride, void* stream);
 
 // Creation (creation.cu): out[i] = start + i * step.
 void arange(const Operand& out, double start, double step, void* stream);
@@ -105,6 +120,9 @@ struct Attention {
   Operand q, k, v, out, mask;
   bool has_mask = false, causal = false;
   double scale = 1.0;
+  // When set: the key count, read on the device (a slice end with Python semantics, clamped to
+  // k's dim 2, which is then the bound the keys were planned at).
+  const int64_t* kv_len = nullptr;
 };
 void attention(const Attention& a, void* stream);
 

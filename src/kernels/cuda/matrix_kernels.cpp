@@ -8,6 +8,7 @@
 
 #include <optional>
 
+#include "backend/device_runtime.h"
 #include "kernels/cuda/cublas_loader.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
@@ -114,6 +115,7 @@ cudaDataType_t data_type(DType t) {
 Tensor contiguous_on_device(const Tensor& t, void* stream) {
   Tensor c = Tensor::empty(t.shape(), t.dtype(), t.device());
   copy_cast(operand(c), operand(t), stream);
+  keep_for_graph(c);  // a captured graph replays this copy
   return c;
 }
 

@@ -10,5 +10,8 @@ void register_reduction_kernels(KernelTable& table);    // reduction_kernels.cpp
 void register_matrix_kernels(KernelTable& table);       // matrix_kernels.cpp (cuBLAS)
 void register_index_kernels(KernelTable& table);        // index_kernels.cpp
 void register_attention_kernels(KernelTable& table);    // attention_kernels.cpp
+void register_rotary_kernels(KernelTable& table);       // rotary_kernels.cpp
+void register_linear_lowp_kernels(KernelTable& table);  // linear_lowp_kernels.cpp
+void register_cuda_runtime();                           // runtime.cu (streams, graphs, scalars)
 
 }  // namespace inplace::cuda

@@ -1,0 +1,18 @@
+// The CUDA kernel of rotary_embedding(x, cos, sin), the step the fuse_rotary pass makes of
+// Hugging Face's apply_rotary_pos_emb chain.
+#include "kernels/cuda/launch.h"
+#include "kernels/cuda/registration.h"
+
+namespace inplace::cuda {
+
+void register_rotary_kernels(KernelTable& table) {
+  table.add(DeviceType::kCuda, "rotary_embedding",
+            [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+              const Tensor& out = outs[0];
+              rotary(operand(out), operand(a[0].tensor, out.shape()),
+                     operand(a[1].tensor, out.shape()), operand(a[2].tensor, out.shape()),
+                     ctx.stream);
+            });
+}
+
+}  // namespace inplace::cuda
