@@ -142,7 +142,9 @@ CallResult CompiledGraph::result_for(int flat, const Tensor& t,
       r.user_input = static_cast<int>(k);
       return r;
     }
-  r.fresh = t;
+  // A GPU context's outputs are its own buffers, rewritten by its next call: the caller gets
+  // a tensor of its own, as from a torch op (copied on the call's stream).
+  r.fresh = engine_->device().is_cpu() ? t : ctx_->clone_on_device(t);
   return r;
 }
 

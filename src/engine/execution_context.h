@@ -75,10 +75,13 @@ class ExecutionContext {
   // The inputs a failed call left partly updated (sorted), until they are rebound or reset().
   const std::vector<int>& partly_updated() const { return partly_updated_; }
 
+  // A fresh contiguous copy of `t` on the engine's device, through its copy kernel (on a GPU:
+  // enqueued on the last call's stream). A GPU context's outputs are its own buffers, valid
+  // until its next call; this is how a caller keeps one longer (the Python package does).
+  Tensor clone_on_device(const Tensor& t) const;
+
  private:
   Tensor make_tensor(const TensorRef& r) const;
-  // A fresh contiguous copy of `t` on the engine's device, through its copy kernel.
-  Tensor clone_on_device(const Tensor& t) const;
   std::shared_ptr<Storage>& storage_of(BufferId id);
   const std::shared_ptr<Storage>& buffer_storage(BufferId id) const;
   // The per-call work before the first kernel (refresh.cpp): runtime scalars, the metadata of
