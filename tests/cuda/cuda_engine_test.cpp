@@ -171,4 +171,46 @@ TEST(CudaEngine, OneEngineServesFreshValues) {
   EXPECT_GE(ran, 40);
 }
 
+// cache[:, pos:pos + n] = rows with `pos` a runtime value and n a dynamic dim (up to 4), as the
+// Python package's CUDA test writes it: one engine per kind, fresh (pos, n) at every call
+// (n = 0 included), the cache against eager after each call and at the caller's address.
+TEST(CudaEngine, SliceWriteAtARuntimePositionWithADynamicRowCount) {
+  IP_REQUIRE_CUDA();
+  const std::string json =
+      R"JSON({"format": "inplace.graph", "version": 1, "name": "step", "nodes": [{"name": "cache", "op": "placeholder", "target": "cache", "args": [], "kwargs": {}, "meta": {"shape": [2, 16, 3], "dtype": "float32"}}, {"name": "rows", "op": "placeholder", "target": "rows", "args": [], "kwargs": {}, "meta": {"shape": [2, 1, 3], "dtype": "float32"}}, {"name": "pos", "op": "placeholder", "target": "pos", "args": [], "kwargs": {}, "meta": {"shape": [], "dtype": "int64"}}, {"name": "size", "op": "call_method", "target": "size", "args": [{"node": "rows"}, 1], "kwargs": {}}, {"name": "add", "op": "call_function", "target": "_operator.add", "args": [{"node": "pos"}, {"node": "size"}], "kwargs": {}, "meta": {"shape": [], "dtype": "int64"}}, {"name": "setitem", "op": "call_function", "target": "_operator.setitem", "args": [{"node": "cache"}, {"tuple": [{"slice": [null, null, null]}, {"slice": [{"node": "pos"}, {"node": "add"}, null]}]}, {"node": "rows"}], "kwargs": {}}, {"name": "sum_1", "op": "call_method", "target": "sum", "args": [{"node": "cache"}], "kwargs": {"dim": 1}, "meta": {"shape": [2, 3], "dtype": "float32"}}, {"name": "output", "op": "output", "target": "output", "args": [{"node": "sum_1"}], "kwargs": {}}], "constants": {}, "signature": {"inputs": [{"kind": "user_input", "node": "cache"}, {"kind": "user_input", "node": "rows"}, {"kind": "user_input", "node": "pos"}], "outputs": []}})JSON";
+  std::unique_ptr<Graph> g = read_graph_json_string(json, ".", "slice_write");
+  CompileOptions base = on_cuda(true);
+  base.dynamic_dims.push_back({"rows", 1, 4});
+  base.value_ranges.push_back({"pos", 0, 15});
+  for (bool alias : {true, false}) {
+    CompileOptions o = base;
+    o.alias = alias;
+    const std::vector<Tensor> example = {Tensor::empty({2, 16, 3}, DType::kFloat32),
+                                         random_tensor({2, 1, 3}, DType::kFloat32, 1),
+                                         Tensor::scalar(0, DType::kInt64)};
+    CompiledProgram cp = compile(*g, example, o);
+    ExecutionContext ctx(cp.engine);
+    Tensor cache_cpu = Tensor::empty({2, 16, 3}, DType::kFloat32);
+    Tensor cache = cache_cpu.to_device(Device::cuda());
+    void* addr = cache.data_ptr();
+    uint32_t seed = 2;
+    for (auto [pos, n] : std::vector<std::pair<int64_t, int64_t>>{
+             {0, 1}, {1, 4}, {5, 2}, {15, 1}, {7, 0}, {12, 3}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << (alias ? "aliased" : "copy-back") << " pos " << pos << " n " << n);
+      Tensor rows = random_tensor({2, n, 3}, DType::kFloat32, ++seed);
+      Tensor p = Tensor::scalar(pos, DType::kInt64);
+      EagerRun ref = run_reference(*g, {cache_cpu, rows, p});
+      ctx.bind_input(0, cache);
+      ctx.bind_input(1, rows.to_device(Device::cuda()));
+      ctx.bind_input(2, p.to_device(Device::cuda()));
+      std::vector<Tensor> outs = ctx.execute();
+      ASSERT_TRUE(close(outs[0].to_device(Device::cpu()), ref.outputs[0], 1e-6));
+      cache_cpu = ref.inputs[0];
+      ASSERT_TRUE(close(cache.to_device(Device::cpu()), cache_cpu, 0));
+      EXPECT_EQ(cache.data_ptr(), addr);
+    }
+  }
+}
+
 }  // namespace
