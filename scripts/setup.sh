@@ -2,6 +2,7 @@
 # Installs the system packages inplace builds with (Debian). Idempotent; needs root or sudo.
 set -euo pipefail
 PKGS=(cmake ninja-build g++ clang clang-format libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
+      libxxhash-dev  # xxhash.h: the engine/program file checksum (header-only, nothing linked)
       libopenblas-dev python3-numpy python3-torch  # torch: the PyTorch comparison tests
       python3-dev pybind11-dev)  # the Python extension inplace._C
 missing=()

@@ -4,10 +4,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
 #include "core/error.h"
+#include "core/file_sink.h"
 
 namespace inplace {
 
@@ -41,7 +43,14 @@ class File {
     }
     size_ = st.st_size;
   }
-  ~File() { ::close(fd_); }
+  ~File() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
   File(const File&) = delete;
   File& operator=(const File&) = delete;
   int fd() const { return fd_; }
@@ -71,6 +80,37 @@ std::string read_regular_file(const std::string& path, const char* tag) {
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
+}
+
+int open_regular_file(const std::string& path, const char* tag, size_t* size) {
+  File f(path, tag);
+  *size = static_cast<size_t>(f.size());
+  return f.release();
+}
+
+void write_file_atomically(const std::string& path, const char* tag,
+                           const std::function<void(FileSink&)>& write) {
+  static std::atomic<unsigned> counter{0};
+  const std::string tmp =
+      str_cat(path, ".tmp.", ::getpid(), ".", counter.fetch_add(1, std::memory_order_relaxed));
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  IP_CHECK(fd >= 0, kIO, "[", tag, "] cannot open '", path, "' for writing (", tmp,
+           "): ", std::strerror(errno));
+  try {
+    FileSink sink(fd, path, tag);
+    write(sink);
+    sink.flush();
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  int err = ::close(fd) != 0 ? errno : 0;
+  if (!err && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err) {
+    ::unlink(tmp.c_str());
+    IP_FAIL(kIO, "[", tag, "] cannot write '", path, "': ", std::strerror(err));
+  }
 }
 
 void check_output_file(const std::string& path, const char* tag) {

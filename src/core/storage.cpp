@@ -14,6 +14,13 @@ std::shared_ptr<Storage> Storage::borrow(void* data, size_t nbytes, Device devic
   return std::shared_ptr<Storage>(new Storage(data, nbytes, false, device));
 }
 
+std::shared_ptr<Storage> Storage::borrow(void* data, size_t nbytes,
+                                         std::shared_ptr<const void> keep_alive, Device device) {
+  std::shared_ptr<Storage> s(new Storage(data, nbytes, false, device));
+  s->keep_alive_ = std::move(keep_alive);
+  return s;
+}
+
 Storage::~Storage() {
   if (owned_) device_allocator(device_).release(device_, data_);
 }

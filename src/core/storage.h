@@ -1,5 +1,7 @@
 // Bytes a tensor views: owned (allocated here) or borrowed (a caller's pointer, never freed
 // here). Borrowed storage is the basis of aliased I/O: the engine writes the caller's memory.
+// A borrowed storage may keep its bytes' owner alive (`keep_alive`): weights loaded from a
+// memory-mapped engine file point into the mapping, which lives as long as any of them.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -15,6 +17,10 @@ class Storage {
   // Zero-filled, 64-byte aligned, on `device` (through its DeviceAllocator).
   static std::shared_ptr<Storage> allocate(size_t nbytes, Device device = Device::cpu());
   static std::shared_ptr<Storage> borrow(void* data, size_t nbytes, Device device = Device::cpu());
+  // Borrowed bytes that `keep_alive` owns (held until this storage is destroyed).
+  static std::shared_ptr<Storage> borrow(void* data, size_t nbytes,
+                                         std::shared_ptr<const void> keep_alive,
+                                         Device device = Device::cpu());
 
   ~Storage();
   Storage(const Storage&) = delete;
@@ -35,6 +41,7 @@ class Storage {
   size_t nbytes_;
   bool owned_;
   Device device_;
+  std::shared_ptr<const void> keep_alive_;
 };
 
 }  // namespace inplace

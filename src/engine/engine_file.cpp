@@ -3,12 +3,15 @@
 #include "engine/engine_file.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
 
+#include "core/checksum.h"
 #include "core/file_io.h"
+#include "core/file_sink.h"
+#include "core/mapped_file.h"
 #include "engine/engine_file_codec.h"
 
 namespace inplace {
@@ -43,9 +46,8 @@ std::string metadata(const Engine& e) {
 }  // namespace
 
 namespace engine_file {
-std::string write_weights(const Plan& plan, size_t field_start) {
-  Writer head;
-  head.u32(static_cast<uint32_t>(plan.constants.size()));
+void write_weights(FileSink& out, const Plan& plan) {
+  const size_t field_start = out.pos() + 8;
   size_t head_bytes = 4;
   for (size_t k = 0; k < plan.constants.size(); ++k)
     head_bytes += 8 + plan.constant_names[k].size() + 1 + 4 + 8 * plan.constants[k].dim() + 16;
@@ -56,6 +58,9 @@ std::string write_weights(const Plan& plan, size_t field_start) {
     offsets.push_back(pos);
     pos += t.nbytes();
   }
+  Writer head;
+  head.u64(pos - field_start);  // the field's length prefix
+  head.u32(static_cast<uint32_t>(plan.constants.size()));
   for (size_t k = 0; k < plan.constants.size(); ++k) {
     const Tensor& t = plan.constants[k];
     head.str(plan.constant_names[k]);
@@ -64,19 +69,27 @@ std::string write_weights(const Plan& plan, size_t field_start) {
     head.u64(offsets[k]);
     head.u64(t.nbytes());
   }
-  IP_ASSERT(head.bytes().size() == head_bytes, "weights header size is predicted exactly");
-  std::string& out = head.bytes();
+  IP_ASSERT(head.bytes().size() == 8 + head_bytes, "weights header size is predicted exactly");
+  out.write(head.bytes());
+  // The data straight from each tensor: only a non-contiguous one is copied, one at a time.
   for (size_t k = 0; k < plan.constants.size(); ++k) {
-    out.resize(offsets[k] - field_start, '\0');
-    const Tensor t =
-        plan.constants[k].is_contiguous() ? plan.constants[k] : plan.constants[k].clone();
-    if (t.nbytes()) out.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
+    out.zeros(offsets[k] - out.pos());
+    const Tensor& c = plan.constants[k];
+    const Tensor t = c.is_contiguous() ? c : c.clone();
+    if (t.nbytes()) out.write(t.data_ptr(), t.nbytes());
   }
-  return out;
+  IP_ASSERT(out.pos() == pos, "weights field size is predicted exactly");
 }
 
-void read_weights(std::string_view field, size_t field_start, const std::string& label,
-                  Plan* plan) {
+std::string write_weights(const Plan& plan, size_t field_start) {
+  std::string out;
+  FileSink sink(&out, field_start - 8);
+  write_weights(sink, plan);
+  return out.substr(8);
+}
+
+void read_weights(std::string_view field, size_t field_start, const std::string& label, Plan* plan,
+                  const std::shared_ptr<const void>& keep_alive) {
   Reader r(field, label, "field WEIGHTS");
   uint64_t n = r.count("weights", 29);
   size_t data_end = 0;
@@ -101,8 +114,16 @@ void read_weights(std::string_view field, size_t field_start, const std::string&
         nbytes > field.size() - (offset - field_start))
       r.fail(str_cat("weight '", name, "' data [", offset, ", +", nbytes,
                      ") lies outside the WEIGHTS field"));
-    Tensor t = Tensor::empty(shape, dt);
-    if (nbytes) std::memcpy(t.data_ptr(), field.data() + (offset - field_start), nbytes);
+    const char* data = field.data() + (offset - field_start);
+    Tensor t;
+    if (keep_alive && reinterpret_cast<uintptr_t>(data) % kWeightAlignment == 0) {
+      // Read-only constants: never written (validate_plan refuses a result in a constant).
+      t = Tensor(Storage::borrow(const_cast<char*>(data), nbytes, keep_alive), 0, shape,
+                 contiguous_strides(shape), dt);
+    } else {
+      t = Tensor::empty(shape, dt);
+      if (nbytes) std::memcpy(t.data_ptr(), data, nbytes);
+    }
     data_end = std::max<size_t>(data_end, offset - field_start + nbytes);
     plan->constants.push_back(std::move(t));
     plan->constant_names.push_back(std::move(name));
@@ -238,12 +259,7 @@ const char* engine_file_field_name(uint32_t field) {
 }
 
 uint64_t engine_file_checksum(std::string_view bytes) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
+  return checksum64(bytes);
 }
 
 bool is_engine_file(std::string_view bytes) {
@@ -276,7 +292,8 @@ std::string serialize_mutated_inputs(const Engine& e) {
   return out;
 }
 
-std::string serialize_engine(const Engine& e, bool with_weights) {
+namespace {
+void write_engine(FileSink& out, const Engine& e, bool with_weights) {
   Writer w;
   w.raw(kEngineFileMagic, 8);
   w.u32(kEngineFileAbi);
@@ -293,27 +310,29 @@ std::string serialize_engine(const Engine& e, bool with_weights) {
                                 serialize_aliased_io(e),
                                 serialize_mutated_inputs(e)};
   for (const std::string& f : fields) w.str(f);
+  out.write(w.bytes());
   // WEIGHTS last: its data offsets are absolute, so its start must be known.
-  size_t start = w.bytes().size() + 8;
-  std::string weights = with_weights ? engine_file::write_weights(e.plan(), start)
-                                     : engine_file::write_weights(Plan{}, start);
-  w.str(weights);
-  w.u64(engine_file_checksum(w.bytes()));
-  return std::move(w.bytes());
+  engine_file::write_weights(out, with_weights ? e.plan() : Plan{});
+  out.finish();
+}
+}  // namespace
+
+std::string serialize_engine(const Engine& e, bool with_weights) {
+  std::string bytes;
+  FileSink sink(&bytes);
+  write_engine(sink, e, with_weights);
+  return bytes;
 }
 
 void save_engine(const Engine& e, const std::string& path) {
   check_output_file(path, "engine_file");
-  std::string bytes = serialize_engine(e);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  IP_CHECK(f.good(), kIO, "[engine_file] cannot open '", path, "' for writing");
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  f.close();
-  IP_CHECK(f.good(), kIO, "[engine_file] cannot write '", path, "'");
+  write_file_atomically(path, "engine_file",
+                        [&](FileSink& out) { write_engine(out, e, /*with_weights=*/true); });
 }
 
 std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const std::string& label,
-                                                 const ExternalWeights* external) {
+                                                 const ExternalWeights* external,
+                                                 std::shared_ptr<const void> keep_alive) {
   Reader r(bytes, label, "header");
   IP_CHECK(bytes.size() >= 8 && std::memcmp(bytes.data(), kEngineFileMagic, 8) == 0, kCorrupt,
            "[engine_file] ", label, ": not an inplace engine file (bad magic)");
@@ -362,7 +381,7 @@ std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const s
     Reader pr(fields[kFieldPlan], label, "field PLAN");
     engine_file::read_plan(pr, &plan);
   }
-  read_weights(fields[kFieldWeights], starts[kFieldWeights], label, &plan);
+  read_weights(fields[kFieldWeights], starts[kFieldWeights], label, &plan, keep_alive);
   if (external) {
     IP_CHECK(plan.constants.empty(), kCorrupt, "[engine_file] ", label, ": field WEIGHTS holds ",
              plan.constants.size(), " weights but this engine takes its weights from its program");
@@ -384,7 +403,8 @@ std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const s
 }
 
 std::shared_ptr<const Engine> load_engine(const std::string& path) {
-  return deserialize_engine(read_regular_file(path, "engine_file"), path);
+  std::shared_ptr<const MappedFile> file = MappedFile::open(path, "engine_file");
+  return deserialize_engine(file->bytes(), path, nullptr, file);
 }
 
 }  // namespace inplace

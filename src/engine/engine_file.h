@@ -15,7 +15,8 @@ namespace inplace {
 inline constexpr char kEngineFileMagic[8] = {'I', 'N', 'P', 'L', 'A', 'C', 'E', '\0'};
 // ABI 2: runtime values (scalars, int operands, dynamic refs, the refresh) in PLAN, and
 // MUTATED_INPUTS (the inputs an engine may write, checked against every step).
-inline constexpr uint32_t kEngineFileAbi = 2;
+// ABI 3: the trailing checksum is XXH3-64 (was FNV-1a 64, byte by byte).
+inline constexpr uint32_t kEngineFileAbi = 3;
 
 // The fields, in file order (their count is stored and checked).
 enum EngineFileField : uint32_t {
@@ -44,11 +45,17 @@ struct ExternalWeights {
 };
 // `label` names the source in errors (a path, or "<memory>"). With `external`, the file's
 // WEIGHTS must be empty and the plan's constants are `external` (checked like stored ones).
+// Weights are copied out of `bytes`, unless `keep_alive` owns them: then (64-byte aligned in
+// memory, as a mapped file's are) the weights point into `bytes`, which must stay unchanged
+// while `keep_alive` lives, and hold it.
 std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const std::string& label,
-                                                 const ExternalWeights* external = nullptr);
+                                                 const ExternalWeights* external = nullptr,
+                                                 std::shared_ptr<const void> keep_alive = nullptr);
+// Maps the file (core/mapped_file.h) and loads it; the weights point into the mapping.
 std::shared_ptr<const Engine> load_engine(const std::string& path);
 
-// FNV-1a 64 over `bytes`: the file's trailing checksum covers every byte before it.
+// XXH3-64 over `bytes` (core/checksum.h): the file's trailing checksum covers every byte before
+// it.
 uint64_t engine_file_checksum(std::string_view bytes);
 // True when `bytes` starts with the engine file magic (the CLI uses it to tell files apart).
 bool is_engine_file(std::string_view bytes);

@@ -4,11 +4,13 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/error.h"
+#include "core/file_sink.h"
 #include "engine/plan.h"
 
 namespace inplace::engine_file {
@@ -115,8 +117,14 @@ void read_plan(Reader& r, Plan* plan);
 // WEIGHTS field: count, then per weight name, dtype, shape, absolute data offset, byte count;
 // then the data, each 64-byte aligned from the file start. `field_start` is the file offset of
 // the field's first byte (after its length prefix).
+// Writes the field, its length prefix first, at out.pos(); the data straight from the tensors.
+void write_weights(FileSink& out, const Plan& plan);
+// The field's contents alone (no length prefix) for a field starting at `field_start`.
 std::string write_weights(const Plan& plan, size_t field_start);
 // Reads a WEIGHTS field into plan->constants / constant_names, checking every size and offset.
-void read_weights(std::string_view field, size_t field_start, const std::string& label, Plan* plan);
+// Each weight is a copy, or with `keep_alive` (the owner of the bytes) a view into the field
+// when its data is 64-byte aligned in memory.
+void read_weights(std::string_view field, size_t field_start, const std::string& label, Plan* plan,
+                  const std::shared_ptr<const void>& keep_alive = nullptr);
 
 }  // namespace inplace::engine_file

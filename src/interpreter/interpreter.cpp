@@ -1,5 +1,8 @@
 #include "interpreter/interpreter.h"
 
+#include <map>
+#include <vector>
+
 #include "ops/registry.h"
 
 namespace inplace {
@@ -32,7 +35,23 @@ RunOutput run_eager(const Graph& graph, const std::map<std::string, Value>& inpu
                     std::map<const Node*, Value>* env_out) {
   std::map<const Node*, Value> local_env;
   std::map<const Node*, Value>& env = env_out ? *env_out : local_env;
+  // Without env_out, each value is dropped after its last use (a bf16 weight widened to float32
+  // for one linear is freed right after it, not kept to the end of the run); tensors a later
+  // value views stay alive through their shared storage.
+  std::vector<std::vector<const Node*>> dying;
+  if (!env_out) {
+    std::map<const Node*, size_t> last_use;
+    size_t i = 0;
+    for (Node* n : graph.nodes()) {
+      last_use[n] = i;
+      for (Node* m : n->inputs()) last_use[m] = i;
+      ++i;
+    }
+    dying.resize(i);
+    for (const auto& [n, at] : last_use) dying[at].push_back(n);
+  }
   RunOutput out;
+  size_t index = 0;
   for (Node* n : graph.nodes()) {
     switch (n->op) {
       case NodeOp::kPlaceholder: {
@@ -76,6 +95,9 @@ RunOutput run_eager(const Graph& graph, const std::map<std::string, Value>& inpu
         break;
       }
     }
+    if (!env_out)
+      for (const Node* d : dying[index]) env.erase(d);
+    ++index;
   }
   return out;
 }

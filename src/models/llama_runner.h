@@ -3,6 +3,7 @@
 #pragma once
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "compiler/compile.h"
@@ -24,6 +25,14 @@ struct LlamaEngines {
 };
 LlamaEngines compile_llama(const LlamaConfig& config, const LlamaWeights& weights,
                            int64_t prompt_len, bool alias, Device device = Device::cpu());
+
+// Both engines as one program file (methods prefill and decode, the weights once, the caches
+// caller-owned state; docs/programs.md), and back: loading maps the file, so the engines'
+// weights are the file's pages (load time and memory about the file).
+void save_llama_engines(const LlamaEngines& engines, const std::string& path);
+LlamaEngines load_llama_engines(const std::string& path);
+// The bytes of the engines' constants (weights and rotary tables), each storage counted once.
+int64_t llama_engine_weight_bytes(const LlamaEngines& engines);
 
 // Steps the engines on `caches` (the caller's tensors, written in place by aliased engines).
 // Token and position inputs are tensors bound once and updated between calls. Without a

@@ -2,10 +2,11 @@
 #include "program/program_file.h"
 
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include "core/file_io.h"
+#include "core/file_sink.h"
+#include "core/mapped_file.h"
 #include "engine/engine_file.h"
 #include "engine/engine_file_codec.h"
 
@@ -40,7 +41,8 @@ bool is_program_file(std::string_view bytes) {
   return bytes.size() >= 8 && std::memcmp(bytes.data(), kProgramFileMagic, 8) == 0;
 }
 
-std::string serialize_program(const Program& p) {
+namespace {
+void write_program(FileSink& out, const Program& p) {
   // WEIGHTS: the shared weights, then the initial value of every state entry that has one.
   Plan table;
   for (const Program::Weight& w : p.weights()) {
@@ -76,23 +78,26 @@ std::string serialize_program(const Program& p) {
   w.u32(kProgramFileAbi);
   w.u32(kProgramFileFieldCount);
   for (const std::string& f : {p.name(), methods.bytes(), state.bytes(), metadata(p)}) w.str(f);
-  w.str(engine_file::write_weights(table, w.bytes().size() + 8));
-  w.u64(engine_file_checksum(w.bytes()));
-  return std::move(w.bytes());
+  out.write(w.bytes());
+  engine_file::write_weights(out, table);
+  out.finish();
+}
+}  // namespace
+
+std::string serialize_program(const Program& p) {
+  std::string bytes;
+  FileSink sink(&bytes);
+  write_program(sink, p);
+  return bytes;
 }
 
 void save_program(const Program& p, const std::string& path) {
   check_output_file(path, "program_file");
-  std::string bytes = serialize_program(p);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  IP_CHECK(f.good(), kIO, "[program_file] cannot open '", path, "' for writing");
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  f.close();
-  IP_CHECK(f.good(), kIO, "[program_file] cannot write '", path, "'");
+  write_file_atomically(path, "program_file", [&](FileSink& out) { write_program(out, p); });
 }
 
-std::shared_ptr<const Program> deserialize_program(std::string_view bytes,
-                                                   const std::string& label) {
+std::shared_ptr<const Program> deserialize_program(std::string_view bytes, const std::string& label,
+                                                   std::shared_ptr<const void> keep_alive) {
   IP_CHECK(is_program_file(bytes), kCorrupt, "[program_file] ", label,
            ": not an inplace program file (bad magic)");
   Reader r(bytes, label, "header");
@@ -120,7 +125,7 @@ std::shared_ptr<const Program> deserialize_program(std::string_view bytes,
            label, ": checksum mismatch (the file is damaged)");
 
   Plan table;
-  engine_file::read_weights(fields[kProgramFieldWeights], weights_start, label, &table);
+  engine_file::read_weights(fields[kProgramFieldWeights], weights_start, label, &table, keep_alive);
   auto weight = [&](Reader& rd, uint32_t index, const std::string& what) -> size_t {
     if (index >= table.constants.size())
       rd.fail(str_cat(what, " names weight ", index, " of ", table.constants.size()));
@@ -178,7 +183,8 @@ std::shared_ptr<const Program> deserialize_program(std::string_view bytes,
 }
 
 std::shared_ptr<const Program> load_program(const std::string& path) {
-  return deserialize_program(read_regular_file(path, "program_file"), path);
+  std::shared_ptr<const MappedFile> file = MappedFile::open(path, "program_file");
+  return deserialize_program(file->bytes(), path, file);
 }
 
 std::shared_ptr<const Program> program_from_engine(std::shared_ptr<const Engine> engine) {
@@ -192,9 +198,10 @@ std::shared_ptr<const Program> program_from_engine(std::shared_ptr<const Engine>
 }
 
 std::shared_ptr<const Program> load_program_or_engine(const std::string& path) {
-  std::string bytes = read_regular_file(path, "program_file");
-  if (is_engine_file(bytes)) return program_from_engine(deserialize_engine(bytes, path));
-  return deserialize_program(bytes, path);
+  std::shared_ptr<const MappedFile> file = MappedFile::open(path, "program_file");
+  if (is_engine_file(file->bytes()))
+    return program_from_engine(deserialize_engine(file->bytes(), path, nullptr, file));
+  return deserialize_program(file->bytes(), path, file);
 }
 
 }  // namespace inplace

@@ -1,6 +1,6 @@
 // Program files: one file holds every method's engine, the weights once, and the state table
 // with its initial values. Built on the engine-file format: the same framing (magic, ABI, a
-// fixed list of length-prefixed fields, FNV-1a checksum), each method an engine file whose
+// fixed list of length-prefixed fields, XXH3-64 checksum), each method an engine file whose
 // WEIGHTS point into the program's, and every engine-file check applied to every method.
 // docs/programs.md describes the bytes. Loading refuses anything broken with an
 // inplace::Error naming the file (and the method or state entry), and leaks nothing.
@@ -15,7 +15,8 @@
 namespace inplace {
 
 inline constexpr char kProgramFileMagic[8] = {'I', 'N', 'P', 'L', 'P', 'R', 'O', 'G'};
-inline constexpr uint32_t kProgramFileAbi = 1;
+// ABI 2: the trailing checksum is XXH3-64 (was FNV-1a 64).
+inline constexpr uint32_t kProgramFileAbi = 2;
 
 enum ProgramFileField : uint32_t {
   kProgramFieldName = 0,
@@ -28,8 +29,11 @@ enum ProgramFileField : uint32_t {
 
 std::string serialize_program(const Program& program);
 void save_program(const Program& program, const std::string& path);
-std::shared_ptr<const Program> deserialize_program(std::string_view bytes,
-                                                   const std::string& label);
+// Weights are copied out of `bytes` unless `keep_alive` owns them (deserialize_engine).
+std::shared_ptr<const Program> deserialize_program(
+    std::string_view bytes, const std::string& label,
+    std::shared_ptr<const void> keep_alive = nullptr);
+// Maps the file; the weights point into the mapping (core/mapped_file.h).
 std::shared_ptr<const Program> load_program(const std::string& path);
 bool is_program_file(std::string_view bytes);
 

@@ -2,7 +2,9 @@
 // checksum repaired, so mutations reach the field decoders rather than stopping at the checksum.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "engine/engine_file.h"
@@ -18,6 +20,15 @@ void try_as_given_and_repaired(const uint8_t* data, size_t size, Attempt attempt
     std::memcpy(bytes.data() + bytes.size() - 8, &h, 8);
     attempt(bytes);
   }
+}
+
+// `bytes` in a 64-byte aligned buffer that the result owns, as a mapped file's bytes are: loading
+// with it as keep_alive makes the weights views of it (the memory-mapped load's path).
+inline std::shared_ptr<const char> aligned_copy(const std::string& bytes) {
+  const size_t n = (bytes.size() + 63) / 64 * 64 + 64;
+  char* p = static_cast<char*>(std::aligned_alloc(64, n));
+  if (!bytes.empty()) std::memcpy(p, bytes.data(), bytes.size());
+  return std::shared_ptr<const char>(p, [](const char* q) { std::free(const_cast<char*>(q)); });
 }
 
 }  // namespace inplace::fuzz

@@ -1,10 +1,11 @@
 // inplace demo [--size S] [--prompt-len P] [--steps N] [--s-max L] [--check-steps K] [--seed X]
 //              [--threads T] [--dtype f32|bf16] [--no-alias] [--device cpu|cuda]
-//              [--cuda-graph on|off]
+//              [--cuda-graph on|off] [--save FILE | --load FILE]
 // The main job at real size: the built-in Llama-style model prefills a prompt and decodes N
 // greedy tokens into caches the caller owns, with a live progress line; the first steps are
 // checked against the eager interpreter (logits and caches).
 #include <unistd.h>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -12,6 +13,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "measure.h"
+#include "memory_usage.h"
 #include "models/llama.h"
 #include "models/llama_runner.h"
 
@@ -41,6 +43,22 @@ std::string mib(int64_t bytes) {
   return buf;
 }
 
+// Engines loaded with --load must be the ones these options describe.
+void check_loaded_engines(const models::LlamaEngines& e, const LlamaConfig& c, int64_t prompt_len,
+                          const std::string& path) {
+  const std::vector<Binding>& in = e.decode->inputs();
+  IP_CHECK(in.size() == static_cast<size_t>(2 + 2 * c.n_layers) && in[2].shape == c.cache_shape(),
+           kInvalidArgument, "[demo] ", path, ": its decode engine takes ", in.size(),
+           " inputs with caches ", in.size() > 2 ? shape_str(in[2].shape) : "(none)",
+           ", but --size ", c.size, " --s-max ", c.s_max, " has ", 2 + 2 * c.n_layers,
+           " inputs with caches ", shape_str(c.cache_shape()),
+           "; pass the options it was saved with");
+  IP_CHECK(e.prefill && e.prefill->inputs()[0].shape.back() == prompt_len, kInvalidArgument,
+           "[demo] ", path, ": its prefill engine takes ",
+           e.prefill ? e.prefill->inputs()[0].shape.back() : 0, " prompt tokens, not --prompt-len ",
+           prompt_len);
+}
+
 }  // namespace
 
 std::vector<int64_t> demo_prompt(const LlamaConfig& c, int64_t length) {
@@ -53,6 +71,7 @@ std::vector<int64_t> demo_prompt(const LlamaConfig& c, int64_t length) {
 int run_demo(const std::vector<std::string>& args) {
   std::string size = "small", prompt_s = "32", steps_s = "256", s_max_s = "1024", check_s = "3",
               seed_s = "0", threads_s = "1", dtype_s = "f32", device_s = "cpu", graph_s = "on";
+  std::string save_path, load_path;
   bool no_alias = false;
   ArgParser p("demo",
               "Prefills a prompt and decodes greedy tokens with the built-in Llama-style model\n"
@@ -72,7 +91,14 @@ int run_demo(const std::vector<std::string>& args) {
   p.option("--device", "cpu|cuda", &device_s, "where the engines run (default cpu)");
   p.option("--cuda-graph", "on|off", &graph_s,
            "on a GPU: capture the step once and replay it (default on)");
+  p.option("--save", "FILE", &save_path,
+           "also save both engines as one program file (the weights once)");
+  p.option("--load", "FILE", &load_path,
+           "decode with the engines of FILE (from --save; memory-mapped) instead of compiling; "
+           "weights are made only for the eager check");
   if (!p.parse(args)) return 0;
+  if (!save_path.empty() && !load_path.empty())
+    throw UsageError("demo: give --save or --load, not both");
   single_threaded_blas();
   const int64_t s_max = parse_int_option("--s-max", s_max_s, 2, 1 << 20);
   const int64_t prompt_len = parse_int_option("--prompt-len", prompt_s, 1, s_max - 1);
@@ -84,24 +110,46 @@ int run_demo(const std::vector<std::string>& args) {
   if (graph_s != "on" && graph_s != "off") throw UsageError("--cuda-graph expects on or off");
   const bool cuda_graph = !device.is_cpu() && graph_s == "on";
 
-  const int64_t t0 = now_ns();
   const LlamaConfig c = models::llama_config(size, s_max, seed, parse_weight_dtype(dtype_s));
-  const models::LlamaWeights w = models::llama_weights(c);
-  const double weights_ms = ms_since(t0);
   std::printf(
       "model %s: %lld layers, d_model %lld, %lld heads (%lld kv), ffn %lld, vocab %lld: "
-      "%.1fM parameters, %s of weights (%s, made in %.0f ms)\n",
+      "%.1fM parameters, %s of weights (%s)\n",
       size.c_str(), (long long)c.n_layers, (long long)c.d_model, (long long)c.n_heads,
       (long long)c.n_kv_heads, (long long)c.ffn, (long long)c.vocab,
       static_cast<double>(c.parameters()) / 1e6, mib(c.weight_bytes()).c_str(),
-      dtype_name(c.weight_dtype), weights_ms);
+      dtype_name(c.weight_dtype));
+  // The weights the graphs are built from: the engines' own when compiled here (shared, not
+  // copied); with --load only the eager check needs them (a second copy, dropped after it).
+  std::unique_ptr<models::LlamaWeights> w;
+  if (load_path.empty() || check_steps > 0) {
+    const int64_t t0 = now_ns();
+    w = std::make_unique<models::LlamaWeights>(models::llama_weights(c));
+    std::printf("weights made in %.0f ms\n", ms_since(t0));
+  }
+  models::LlamaEngines engines;
   const int64_t t1 = now_ns();
-  const models::LlamaEngines engines = models::compile_llama(c, w, prompt_len, !no_alias, device);
-  std::printf(
-      "compiled the %s prefill (%lld tokens) and decode engines in %.0f ms; decode arena "
-      "%s\n",
-      no_alias ? "copy-back" : "aliased", (long long)prompt_len, ms_since(t1),
-      mib(engines.decode->plan().arena_bytes).c_str());
+  if (load_path.empty()) {
+    engines = models::compile_llama(c, *w, prompt_len, !no_alias, device);
+    std::printf("compiled the %s prefill (%lld tokens) and decode engines in %.0f ms\n",
+                no_alias ? "copy-back" : "aliased", (long long)prompt_len, ms_since(t1));
+  } else {
+    engines = models::load_llama_engines(load_path);
+    IP_CHECK(engines.decode->device() == device, kInvalidArgument, "[demo] ", load_path,
+             " holds engines for device '", engines.decode->device().str(), "'; give --device ",
+             engines.decode->device().str());
+    std::printf("loaded %s (memory-mapped) in %.1f ms\n", load_path.c_str(), ms_since(t1));
+    check_loaded_engines(engines, c, prompt_len, load_path);
+  }
+  if (!save_path.empty()) {
+    const int64_t ts = now_ns();
+    models::save_llama_engines(engines, save_path);
+    std::printf("saved both engines to %s in %.0f ms\n", save_path.c_str(), ms_since(ts));
+  }
+  const int64_t weight_bytes = models::llama_engine_weight_bytes(engines);
+  const int64_t arena_bytes = engines.decode->plan().arena_bytes +
+                              (engines.prefill ? engines.prefill->plan().arena_bytes : 0);
+  std::printf("engine weights %s, arenas %s (prefill and decode)\n", mib(weight_bytes).c_str(),
+              mib(arena_bytes).c_str());
 
   std::vector<Tensor> caches = models::llama_new_caches(c, device);
   std::vector<const void*> addresses;
@@ -115,7 +163,7 @@ int run_demo(const std::vector<std::string>& args) {
   std::unique_ptr<models::LlamaEagerRunner> eager;
   if (check_steps > 0)
     eager =
-        std::make_unique<models::LlamaEagerRunner>(c, w, prompt_len, models::llama_new_caches(c));
+        std::make_unique<models::LlamaEagerRunner>(c, *w, prompt_len, models::llama_new_caches(c));
 
   const std::vector<int64_t> prompt = demo_prompt(c, prompt_len);
   double worst = 0;
@@ -127,8 +175,17 @@ int run_demo(const std::vector<std::string>& args) {
   std::vector<int64_t> generated{token};
   std::vector<double> step_ms;
   const bool tty = isatty(fileno(stdout));
+  bool decode_peak = false;
+  int64_t peak_before_decode = 0;
   for (int64_t i = 0; i < steps; ++i) {
     const int64_t pos = prompt_len + i;
+    if (i == check_steps) {
+      // The eager check is over: its caches and weights go, and the peak restarts here.
+      eager.reset();
+      w.reset();
+      peak_before_decode = peak_rss_since_reset_bytes();
+      decode_peak = reset_peak_rss();
+    }
     const int64_t ts = now_ns();
     logits = engine.decode(token, pos);
     if (!device.is_cpu()) engine.decode_context().synchronize();  // the step, done
@@ -170,8 +227,23 @@ int run_demo(const std::vector<std::string>& args) {
       (long long)(2 * c.n_layers * c.n_kv_heads * c.head_dim() * 4), (long long)c.n_layers,
       (long long)c.n_kv_heads, (long long)c.head_dim(),
       no_alias ? "; the copy-back engine also copies every cache back" : "");
-  std::printf("peak memory: %s (weights %s, caches %s)\n", mib(peak_rss_bytes()).c_str(),
-              mib(c.weight_bytes()).c_str(), mib(cache_bytes).c_str());
+  // getrusage's peak restarts with the reset: the whole run's is the larger of the two phases.
+  std::printf(
+      "peak memory: %s (the whole run: making or loading weights, compiling, the eager "
+      "check)\n",
+      mib(std::max({peak_rss_bytes(), peak_before_decode,
+                    decode_peak ? peak_rss_since_reset_bytes() : 0}))
+          .c_str());
+  if (decode_peak) {
+    const int64_t peak = peak_rss_since_reset_bytes();
+    const int64_t floor = weight_bytes + cache_bytes + arena_bytes;
+    std::printf(
+        "peak memory while decoding (steps %lld-%lld): %s = %.2fx (weights %s + caches %s + "
+        "arenas %s = %s)\n",
+        (long long)check_steps + 1, (long long)steps, mib(peak).c_str(),
+        static_cast<double>(peak) / static_cast<double>(floor), mib(weight_bytes).c_str(),
+        mib(cache_bytes).c_str(), mib(arena_bytes).c_str(), mib(floor).c_str());
+  }
   std::printf("caches still the caller's tensors (same addresses): %s\n",
               same_address ? "yes" : "NO");
   if (!device.is_cpu()) {

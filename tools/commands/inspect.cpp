@@ -6,7 +6,7 @@
 
 #include "arg_parser.h"
 #include "commands.h"
-#include "core/file_io.h"
+#include "core/mapped_file.h"
 #include "engine/engine_file.h"
 #include "program/program_file.h"
 
@@ -20,15 +20,15 @@ int run_inspect(const std::vector<std::string>& args) {
               "program file: its methods (bindings, aliased I/O) and state table.");
   p.positional("FILE", &path, "the engine file (inplace compile -o FILE)");
   if (!p.parse(args)) return 0;
-  std::string bytes = read_regular_file(path, "inspect");
-  if (is_program_file(bytes)) {
-    std::shared_ptr<const Program> program = deserialize_program(bytes, path);
+  std::shared_ptr<const MappedFile> file = MappedFile::open(path, "inspect");
+  if (is_program_file(file->bytes())) {
+    std::shared_ptr<const Program> program = deserialize_program(file->bytes(), path, file);
     std::printf("file: %s (program ABI %u, engine ABI %u)\n", path.c_str(), kProgramFileAbi,
                 kEngineFileAbi);
     std::fputs(program->describe().c_str(), stdout);
     return 0;
   }
-  std::shared_ptr<const Engine> e = deserialize_engine(bytes, path);
+  std::shared_ptr<const Engine> e = deserialize_engine(file->bytes(), path, nullptr, file);
   std::map<std::string, int> ops;
   for (const Step& s : e->plan().steps)
     ++ops[s.kind == StepKind::kCopy || !s.op ? std::string("copy") : s.op->schema.full_name()];

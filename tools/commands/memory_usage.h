@@ -1,0 +1,16 @@
+// Resident memory of this process as Linux reports it (/proc/self/status), for the peak-memory
+// lines of `inplace demo`: the peak since start, and the peak of one phase (decoding) after
+// the memory of an earlier phase (compiling, the eager check) has been given back.
+#pragma once
+#include <cstdint>
+
+namespace inplace::cli {
+
+// VmRSS / VmHWM in bytes (-1 when /proc cannot be read).
+int64_t current_rss_bytes();
+int64_t peak_rss_since_reset_bytes();
+// Gives freed heap memory back to the system (malloc_trim), then resets VmHWM to the current
+// resident size (/proc/self/clear_refs, "5"). False when the kernel refuses the reset.
+bool reset_peak_rss();
+
+}  // namespace inplace::cli
