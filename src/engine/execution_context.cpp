@@ -50,7 +50,10 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
     step_args_.push_back(std::move(args));
     step_outs_.push_back(std::move(outs));
   }
+  if (StepProfile::requested()) profile_ = std::make_unique<StepProfile>(plan);
 }
+
+ExecutionContext::~ExecutionContext() = default;
 
 std::shared_ptr<Storage>& ExecutionContext::storage_of(BufferId id) {
   switch (id.kind) {
@@ -175,6 +178,7 @@ void ExecutionContext::set_threads(int threads) {
 
 std::vector<Tensor> ExecutionContext::execute(void* stream) {
   InFlightGuard guard(in_flight_, "execute", engine_->name());
+  const int64_t call_start = profile_ ? profile_->start_call() : 0;
   kernel_context_.stream = stream;
   const Plan& plan = engine_->plan();
   for (size_t i = 0; i < plan.inputs.size(); ++i)
@@ -182,6 +186,7 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
              "' is not bound");
   check_bindings();
   gather_staged_inputs();
+  if (profile_) profile_->mark(0);
   // Output buffers: caller-bound, reused, or fresh for this call.
   std::vector<Tensor> out_buffers(plan.output_buffer_bytes.size());
   if (reuse_outputs_ && reused_outputs_.size() != out_buffers.size()) {
@@ -199,10 +204,20 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
     output_storage_[k]->rebind(out_buffers[k].nbytes() ? out_buffers[k].data_ptr() : nullptr,
                                static_cast<size_t>(plan.output_buffer_bytes[k]));
   }
+  if (profile_) profile_->mark(1);
   if (!plan.refresh.empty()) refresh();
+  if (profile_) profile_->mark(2);
   check_positions();
+  if (profile_) profile_->mark(3);
   ScopedThreadPool use_pool(thread_pool_.get());
+  int64_t step_start = profile_ ? StepProfile::now_ns() : 0;
+  const int64_t steps_start = step_start;
   for (size_t q = 0; q < plan.steps.size(); ++q) {
+    if (profile_ && q > 0) {
+      const int64_t t = StepProfile::now_ns();
+      profile_->add_step(q - 1, t - step_start);
+      step_start = t;
+    }
     const Step& s = plan.steps[q];
     std::vector<Value>& args = step_args_[q];
     const std::vector<Tensor>& outs = step_outs_[q];
@@ -234,6 +249,8 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
       throw Error(e.code(), where + e.what() + note_failed_call(q));
     }
   }
+  if (profile_ && !plan.steps.empty())
+    profile_->add_step(plan.steps.size() - 1, StepProfile::now_ns() - step_start);
   std::vector<Tensor> results;
   results.reserve(plan.outputs.size());
   for (size_t j = 0; j < plan.output_refs.size(); ++j) {
@@ -269,6 +286,7 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
         break;
     }
   }
+  if (profile_) profile_->add_call(StepProfile::now_ns() - call_start, steps_start - call_start);
   return results;
 }
 
