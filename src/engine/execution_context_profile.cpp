@@ -48,15 +48,15 @@ StepProfile::~StepProfile() {
       r.second += 1;
     }
   }
-  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> rows(by_op.begin(),
-                                                                        by_op.end());
+  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> rows(by_op.begin(), by_op.end());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
   const double per_call = 1e3 * static_cast<double>(calls_);  // ns -> us per call
   std::fprintf(stderr, "inplace profile: %lld calls, %.1f us per call (%zu steps)\n",
                static_cast<long long>(calls_), static_cast<double>(call_ns_) / per_call,
                labels_.size());
-  std::fprintf(stderr, "  %10.1f us  before the first step:", static_cast<double>(prologue_ns_) / per_call);
+  std::fprintf(stderr,
+               "  %10.1f us  before the first step:", static_cast<double>(prologue_ns_) / per_call);
   const char* phases[kPhases] = {"checks", "outputs", "refresh", "positions"};
   for (int i = 0; i < kPhases; ++i)
     std::fprintf(stderr, " %s %.1f us%s", phases[i], static_cast<double>(phase_ns_[i]) / per_call,

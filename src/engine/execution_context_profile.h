@@ -40,7 +40,7 @@ class StepProfile {
 
  private:
   std::string engine_name_;
-  std::vector<std::string> labels_;  // per step: "op (kind)"
+  std::vector<std::string> labels_;            // per step: "op (kind)"
   std::vector<int64_t> step_ns_, refresh_ns_;  // per step: its kernel, its refresh
   int64_t phase_ns_[kPhases] = {}, mark_ = 0;
   int64_t calls_ = 0, call_ns_ = 0, prologue_ns_ = 0;

@@ -3,8 +3,9 @@
 // Per-step decode time of the built-in model at several cache sizes, in one run: the aliased
 // engine, the copy-back engine, PyTorch eager on the same weights (when the python has torch),
 // and the floor: the bytes a step must read (weights + the cache positions attention reads) over
-// this machine's read bandwidth, measured in the same run. Writes JSON; bench/bench_table.py
-// turns it into the markdown table of docs/performance.md and a PNG plot.
+// the read bandwidth this machine reaches with the run's thread count, measured in the same run.
+// Writes JSON; bench/bench_table.py turns it into the markdown table of docs/performance.md and a
+// PNG plot.
 #include <unistd.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "arg_parser.h"
 #include "commands.h"
@@ -144,10 +146,21 @@ int run_bench(const std::vector<std::string>& args) {
   LlamaConfig c = models::llama_config(size, largest, 0, parse_weight_dtype(dtype_s));
   const models::LlamaWeights w = models::llama_weights(c);  // rope tables cover every s_max
   const int64_t weight_bytes = c.weight_bytes();
-  const double bw = measure_read_bandwidth(std::max<int64_t>(512 << 20, 4 * weight_bytes));
-  std::printf("model %s (%.1fM parameters, %.1f MB %s); read bandwidth %.1f GB/s\n", size.c_str(),
-              static_cast<double>(c.parameters()) / 1e6, static_cast<double>(weight_bytes) / 1e6,
-              dtype_name(c.weight_dtype), bw / 1e9);
+  // The floor of a T-thread run is over the bandwidth T threads read at; one thread's and all
+  // cores' are measured too (printed and in the JSON).
+  const int64_t bw_bytes = std::max<int64_t>(512 << 20, 4 * weight_bytes);
+  const int all_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const double bw_one = measure_read_bandwidth(bw_bytes, 1);
+  const double bw_all = all_cores == 1 ? bw_one : measure_read_bandwidth(bw_bytes, all_cores);
+  const double bw = threads == 1           ? bw_one
+                    : threads == all_cores ? bw_all
+                                           : measure_read_bandwidth(bw_bytes, threads);
+  std::printf(
+      "model %s (%.1fM parameters, %.1f MB %s); read bandwidth %.1f GB/s with %d thread(s) (the "
+      "floor's), %.1f GB/s with 1, %.1f GB/s with all %d cores\n",
+      size.c_str(), static_cast<double>(c.parameters()) / 1e6,
+      static_cast<double>(weight_bytes) / 1e6, dtype_name(c.weight_dtype), bw / 1e9, threads,
+      bw_one / 1e9, bw_all / 1e9, all_cores);
 
   nlohmann::json torch = nullptr;
   double torch_diff = -1;
@@ -224,6 +237,10 @@ int run_bench(const std::vector<std::string>& args) {
                         {"position", position},
                         {"steps", steps},
                         {"read_bandwidth_gbs", bw / 1e9},
+                        {"read_bandwidth_threads", threads},
+                        {"read_bandwidth_1t_gbs", bw_one / 1e9},
+                        {"read_bandwidth_all_cores_gbs", bw_all / 1e9},
+                        {"all_cores", all_cores},
                         {"rows", rows}};
   if (torch != nullptr) {
     out["torch_version"] = torch["torch"];
