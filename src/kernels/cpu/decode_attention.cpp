@@ -1,5 +1,11 @@
 #include "kernels/cpu/decode_attention.h"
 
+// The 64-byte vector helpers below are always inlined into functions compiled per instruction set;
+// GCC still notes that passing such a vector by value would change the ABI without AVX-512.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -66,10 +72,20 @@ __attribute__((always_inline)) inline void attend(const DecodeAttentionRows& row
     sum[i] = 0;
     end = std::max(end, std::min(rows.limit[i], keys));
   }
+  for (int64_t j = 0; j < std::min(end, kBlock); ++j)  // the first block's keys, all at once
+    for (int64_t e = 0; e < d; e += 16) __builtin_prefetch(k + j * k_stride + e);
   for (int64_t j0 = 0; j0 < end; j0 += kBlock) {
     const int64_t jn = std::min(kBlock, end - j0);
     for (int64_t jj = 0; jj < jn; ++jj) {
       const float* kr = k + (j0 + jj) * k_stride;
+      // While the scores are worked out, the block's value rows and the next block's key rows
+      // are fetched (a cold cache otherwise costs more than the arithmetic).
+      const float* vr = v + (j0 + jj) * v_stride;
+      const float* kn = kr + kBlock * k_stride;
+      for (int64_t e = 0; e < d; e += 16) {
+        __builtin_prefetch(vr + e);
+        if (j0 + kBlock + jj < end) __builtin_prefetch(kn + e);
+      }
       for (int64_t i = 0; i < m; ++i)
         p[i][jj] = j0 + jj < rows.limit[i] ? scale * dot(rows.q[i], kr, d) : kNegInf;
     }
