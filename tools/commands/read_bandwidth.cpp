@@ -1,7 +1,7 @@
 // The read bandwidth behind `inplace bench`'s floor: a plain streaming read, as fast as this
 // machine does one. Each pass sums a buffer far larger than the last-level cache, split into one
 // contiguous share per thread; vector sums with four independent accumulators, with 32-byte
-// (AVX2) and 64-byte (AVX-512) loads where the CPU has them; the best pass of every kind counts.
+// (AVX2) and 64-byte (AVX-512) loads where the CPU has them; the best of eight passes of every kind counts.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -62,7 +62,7 @@ double measure_read_bandwidth(int64_t bytes, int threads) {
   const int64_t share = (n / pool.threads()) / 64 * 64;
   std::vector<float> sums(static_cast<size_t>(pool.threads()));
   double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
+  for (int rep = 0; rep < 8; ++rep) {
     for (SumFn sum : kinds) {
       auto task = [&](int64_t t) {
         sums[static_cast<size_t>(t)] = sum(buf.data() + t * share, share);
