@@ -1,7 +1,8 @@
 // The read bandwidth behind `inplace bench`'s floor: a plain streaming read, as fast as this
 // machine does one. Each pass sums a buffer far larger than the last-level cache, split into one
 // contiguous share per thread; vector sums with four independent accumulators, with 32-byte
-// (AVX2) and 64-byte (AVX-512) loads where the CPU has them; the best of eight passes of every kind counts.
+// (AVX2) and 64-byte (AVX-512) loads where the CPU has them; the best of eight passes of every kind
+// counts.
 #include <immintrin.h>
 
 #include <algorithm>
