@@ -17,6 +17,7 @@ namespace {
 
 constexpr int64_t kLanes = 16;  // one AVX-512 register of floats, two AVX2 ones
 constexpr int64_t kBlockRows = 4;
+constexpr int64_t kChunksPerThread = 4;  // gemv_parallel's chunks per thread (large products)
 
 inline float load(const float* p) {
   return *p;
@@ -121,7 +122,10 @@ void gemv_parallel(const GemvArgs<W>& a) {
     gemv(a, 0, a.n);
     return;
   }
-  const int64_t tasks = pool->threads();
+  // A few chunks per thread, taken in turn: a thread that starts late (woken from sleep, or
+  // sharing its core with another process) takes fewer, instead of holding the others up.
+  const int64_t per_thread = a.n * a.k >= (1 << 20) ? kChunksPerThread : 1;
+  const int64_t tasks = pool->threads() * per_thread;
   const int64_t chunk = ((a.n + tasks - 1) / tasks + kBlockRows - 1) & ~(kBlockRows - 1);
   auto task = [&](int64_t t) {
     const int64_t begin = std::min(a.n, t * chunk), end = std::min(a.n, begin + chunk);
