@@ -20,10 +20,15 @@ SERIES = [("torch_ms", (230, 120, 20), False), ("copy_back_ms", (200, 30, 30), F
 
 def table(data):
     m = data["model"]
+    bw = "read bandwidth %.1f GB/s with %d thread(s) (the floor's)" % (
+        data["read_bandwidth_gbs"], data.get("read_bandwidth_threads", 1))
+    if "read_bandwidth_1t_gbs" in data:
+        bw += ", %.1f GB/s with 1 thread, %.1f GB/s with all %d cores" % (
+            data["read_bandwidth_1t_gbs"], data["read_bandwidth_all_cores_gbs"], data["all_cores"])
     lines = ["Model `%s`: %.1fM parameters, %.0f MB of %s weights, %d thread(s); decode position "
-             "%d, median of %d steps; read bandwidth %.1f GB/s measured in the same run." %
+             "%d, median of %d steps; %s, measured in the same run." %
              (m["size"], m["parameters"] / 1e6, m["weight_bytes"] / 1e6, data["dtype"],
-              data["threads"], data["position"], data["steps"], data["read_bandwidth_gbs"]), ""]
+              data["threads"], data["position"], data["steps"], bw), ""]
     lines.append("| s_max | PyTorch eager | copy-back engine | aliased engine | floor | "
                  "aliased / floor | PyTorch / aliased | copy-back / aliased |")
     lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -51,6 +51,7 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
     step_outs_.push_back(std::move(outs));
   }
   if (!device_.is_cpu()) init_device();
+  if (StepProfile::requested()) profile_ = std::make_unique<StepProfile>(plan);
 }
 
 ExecutionContext::~ExecutionContext() = default;
@@ -181,6 +182,7 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
   InFlightGuard guard(in_flight_, "execute", engine_->name());
   if (gpu_) check_device_error(/*wait=*/false);
   ++stats_.calls;
+  const int64_t call_start = profile_ ? profile_->start_call() : 0;
   kernel_context_.stream = stream;
   const Plan& plan = engine_->plan();
   for (size_t i = 0; i < plan.inputs.size(); ++i)
@@ -188,6 +190,7 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
              "' is not bound");
   check_bindings();
   gather_staged_inputs();
+  if (profile_) profile_->mark(0);
   // Output buffers: caller-bound, reused, or fresh for this call. On a GPU they are the
   // context's (allocated once, at their bound): a call allocates nothing and a captured graph
   // keeps their addresses; an output is valid until the context's next call.
@@ -208,13 +211,17 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
     output_storage_[k]->rebind(out_buffers[k].nbytes() ? out_buffers[k].data_ptr() : nullptr,
                                static_cast<size_t>(plan.output_buffer_bytes[k]));
   }
+  if (profile_) profile_->mark(1);
   // With its scalars on the device, a context's refresh gives the same metadata at every call
   // (the views at their bound): it runs once.
   if (!plan.refresh.empty() && !(gpu_ && gpu_->scalars.on_device && gpu_->refreshed)) {
     refresh();
     if (gpu_) gpu_->refreshed = true;
   }
+  if (profile_) profile_->mark(2);
   check_positions();
+  if (profile_) profile_->mark(3);
+  const int64_t steps_start = profile_ ? StepProfile::now_ns() : 0;
   if (gpu_) {
     run_on_device(stream);
     kernel_context_.stream = stream;
@@ -257,12 +264,19 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
         break;
     }
   }
+  if (profile_) profile_->add_call(StepProfile::now_ns() - call_start, steps_start - call_start);
   return results;
 }
 
 void ExecutionContext::run_steps() {
   const Plan& plan = engine_->plan();
+  int64_t step_start = profile_ ? StepProfile::now_ns() : 0;
   for (size_t q = 0; q < plan.steps.size(); ++q) {
+    if (profile_ && q > 0) {
+      const int64_t t = StepProfile::now_ns();
+      profile_->add_step(q - 1, t - step_start);
+      step_start = t;
+    }
     const Step& s = plan.steps[q];
     std::vector<Value>& args = step_args_[q];
     const std::vector<Tensor>& outs = step_outs_[q];
@@ -299,6 +313,8 @@ void ExecutionContext::run_steps() {
       throw Error(e.code(), where + e.what() + note_failed_call(q));
     }
   }
+  if (profile_ && !plan.steps.empty())
+    profile_->add_step(plan.steps.size() - 1, StepProfile::now_ns() - step_start);
 }
 
 }  // namespace inplace

@@ -11,6 +11,7 @@
 #include "core/thread_pool.h"
 #include "engine/device_state.h"
 #include "engine/engine.h"
+#include "engine/execution_context_profile.h"
 
 namespace inplace {
 
@@ -99,6 +100,7 @@ class ExecutionContext {
 
   std::shared_ptr<const Engine> engine_;
   std::unique_ptr<ThreadPool> thread_pool_;
+  std::unique_ptr<StepProfile> profile_;  // INPLACE_PROFILE set: per-op times, printed at exit
   Device device_;
   KernelContext kernel_context_;  // this call's stream
   std::shared_ptr<Storage> arena_;

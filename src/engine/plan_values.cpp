@@ -545,6 +545,40 @@ bool PlanValues::output_depends_on_ints(const CallInfo& ci, const std::vector<Te
   return false;
 }
 
+// Conservative like the probe of ints: the extents tried are the bound and one either side of
+// the example along every dim where they differ; any probe that changes a result's shape, or no
+// probe that runs, keeps the results dynamic.
+bool PlanValues::output_depends_on_shapes(const CallInfo& ci, const std::vector<Tensor>& metas) {
+  bool varies = false;  // some dynamic input's bound differs from its example
+  for (const BVal* in : ci.inputs)
+    if (in->shape_dyn) varies |= in->bound != in->v.tensor.shape();
+  if (!varies) return true;
+  int ran = 0;
+  for (int64_t delta : {0, 1, -1}) {
+    Args args = ci.args;
+    for (size_t k = 0; k < ci.tensors.size(); ++k) {
+      const BVal& b = *ci.inputs[k];
+      if (!b.shape_dyn) continue;
+      const Shape& ex = b.v.tensor.shape();
+      Shape probe = b.bound;
+      if (delta != 0 && probe.size() == ex.size())
+        for (size_t d = 0; d < probe.size(); ++d)
+          probe[d] = probe[d] == ex[d] ? ex[d] : std::max<int64_t>(1, ex[d] + delta);
+      leaf_at(args, ci.tensors[k].path)->tensor = Tensor::meta(probe, b.v.tensor.dtype());
+    }
+    try {
+      std::vector<Tensor> probe = result_metas(*ci.op, args);
+      if (probe.size() != metas.size()) return true;
+      for (size_t k = 0; k < probe.size(); ++k)
+        if (probe[k].shape() != metas[k].shape()) return true;
+      ++ran;
+    } catch (const std::exception&) {
+      if (delta == 0) return true;
+    }
+  }
+  return ran == 0;
+}
+
 std::vector<Tensor> PlanValues::compute_bounds(const CallInfo& ci,
                                                const std::vector<Tensor>& metas) {
   std::vector<Tensor> bounds;
@@ -571,8 +605,10 @@ BVal PlanValues::compute_call(CallInfo& ci, std::vector<Tensor> metas, StepKind 
   bool shape_dyn_input = false;
   for (size_t k = 0; k < ci.inputs.size(); ++k)
     if (!self_shaped || static_cast<int>(k) == self) shape_dyn_input |= ci.inputs[k]->shape_dyn;
-  const bool dyn_out =
-      shape_dyn_input || (!ci.ints.empty() && output_depends_on_ints(ci, metas, false));
+  // A result whose shape stays put whatever the dynamic extents are is planned static, so what
+  // reads it needs no refresh (the step itself is still refreshed and its shape checked).
+  const bool dyn_out = (shape_dyn_input && output_depends_on_shapes(ci, metas)) ||
+                       (!ci.ints.empty() && output_depends_on_ints(ci, metas, false));
   std::vector<Tensor> bounds = dyn_out ? compute_bounds(ci, metas) : metas;
   Step step = step_of(ci, kind);
   const int step_index = static_cast<int>(st_.plan.steps.size());

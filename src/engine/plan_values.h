@@ -63,6 +63,9 @@ class PlanValues {
   Shape view_bound(const CallInfo& ci, const BVal& base, const Value& result, size_t leaf);
   std::vector<Tensor> compute_bounds(const CallInfo& ci, const std::vector<Tensor>& metas);
   bool output_depends_on_ints(const CallInfo& ci, const std::vector<Tensor>& metas, bool view);
+  // Whether the results' shapes change with the extents of the inputs whose shape is dynamic
+  // (attention's output over a runtime-length prefix does not): probes the shape function.
+  bool output_depends_on_shapes(const CallInfo& ci, const std::vector<Tensor>& metas);
   Args bound_args(const CallInfo& ci, bool view) const;
   Step step_of(const CallInfo& ci, StepKind kind) const;
   int32_t operand_scalar(const Value& v, const CallInfo& ci, const std::string& arg);

@@ -132,7 +132,13 @@ void ExecutionContext::refresh() {
         if (!device_.is_cpu()) ++stats_.host_scalar_reads;
         break;
       case RefreshItem::Kind::kStep:
-        refresh_step(item.index);
+        if (profile_) {
+          const int64_t t0 = StepProfile::now_ns();
+          refresh_step(item.index);
+          profile_->add_refresh(item.index, StepProfile::now_ns() - t0);
+        } else {
+          refresh_step(item.index);
+        }
         break;
     }
   }

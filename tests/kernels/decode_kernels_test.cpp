@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/decode_attention.h"
 #include "kernels/cpu/gemv.h"
+#include "kernels/cpu/gemv_x86.h"
 #include "kernels/cpu/nn.h"
 #include "kernels/cpu/rotary.h"
 #include "test_util.h"
@@ -25,7 +26,11 @@ Tensor random_tensor(const Shape& shape, std::mt19937& rng) {
 }
 
 template <typename W>
-void check_gemv(int64_t rows, int64_t n, int64_t k, int64_t pad, std::mt19937& rng) {
+using GemvFn = void (*)(const GemvArgs<W>&, int64_t, int64_t);
+
+template <typename W>
+void check_gemv(GemvFn<W> kernel, int64_t rows, int64_t n, int64_t k, int64_t pad,
+                std::mt19937& rng) {
   Tensor x = random_tensor({rows, k + pad}, rng), wf = random_tensor({n, k + pad}, rng);
   Tensor y = random_tensor({rows, n + pad}, rng), y0 = y.clone();
   std::vector<W> w(static_cast<size_t>(n * (k + pad)));
@@ -34,8 +39,8 @@ void check_gemv(int64_t rows, int64_t n, int64_t k, int64_t pad, std::mt19937& r
   GemvArgs<W> a{x.data<float>(), k + pad, rows,  w.data(), k + pad, n, k,
                 y.data<float>(), n + pad, alpha, beta};
   // Two shares of the columns, as two threads would run them.
-  gemv(a, 0, n / 3);
-  gemv(a, n / 3, n);
+  kernel(a, 0, n / 3);
+  kernel(a, n / 3, n);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < n; ++j) {
       double s = 0, mag = 0;
@@ -55,15 +60,36 @@ void check_gemv(int64_t rows, int64_t n, int64_t k, int64_t pad, std::mt19937& r
       ASSERT_EQ(y.data<float>()[r * (n + pad) + j], y0.data<float>()[r * (n + pad) + j]);
 }
 
+// Every kernel this CPU can run: the dispatched one, the portable loop, AVX2 and AVX-512.
+template <typename W>
+std::vector<std::pair<const char*, GemvFn<W>>> gemv_kernels() {
+  std::vector<std::pair<const char*, GemvFn<W>>> k = {{"dispatched", &gemv},
+                                                      {"portable", &gemv_portable}};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    k.emplace_back("avx2", GemvFn<W>(&x86::gemv_avx2));
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("fma"))
+    k.emplace_back("avx512", GemvFn<W>(&x86::gemv_avx512));
+  return k;
+}
+
 TEST(DecodeKernels, GemvEqualsAFloat64LoopOnRandomShapes) {
   std::mt19937 rng(11);
-  for (int trial = 0; trial < 40; ++trial) {
+  for (int trial = 0; trial < 48; ++trial) {
     const int64_t rows = 1 + trial % kGemvMaxRows;
-    const int64_t n = 1 + static_cast<int64_t>(rng() % 70),
-                  k = 1 + static_cast<int64_t>(rng() % 300);
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 70);
+    // Mostly short rows (every tail), some model-sized ones (the unrolled loop).
+    const int64_t k = trial % 8 == 7 ? 448 + static_cast<int64_t>(rng() % 1000)
+                                     : 1 + static_cast<int64_t>(rng() % 300);
     const int64_t pad = trial % 3;
-    check_gemv<float>(rows, n, k, pad, rng);
-    check_gemv<BFloat16>(rows, n, k, pad, rng);
+    for (auto [name, kernel] : gemv_kernels<float>()) {
+      SCOPED_TRACE(std::string("f32 ") + name);
+      check_gemv<float>(kernel, rows, n, k, pad, rng);
+    }
+    for (auto [name, kernel] : gemv_kernels<BFloat16>()) {
+      SCOPED_TRACE(std::string("bf16 ") + name);
+      check_gemv<BFloat16>(kernel, rows, n, k, pad, rng);
+    }
   }
 }
 

@@ -146,6 +146,27 @@ TEST(Llama, RmsNormAndRotaryChainsAreFusedIntoOneStepEach) {
   }
 }
 
+// Attention over the runtime-length cache prefix returns [1, heads, 1, head_dim] whatever the
+// prefix: its result is planned static, so nothing after it (projections, norms, the MLP) is
+// re-planned on every call; only the steps that read the position or the prefix are.
+TEST(Llama, DecodeRefreshesOnlyTheStepsThatReadRuntimeValues) {
+  const LlamaConfig c = llama_config("tiny", kSMax, 1);
+  LlamaEngines e = compile_llama(c, llama_weights(c), 0, true);
+  const Plan& plan = e.decode->plan();
+  for (const RefreshItem& r : plan.refresh) {
+    if (r.kind != RefreshItem::Kind::kStep) continue;
+    const Step& s = plan.steps[r.index];
+    ASSERT_TRUE(s.op != nullptr);
+    for (const char* name : {"linear", "rms_norm", "silu", "add", "mul", "rotary_embedding"})
+      EXPECT_NE(s.op->schema.name, name) << "step '" << s.node << "' is refreshed per call";
+  }
+  const int attention = count_steps(*e.decode, "scaled_dot_product_attention");
+  EXPECT_EQ(attention, c.n_layers);
+  for (const Step& s : plan.steps)
+    if (s.op && s.op->schema.name == "scaled_dot_product_attention")
+      for (const TensorRef& o : s.outs) EXPECT_LT(o.dyn, 0) << s.node;
+}
+
 TEST(Llama, SizesAndErrors) {
   EXPECT_EQ(llama_config("small", 256).parameters() * 4 / 1000000, 111);  // 111 MB in f32
   const int64_t medium = llama_config("medium", 256).parameters();

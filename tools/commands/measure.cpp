@@ -55,44 +55,6 @@ double percentile(std::vector<double> values, double q) {
 
 }  // namespace inplace::cli
 
-namespace inplace::cli {
-
-namespace {
-
-// Independent lanes vectorise without reassociation (AVX2 where the CPU has it).
-__attribute__((always_inline)) inline float sum_lanes(const float* p, int64_t n) {
-  float part[32] = {};
-  for (int64_t i = 0; i + 32 <= n; i += 32)
-    for (int l = 0; l < 32; ++l) part[l] += p[i + l];
-  float s = 0;
-  for (float v : part) s += v;
-  return s;
-}
-__attribute__((target("avx2"))) float sum_avx2(const float* p, int64_t n) {
-  return sum_lanes(p, n);
-}
-float sum_floats(const float* p, int64_t n) {
-  return __builtin_cpu_supports("avx2") ? sum_avx2(p, n) : sum_lanes(p, n);
-}
-
-}  // namespace
-
-double measure_read_bandwidth(int64_t bytes) {
-  const int64_t n = bytes / 4;
-  std::vector<float> buf(static_cast<size_t>(n), 1.0f);
-  double best = 0;
-  volatile float sink = 0;
-  for (int rep = 0; rep < 6; ++rep) {
-    const int64_t t0 = now_ns();
-    sink = sink + sum_floats(buf.data(), n);
-    const double s = static_cast<double>(now_ns() - t0) / 1e9;
-    best = std::max(best, static_cast<double>(bytes) / s);
-  }
-  return best;
-}
-
-}  // namespace inplace::cli
-
 extern "C" void openblas_set_num_threads(int);  // OpenBLAS, linked through libinplace
 
 namespace inplace::cli {

@@ -28,9 +28,10 @@ double percentile(std::vector<double> values, double q);
 
 namespace inplace::cli {
 
-// This machine's read bandwidth in bytes/s: the best of a few passes summing a buffer much
-// larger than the caches (`bytes`), the way a decode step streams its weights.
-double measure_read_bandwidth(int64_t bytes);
+// This machine's read bandwidth in bytes/s with `threads` threads (read_bandwidth.cpp): the best
+// of several passes summing a buffer much larger than the caches (`bytes`), each thread its own
+// contiguous share, the way a decode step streams its weights.
+double measure_read_bandwidth(int64_t bytes, int threads);
 
 // BLAS (prompts, large products) on the calling thread: OpenBLAS's own threads would compete
 // with the context's pool, and "one thread" should mean one.

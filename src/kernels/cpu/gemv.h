@@ -1,7 +1,8 @@
 // Matrix-vector products for decoding: y = alpha * x @ W^T (+ beta * y) for a few rows of x and
-// a weight W stored [n, k] with contiguous rows (nn.Linear's layout). Each pass streams four rows
-// of W once for every row of x, so the step reads the weights at the machine's read bandwidth.
-// Compiled for AVX-512, AVX2 and baseline x86-64, chosen by the CPU's features.
+// a weight W stored [n, k] with contiguous rows (nn.Linear's layout). W is streamed once, in
+// address order, for all the rows of x, so the step reads the weights at the machine's read
+// bandwidth. Vector kernels for AVX-512 and AVX2+FMA (gemv_x86.h), a portable loop elsewhere,
+// chosen by the CPU's features.
 #pragma once
 #include <cstdint>
 
@@ -27,6 +28,9 @@ struct GemvArgs {
 // Output columns [n_begin, n_end) of the product (a thread's share). rows <= kGemvMaxRows.
 void gemv(const GemvArgs<float>& a, int64_t n_begin, int64_t n_end);
 void gemv(const GemvArgs<BFloat16>& a, int64_t n_begin, int64_t n_end);
+// The portable loop whatever the CPU (the reference the vector kernels are tested against).
+void gemv_portable(const GemvArgs<float>& a, int64_t n_begin, int64_t n_end);
+void gemv_portable(const GemvArgs<BFloat16>& a, int64_t n_begin, int64_t n_end);
 
 // The whole product, its columns shared among the threads of the calling context's pool.
 template <typename W>
