@@ -76,8 +76,11 @@ bool match(const Node* n, const Node* cache, const Shape& cshape,
   if (name == "index_copy" && n->args.size() >= 4) {
     const Tensor* idx = tensor_of(n->args[2], env);
     const Tensor* u = tensor_of(n->args[3], env);
-    if (!dim_is_2(n->args[1]) || !fits(u) || !idx || idx->dim() != 1 || idx->size(0) != u->size(2))
-      return false;
+    if (!dim_is_2(n->args[1]) || !idx || idx->dim() != 1) return false;
+    // An update with no static meta here (it follows a value at a runtime extent, such as
+    // attention over the filled prefix in an earlier layer) is checked by kv_cache_update's own
+    // shape rule when the engine is planned, as index_copy would check it.
+    if (u && (!fits(u) || idx->size(0) != u->size(2))) return false;
     m->update = n->args[3];
     m->index = n->args[2];
     return true;
@@ -97,6 +100,19 @@ bool match(const Node* n, const Node* cache, const Shape& cshape,
     return true;
   }
   return false;
+}
+
+// `_to_copy(x, dtype=D)` with nothing else: the functionalizer's write-back of a cache whose new
+// value's dtype it could not see (a value behind a runtime extent). The ops matched above give
+// their self's dtype, so when D is the cache's own dtype the cast is an identity.
+const Node* same_dtype_cast_source(const Node* n, DType cache_dtype) {
+  if (!n->is_call() || n->args.size() != 1 || !n->args[0].is_node() || n->kwargs.size() != 1)
+    return nullptr;
+  std::string overload;
+  if (Registry::get().canonical_name(n->target, &overload) != "_to_copy") return nullptr;
+  const auto& [key, v] = n->kwargs[0];
+  if (key != "dtype" || v.kind != Value::Kind::kDType || v.dtype != cache_dtype) return nullptr;
+  return n->args[0].node;
 }
 
 class KvCacheUpdatePass : public Pass {
@@ -123,12 +139,21 @@ class KvCacheUpdatePass : public Pass {
       if (cache_meta == env.end() || !cache_meta->second.is_tensor()) continue;
       const Shape cshape = cache_meta->second.tensor.shape();
       if (cshape.size() != 4) continue;
+      Node* cast = nullptr;
+      if (const Node* src = same_dtype_cast_source(value, cache_meta->second.tensor.dtype())) {
+        cast = value;
+        value = const_cast<Node*>(src);
+      }
       Match m;
       if (!match(value, cache, cshape, env, &m)) continue;
       Node* kv = g.insert_before(value, NodeOp::kCallFunction, "inplace.kv_cache_update",
                                  {Value::node_ref(cache), m.update, m.start, m.index}, {},
                                  cache->name + "_kv_update");
-      kv->meta = value->meta;
+      kv->meta = (cast ? cast : value)->meta;
+      if (cast) {
+        g.replace_all_uses_with(cast, kv);
+        g.erase(cast);
+      }
       g.replace_all_uses_with(value, kv);
       g.erase(value);
       mutation.kind = MutationKind::kKvCacheUpdate;

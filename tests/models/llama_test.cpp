@@ -146,6 +146,22 @@ TEST(Llama, RmsNormAndRotaryChainsAreFusedIntoOneStepEach) {
   }
 }
 
+// Every layer's cache write (index_copy_, as StaticCache writes it) becomes kv_cache_update, the
+// aliased output kind included: layers after the first read a value behind attention's runtime
+// extent, whose write-back the functionalizer wraps in a same-dtype cast (an identity).
+TEST(Llama, EveryLayersCacheWriteIsAKvCacheUpdate) {
+  const LlamaConfig c = llama_config("tiny", kSMax, 1);
+  LlamaEngines e = compile_llama(c, llama_weights(c), kPrompt, true);
+  for (const Engine* engine : {e.prefill.get(), e.decode.get()}) {
+    EXPECT_EQ(count_steps(*engine, "kv_cache_update"), 2 * c.n_layers);
+    EXPECT_EQ(count_steps(*engine, "index_copy"), 0);
+    EXPECT_EQ(count_steps(*engine, "_to_copy"), 0);
+    int kv = 0;
+    for (const Mutation& m : engine->aliased_io()) kv += m.kind == MutationKind::kKvCacheUpdate;
+    EXPECT_EQ(kv, 2 * c.n_layers);
+  }
+}
+
 // Attention over the runtime-length cache prefix returns [1, heads, 1, head_dim] whatever the
 // prefix: its result is planned static, so nothing after it (projections, norms, the MLP) is
 // re-planned on every call; only the steps that read the position or the prefix are.
