@@ -172,7 +172,8 @@ TEST(CudaEngine, OneEngineServesFreshValues) {
 }
 
 // cache[:, pos:pos + n] = rows with `pos` a runtime value and n a dynamic dim (up to 4), as the
-// Python package's CUDA test writes it: one engine per kind, fresh (pos, n) at every call
+// Python package's CUDA test writes it (which crashed: the planner read the device example of
+// `pos` through its device pointer): one engine per kind, fresh (pos, n) at every call
 // (n = 0 included), the cache against eager after each call and at the caller's address.
 TEST(CudaEngine, SliceWriteAtARuntimePositionWithADynamicRowCount) {
   IP_REQUIRE_CUDA();
@@ -188,7 +189,11 @@ TEST(CudaEngine, SliceWriteAtARuntimePositionWithADynamicRowCount) {
     const std::vector<Tensor> example = {Tensor::empty({2, 16, 3}, DType::kFloat32),
                                          random_tensor({2, 1, 3}, DType::kFloat32, 1),
                                          Tensor::scalar(0, DType::kInt64)};
-    CompiledProgram cp = compile(*g, example, o);
+    // The examples on the device, as the Python package passes the caller's tensors (the
+    // runtime position's example value is read through a host copy).
+    std::vector<Tensor> dev_example;
+    for (const Tensor& t : example) dev_example.push_back(t.to_device(Device::cuda()));
+    CompiledProgram cp = compile(*g, dev_example, o);
     ExecutionContext ctx(cp.engine);
     Tensor cache_cpu = Tensor::empty({2, 16, 3}, DType::kFloat32);
     Tensor cache = cache_cpu.to_device(Device::cuda());
