@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "frontend/safetensors.h"
 #include "measure.h"
+#include "model_json.h"
 #include "models/llama.h"
 #include "models/llama_runner.h"
 
@@ -247,16 +248,7 @@ int run_bench(const std::vector<std::string>& args) {
                 static_cast<long long>(row["s_max"].get<int64_t>()), t.c_str(),
                 row["copy_back_ms"].get<double>(), row["aliased_ms"].get<double>(), floor_ms);
   }
-  nlohmann::json out = {{"model",
-                         {{"size", size},
-                          {"parameters", c.parameters()},
-                          {"weight_bytes", weight_bytes},
-                          {"d_model", c.d_model},
-                          {"n_layers", c.n_layers},
-                          {"n_heads", c.n_heads},
-                          {"n_kv_heads", c.n_kv_heads},
-                          {"ffn", c.ffn},
-                          {"vocab", c.vocab}}},
+  nlohmann::json out = {{"model", llama_model_json(size, c, weight_bytes)},
                         {"dtype", dtype_name(c.weight_dtype)},
                         {"threads", threads},
                         {"position", position},

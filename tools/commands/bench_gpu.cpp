@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "frontend/safetensors.h"
 #include "measure.h"
+#include "model_json.h"
 #include "models/llama.h"
 #include "models/llama_runner.h"
 
@@ -199,16 +200,7 @@ int run_bench_gpu(const std::vector<std::string>& args) {
   std::fflush(stdout);
 
   nlohmann::json rows = nlohmann::json::array();
-  nlohmann::json out = {{"model",
-                         {{"size", size},
-                          {"parameters", c.parameters()},
-                          {"weight_bytes", weight_bytes},
-                          {"d_model", c.d_model},
-                          {"n_layers", c.n_layers},
-                          {"n_heads", c.n_heads},
-                          {"n_kv_heads", c.n_kv_heads},
-                          {"ffn", c.ffn},
-                          {"vocab", c.vocab}}},
+  nlohmann::json out = {{"model", llama_model_json(size, c, weight_bytes)},
                         {"weight_dtype", dtype_name(c.weight_dtype)},
                         {"activation_dtype", "float32"},
                         {"cuda_graph", graph},
