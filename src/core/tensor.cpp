@@ -251,6 +251,10 @@ Tensor Tensor::view(Shape shape) const {
   return Tensor(storage_, offset_, shape, *st, dtype_);
 }
 
+bool Tensor::can_view(const Shape& shape) const {
+  return compute_view_strides(shape_, strides_, infer_size(shape, numel(), "reshape")).has_value();
+}
+
 Tensor Tensor::reshape(Shape shape) const {
   shape = infer_size(std::move(shape), numel(), "reshape");
   auto st = compute_view_strides(shape_, strides_, shape);

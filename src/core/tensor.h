@@ -76,8 +76,9 @@ class Tensor {
 
   // ---- views (share storage) ----
   Tensor as_strided(const Shape& shape, const Shape& strides, std::optional<int64_t> offset) const;
-  Tensor view(Shape shape) const;     // errors if strides do not allow it, as torch
-  Tensor reshape(Shape shape) const;  // a view when strides allow, else a copy
+  Tensor view(Shape shape) const;           // errors if strides do not allow it, as torch
+  Tensor reshape(Shape shape) const;        // a view when strides allow, else a copy
+  bool can_view(const Shape& shape) const;  // reshape(shape) would be a view
   Tensor permute(std::vector<int64_t> dims) const;
   Tensor transpose(int64_t d0, int64_t d1) const;
   Tensor t() const;

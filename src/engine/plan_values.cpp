@@ -243,6 +243,8 @@ BVal PlanValues::evaluate(CallInfo& ci) {
                     parse_index(ci.args[1], ci.args[0].tensor.dim(), "getitem").has_advanced();
     if (ci.op->kind == OpKind::kView && !advanced)
       return view_call(ci, view_metas(*ci.op, ci.args));
+    if (ci.op->maybe_view && ci.op->infer && static_contiguous_view(ci))
+      return view_call(ci, view_metas(*ci.op, ci.args));
     if (ci.op->infer) return compute_call(ci, ci.op->infer(ci.args), StepKind::kOut);
     // Eager-only ops: casts (a view when nothing changes) and advanced indexing.
     Value result = ci.op->eager(ci.args);
@@ -390,6 +392,22 @@ bool PlanValues::scalar_arithmetic(CallInfo& ci, BVal* out) {
   }
   out->sym = s;
   return true;
+}
+
+// A reshape-like call (OpDef::maybe_view) whose self has a layout fixed for every call and
+// whose result, seen in self's memory, is contiguous: the eager op returns a view there too,
+// so the plan makes it one instead of a copy step (the transpose + reshape after attention at
+// one token). Non-contiguous views are left as copies: kernels may want contiguous inputs.
+bool PlanValues::static_contiguous_view(const CallInfo& ci) const {
+  if (!ci.ints.empty() || ci.dyn_input || ci.inputs.size() != 1 || !ci.args[0].is_tensor())
+    return false;
+  const BVal& base = *ci.inputs[0];
+  if (base.dyn >= 0 || base.shape_dyn) return false;
+  std::vector<Tensor> metas = ci.op->infer(ci.args);
+  if (metas.size() != 1) return false;
+  const Tensor& self = ci.args[0].tensor;
+  if (!self.can_view(metas[0].shape())) return false;
+  return self.view(metas[0].shape()).is_contiguous();
 }
 
 BVal PlanValues::view_call(CallInfo& ci, const Value& result) {

@@ -56,6 +56,10 @@ struct OpDef {
   OutFn out;      // optional; present together with infer
   // Results whose shape depends on data (boolean-mask indexing): no static plan.
   bool dynamic_shape = false;
+  // reshape, flatten, _unsafe_view: the result is a view of self when self's strides allow
+  // (as torch's), else a copy. infer/out describe the copy; a plan whose self has a fixed
+  // layout that allows the view makes it a view (no step, no copy).
+  bool maybe_view = false;
 };
 
 class Registry {
@@ -120,8 +124,9 @@ void register_scan_ops(Registry& r);          // cumsum, cumprod
 void register_sort_ops(Registry& r);          // topk, sort, argsort, msort
 void register_matrix_batch_ops(Registry& r);  // baddbmm, addbmm
 void register_einsum_ops(Registry& r);
-void register_linear_lowp_ops(Registry& r);      // linear_bf16_weight
-void register_pointwise_extra_ops(Registry& r);  // addcmul addcdiv lerp hardtanh leaky_relu
+void register_linear_lowp_ops(Registry& r);        // linear_bf16_weight
+void register_linear_lowp_fused_ops(Registry& r);  // linear_bf16_weight_add, swiglu_bf16_weight
+void register_pointwise_extra_ops(Registry& r);    // addcmul addcdiv lerp hardtanh leaky_relu
 void register_unsafe_split_ops(Registry& r);
 void register_export_assert_ops(Registry& r);  // _assert_tensor_metadata
 void register_conv_ops(Registry& r);           // conv1d

@@ -69,6 +69,7 @@ void copy_reshaped(const Tensor& self, const Tensor& out) {
 void add_maybe_view(Registry& r, const std::string& schema, Tensor (*fn)(const Args&)) {
   OpDef def;
   def.schema = Schema::parse(schema);
+  def.maybe_view = true;
   def.eager = [fn](const Args& a) { return tensor_value(fn(a)); };
   def.infer = [fn](const Args& a) {
     // On a contiguous meta stand-in for self the shape work never copies.

@@ -30,4 +30,9 @@ std::unique_ptr<Pass> make_fuse_rms_norm_pass();
 // rotary_embedding(x, cos, sin) when nothing else reads the intermediates.
 std::unique_ptr<Pass> make_fuse_rotary_pass();
 
+// fuse_linear_epilogues: at decode size, add(r, linear_bf16_weight(x, w, b)) becomes
+// linear_bf16_weight_add(x, w, b, r) and mul(silu(linear_bf16_weight(x, wg)),
+// linear_bf16_weight(x, wu)) becomes swiglu_bf16_weight(x, wg, wu).
+std::unique_ptr<Pass> make_fuse_linear_epilogues_pass();
+
 }  // namespace inplace

@@ -95,6 +95,45 @@ std::optional<Value> at_runtime_position(const OpDef& op, const Args& args) {
   return first;
 }
 
+// The size of the last dim of `v`'s tensor: its meta's, or, for a getitem that only slices
+// leading dims of a known tensor (a cache's filled prefix, cache[:, :, :end]), the base's.
+std::optional<int64_t> last_dim(const Value& v, const MetaTable& table) {
+  if (!v.is_node()) return std::nullopt;
+  if (const Tensor* t = table.tensor(v.node)) {
+    if (t->dim() == 0) return std::nullopt;
+    return t->size(-1);
+  }
+  const Node* n = v.node;
+  ResolvedCall rc;
+  try {
+    rc = resolve_node(*n);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (rc.op->schema.name != "getitem" || rc.args.size() != 2 || !rc.args[0].is_node())
+    return std::nullopt;
+  const Tensor* base = table.tensor(rc.args[0].node);
+  const Value& index = rc.args[1];
+  if (!base || !index.is_sequence() || static_cast<int64_t>(index.items.size()) >= base->dim())
+    return std::nullopt;
+  for (const Value& item : index.items)
+    if (item.kind != Value::Kind::kSlice) return std::nullopt;
+  return base->size(-1);
+}
+
+// scaled_dot_product_attention whose keys and values have a runtime extent (the filled prefix
+// of a cache): the result is [..., L, Ev] from the query and the values' last dim whatever
+// the extent, so the ops after attention keep their metas (and the passes that need them).
+std::optional<Value> attention_meta(const Args& args, const MetaTable& table) {
+  if (args.size() < 3 || !args[0].is_node()) return std::nullopt;
+  const Tensor* q = table.tensor(args[0].node);
+  std::optional<int64_t> ev = last_dim(args[2], table);
+  if (!q || q->dim() < 2 || !ev) return std::nullopt;
+  Shape shape = q->shape();
+  shape.back() = *ev;
+  return Value::from_tensor(Tensor::meta(shape, q->dtype()));
+}
+
 std::optional<Value> call_meta(const Node& node, const MetaTable& table) {
   ResolvedCall rc;
   try {
@@ -136,6 +175,7 @@ std::optional<Value> call_meta(const Node& node, const MetaTable& table) {
       for (const ViewStep& s : rule.steps) t = apply_step(t, s);
       return Value::from_tensor(t);
     }
+    if (!known && name == "scaled_dot_product_attention") return attention_meta(rc.args, table);
     if (!known) return std::nullopt;
     if (op.infer) {
       std::vector<Tensor> metas = op.infer(args);

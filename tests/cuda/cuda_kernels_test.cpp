@@ -306,4 +306,45 @@ TEST(CudaKernels, AttentionDecodeAndPrefill) {
   check("scaled_dot_product_attention", {T(q), T(k), T(k)}, {{"is_causal", Value::boolean(true)}});
 }
 
+// The f32 decode fast path (head dims whose quarter is a power of two; the split count follows
+// the keys, the last block merging) and the generic kernel it leaves (odd head dims).
+TEST(CudaKernels, AttentionDecodeFastPathHeadDimsAndSplits) {
+  IP_REQUIRE_CUDA();
+  uint32_t seed = 850;
+  for (int64_t E : {4, 16, 32, 64, 128, 40})
+    for (int64_t S : {1, 31, 33, 200, 4096, 9000}) {
+      SCOPED_TRACE("E " + std::to_string(E) + " S " + std::to_string(S));
+      const Tensor q = random_tensor({1, 16, 1, E}, DType::kFloat32, seed++);
+      const Tensor k = random_tensor({1, 4, S + 3, E}, DType::kFloat32, seed++).slice(2, 0, S);
+      const Tensor v = random_tensor({1, 4, S + 3, E}, DType::kFloat32, seed++).slice(2, 0, S);
+      check("scaled_dot_product_attention", {T(q), T(k), T(v)},
+            {{"enable_gqa", Value::boolean(true)}}, 1e-4);
+      // Repeated: the arrival counters are left at zero for the next launch.
+      check("scaled_dot_product_attention", {T(q), T(k), T(v)},
+            {{"enable_gqa", Value::boolean(true)}, {"scale", F(0.7)}}, 1e-4);
+    }
+}
+
+// linear_bf16_weight and its fused epilogues (fuse_linear_epilogues) against the cpu: one to
+// six rows, odd and vector-friendly k, bias or none.
+TEST(CudaKernels, LinearBf16WeightAndItsEpilogues) {
+  IP_REQUIRE_CUDA();
+  uint32_t seed = 900;
+  for (int64_t rows : {1, 2, 4, 6})
+    for (int64_t k : {64, 1024, 2816, 37}) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + " k " + std::to_string(k));
+      const int64_t n = 72;
+      const Tensor x = random_tensor({1, rows, k}, DType::kFloat32, seed++);
+      const Tensor w = random_tensor({n, k}, DType::kBFloat16, seed++);
+      const Tensor w2 = random_tensor({n, k}, DType::kBFloat16, seed++);
+      const Tensor b = random_tensor({n}, DType::kFloat32, seed++);
+      const Tensor r = random_tensor({1, rows, n}, DType::kFloat32, seed++);
+      check("inplace.linear_bf16_weight", {T(x), T(w), T(b)}, {}, 1e-4);
+      check("inplace.linear_bf16_weight", {T(x), T(w), Value::none()}, {}, 1e-4);
+      check("inplace.linear_bf16_weight_add", {T(x), T(w), Value::none(), T(r)}, {}, 1e-4);
+      check("inplace.linear_bf16_weight_add", {T(x), T(w), T(b), T(r)}, {}, 1e-4);
+      check("inplace.swiglu_bf16_weight", {T(x), T(w), T(w2)}, {}, 1e-4);
+    }
+}
+
 }  // namespace

@@ -106,7 +106,15 @@ TEST(Llama, Bf16WeightsEqualEagerAndStayCloseToFloat32) {
   const LlamaConfig c = llama_config("tiny", kSMax, 7, DType::kBFloat16);
   const LlamaWeights w = llama_weights(c);
   LlamaEngines e = compile_llama(c, w, kPrompt, true);
-  EXPECT_EQ(count_steps(*e.decode, "linear_bf16_weight"), 7 * c.n_layers + 1);
+  // Decode: q, k, v and the LM head alone; o_proj and down_proj with the residual add, gate and
+  // up with silu * mul (fuse_linear_epilogues). The prompt keeps its seven matmuls a layer.
+  EXPECT_EQ(count_steps(*e.decode, "linear_bf16_weight"), 3 * c.n_layers + 1);
+  EXPECT_EQ(count_steps(*e.decode, "linear_bf16_weight_add"), 2 * c.n_layers);
+  EXPECT_EQ(count_steps(*e.decode, "swiglu_bf16_weight"), c.n_layers);
+  EXPECT_EQ(count_steps(*e.decode, "silu"), 0);
+  EXPECT_EQ(count_steps(*e.decode, "add"), 1);  // pos[-1] + 1, the filled prefix's end
+  EXPECT_EQ(count_steps(*e.decode, "mul"), 0);
+  EXPECT_EQ(count_steps(*e.prefill, "linear_bf16_weight"), 7 * c.n_layers + 1);
   EXPECT_EQ(count_steps(*e.decode, "linear"), 0);
   EXPECT_EQ(count_steps(*e.decode, "to"), 1);  // only the embedded row is widened
   LlamaEngineRunner engine(c, e, llama_new_caches(c));

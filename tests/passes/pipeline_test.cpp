@@ -24,15 +24,17 @@ TEST(Pipeline, PassesRunInTheDocumentedOrder) {
 }
 
 TEST(Pipeline, EnginePassesFollowFunctionalization) {
-  EXPECT_EQ(pass_names(engine_passes()),
-            (std::vector<std::string>{"lift_mutated_buffers", "kv_cache_update",
-                                      "fuse_weight_casts", "fuse_rms_norm", "fuse_rotary"}));
+  EXPECT_EQ(
+      pass_names(engine_passes()),
+      (std::vector<std::string>{"lift_mutated_buffers", "kv_cache_update", "fuse_weight_casts",
+                                "fuse_rms_norm", "fuse_rotary", "fuse_linear_epilogues"}));
   std::vector<std::string> all = functionalization_pass_names();
   all.push_back("lift_mutated_buffers");
   all.push_back("kv_cache_update");
   all.push_back("fuse_weight_casts");
   all.push_back("fuse_rms_norm");
   all.push_back("fuse_rotary");
+  all.push_back("fuse_linear_epilogues");
   EXPECT_EQ(pass_names(compile_passes()), all);
 }
 

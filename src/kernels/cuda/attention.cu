@@ -143,6 +143,161 @@ __global__ void merge_kernel(Attention a, Partial part, int splits) {
   }
 }
 
+// The decode fast path (float32 q, k, v and out with unit-stride head dims, E == Ev, no mask,
+// not causal): lanes work in groups of E/4, each lane one float4 of a key and of its value, so
+// a warp reads 32/(E/4) keys at once and a group unrolls kUnroll keys to keep loads in flight.
+// The split count follows the keys present (read on the device): blocks past it leave at once,
+// and the last block of a row to finish merges the partials (a counter per row, reset by that
+// block), so one launch does both halves.
+constexpr int kUnroll = 4;
+constexpr int kMinKeys = 32;  // keys per split at least
+
+__device__ inline float4 ld4(const float* p) {
+  return *reinterpret_cast<const float4*>(p);
+}
+
+template <int G>  // lanes per key: E / 4
+__global__ void decode_attention_kernel(Attention a, Partial part, int* counters, int splits) {
+  constexpr int kGroups = 32 * kWarps / G;
+  const int64_t H = a.q.size[1], L = a.q.size[2], E = a.q.size[3];
+  const int64_t S = key_count(a), Hk = a.k.size[1];
+  const int64_t row = blockIdx.x;
+  const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
+  const int64_t hk = h / (H / Hk);
+  int active = static_cast<int>((S + kMinKeys - 1) / kMinKeys);
+  active = active < 1 ? 1 : (active > splits ? splits : active);
+  const int split = blockIdx.y;
+  if (split >= active) return;
+  const int64_t per = (S + active - 1) / active;
+  const int64_t j0 = split * per, j1 = min(S, j0 + per);
+  const int g = threadIdx.x / G, lane = threadIdx.x % G;
+  const int d = lane * 4;
+  const float scale = static_cast<float>(a.scale);
+  const float4 q = ld4(reinterpret_cast<const float*>(a.q.data) + off4(a.q, b, h, i, d));
+  const float* kb = reinterpret_cast<const float*>(a.k.data) + off4(a.k, b, hk, 0, d);
+  const float* vb = reinterpret_cast<const float*>(a.v.data) + off4(a.v, b, hk, 0, d);
+  const int64_t ks = a.k.stride[2], vs = a.v.stride[2];
+  float m = -FLT_MAX, l = 0.f;
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int64_t jb = j0 + g; jb < j1; jb += kGroups * kUnroll) {
+    float4 kv[kUnroll], vv[kUnroll];
+    float s[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t j = jb + u * kGroups;
+      if (j < j1) {
+        kv[u] = ld4(kb + j * ks);
+        vv[u] = ld4(vb + j * vs);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t j = jb + u * kGroups;
+      float t = j < j1 ? q.x * kv[u].x + q.y * kv[u].y + q.z * kv[u].z + q.w * kv[u].w : 0.f;
+#pragma unroll
+      for (int o = G / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+      s[u] = j < j1 ? t * scale : -INFINITY;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (s[u] == -INFINITY) continue;
+      const float m_new = fmaxf(m, s[u]);
+      const float c = __expf(m - m_new), p = __expf(s[u] - m_new);
+      l = l * c + p;
+      acc.x = acc.x * c + p * vv[u].x;
+      acc.y = acc.y * c + p * vv[u].y;
+      acc.z = acc.z * c + p * vv[u].z;
+      acc.w = acc.w * c + p * vv[u].w;
+      m = m_new;
+    }
+  }
+  // Merge the groups of this block in shared memory.
+  __shared__ float sm[kGroups], sl[kGroups];
+  __shared__ float4 sacc[kGroups][G];
+  __shared__ bool last;
+  if (lane == 0) {
+    sm[g] = m;
+    sl[g] = l;
+  }
+  sacc[g][lane] = acc;
+  __syncthreads();
+  const bool single = active == 1;
+  if (threadIdx.x < G) {
+    float M = -FLT_MAX;
+    for (int w = 0; w < kGroups; ++w)
+      if (sl[w] > 0.f) M = fmaxf(M, sm[w]);
+    float Lsum = 0.f;
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int w = 0; w < kGroups; ++w) {
+      if (sl[w] == 0.f) continue;
+      const float c = __expf(sm[w] - M);
+      Lsum += sl[w] * c;
+      const float4 x = sacc[w][threadIdx.x];
+      o.x += x.x * c, o.y += x.y * c, o.z += x.z * c, o.w += x.w * c;
+    }
+    if (single) {
+      const float r = Lsum > 0.f ? 1.f / Lsum : 0.f;
+      float* out = reinterpret_cast<float*>(a.out.data) + off4(a.out, b, h, i, threadIdx.x * 4);
+      for (int t = 0; t < 4; ++t) out[t * a.out.stride[3]] = (&o.x)[t] * r;
+      return;
+    }
+    const int64_t slot = row * splits + split;
+    if (threadIdx.x == 0) {
+      part.m[slot] = M;
+      part.l[slot] = Lsum;
+    }
+    reinterpret_cast<float4*>(part.acc + slot * E)[threadIdx.x] = o;
+    __threadfence();
+  }
+  if (single) return;
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&counters[row], 1) == active - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  if (threadIdx.x < G) {
+    float M = -FLT_MAX;
+    for (int sp = 0; sp < active; ++sp) {
+      const int64_t slot = row * splits + sp;
+      if (__ldcg(part.l + slot) > 0.f) M = fmaxf(M, __ldcg(part.m + slot));
+    }
+    float Lsum = 0.f;
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int sp = 0; sp < active; ++sp) {
+      const int64_t slot = row * splits + sp;
+      const float ls = __ldcg(part.l + slot);
+      if (ls == 0.f) continue;
+      const float c = __expf(__ldcg(part.m + slot) - M);
+      Lsum += ls * c;
+      const float4 x = __ldcg(reinterpret_cast<const float4*>(part.acc + slot * E) + threadIdx.x);
+      o.x += x.x * c, o.y += x.y * c, o.z += x.z * c, o.w += x.w * c;
+    }
+    const float r = Lsum > 0.f ? 1.f / Lsum : 0.f;
+    float* out = reinterpret_cast<float*>(a.out.data) + off4(a.out, b, h, i, threadIdx.x * 4);
+    for (int t = 0; t < 4; ++t) out[t * a.out.stride[3]] = (&o.x)[t] * r;
+  }
+  if (threadIdx.x == 0) counters[row] = 0;  // ready for the next launch (and graph replay)
+}
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+// The fast path's conditions; the group width (E / 4 lanes) or 0.
+int decode_group(const Attention& a) {
+  const int64_t E = a.q.size[3];
+  if (a.has_mask || a.causal || E != a.v.size[3] || E % 4 != 0 || E / 4 > 32) return 0;
+  const int G = static_cast<int>(E / 4);
+  if ((G & (G - 1)) != 0) return 0;
+  for (const Operand* o : {&a.q, &a.k, &a.v, &a.out}) {
+    if (o->dtype != DType::kFloat32 || !aligned16(o->data)) return 0;
+    if (o != &a.out && o->stride[3] != 1) return 0;
+    for (int d = 0; d < 3; ++d)
+      if (o != &a.out && o->size[d] > 1 && o->stride[d] % 4 != 0) return 0;
+  }
+  return G;
+}
+
 // Split rows stop below 2 * kFillRows blocks, so their scratch has a fixed bound: allocated
 // once per thread, at that bound, never regrown (a captured graph keeps its address).
 constexpr int64_t kFillRows = 264;
@@ -151,6 +306,21 @@ float* scratch() {
   thread_local float* p = nullptr;
   if (!p) IP_CUDA_CHECK(cudaMalloc(&p, kScratchFloats * sizeof(float)), "attention scratch");
   return p;
+}
+// The fast path's per-row arrival counters, zero between launches.
+int* counters() {
+  thread_local int* p = nullptr;
+  if (!p) {
+    IP_CUDA_CHECK(cudaMalloc(&p, 2 * kFillRows * sizeof(int)), "attention counters");
+    IP_CUDA_CHECK(cudaMemset(p, 0, 2 * kFillRows * sizeof(int)), "attention counters");
+  }
+  return p;
+}
+
+template <int G>
+void launch_decode(const Attention& a, int64_t rows, int splits, Partial part, cudaStream_t s) {
+  decode_attention_kernel<G><<<dim3(static_cast<unsigned>(rows), splits), 32 * kWarps, 0, s>>>(
+      a, part, counters(), splits);
 }
 
 }  // namespace
@@ -173,6 +343,30 @@ void attention(const Attention& a, void* stream) {
     part = {base, base + rows * splits, base + 2 * rows * splits};
   }
   const cudaStream_t s = as_stream(stream);
+  if (const int G = decode_group(a); G > 0 && (splits == 1 || rows * splits <= 2 * kFillRows)) {
+    switch (G) {
+      case 32:
+        launch_decode<32>(a, rows, splits, part, s);
+        break;
+      case 16:
+        launch_decode<16>(a, rows, splits, part, s);
+        break;
+      case 8:
+        launch_decode<8>(a, rows, splits, part, s);
+        break;
+      case 4:
+        launch_decode<4>(a, rows, splits, part, s);
+        break;
+      case 2:
+        launch_decode<2>(a, rows, splits, part, s);
+        break;
+      default:
+        launch_decode<1>(a, rows, splits, part, s);
+        break;
+    }
+    IP_CUDA_CHECK(cudaGetLastError(), "attention");
+    return;
+  }
   attention_kernel<<<dim3(static_cast<unsigned>(rows), splits), 32 * kWarps, 0, s>>>(a, part,
                                                                                      splits);
   IP_CUDA_CHECK(cudaGetLastError(), "attention");

@@ -102,11 +102,28 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha, S
 void rotary(const Operand& out, const Operand& x, const Operand& cos, const Operand& sin,
             void* stream);
 
-// linear_bf16_weight (linear_lowp.cu): y[m, n] = sum_k x[m, k] * w[n, k] (+ bias[n]) with x
-// float32 rows of stride x_stride (unit stride along k), w bfloat16 [n, k] contiguous, y float32
-// rows of stride y_stride; accumulates in float32.
-void gemv_bf16(const float* x, int64_t x_stride, int64_t rows, const void* w, int64_t k, int64_t n,
-               const float* bias, float* y, int64_t y_stride, void* stream);
+// linear_bf16_weight and its fused epilogues (linear_lowp.cu): per row m of x and output n,
+// v = sum_k x[m, k] * w[n, k] (+ bias[n]) accumulated in float32, then
+//   kNone:     y[m, n] = v
+//   kResidual: y[m, n] = v + residual[m, n]                (linear_bf16_weight_add)
+//   kSwiGLU:   y[m, n] = silu(v) * sum_k x[m, k] * w2[n, k] (swiglu_bf16_weight; no bias)
+// x float32 rows of stride x_stride (unit stride along k), w and w2 bfloat16 [n, k] contiguous,
+// residual and y float32 rows of their strides.
+enum class GemvEpilogue : uint8_t { kNone, kResidual, kSwiGLU };
+struct GemvBf16 {
+  const float* x = nullptr;
+  int64_t x_stride = 0, rows = 0;
+  const void* w = nullptr;
+  const void* w2 = nullptr;
+  int64_t k = 0, n = 0;
+  const float* bias = nullptr;
+  const float* residual = nullptr;
+  int64_t residual_stride = 0;
+  float* y = nullptr;
+  int64_t y_stride = 0;
+  GemvEpilogue epilogue = GemvEpilogue::kNone;
+};
+void gemv_bf16(const GemvBf16& g, void* stream);
 
 // Creation (creation.cu): out[i] = start + i * step.
 void arange(const Operand& out, double start, double step, void* stream);

@@ -1,6 +1,8 @@
-// The decode GEMV with a bfloat16 weight: one warp per output column, 16-byte loads of the
-// weight row (eight bf16 at a time), up to kRows input rows per pass of the row, float32
-// accumulation, a warp reduction. Memory-bound at one token: the weight is read once.
+// The decode GEMV with a bfloat16 weight: one warp per output column, 16-byte streaming loads of
+// the weight row (eight bf16 at a time, kUnroll of them issued before any is used, so a warp
+// keeps several kilobytes in flight), up to kRows input rows per pass of the row, float32
+// accumulation, a warp reduction, then the epilogue (bias, a residual add, or SwiGLU's second
+// product with silu * mul). Memory-bound at one token: each weight is read once.
 #include "kernels/cuda/device_common.cuh"
 
 namespace inplace::cuda {
@@ -9,66 +11,123 @@ namespace {
 
 constexpr int kRows = 4;
 constexpr int kWarpsPerBlock = 8;
+constexpr int kUnroll = 4;
 
-template <bool kVector>
-__global__ void gemv_bf16_kernel(const float* __restrict__ x, int64_t x_stride, int64_t rows,
-                                 const __nv_bfloat16* __restrict__ w, int64_t K, int64_t N,
-                                 const float* __restrict__ bias, float* __restrict__ y,
-                                 int64_t y_stride) {
+__device__ inline void widen8(const uint4& raw, float* wf) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    const float2 f = __bfloat1622float2(h[t]);
+    wf[2 * t] = f.x;
+    wf[2 * t + 1] = f.y;
+  }
+}
+
+__device__ inline float dot8(const float* x, const float* wf) {
+  const float4 a = reinterpret_cast<const float4*>(x)[0], b = reinterpret_cast<const float4*>(x)[1];
+  return a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] + b.x * wf[4] + b.y * wf[5] +
+         b.z * wf[6] + b.w * wf[7];
+}
+
+template <GemvEpilogue kE, bool kVector>
+__global__ void gemv_bf16_kernel(GemvBf16 g) {
+  constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-  if (n >= N) return;
-  const __nv_bfloat16* wr = w + n * K;
-  for (int64_t m0 = 0; m0 < rows; m0 += kRows) {
-    float acc[kRows] = {};
-    if (kVector) {
-      for (int64_t k = lane * 8; k < K; k += 256) {
-        const uint4 raw = __ldg(reinterpret_cast<const uint4*>(wr + k));
-        const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-        float wf[8];
-        for (int t = 0; t < 4; ++t) {
-          const float2 f = __bfloat1622float2(h[t]);
-          wf[2 * t] = f.x;
-          wf[2 * t + 1] = f.y;
+  if (n >= g.n) return;
+  const int64_t K = g.k;
+  const __nv_bfloat16* wr = static_cast<const __nv_bfloat16*>(g.w) + n * K;
+  const __nv_bfloat16* wr2 = kTwo ? static_cast<const __nv_bfloat16*>(g.w2) + n * K : nullptr;
+  for (int64_t m0 = 0; m0 < g.rows; m0 += kRows) {
+    float acc[kRows] = {}, acc2[kRows] = {};
+    if constexpr (kVector) {
+      for (int64_t k0 = lane * 8; k0 < K; k0 += 256 * kUnroll) {
+        uint4 raw[kUnroll], raw2[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int64_t k = k0 + 256 * u;
+          if (k < K) {
+            raw[u] = __ldcs(reinterpret_cast<const uint4*>(wr + k));
+            if constexpr (kTwo) raw2[u] = __ldcs(reinterpret_cast<const uint4*>(wr2 + k));
+          }
         }
-        for (int r = 0; r < kRows; ++r) {
-          if (m0 + r >= rows) break;
-          const float4* xr = reinterpret_cast<const float4*>(x + (m0 + r) * x_stride + k);
-          const float4 a = xr[0], b = xr[1];
-          acc[r] += a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] + b.x * wf[4] +
-                    b.y * wf[5] + b.z * wf[6] + b.w * wf[7];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int64_t k = k0 + 256 * u;
+          if (k >= K) break;
+          float wf[8], wf2[8];
+          widen8(raw[u], wf);
+          if constexpr (kTwo) widen8(raw2[u], wf2);
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+            if (m0 + r >= g.rows) break;
+            const float* xr = g.x + (m0 + r) * g.x_stride + k;
+            acc[r] += dot8(xr, wf);
+            if constexpr (kTwo) acc2[r] += dot8(xr, wf2);
+          }
         }
       }
     } else {
       for (int64_t k = lane; k < K; k += 32) {
         const float wv = __bfloat162float(wr[k]);
+        const float wv2 = kTwo ? __bfloat162float(wr2[k]) : 0.f;
         for (int r = 0; r < kRows; ++r)
-          if (m0 + r < rows) acc[r] += x[(m0 + r) * x_stride + k] * wv;
+          if (m0 + r < g.rows) {
+            const float xv = g.x[(m0 + r) * g.x_stride + k];
+            acc[r] += xv * wv;
+            if constexpr (kTwo) acc2[r] += xv * wv2;
+          }
       }
     }
+#pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      float v = acc[r];
-      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-      if (lane == 0 && m0 + r < rows) y[(m0 + r) * y_stride + n] = v + (bias ? bias[n] : 0.f);
+      float v = acc[r], v2 = acc2[r];
+      for (int o = 16; o > 0; o >>= 1) {
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+        if constexpr (kTwo) v2 += __shfl_xor_sync(0xffffffffu, v2, o);
+      }
+      if (lane != 0 || m0 + r >= g.rows) continue;
+      const int64_t m = m0 + r;
+      if (g.bias) v = v + g.bias[n];
+      if constexpr (kE == GemvEpilogue::kResidual) v = v + g.residual[m * g.residual_stride + n];
+      // silu as the unary kernel computes it (x / (1 + exp(-x))), then the mul.
+      if constexpr (kTwo) v = v / (1.f + expf(-v)) * v2;
+      g.y[m * g.y_stride + n] = v;
     }
   }
 }
 
+template <GemvEpilogue kE>
+void launch(const GemvBf16& g, bool vector, unsigned blocks, cudaStream_t s) {
+  if (vector)
+    gemv_bf16_kernel<kE, true><<<blocks, 32 * kWarpsPerBlock, 0, s>>>(g);
+  else
+    gemv_bf16_kernel<kE, false><<<blocks, 32 * kWarpsPerBlock, 0, s>>>(g);
+}
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
 }  // namespace
 
-void gemv_bf16(const float* x, int64_t x_stride, int64_t rows, const void* w, int64_t k, int64_t n,
-               const float* bias, float* y, int64_t y_stride, void* stream) {
-  if (rows == 0 || n == 0) return;
-  const bool vector = k % 8 == 0 && x_stride % 4 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
-                      reinterpret_cast<uintptr_t>(w) % 16 == 0;
-  const unsigned blocks = static_cast<unsigned>((n + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  const auto* wb = static_cast<const __nv_bfloat16*>(w);
-  if (vector)
-    gemv_bf16_kernel<true><<<blocks, 32 * kWarpsPerBlock, 0, as_stream(stream)>>>(
-        x, x_stride, rows, wb, k, n, bias, y, y_stride);
-  else
-    gemv_bf16_kernel<false><<<blocks, 32 * kWarpsPerBlock, 0, as_stream(stream)>>>(
-        x, x_stride, rows, wb, k, n, bias, y, y_stride);
+void gemv_bf16(const GemvBf16& g, void* stream) {
+  if (g.rows == 0 || g.n == 0) return;
+  const bool vector = g.k % 8 == 0 && g.x_stride % 4 == 0 && aligned16(g.x) && aligned16(g.w) &&
+                      (g.epilogue != GemvEpilogue::kSwiGLU || aligned16(g.w2));
+  const unsigned blocks = static_cast<unsigned>((g.n + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  const cudaStream_t s = as_stream(stream);
+  switch (g.epilogue) {
+    case GemvEpilogue::kNone:
+      launch<GemvEpilogue::kNone>(g, vector, blocks, s);
+      break;
+    case GemvEpilogue::kResidual:
+      launch<GemvEpilogue::kResidual>(g, vector, blocks, s);
+      break;
+    case GemvEpilogue::kSwiGLU:
+      launch<GemvEpilogue::kSwiGLU>(g, vector, blocks, s);
+      break;
+  }
   IP_CUDA_CHECK(cudaGetLastError(), "linear_bf16_weight");
 }
 

@@ -1,5 +1,6 @@
-// The CUDA kernel of linear_bf16_weight(x, w, bias): the product reads the bf16 weight where
-// it lies (the step the fuse_weight_casts pass makes of `linear(x, w.to(float32))`).
+// The CUDA kernels of linear_bf16_weight(x, w, bias) and its fused epilogues
+// (linear_bf16_weight_add, swiglu_bf16_weight: fuse_linear_epilogues): the product reads the bf16
+// weight where it lies (the step the fuse_weight_casts pass makes of `linear(x, w.to(float32))`).
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
 
@@ -30,35 +31,94 @@ bool rows_of(const Tensor& x, int64_t k, int64_t* stride) {
   return true;
 }
 
-std::string supports(const Args& a) {
-  int64_t stride = 0;
+// The product's operands as a GemvBf16 (epilogue kNone; pointers only when `data`): "" or why
+// the kernel cannot run them.
+std::string operands(const Args& a, const Tensor& y, GemvBf16* g, bool data = true) {
   const Tensor& x = a[0].tensor;
   const Tensor& w = a[1].tensor;
+  int64_t stride = 0;
   if (!w.is_contiguous()) return "a weight that is not contiguous";
   if (!rows_of(x, w.size(1), &stride)) return "an input whose rows are not evenly strided";
-  if (!a[2].is_none() && !a[2].tensor.is_contiguous()) return "a bias that is not contiguous";
+  if (!y.is_contiguous()) return "a result that is not contiguous";
+  g->x_stride = stride;
+  g->k = w.size(1);
+  g->n = w.size(0);
+  g->rows = g->k ? x.numel() / g->k : 0;
+  g->y_stride = g->n;
+  if (data && g->rows > 0 && g->n > 0) {
+    g->x = static_cast<const float*>(x.data_ptr());
+    g->w = w.data_ptr();
+    g->y = static_cast<float*>(y.data_ptr());
+  }
   return "";
 }
 
-void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  const Tensor& x = a[0].tensor;
+std::string supports(const Args& a) {
+  if (!a[2].is_none() && !a[2].tensor.is_contiguous()) return "a bias that is not contiguous";
+  GemvBf16 g;
   const Tensor& w = a[1].tensor;
-  const Tensor& y = outs[0];
-  const int64_t k = w.size(1), n = w.size(0);
-  const int64_t rows = k ? x.numel() / k : 0;
+  Shape out(a[0].tensor.shape().begin(), a[0].tensor.shape().end() - 1);
+  out.push_back(w.size(0));
+  return operands(a, Tensor::meta(out, DType::kFloat32), &g, /*data=*/false);
+}
+
+std::string supports_add(const Args& a) {
+  std::string why = supports(a);
+  if (!why.empty()) return why;
   int64_t stride = 0;
-  IP_CHECK(rows_of(x, k, &stride) && y.is_contiguous(), kUnsupported, "[cuda] ", kOp, ": input ",
-           shape_str(x.shape()), " with strides ", shape_str(x.strides()),
-           " is not read as evenly strided rows");
-  const float* bias = a[2].is_none() ? nullptr : static_cast<const float*>(a[2].tensor.data_ptr());
-  gemv_bf16(static_cast<const float*>(x.data_ptr()), stride, rows, w.data_ptr(), k, n, bias,
-            static_cast<float*>(y.data_ptr()), n, ctx.stream);
+  if (!rows_of(a[3].tensor, a[1].tensor.size(0), &stride))
+    return "a residual whose rows are not evenly strided";
+  return "";
+}
+
+std::string supports_swiglu(const Args& a) {
+  if (!a[2].tensor.is_contiguous()) return "an up weight that is not contiguous";
+  GemvBf16 g;
+  const Tensor& w = a[1].tensor;
+  Shape out(a[0].tensor.shape().begin(), a[0].tensor.shape().end() - 1);
+  out.push_back(w.size(0));
+  return operands(a, Tensor::meta(out, DType::kFloat32), &g, /*data=*/false);
+}
+
+void check_operands(const std::string& why, const char* op, const Tensor& x) {
+  IP_CHECK(why.empty(), kUnsupported, "[cuda] ", op, ": input ", shape_str(x.shape()),
+           " with strides ", shape_str(x.strides()), ": ", why);
+}
+
+void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  GemvBf16 g;
+  check_operands(operands(a, outs[0], &g), kOp, a[0].tensor);
+  if (!a[2].is_none()) g.bias = static_cast<const float*>(a[2].tensor.data_ptr());
+  gemv_bf16(g, ctx.stream);
+}
+
+void run_add(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  GemvBf16 g;
+  check_operands(operands(a, outs[0], &g), "linear_bf16_weight_add", a[0].tensor);
+  if (!a[2].is_none()) g.bias = static_cast<const float*>(a[2].tensor.data_ptr());
+  int64_t stride = 0;
+  IP_CHECK(rows_of(a[3].tensor, g.n, &stride), kUnsupported,
+           "[cuda] linear_bf16_weight_add: a residual whose rows are not evenly strided");
+  if (g.rows > 0 && g.n > 0) g.residual = static_cast<const float*>(a[3].tensor.data_ptr());
+  g.residual_stride = stride;
+  g.epilogue = GemvEpilogue::kResidual;
+  gemv_bf16(g, ctx.stream);
+}
+
+void run_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  GemvBf16 g;
+  check_operands(operands(a, outs[0], &g), "swiglu_bf16_weight", a[0].tensor);
+  if (g.rows > 0 && g.n > 0) g.w2 = a[2].tensor.data_ptr();
+  g.epilogue = GemvEpilogue::kSwiGLU;
+  gemv_bf16(g, ctx.stream);
 }
 
 }  // namespace
 
 void register_linear_lowp_kernels(KernelTable& table) {
   table.add(DeviceType::kCuda, kOp, run, supports);
+  table.add(DeviceType::kCuda, "linear_bf16_weight_add", run_add, supports_add);
+  table.add(DeviceType::kCuda, "swiglu_bf16_weight", run_swiglu, supports_swiglu);
 }
 
 }  // namespace inplace::cuda

@@ -113,6 +113,64 @@ __global__ void row_kernel(RowTask t, int64_t nrows, int64_t ncols) {
   }
 }
 
+// RMSNorm over contiguous float32 rows (the decoder's norms): float4 loads, warp-shuffle sums,
+// one shared step across the warps; the generic row kernel walks offsets element by element and
+// reduces through shared memory in eight barriers.
+__global__ void rms_norm_f32_kernel(RowTask t, int64_t nrows, int64_t ncols) {
+  __shared__ float partial[kThreads / 32];
+  const int64_t n4 = ncols / 4;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int64_t r = blockIdx.x; r < nrows; r += gridDim.x) {
+    const float4* x = reinterpret_cast<const float4*>(t.in.rows.data) + offset_of(t.in.rows, r) / 4;
+    float4* y = reinterpret_cast<float4*>(t.out.rows.data) + offset_of(t.out.rows, r) / 4;
+    float sq = 0.f;
+    for (int64_t c = threadIdx.x; c < n4; c += blockDim.x) {
+      const float4 v = x[c];
+      sq += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    }
+    for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    if (lane == 0) partial[warp] = sq;
+    __syncthreads();
+    float total = 0.f;
+    for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) total += partial[w];
+    const float inv = rsqrtf(total / static_cast<float>(ncols) + static_cast<float>(t.eps));
+    const float4* w = reinterpret_cast<const float4*>(t.weight.data);
+    for (int64_t c = threadIdx.x; c < n4; c += blockDim.x) {
+      float4 v = x[c];
+      v.x *= inv, v.y *= inv, v.z *= inv, v.w *= inv;
+      if (t.has_weight) {
+        const float4 g = w[c];
+        v.x *= g.x, v.y *= g.y, v.z *= g.z, v.w *= g.w;
+      }
+      y[c] = v;
+    }
+    __syncthreads();  // `partial` is reused by the next row
+  }
+}
+
+bool unit_f32(const Operand& o) {
+  return o.dtype == DType::kFloat32 && o.ndim == 1 && o.stride[0] == 1 &&
+         reinterpret_cast<uintptr_t>(o.data) % 16 == 0;
+}
+
+// The conditions of rms_norm_f32_kernel: float32 throughout, unit-stride rows whose starts are
+// 16-byte aligned, a weight (if any) likewise, no bias.
+bool rms_norm_fast(const RowTask& t, int64_t ncols) {
+  if (t.op != RowOp::kRmsNorm || t.has_bias || ncols % 4 != 0 || compute_kind(t.compute) != 0)
+    return false;
+  if (!unit_f32(t.in.cols) || !unit_f32(t.out.cols)) return false;
+  if (t.in.rows.dtype != DType::kFloat32 || t.out.rows.dtype != DType::kFloat32) return false;
+  for (const Operand* o : {&t.in.rows, &t.out.rows})
+    for (int d = 0; d < o->ndim; ++d)
+      if (o->size[d] > 1 && o->stride[d] % 4 != 0) return false;
+  if (reinterpret_cast<uintptr_t>(t.in.rows.data) % 16 ||
+      reinterpret_cast<uintptr_t>(t.out.rows.data) % 16)
+    return false;
+  return !t.has_weight ||
+         (t.weight.dtype == DType::kFloat32 && t.weight.ndim == 1 && t.weight.stride[0] == 1 &&
+          reinterpret_cast<uintptr_t>(t.weight.data) % 16 == 0);
+}
+
 // argmax / argmin: each thread keeps its best (value, first index), then the block merges.
 template <typename T>
 __device__ bool better(bool is_max, T v, int64_t i, T best, int64_t best_i) {
@@ -168,6 +226,11 @@ void row_op(const RowTask& task, void* stream) {
     else
       arg_kernel<double><<<grid, kThreads, 0, s>>>(task, nrows, ncols);
     IP_CUDA_CHECK(cudaGetLastError(), "argmax");
+    return;
+  }
+  if (rms_norm_fast(task, ncols)) {
+    rms_norm_f32_kernel<<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+    IP_CUDA_CHECK(cudaGetLastError(), "rms_norm");
     return;
   }
   switch (compute_kind(task.compute)) {
