@@ -179,7 +179,10 @@ __global__ void decode_attention_kernel(Attention a, Partial part, int* counters
   const int64_t ks = a.k.stride[2], vs = a.v.stride[2];
   float m = -FLT_MAX, l = 0.f;
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (int64_t jb = j0 + g; jb < j1; jb += kGroups * kUnroll) {
+  // The loop bound is the same for every lane (a warp holds several groups, and the shuffles
+  // below need all its lanes): each group takes key base + u * kGroups + g.
+  for (int64_t base = j0; base < j1; base += kGroups * kUnroll) {
+    const int64_t jb = base + g;
     float4 kv[kUnroll], vv[kUnroll];
     float s[kUnroll];
 #pragma unroll
