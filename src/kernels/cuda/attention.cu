@@ -158,6 +158,7 @@ __device__ inline float4 ld4(const float* p) {
 
 template <int G>  // lanes per key: E / 4
 __global__ void decode_attention_kernel(Attention a, Partial part, int* counters, int splits) {
+  pdl_trigger();
   constexpr int kGroups = 32 * kWarps / G;
   const int64_t H = a.q.size[1], L = a.q.size[2], E = a.q.size[3];
   const int64_t S = key_count(a), Hk = a.k.size[1];

@@ -17,6 +17,22 @@
 
 namespace inplace::cuda {
 
+// Programmatic dependent launch (sm_90 and later). A kernel in the decode chain calls
+// pdl_trigger() first: the next kernel in the stream may then start while it runs. A kernel
+// launched with the PDL attribute (the GEMVs: their weights are constants, so they fetch them
+// early) calls pdl_wait() before it reads anything an earlier kernel wrote or writes anything;
+// the wait returns when the earlier kernels have finished and their writes are visible.
+__device__ inline void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;");
+#endif
+}
+__device__ inline void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 inline cudaStream_t as_stream(void* s) {
   return static_cast<cudaStream_t>(s);
 }

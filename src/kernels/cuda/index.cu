@@ -44,6 +44,7 @@ __global__ void read_kernel(IndexMap m, int64_t n) {
 }
 
 __global__ void write_kernel(IndexMap m, int64_t n) {
+  pdl_trigger();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t p = position(m, i);

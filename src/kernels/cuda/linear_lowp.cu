@@ -32,25 +32,36 @@ __device__ inline float dot8(const float* x, const float* wf) {
 template <GemvEpilogue kE, bool kVector>
 __global__ void gemv_bf16_kernel(GemvBf16 g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
+  pdl_trigger();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-  if (n >= g.n) return;
+  if (n >= g.n) {
+    pdl_wait();
+    return;
+  }
   const int64_t K = g.k;
   const __nv_bfloat16* wr = static_cast<const __nv_bfloat16*>(g.w) + n * K;
   const __nv_bfloat16* wr2 = kTwo ? static_cast<const __nv_bfloat16*>(g.w2) + n * K : nullptr;
+  uint4 raw[kUnroll], raw2[kUnroll];
+  auto fetch = [&](int64_t k0) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t k = k0 + 256 * u;
+      if (k < K) {
+        raw[u] = __ldcs(reinterpret_cast<const uint4*>(wr + k));
+        if constexpr (kTwo) raw2[u] = __ldcs(reinterpret_cast<const uint4*>(wr2 + k));
+      }
+    }
+  };
+  // The first chunk of the weight row is fetched before the wait for the previous kernel (its
+  // bytes are constants): with a programmatic launch that fetch overlaps the previous kernel.
+  if constexpr (kVector) fetch(lane * 8);
+  pdl_wait();
   for (int64_t m0 = 0; m0 < g.rows; m0 += kRows) {
     float acc[kRows] = {}, acc2[kRows] = {};
     if constexpr (kVector) {
       for (int64_t k0 = lane * 8; k0 < K; k0 += 256 * kUnroll) {
-        uint4 raw[kUnroll], raw2[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          const int64_t k = k0 + 256 * u;
-          if (k < K) {
-            raw[u] = __ldcs(reinterpret_cast<const uint4*>(wr + k));
-            if constexpr (kTwo) raw2[u] = __ldcs(reinterpret_cast<const uint4*>(wr2 + k));
-          }
-        }
+        if (m0 > 0 || k0 != lane * 8) fetch(k0);
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
           const int64_t k = k0 + 256 * u;
@@ -97,12 +108,23 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
   }
 }
 
+// Launched as a programmatic dependent of the previous kernel in the stream (see pdl_wait).
 template <GemvEpilogue kE>
 void launch(const GemvBf16& g, bool vector, unsigned blocks, cudaStream_t s) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(32 * kWarpsPerBlock);
+  config.stream = s;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
   if (vector)
-    gemv_bf16_kernel<kE, true><<<blocks, 32 * kWarpsPerBlock, 0, s>>>(g);
+    IP_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_bf16_kernel<kE, true>, g), "linear_bf16_weight");
   else
-    gemv_bf16_kernel<kE, false><<<blocks, 32 * kWarpsPerBlock, 0, s>>>(g);
+    IP_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_bf16_kernel<kE, false>, g),
+                  "linear_bf16_weight");
 }
 
 bool aligned16(const void* p) {

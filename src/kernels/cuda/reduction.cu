@@ -117,6 +117,7 @@ __global__ void row_kernel(RowTask t, int64_t nrows, int64_t ncols) {
 // one shared step across the warps; the generic row kernel walks offsets element by element and
 // reduces through shared memory in eight barriers.
 __global__ void rms_norm_f32_kernel(RowTask t, int64_t nrows, int64_t ncols) {
+  pdl_trigger();
   __shared__ float partial[kThreads / 32];
   const int64_t n4 = ncols / 4;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;

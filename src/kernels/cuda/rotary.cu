@@ -7,6 +7,7 @@ namespace inplace::cuda {
 namespace {
 
 __global__ void rotary_kernel(Operand out, Operand x, Operand c, Operand s, int64_t n) {
+  pdl_trigger();
   const int last = out.ndim - 1;
   const int64_t d = out.size[last], half = d / 2;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
