@@ -38,11 +38,12 @@ namespace {
 using models::LlamaConfig;
 namespace fs = std::filesystem;
 
-std::vector<int64_t> parse_list(const std::string& option, const std::string& value) {
+std::vector<int64_t> parse_list(const std::string& option, const std::string& value,
+                                int64_t lo = 2) {
   std::vector<int64_t> out;
   std::stringstream ss(value);
   std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(parse_int_option(option, item, 2, 1 << 20));
+  while (std::getline(ss, item, ',')) out.push_back(parse_int_option(option, item, lo, 1 << 20));
   if (out.empty()) throw UsageError(option + " expects a comma-separated list of integers");
   return out;
 }
@@ -247,9 +248,10 @@ int run_bench(const std::vector<std::string>& args) {
   const int64_t bw_bytes = std::max<int64_t>(512 << 20, 4 * weight_bytes);
   const int all_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // The CPUs the timed steps run on, the engines' and PyTorch's alike (its worker inherits them):
-  // on the development VM one vCPU runs every decode step 1.3-1.5x slower than the other (both
-  // the engines' and PyTorch's), and left to the scheduler the two sides landed on different
-  // ones. The one-thread bandwidth of the floor is measured on them too.
+  // on the development VM one vCPU at times runs every decode step 1.3-1.5x slower than the
+  // other (the engines' and PyTorch's alike, for minutes, then the other way round or neither),
+  // and left to the scheduler the two sides landed on different ones. The one-thread bandwidth
+  // of the floor is measured on them too.
   cpu_set_t every_cpu, timed_cpus;
   CPU_ZERO(&every_cpu);
   CPU_ZERO(&timed_cpus);
@@ -266,7 +268,7 @@ int run_bench(const std::vector<std::string>& args) {
         cpu_list += (taken++ ? "," : "") + std::to_string(cpu);
       }
   } else {
-    for (int64_t cpu : parse_list("--cpus", cpus_s)) {
+    for (int64_t cpu : parse_list("--cpus", cpus_s, 0)) {
       IP_CHECK(cpu < CPU_SETSIZE && CPU_ISSET(cpu, &every_cpu), kInvalidArgument,
                "[bench] --cpus names CPU ", cpu, ", which this process may not use");
       CPU_SET(static_cast<int>(cpu), &timed_cpus);
