@@ -25,23 +25,35 @@ def table(data):
     if "read_bandwidth_1t_gbs" in data:
         bw += ", %.1f GB/s with 1 thread, %.1f GB/s with all %d cores" % (
             data["read_bandwidth_1t_gbs"], data["read_bandwidth_all_cores_gbs"], data["all_cores"])
+    reps = data.get("reps", 1)
+    steps = ("median of %d steps" % data["steps"] if reps == 1 else
+             "median of %d repetitions' medians of %d steps, PyTorch's and the engines' "
+             "interleaved" % (reps, data["steps"]))
     lines = ["Model `%s`: %.1fM parameters, %.0f MB of %s weights, %d thread(s); decode position "
-             "%d, median of %d steps; %s, measured in the same run." %
+             "%d, %s; %s, measured in the same run." %
              (m["size"], m["parameters"] / 1e6, m["weight_bytes"] / 1e6, data["dtype"],
-              data["threads"], data["position"], data["steps"], bw), ""]
+              data["threads"], data["position"], steps, bw), ""]
+
+    def torch_ratio(r):  # per repetition where the run has them: median (lowest)
+        if "torch_over_aliased_median" in r:
+            return "%.2fx (%.2fx)" % (r["torch_over_aliased_median"], r["torch_over_aliased_min"])
+        t = r.get("torch_ms")
+        return "%.2fx" % (t / r["aliased_ms"]) if t else "-"
+    per_rep = any("torch_over_aliased_median" in r for r in data["rows"])
     lines.append("| s_max | PyTorch eager | copy-back engine | aliased engine | floor | "
-                 "aliased / floor | PyTorch / aliased | copy-back / aliased |")
+                 "aliased / floor | PyTorch / aliased%s | copy-back / aliased |" %
+                 (" (median of the repetitions; lowest)" if per_rep else ""))
     lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in data["rows"]:
         t = r.get("torch_ms")
         lines.append("| %d | %s | %.2f ms | **%.2f ms** | %.2f ms | %.2fx | %s | %.2fx |" % (
             r["s_max"], "%.2f ms" % t if t else "-", r["copy_back_ms"], r["aliased_ms"],
-            r["floor_ms"], r["aliased_ms"] / r["floor_ms"],
-            "%.2fx" % (t / r["aliased_ms"]) if t else "-", r["copy_back_ms"] / r["aliased_ms"]))
+            r["floor_ms"], r["aliased_ms"] / r["floor_ms"], torch_ratio(r),
+            r["copy_back_ms"] / r["aliased_ms"]))
     if "aliased_cpu_ms" in data["rows"][0]:
         lines.append("")
-        lines.append("CPU time of the stepping thread (its own work, not inflated by other "
-                     "processes on a busy machine):")
+        lines.append("CPU time (the engines': the stepping thread's, its own work, not inflated "
+                     "by other processes on a busy machine; PyTorch's: its process's):")
         lines.append("")
         lines.append("| s_max | PyTorch eager | copy-back engine | aliased engine | floor | "
                      "aliased / floor | PyTorch / aliased | copy-back / aliased |")

@@ -11,14 +11,37 @@ index_copy_, grouped KV heads repeated (repeat_kv), attention over the whole sta
 mask of the positions not yet filled, SwiGLU, LM head tied to the embedding. Prints one JSON
 object: per-step milliseconds for every s_max. --logits-out saves the logits of one step at
 position 0 on zero caches (token 1), which `inplace bench` compares with its engine's.
+
+With --serve (what `inplace bench` uses) it loads the weights once, prints {"ready": ...} and then
+answers requests on stdin, one per line, "S_MAX STEPS WARMUP": it runs WARMUP untimed steps and
+STEPS timed ones at positions --position.. on its own caches for that s_max and prints one JSON
+line with their times. The bench interleaves these requests with its own engines' repetitions,
+so that a busy moment of the machine falls on both sides alike.
 """
 import argparse
 import json
+import os
 import struct
 import sys
 import time
 
-import torch
+
+def threads_from_argv(argv):
+    for i, a in enumerate(argv):
+        if a == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+    return "1"
+
+
+# torch.set_num_threads does not reach the BLAS Debian's torch calls for its matrix products
+# (BLAS_INFO=generic: OpenBLAS, with a thread per core of its own): without this, a "one thread"
+# PyTorch step ran its products on two cores. OpenBLAS reads these when it loads, with torch.
+for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[var] = threads_from_argv(sys.argv)
+
+import torch  # noqa: E402  (after the thread counts above)
 
 DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "I64": torch.int64}
 
@@ -103,6 +126,23 @@ class Llama(torch.nn.Module):
         return lin(h[:, -1], w["embed_tokens.weight"])
 
 
+def time_steps(model, caches, position, steps, warmup):
+    """Per-step wall and CPU milliseconds (the process's: every thread torch or its BLAS runs)
+    of `steps` decode steps after `warmup` ones."""
+    times, cpu = [], []
+    token = torch.tensor([[1]])
+    for i in range(warmup + steps):
+        pos = torch.tensor([position + i])
+        t0, c0 = time.perf_counter(), time.process_time()
+        logits = model(token, pos, caches)
+        dt, dc = (time.perf_counter() - t0) * 1e3, (time.process_time() - c0) * 1e3
+        token = logits.argmax(-1, keepdim=True)
+        if i >= warmup:
+            times.append(dt)
+            cpu.append(dc)
+    return times, cpu
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--weights", required=True)
@@ -112,36 +152,49 @@ def main():
     ap.add_argument("--steps", type=int, default=16)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--logits-out")
+    ap.add_argument("--serve", action="store_true", help="answer timing requests on stdin (above)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     c = json.loads(args.config)
     model = Llama(c, read_safetensors(args.weights))
     hd = c["d_model"] // c["n_heads"]
-    result = {"torch": torch.__version__, "threads": args.threads, "per_step_ms": {},
+    result = {"torch": torch.__version__, "threads": torch.get_num_threads(), "per_step_ms": {},
               "per_step_cpu_ms": {}}
-    with torch.no_grad():
-        for s_max in args.s_max:
-            cache_rope = {"rope.cos", "rope.sin"}
-            assert all(model.w[k].shape[0] >= s_max for k in cache_rope), "rope tables shorter than s_max"
+    all_caches = {}
+
+    def caches_for(s_max):
+        if s_max not in all_caches:
+            assert all(model.w[k].shape[0] >= s_max for k in ("rope.cos", "rope.sin")), \
+                "rope tables shorter than s_max"
             caches = [torch.zeros(1, c["n_kv_heads"], s_max, hd) for _ in range(2 * c["n_layers"])]
             if args.logits_out and s_max == args.s_max[0]:
                 logits = model(torch.tensor([[1]]), torch.tensor([0]), caches)
                 write_safetensors(args.logits_out, {"logits": logits})
             for cache in caches:  # every page really read, as the engines' caches are
                 cache.fill_(0.01)
-            times, cpu = [], []
-            token = torch.tensor([[1]])
-            for i in range(args.steps + 2):  # two warm-up steps
-                pos = torch.tensor([args.position + i])
-                t0, c0 = time.perf_counter(), time.thread_time()
-                logits = model(token, pos, caches)
-                dt, dc = (time.perf_counter() - t0) * 1e3, (time.thread_time() - c0) * 1e3
-                token = logits.argmax(-1, keepdim=True)
-                if i >= 2:
-                    times.append(dt)
-                    cpu.append(dc)
+            all_caches[s_max] = caches
+        return all_caches[s_max]
+
+    with torch.no_grad():
+        if args.serve:
+            caches_for(args.s_max[0])  # the logits for --logits-out, before the first request
+            tasks = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else -1
+            print(json.dumps({"ready": True, "torch": torch.__version__,
+                              "threads": torch.get_num_threads(), "process_threads": tasks}),
+                  flush=True)
+            for line in sys.stdin:
+                if not line.strip():
+                    continue
+                s_max, steps, warmup = (int(v) for v in line.split())
+                times, cpu = time_steps(model, caches_for(s_max), args.position, steps, warmup)
+                print(json.dumps({"s_max": s_max, "per_step_ms": times, "per_step_cpu_ms": cpu}),
+                      flush=True)
+            return
+        for s_max in args.s_max:
+            times, cpu = time_steps(model, caches_for(s_max), args.position, args.steps, 2)
             result["per_step_ms"][str(s_max)] = times
             result["per_step_cpu_ms"][str(s_max)] = cpu
+            del all_caches[s_max]
     json.dump(result, sys.stdout)
 
 

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <vector>
 
+#include "kernels/cpu/blas_loader.h"
+
 namespace inplace::cli {
 
 int64_t parse_int_option(const std::string& option, const std::string& value, int64_t lo,
@@ -55,12 +57,10 @@ double percentile(std::vector<double> values, double q) {
 
 }  // namespace inplace::cli
 
-extern "C" void openblas_set_num_threads(int);  // OpenBLAS, linked through libinplace
-
 namespace inplace::cli {
 
 void single_threaded_blas() {
-  openblas_set_num_threads(1);
+  cpu::set_blas_threads(1);  // when OpenBLAS loads, if it ever does
 }
 
 DType parse_weight_dtype(const std::string& value) {

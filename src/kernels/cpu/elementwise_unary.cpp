@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/elementwise_loop.h"
+#include "kernels/cpu/reduction_exp.h"
 
 namespace inplace::cpu {
 
@@ -20,6 +21,19 @@ M neg_wrap(M x) {
     return -x;
   }
 }
+
+// silu over contiguous float32, x / (1 + exp(-x)) with the vectorisable exp (reduction_exp.h,
+// within ~1 ulp of expf), compiled for AVX2 where the CPU has it: 8 lanes where a call to expf
+// per element took 3.3 ns (a decode step of the small model runs 8 x 1408 of them).
+#define IP_SILU_FOR(name, target)                                                   \
+  target void name(const float* x, float* y, int64_t n) {                           \
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.0f + exp_vectorizable(-x[i])); \
+  }
+IP_SILU_FOR(silu_avx2, __attribute__((target("avx2,fma"))))
+IP_SILU_FOR(silu_portable, )
+#undef IP_SILU_FOR
+
+const bool kSiluAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 
 [[noreturn]] void unsupported(UnaryOp op, DType t) {
   IP_FAIL(kDTypeMismatch, "[unary op ", static_cast<int>(op), "] not implemented for ",
@@ -85,6 +99,12 @@ void unary_typed(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::kSigmoid:
       return run_float([](M x) { return M(1) / (M(1) + std::exp(-x)); });
     case UnaryOp::kSilu:
+      if constexpr (std::is_same_v<T, float>) {
+        if (out.is_contiguous() && detail::flat_with(out, in)) {
+          (kSiluAvx2 ? silu_avx2 : silu_portable)(in.data<float>(), out.data<float>(), out.numel());
+          return;
+        }
+      }
       return run_float([](M x) { return x / (M(1) + std::exp(-x)); });
     case UnaryOp::kReciprocal:
       return run_float([](M x) { return M(1) / x; });

@@ -1,5 +1,6 @@
-// Matrix products. float32/float64 go to OpenBLAS; half types and integers use a plain loop
-// that accumulates in float / 64-bit integers.
+// Matrix products. float32/float64 go to OpenBLAS (loaded on first use: blas_loader.h), except
+// decode's products of at most kGemvMaxRows rows (gemv.h); half types and integers use a plain
+// loop that accumulates in float / 64-bit integers.
 #pragma once
 #include <cstdint>
 

@@ -1,11 +1,12 @@
-// One matrix product through cblas_{s,d}gemm: transposed operands are passed as transposes,
-// anything else that BLAS cannot address is packed first.
-#include <cblas.h>
+// One matrix product through cblas_{s,d}gemm (OpenBLAS, loaded on first use: blas_loader.h):
+// transposed operands are passed as transposes, anything else that BLAS cannot address is packed
+// first.
 
 #include <algorithm>
 #include <climits>
 #include <vector>
 
+#include "kernels/cpu/blas_loader.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/matrix.h"
 
@@ -28,7 +29,7 @@ bool row_major_ld(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int64_t* l
 template <typename T>
 struct BlasOperand {
   const T* data;
-  CBLAS_TRANSPOSE trans;
+  BlasTranspose trans;
   int64_t ld;
   std::vector<T> packed;  // owns the data when the layout needed packing
 };
@@ -37,16 +38,16 @@ template <typename T>
 void describe(MatrixRef<const T> m, BlasOperand<T>* op) {
   int64_t ld = 0;
   if (row_major_ld(m.rows, m.cols, m.row_stride, m.col_stride, &ld)) {
-    *op = {m.data, CblasNoTrans, ld, {}};
+    *op = {m.data, kBlasNoTrans, ld, {}};
   } else if (row_major_ld(m.cols, m.rows, m.col_stride, m.row_stride, &ld)) {
-    *op = {m.data, CblasTrans, ld, {}};
+    *op = {m.data, kBlasTrans, ld, {}};
   } else {
     op->packed.resize(static_cast<size_t>(m.rows * m.cols));
     for (int64_t i = 0; i < m.rows; ++i)
       for (int64_t j = 0; j < m.cols; ++j)
         op->packed[i * m.cols + j] = m.data[i * m.row_stride + j * m.col_stride];
     op->data = op->packed.data();
-    op->trans = CblasNoTrans;
+    op->trans = kBlasNoTrans;
     op->ld = m.cols;
   }
 }
@@ -89,9 +90,9 @@ void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c
   if (try_gemv(a, b, c, alpha, beta)) return;  // decode: x @ W^T at read bandwidth
   gemm_impl<float>(
       a, b, c, alpha, beta,
-      [](CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float al, const float* pa,
+      [](BlasTranspose ta, BlasTranspose tb, int m, int n, int k, float al, const float* pa,
          int lda, const float* pb, int ldb, float be, float* pc, int ldc) {
-        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, al, pa, lda, pb, ldb, be, pc, ldc);
+        blas().sgemm(kBlasRowMajor, ta, tb, m, n, k, al, pa, lda, pb, ldb, be, pc, ldc);
       });
 }
 
@@ -99,9 +100,9 @@ void gemm(MatrixRef<const double> a, MatrixRef<const double> b, MatrixRef<double
           double beta) {
   gemm_impl<double>(
       a, b, c, alpha, beta,
-      [](CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double al, const double* pa,
+      [](BlasTranspose ta, BlasTranspose tb, int m, int n, int k, double al, const double* pa,
          int lda, const double* pb, int ldb, double be, double* pc, int ldc) {
-        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, al, pa, lda, pb, ldb, be, pc, ldc);
+        blas().dgemm(kBlasRowMajor, ta, tb, m, n, k, al, pa, lda, pb, ldb, be, pc, ldc);
       });
 }
 
