@@ -5,10 +5,9 @@
 // after o_proj and down_proj, and the gate/up pair with silu and mul of a SwiGLU MLP, without
 // the temporaries and the extra launches of the chain. Exact: every result element is computed
 // by the same float operations, in the same order, as the chain's kernels.
-#include <cmath>
-
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/matrix.h"
 #include "ops/registry.h"
@@ -122,11 +121,11 @@ void run_swiglu(const Args& a, const std::vector<Tensor>& out) {
       cpu::gemv(cpu::GemvArgs<BFloat16>{xp + r0 * k, k, m, wu.data<BFloat16>() + j0 * k, k, cols, k,
                                         u, kTile, 1.0f, 0.0f},
                 0, cols);
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < cols; ++j) {
-          const float gv = g[i * kTile + j];
-          yp[(r0 + i) * n + j0 + j] = gv / (1.0f + std::exp(-gv)) * u[i * kTile + j];
-        }
+      for (int64_t i = 0; i < m; ++i) {
+        float* gi = g + i * kTile;
+        cpu::silu_f32(gi, gi, cols);  // silu's own kernel: the same values as the chain's
+        for (int64_t j = 0; j < cols; ++j) yp[(r0 + i) * n + j0 + j] = gi[j] * u[i * kTile + j];
+      }
     }
   };
   ThreadPool* pool = current_thread_pool();

@@ -82,6 +82,8 @@ enum class UnaryOp : uint8_t {
   kLogicalNot,  // out is bool
 };
 void unary(UnaryOp op, const Tensor& out, const Tensor& in);
+// silu over n contiguous float32 values, exactly as unary(kSilu) computes them (y may be x).
+void silu_f32(const float* x, float* y, int64_t n);
 
 // ---- selection (elementwise_select.cpp): inputs are converted to out's dtype.
 // out = cond ? a : b; cond is bool or uint8.

@@ -101,7 +101,7 @@ void unary_typed(UnaryOp op, const Tensor& out, const Tensor& in) {
     case UnaryOp::kSilu:
       if constexpr (std::is_same_v<T, float>) {
         if (out.is_contiguous() && detail::flat_with(out, in)) {
-          (kSiluAvx2 ? silu_avx2 : silu_portable)(in.data<float>(), out.data<float>(), out.numel());
+          silu_f32(in.data<float>(), out.data<float>(), out.numel());
           return;
         }
       }
@@ -169,6 +169,10 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
     src = &out;
   }
   visit_dtype(out.dtype(), [&]<typename T>() { unary_typed<T>(op, out, *src); });
+}
+
+void silu_f32(const float* x, float* y, int64_t n) {
+  (kSiluAvx2 ? silu_avx2 : silu_portable)(x, y, n);
 }
 
 }  // namespace inplace::cpu
