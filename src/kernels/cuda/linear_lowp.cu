@@ -11,9 +11,7 @@ namespace {
 
 constexpr int kRows = 4;
 constexpr int kWarpsPerBlock = 8;
-// 16-byte loads a lane issues before using any: 4 covers a 1024-long row in one round; 12 a
-// 3072-long one (down_proj's k = 2816 at issue 11's size), so a row is one memory latency.
-constexpr int kShortRow = 4, kLongRow = 12;
+constexpr int kUnroll = 4;
 
 __device__ inline void widen8(const uint4& raw, float* wf) {
   const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
@@ -31,7 +29,7 @@ __device__ inline float dot8(const float* x, const float* wf) {
          b.z * wf[6] + b.w * wf[7];
 }
 
-template <GemvEpilogue kE, bool kVector, int kUnroll>
+template <GemvEpilogue kE, bool kVector>
 __global__ void gemv_bf16_kernel(GemvBf16 g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   pdl_trigger();
@@ -111,8 +109,8 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
 }
 
 // Launched as a programmatic dependent of the previous kernel in the stream (see pdl_wait).
-template <GemvEpilogue kE, bool kVector, int kUnroll>
-void launch_one(const GemvBf16& g, unsigned blocks, cudaStream_t s) {
+template <GemvEpilogue kE>
+void launch(const GemvBf16& g, bool vector, unsigned blocks, cudaStream_t s) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(blocks);
   config.blockDim = dim3(32 * kWarpsPerBlock);
@@ -122,24 +120,11 @@ void launch_one(const GemvBf16& g, unsigned blocks, cudaStream_t s) {
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
-  IP_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_bf16_kernel<kE, kVector, kUnroll>, g),
-                "linear_bf16_weight");
-}
-
-template <GemvEpilogue kE>
-void launch(const GemvBf16& g, bool vector, unsigned blocks, cudaStream_t s) {
-  // SwiGLU keeps the short unroll: two weight rows, twice the registers.
-  if (!vector) {
-    launch_one<kE, false, 1>(g, blocks, s);
-    return;
-  }
-  if constexpr (kE != GemvEpilogue::kSwiGLU) {
-    if (g.k > 256 * kShortRow) {
-      launch_one<kE, true, kLongRow>(g, blocks, s);
-      return;
-    }
-  }
-  launch_one<kE, true, kShortRow>(g, blocks, s);
+  if (vector)
+    IP_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_bf16_kernel<kE, true>, g), "linear_bf16_weight");
+  else
+    IP_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_bf16_kernel<kE, false>, g),
+                  "linear_bf16_weight");
 }
 
 bool aligned16(const void* p) {
