@@ -58,6 +58,7 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
            "' has ", ph.size(), " inputs but ", example_inputs.size(), " were given");
   PassOptions po;
   po.verbose = options.verbose;
+  po.merge_sibling_linears = options.merge_sibling_linears.value_or(!options.device.is_cpu());
   po.mutated_inputs = resolve_mutated_inputs(graph, options);
   auto input_of = [&](const std::string& name, const char* option) {
     for (size_t i = 0; i < ph.size(); ++i)

@@ -4,6 +4,7 @@
 // engine builder (reinplacing, memory planning).
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,8 @@ namespace inplace {
 struct CompileOptions {
   bool alias = true;  // false: the copy-back engine
   Device device;      // where the engine runs (`--device cuda`); its ops need kernels there
+  // The merge_sibling_linears pass (q/k/v as one product): by default on for GPU engines only.
+  std::optional<bool> merge_sibling_linears;
   // User-declared aliasing (`--mutated-input IN=OUT`): the input by name (placeholder or
   // buffer target) or as "input.<i>", and the flat output that is its new value; the engine
   // writes that output into the input's memory.

@@ -35,4 +35,9 @@ std::unique_ptr<Pass> make_fuse_rotary_pass();
 // linear_bf16_weight(x, wu)) becomes swiglu_bf16_weight(x, wg, wu).
 std::unique_ptr<Pass> make_fuse_linear_epilogues_pass();
 
+// merge_sibling_linears (PassOptions::merge_sibling_linears; on for GPU compiles): bias-free
+// linear_bf16_weight products of one decode-size input become one product over the stacked
+// weights, each former result a slice of it.
+std::unique_ptr<Pass> make_merge_sibling_linears_pass();
+
 }  // namespace inplace

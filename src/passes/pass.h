@@ -20,6 +20,8 @@ struct PassOptions {
   // actual inputs). Passes use shapes to decide view-or-copy and casts; see docs/passes.md.
   std::map<std::string, Meta> input_metas;
   bool verbose = false;  // per-pass timing on `log`
+  // merge_sibling_linears runs (compile() sets it for GPU engines; see the pass).
+  bool merge_sibling_linears = false;
 };
 
 struct PassContext {

@@ -36,6 +36,7 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   passes.push_back(make_fuse_rms_norm_pass());
   passes.push_back(make_fuse_rotary_pass());
   passes.push_back(make_fuse_linear_epilogues_pass());
+  passes.push_back(make_merge_sibling_linears_pass());
   return passes;
 }
 

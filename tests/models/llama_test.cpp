@@ -7,6 +7,7 @@
 #include <cmath>
 #include <set>
 
+#include "compiler/compile.h"
 #include "engine/engine.h"
 
 #include "models/llama.h"
@@ -138,6 +139,30 @@ TEST(Llama, Bf16WeightsEqualEagerAndStayCloseToFloat32) {
   }
   for (size_t i = 0; i < engine.caches().size(); ++i)
     EXPECT_TRUE(tensor_equal(engine.caches()[i], eager.caches()[i], 1e-5));
+}
+
+// merge_sibling_linears (on for GPU engines), forced on for a cpu engine: q, k and v of every
+// layer are one product over the stacked weights, the separate weights are gone from the engine,
+// and prefill + decode stay bit for bit the unmerged engine's (the same dot products).
+TEST(Llama, MergedQkvProductsEqualTheSeparateOnesBitForBit) {
+  const LlamaConfig c = llama_config("tiny", kSMax, 7, DType::kBFloat16);
+  const LlamaWeights w = llama_weights(c);
+  LlamaEngines plain = compile_llama(c, w, kPrompt, true);
+  CompileOptions o;
+  o.merge_sibling_linears = true;
+  LlamaEngines merged{plain.prefill,
+                      compile(*llama_decode_graph(c, w), llama_example_inputs(c, 1), o).engine};
+  // Per layer: q/k/v merged (1), o_proj and down_proj with their residual (fused), gate/up in
+  // swiglu; the LM head alone.
+  EXPECT_EQ(count_steps(*merged.decode, "linear_bf16_weight"), c.n_layers + 1);
+  EXPECT_EQ(count_steps(*plain.decode, "linear_bf16_weight"), 3 * c.n_layers + 1);
+  EXPECT_EQ(merged.decode->weight_bytes(), plain.decode->weight_bytes());  // no weight held twice
+  LlamaEngineRunner a(c, plain, llama_new_caches(c)), b(c, merged, llama_new_caches(c));
+  EXPECT_TRUE(tensor_equal(a.prefill(kPromptTokens), b.prefill(kPromptTokens), 0.0));
+  for (int64_t pos = kPrompt; pos < kPrompt + 6; ++pos)
+    EXPECT_TRUE(tensor_equal(a.decode(5 + pos, pos), b.decode(5 + pos, pos), 0.0)) << pos;
+  for (size_t i = 0; i < a.caches().size(); ++i)
+    EXPECT_TRUE(tensor_equal(a.caches()[i], b.caches()[i], 0.0)) << i;
 }
 
 TEST(Llama, RmsNormAndRotaryChainsAreFusedIntoOneStepEach) {
