@@ -88,12 +88,6 @@ class DecodeTimer {
   models::LlamaEngineRunner runner_;
 };
 
-fs::path default_torch_script() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return exe.parent_path().parent_path() / "bench" / "llama_torch.py";
-}
-
 // The PyTorch twin as a worker process (bench/llama_torch.py --serve): started once, it loads the
 // weights and then times steps on request, one JSON line per request.
 class TorchWorker {
@@ -103,21 +97,15 @@ class TorchWorker {
                                             const models::LlamaWeights& w,
                                             const std::vector<int64_t>& s_max, int64_t position,
                                             int threads, const fs::path& dir) {
-    const fs::path script = default_torch_script();
+    const fs::path script = bench_script("llama_torch.py");
     if (!fs::exists(python) || !fs::exists(script)) {
       std::fprintf(stderr, "bench: no PyTorch column (%s or %s missing)\n", python.c_str(),
                    script.c_str());
       return nullptr;
     }
-    write_safetensors((dir / "weights.safetensors").string(),
-                      std::map<std::string, Tensor>(w.begin(), w.end()));
-    nlohmann::json config = {{"vocab", c.vocab},           {"d_model", c.d_model},
-                             {"n_layers", c.n_layers},     {"n_heads", c.n_heads},
-                             {"n_kv_heads", c.n_kv_heads}, {"eps", c.eps}};
-    std::string cmd = "exec " + python + " " + script.string() + " --serve --weights " +
-                      (dir / "weights.safetensors").string() + " --config '" + config.dump() +
-                      "' --position " + std::to_string(position) + " --threads " +
-                      std::to_string(threads) + " --logits-out " +
+    std::string cmd = "exec " + python + " " + script.string() + " --serve " +
+                      torch_model_args(c, w, dir) + " --position " + std::to_string(position) +
+                      " --threads " + std::to_string(threads) + " --logits-out " +
                       (dir / "torch_logits.safetensors").string() + " --s-max";
     for (int64_t s : s_max) cmd += " " + std::to_string(s);
     int to_child[2], from_child[2];

@@ -98,21 +98,13 @@ GpuTimes time_decode_gpu(const LlamaConfig& c, const models::LlamaEngines& e, in
 nlohmann::json run_torch_cuda(const std::string& python, const LlamaConfig& c,
                               const models::LlamaWeights& w, const std::vector<int64_t>& sizes,
                               int64_t position, int64_t steps, const fs::path& dir) {
-  std::error_code ec;
-  const fs::path script = fs::read_symlink("/proc/self/exe", ec).parent_path().parent_path() /
-                          "bench" / "llama_torch_cuda.py";
+  const fs::path script = bench_script("llama_torch_cuda.py");
   if (!fs::exists(script)) {
     std::fprintf(stderr, "bench: no PyTorch columns (%s missing)\n", script.c_str());
     return nullptr;
   }
-  write_safetensors((dir / "weights.safetensors").string(),
-                    std::map<std::string, Tensor>(w.begin(), w.end()));
-  nlohmann::json config = {{"vocab", c.vocab},           {"d_model", c.d_model},
-                           {"n_layers", c.n_layers},     {"n_heads", c.n_heads},
-                           {"n_kv_heads", c.n_kv_heads}, {"eps", c.eps}};
-  std::string cmd = python + " " + script.string() + " --weights " +
-                    (dir / "weights.safetensors").string() + " --config '" + config.dump() +
-                    "' --position " + std::to_string(position) + " --steps " +
+  std::string cmd = python + " " + script.string() + " " + torch_model_args(c, w, dir) +
+                    " --position " + std::to_string(position) + " --steps " +
                     std::to_string(steps) + " --s-max";
   for (int64_t s : sizes) cmd += " " + std::to_string(s);
   cmd += " > " + (dir / "torch.json").string();
