@@ -4,15 +4,9 @@
 #include <string>
 
 #include "ops/registry.h"
+#include "passes/op_info.h"
 
 namespace inplace {
-
-namespace {
-std::string op_name(const Node* n) {
-  std::string overload;
-  return n->is_call() ? Registry::get().canonical_name(n->target, &overload) : std::string();
-}
-}  // namespace
 
 std::optional<DType> DtypeOf::of(const Node* n) {
   if (const Tensor* t = metas_.tensor(n)) return t->dtype();

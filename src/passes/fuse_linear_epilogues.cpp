@@ -12,17 +12,13 @@
 #include "passes/dtype_of.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
+#include "passes/op_info.h"
 
 namespace inplace {
 
 namespace {
 
 constexpr int64_t kMaxRows = 4;  // the streaming gemv's rows (cpu::kGemvMaxRows)
-
-std::string op_name(const Node* n) {
-  std::string overload;
-  return n->is_call() ? Registry::get().canonical_name(n->target, &overload) : std::string();
-}
 
 class FuseLinearEpiloguesPass : public Pass {
  public:

@@ -8,15 +8,11 @@
 #include "passes/dtype_of.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
+#include "passes/op_info.h"
 
 namespace inplace {
 
 namespace {
-
-std::string op_name(const Node* n) {
-  std::string overload;
-  return n->is_call() ? Registry::get().canonical_name(n->target, &overload) : std::string();
-}
 
 bool number_is(const Value& v, double want) {
   return (v.kind == Value::Kind::kInt || v.kind == Value::Kind::kFloat) &&

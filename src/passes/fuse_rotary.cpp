@@ -7,15 +7,11 @@
 #include "passes/dtype_of.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
+#include "passes/op_info.h"
 
 namespace inplace {
 
 namespace {
-
-std::string op_name(const Node* n) {
-  std::string overload;
-  return n->is_call() ? Registry::get().canonical_name(n->target, &overload) : std::string();
-}
 
 Node* sole(const Graph& g, const Value& v, const char* name) {
   if (!v.is_node() || op_name(v.node) != name || g.users(v.node).size() != 1) return nullptr;

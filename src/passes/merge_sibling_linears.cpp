@@ -12,17 +12,13 @@
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
+#include "passes/op_info.h"
 
 namespace inplace {
 
 namespace {
 
 constexpr int64_t kMaxRows = 4;  // decode size, as fuse_linear_epilogues
-
-std::string op_name(const Node* n) {
-  std::string overload;
-  return n->is_call() ? Registry::get().canonical_name(n->target, &overload) : std::string();
-}
 
 class MergeSiblingLinearsPass : public Pass {
  public:

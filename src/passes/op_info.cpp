@@ -14,6 +14,11 @@ std::string canonical_target(const OpDef& op) {
   return "aten." + name + "." + (op.schema.overload.empty() ? "default" : op.schema.overload);
 }
 
+std::string op_name(const Node* n) {
+  std::string overload;
+  return n->is_call() ? Registry::get().canonical_name(n->target, &overload) : std::string();
+}
+
 bool has_op(const std::string& name) {
   return !Registry::get().overloads(name).empty();
 }

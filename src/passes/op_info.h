@@ -16,6 +16,9 @@ ResolvedCall resolve_node(const Node& node);
 // "_operator.getitem" for Python's operators.
 std::string canonical_target(const OpDef& op);
 
+// The canonical op name a call node runs ("add", "linear_bf16_weight"); empty for other nodes.
+std::string op_name(const Node* n);
+
 // Whether any overload of `name` is registered ("reshape_as").
 bool has_op(const std::string& name);
 // Whether the op's (first) result is a tensor.

@@ -348,26 +348,10 @@ void attention(const Attention& a, void* stream) {
   }
   const cudaStream_t s = as_stream(stream);
   if (const int G = decode_group(a); G > 0 && (splits == 1 || rows * splits <= 2 * kFillRows)) {
-    switch (G) {
-      case 32:
-        launch_decode<32>(a, rows, splits, part, s);
-        break;
-      case 16:
-        launch_decode<16>(a, rows, splits, part, s);
-        break;
-      case 8:
-        launch_decode<8>(a, rows, splits, part, s);
-        break;
-      case 4:
-        launch_decode<4>(a, rows, splits, part, s);
-        break;
-      case 2:
-        launch_decode<2>(a, rows, splits, part, s);
-        break;
-      default:
-        launch_decode<1>(a, rows, splits, part, s);
-        break;
-    }
+    using Launch = void (*)(const Attention&, int64_t, int, Partial, cudaStream_t);
+    constexpr Launch kLaunch[] = {launch_decode<1>, launch_decode<2>,  launch_decode<4>,
+                                  launch_decode<8>, launch_decode<16>, launch_decode<32>};
+    kLaunch[__builtin_ctz(static_cast<unsigned>(G))](a, rows, splits, part, s);
     IP_CUDA_CHECK(cudaGetLastError(), "attention");
     return;
   }

@@ -53,13 +53,17 @@ std::string operands(const Args& a, const Tensor& y, GemvBf16* g, bool data = tr
   return "";
 }
 
+// The product's operands, checked before the result exists (a contiguous float32 result).
+std::string supports_product(const Args& a) {
+  GemvBf16 g;
+  Shape out(a[0].tensor.shape().begin(), a[0].tensor.shape().end() - 1);
+  out.push_back(a[1].tensor.size(0));
+  return operands(a, Tensor::meta(out, DType::kFloat32), &g, /*data=*/false);
+}
+
 std::string supports(const Args& a) {
   if (!a[2].is_none() && !a[2].tensor.is_contiguous()) return "a bias that is not contiguous";
-  GemvBf16 g;
-  const Tensor& w = a[1].tensor;
-  Shape out(a[0].tensor.shape().begin(), a[0].tensor.shape().end() - 1);
-  out.push_back(w.size(0));
-  return operands(a, Tensor::meta(out, DType::kFloat32), &g, /*data=*/false);
+  return supports_product(a);
 }
 
 std::string supports_add(const Args& a) {
@@ -73,11 +77,7 @@ std::string supports_add(const Args& a) {
 
 std::string supports_swiglu(const Args& a) {
   if (!a[2].tensor.is_contiguous()) return "an up weight that is not contiguous";
-  GemvBf16 g;
-  const Tensor& w = a[1].tensor;
-  Shape out(a[0].tensor.shape().begin(), a[0].tensor.shape().end() - 1);
-  out.push_back(w.size(0));
-  return operands(a, Tensor::meta(out, DType::kFloat32), &g, /*data=*/false);
+  return supports_product(a);
 }
 
 void check_operands(const std::string& why, const char* op, const Tensor& x) {
