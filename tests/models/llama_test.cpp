@@ -143,7 +143,8 @@ TEST(Llama, Bf16WeightsEqualEagerAndStayCloseToFloat32) {
 
 // merge_sibling_linears (on for GPU engines), forced on for a cpu engine: q, k and v of every
 // layer are one product over the stacked weights, the separate weights are gone from the engine,
-// and prefill + decode stay bit for bit the unmerged engine's (the same dot products).
+// and prefill + decode stay bit for bit the unmerged engine's (the same dot products) and equal
+// the eager interpreter.
 TEST(Llama, MergedQkvProductsEqualTheSeparateOnesBitForBit) {
   const LlamaConfig c = llama_config("tiny", kSMax, 7, DType::kBFloat16);
   const LlamaWeights w = llama_weights(c);
@@ -158,11 +159,19 @@ TEST(Llama, MergedQkvProductsEqualTheSeparateOnesBitForBit) {
   EXPECT_EQ(count_steps(*plain.decode, "linear_bf16_weight"), 3 * c.n_layers + 1);
   EXPECT_EQ(merged.decode->weight_bytes(), plain.decode->weight_bytes());  // no weight held twice
   LlamaEngineRunner a(c, plain, llama_new_caches(c)), b(c, merged, llama_new_caches(c));
-  EXPECT_TRUE(tensor_equal(a.prefill(kPromptTokens), b.prefill(kPromptTokens), 0.0));
-  for (int64_t pos = kPrompt; pos < kPrompt + 6; ++pos)
-    EXPECT_TRUE(tensor_equal(a.decode(5 + pos, pos), b.decode(5 + pos, pos), 0.0)) << pos;
-  for (size_t i = 0; i < a.caches().size(); ++i)
+  LlamaEagerRunner eager(c, w, kPrompt, llama_new_caches(c));
+  const Tensor prompt_logits = b.prefill(kPromptTokens);
+  EXPECT_TRUE(tensor_equal(a.prefill(kPromptTokens), prompt_logits, 0.0));
+  EXPECT_TRUE(tensor_equal(prompt_logits, eager.prefill(kPromptTokens), 1e-5));
+  for (int64_t pos = kPrompt; pos < kPrompt + 6; ++pos) {
+    const Tensor got = b.decode(5 + pos, pos);
+    EXPECT_TRUE(tensor_equal(a.decode(5 + pos, pos), got, 0.0)) << pos;
+    EXPECT_TRUE(tensor_equal(got, eager.decode(5 + pos, pos), 1e-5)) << pos;
+  }
+  for (size_t i = 0; i < a.caches().size(); ++i) {
     EXPECT_TRUE(tensor_equal(a.caches()[i], b.caches()[i], 0.0)) << i;
+    EXPECT_TRUE(tensor_equal(b.caches()[i], eager.caches()[i], 1e-5)) << i;
+  }
 }
 
 TEST(Llama, RmsNormAndRotaryChainsAreFusedIntoOneStepEach) {
