@@ -20,6 +20,9 @@ struct CompileOptions {
   Device device;      // where the engine runs (`--device cuda`); its ops need kernels there
   // The merge_sibling_linears pass (q/k/v as one product): by default on for GPU engines only.
   std::optional<bool> merge_sibling_linears;
+  // The fuse_norm_prologues pass (an RMSNorm inside the product it feeds): by default on for GPU
+  // engines only.
+  std::optional<bool> fuse_norm_prologues;
   // User-declared aliasing (`--mutated-input IN=OUT`): the input by name (placeholder or
   // buffer target) or as "input.<i>", and the flat output that is its new value; the engine
   // writes that output into the input's memory.

@@ -28,6 +28,7 @@ const Registry& Registry::get() {
     register_einsum_ops(*r);
     register_linear_lowp_ops(*r);
     register_linear_lowp_fused_ops(*r);
+    register_linear_lowp_norm_ops(*r);
     register_pointwise_extra_ops(*r);
     register_unsafe_split_ops(*r);
     register_export_assert_ops(*r);

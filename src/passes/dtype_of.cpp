@@ -55,7 +55,8 @@ std::optional<DType> DtypeOf::of(const Node* n) {
     for (const auto& [k, v] : n->kwargs) cast |= k == "dtype" && !v.is_none();
     if (!cast) out = of(n->args[0].node);
   } else if (name == "linear_bf16_weight" || name == "linear_bf16_weight_add" ||
-             name == "swiglu_bf16_weight") {
+             name == "swiglu_bf16_weight" || name == "rms_norm_linear_bf16_weight" ||
+             name == "rms_norm_swiglu_bf16_weight") {
     out = DType::kFloat32;
   } else if (name == "to" || name == "_to_copy") {  // the dtype argument, wherever it sits
     for (const Value& v : n->args)

@@ -40,4 +40,11 @@ std::unique_ptr<Pass> make_fuse_linear_epilogues_pass();
 // weights, each former result a slice of it.
 std::unique_ptr<Pass> make_merge_sibling_linears_pass();
 
+// fuse_norm_prologues (PassOptions::fuse_norm_prologues; on for GPU compiles): at decode size,
+// linear_bf16_weight(rms_norm(x, [k], w, eps), W, b) becomes
+// rms_norm_linear_bf16_weight(x, w, eps, W, b) and swiglu_bf16_weight(rms_norm(...), Wg, Wu)
+// becomes rms_norm_swiglu_bf16_weight(x, w, eps, Wg, Wu), when the product is the norm's only
+// reader.
+std::unique_ptr<Pass> make_fuse_norm_prologues_pass();
+
 }  // namespace inplace

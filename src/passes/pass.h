@@ -22,6 +22,8 @@ struct PassOptions {
   bool verbose = false;  // per-pass timing on `log`
   // merge_sibling_linears runs (compile() sets it for GPU engines; see the pass).
   bool merge_sibling_linears = false;
+  // fuse_norm_prologues runs (compile() sets it for GPU engines; see the pass).
+  bool fuse_norm_prologues = false;
 };
 
 struct PassContext {

@@ -174,6 +174,42 @@ TEST(Llama, MergedQkvProductsEqualTheSeparateOnesBitForBit) {
   }
 }
 
+// fuse_norm_prologues (on for GPU engines, after the q/k/v merge), forced on for a cpu engine:
+// each layer's two norms join the products they feed (the merged q/k/v, gate/up), only the final
+// norm stays a step of its own, and prefill + decode stay bit for bit the unfused engine's (on
+// the cpu the fused step is the chain) and equal the eager interpreter.
+TEST(Llama, NormProloguesJoinTheirProductsBitForBit) {
+  const LlamaConfig c = llama_config("tiny", kSMax, 7, DType::kBFloat16);
+  const LlamaWeights w = llama_weights(c);
+  CompileOptions merged_only;
+  merged_only.merge_sibling_linears = true;
+  CompileOptions both = merged_only;
+  both.fuse_norm_prologues = true;
+  const auto graph = llama_decode_graph(c, w);
+  LlamaEngines prefill = compile_llama(c, w, kPrompt, true);
+  LlamaEngines plain{prefill.prefill,
+                     compile(*graph, llama_example_inputs(c, 1), merged_only).engine};
+  LlamaEngines fused{prefill.prefill, compile(*graph, llama_example_inputs(c, 1), both).engine};
+  EXPECT_EQ(count_steps(*fused.decode, "rms_norm"), 1);
+  EXPECT_EQ(count_steps(*fused.decode, "rms_norm_linear_bf16_weight"), c.n_layers);
+  EXPECT_EQ(count_steps(*fused.decode, "rms_norm_swiglu_bf16_weight"), c.n_layers);
+  EXPECT_EQ(count_steps(*plain.decode, "rms_norm"), 2 * c.n_layers + 1);
+  LlamaEngineRunner a(c, plain, llama_new_caches(c)), b(c, fused, llama_new_caches(c));
+  LlamaEagerRunner eager(c, w, kPrompt, llama_new_caches(c));
+  a.prefill(kPromptTokens);
+  b.prefill(kPromptTokens);
+  eager.prefill(kPromptTokens);
+  for (int64_t pos = kPrompt; pos < kSMax; pos += 3) {  // positions across the cache
+    const Tensor got = b.decode(7 + pos, pos);
+    EXPECT_TRUE(tensor_equal(a.decode(7 + pos, pos), got, 0.0)) << pos;
+    EXPECT_TRUE(tensor_equal(got, eager.decode(7 + pos, pos), 1e-5)) << pos;
+  }
+  for (size_t i = 0; i < a.caches().size(); ++i) {
+    EXPECT_TRUE(tensor_equal(a.caches()[i], b.caches()[i], 0.0)) << i;
+    EXPECT_TRUE(tensor_equal(b.caches()[i], eager.caches()[i], 1e-5)) << i;
+  }
+}
+
 TEST(Llama, RmsNormAndRotaryChainsAreFusedIntoOneStepEach) {
   const LlamaConfig c = llama_config("tiny", kSMax, 1);
   LlamaEngines e = compile_llama(c, llama_weights(c), kPrompt, true);

@@ -27,7 +27,8 @@ TEST(Pipeline, EnginePassesFollowFunctionalization) {
   EXPECT_EQ(pass_names(engine_passes()),
             (std::vector<std::string>{"lift_mutated_buffers", "kv_cache_update",
                                       "fuse_weight_casts", "fuse_rms_norm", "fuse_rotary",
-                                      "fuse_linear_epilogues", "merge_sibling_linears"}));
+                                      "fuse_linear_epilogues", "merge_sibling_linears",
+                                      "fuse_norm_prologues"}));
   std::vector<std::string> all = functionalization_pass_names();
   all.push_back("lift_mutated_buffers");
   all.push_back("kv_cache_update");
@@ -36,6 +37,7 @@ TEST(Pipeline, EnginePassesFollowFunctionalization) {
   all.push_back("fuse_rotary");
   all.push_back("fuse_linear_epilogues");
   all.push_back("merge_sibling_linears");
+  all.push_back("fuse_norm_prologues");
   EXPECT_EQ(pass_names(compile_passes()), all);
 }
 

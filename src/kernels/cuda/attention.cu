@@ -34,6 +34,7 @@ struct Partial {
 };
 
 __global__ void attention_kernel(Attention a, Partial part, int splits) {
+  pdl_begin();
   const int64_t H = a.q.size[1], L = a.q.size[2], E = a.q.size[3];
   const int64_t S = key_count(a), Ev = a.v.size[3], Hk = a.k.size[1];
   const int64_t row = blockIdx.x;  // (b, h, i)
@@ -122,6 +123,7 @@ __global__ void attention_kernel(Attention a, Partial part, int splits) {
 }
 
 __global__ void merge_kernel(Attention a, Partial part, int splits) {
+  pdl_begin();
   const int64_t H = a.q.size[1], L = a.q.size[2], Ev = a.v.size[3];
   const int64_t row = blockIdx.x;
   const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
@@ -158,7 +160,7 @@ __device__ inline float4 ld4(const float* p) {
 
 template <int G>  // lanes per key: E / 4
 __global__ void decode_attention_kernel(Attention a, Partial part, int* counters, int splits) {
-  pdl_trigger();
+  pdl_begin();
   constexpr int kGroups = 32 * kWarps / G;
   const int64_t H = a.q.size[1], L = a.q.size[2], E = a.q.size[3];
   const int64_t S = key_count(a), Hk = a.k.size[1];
@@ -323,8 +325,8 @@ int* counters() {
 
 template <int G>
 void launch_decode(const Attention& a, int64_t rows, int splits, Partial part, cudaStream_t s) {
-  decode_attention_kernel<G><<<dim3(static_cast<unsigned>(rows), splits), 32 * kWarps, 0, s>>>(
-      a, part, counters(), splits);
+  launch_pdl(decode_attention_kernel<G>, dim3(static_cast<unsigned>(rows), splits), 32 * kWarps, s,
+             a, part, counters(), splits);
 }
 
 }  // namespace
@@ -355,11 +357,11 @@ void attention(const Attention& a, void* stream) {
     IP_CUDA_CHECK(cudaGetLastError(), "attention");
     return;
   }
-  attention_kernel<<<dim3(static_cast<unsigned>(rows), splits), 32 * kWarps, 0, s>>>(a, part,
-                                                                                     splits);
+  launch_pdl(attention_kernel, dim3(static_cast<unsigned>(rows), splits), 32 * kWarps, s, a, part,
+             splits);
   IP_CUDA_CHECK(cudaGetLastError(), "attention");
   if (splits > 1) {
-    merge_kernel<<<static_cast<unsigned>(rows), 128, 0, s>>>(a, part, splits);
+    launch_pdl(merge_kernel, static_cast<unsigned>(rows), 128, s, a, part, splits);
     IP_CUDA_CHECK(cudaGetLastError(), "attention merge");
   }
 }

@@ -7,6 +7,7 @@ namespace {
 
 template <typename T>
 __global__ void arange_kernel(Operand out, T start, T step, int64_t n) {
+  pdl_begin();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     store<T>(out, i, start + static_cast<T>(i) * step);
@@ -18,10 +19,10 @@ void arange(const Operand& out, double start, double step, void* stream) {
   const int64_t n = numel(out);
   if (n == 0) return;
   if (compute_kind(out.dtype) == 2)
-    arange_kernel<int64_t><<<blocks_for(n), 256, 0, as_stream(stream)>>>(
-        out, static_cast<int64_t>(start), static_cast<int64_t>(step), n);
+    launch_pdl(arange_kernel<int64_t>, blocks_for(n), 256, as_stream(stream), out,
+               static_cast<int64_t>(start), static_cast<int64_t>(step), n);
   else
-    arange_kernel<double><<<blocks_for(n), 256, 0, as_stream(stream)>>>(out, start, step, n);
+    launch_pdl(arange_kernel<double>, blocks_for(n), 256, as_stream(stream), out, start, step, n);
   IP_CUDA_CHECK(cudaGetLastError(), "arange");
 }
 

@@ -17,11 +17,15 @@
 
 namespace inplace::cuda {
 
-// Programmatic dependent launch (sm_90 and later). A kernel in the decode chain calls
-// pdl_trigger() first: the next kernel in the stream may then start while it runs. A kernel
-// launched with the PDL attribute (the GEMVs: their weights are constants, so they fetch them
-// early) calls pdl_wait() before it reads anything an earlier kernel wrote or writes anything;
-// the wait returns when the earlier kernels have finished and their writes are visible.
+// Programmatic dependent launch (sm_90 and later). Every kernel is launched with the PDL
+// attribute (launch_pdl) and begins with pdl_trigger(): the next kernel in the stream may then be
+// scheduled while this one runs, so its launch and ramp overlap this kernel's tail instead of
+// following it. Every kernel then calls pdl_wait() before it reads anything an earlier kernel
+// wrote or writes anything; the wait returns when the earlier kernels have finished and their
+// writes are visible (and at once when the kernel was not launched as a dependent). Most kernels
+// do both first (pdl_begin); the GEMVs fetch their constant weights in between. No kernel may
+// exit without waiting: the next kernel's wait covers only its direct predecessor, which must
+// itself have waited for everything before it.
 __device__ inline void pdl_trigger() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;");
@@ -32,9 +36,28 @@ __device__ inline void pdl_wait() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
+__device__ inline void pdl_begin() {
+  pdl_trigger();
+  pdl_wait();
+}
 
 inline cudaStream_t as_stream(void* s) {
   return static_cast<cudaStream_t>(s);
+}
+
+// Launches kernel(args...) on s as a programmatic dependent of the stream's previous kernel.
+template <typename... Params, typename... Args>
+void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = s;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  IP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...), "a kernel launch");
 }
 
 // Launch geometry for n elements, grid-stride loops.

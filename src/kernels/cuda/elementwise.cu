@@ -222,6 +222,7 @@ __device__ bool compare_op(int op, T a, T b) {
 
 template <typename T>
 __global__ void copy_kernel(Operand out, Operand src, int64_t n) {
+  pdl_begin();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     store<T>(out, i, load<T>(src, i));
@@ -229,6 +230,7 @@ __global__ void copy_kernel(Operand out, Operand src, int64_t n) {
 
 template <typename T>
 __global__ void binary_kernel(int op, Operand out, Operand a, Operand b, T alpha, int64_t n) {
+  pdl_begin();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     store<T>(out, i, binary_op<T>(op, load<T>(a, i), load<T>(b, i), alpha));
@@ -236,6 +238,7 @@ __global__ void binary_kernel(int op, Operand out, Operand a, Operand b, T alpha
 
 template <typename T>
 __global__ void unary_kernel(int op, Operand out, Operand in, int64_t n) {
+  pdl_begin();
   const bool out_bool = out.dtype == DType::kBool;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
@@ -244,6 +247,7 @@ __global__ void unary_kernel(int op, Operand out, Operand in, int64_t n) {
 
 template <typename T>
 __global__ void compare_kernel(int op, Operand out, Operand a, Operand b, int64_t n) {
+  pdl_begin();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     store<int64_t>(out, i, compare_op<T>(op, load<T>(a, i), load<T>(b, i)) ? 1 : 0);
@@ -251,6 +255,7 @@ __global__ void compare_kernel(int op, Operand out, Operand a, Operand b, int64_
 
 template <typename T>
 __global__ void where_kernel(Operand out, Operand cond, Operand a, Operand b, int64_t n) {
+  pdl_begin();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     store<T>(out, i, load<int64_t>(cond, i) != 0 ? load<T>(a, i) : load<T>(b, i));
@@ -273,9 +278,9 @@ void copy_cast(const Operand& out, const Operand& src, void* stream) {
   const bool ints = !is_float_type(out.dtype) && (src.is_number || !is_float_type(src.dtype)) &&
                     !(src.is_number && src.number_is_float);
   if (ints)
-    copy_kernel<int64_t><<<blocks_for(n), 256, 0, as_stream(stream)>>>(out, src, n);
+    launch_pdl(copy_kernel<int64_t>, blocks_for(n), 256, as_stream(stream), out, src, n);
   else
-    copy_kernel<double><<<blocks_for(n), 256, 0, as_stream(stream)>>>(out, src, n);
+    launch_pdl(copy_kernel<double>, blocks_for(n), 256, as_stream(stream), out, src, n);
   check_launch("copy");
 }
 
@@ -290,14 +295,14 @@ void binary(int op, const Operand& out, const Operand& a, const Operand& b, Scal
   const cudaStream_t s = as_stream(stream);
   switch (compute_kind(out.dtype)) {
     case 0:
-      binary_kernel<float>
-          <<<blocks_for(n), 256, 0, s>>>(op, out, a, b, static_cast<float>(alpha.to_double()), n);
+      launch_pdl(binary_kernel<float>, blocks_for(n), 256, s, op, out, a, b,
+                 static_cast<float>(alpha.to_double()), n);
       break;
     case 1:
-      binary_kernel<double><<<blocks_for(n), 256, 0, s>>>(op, out, a, b, alpha.to_double(), n);
+      launch_pdl(binary_kernel<double>, blocks_for(n), 256, s, op, out, a, b, alpha.to_double(), n);
       break;
     default:
-      binary_kernel<int64_t><<<blocks_for(n), 256, 0, s>>>(op, out, a, b, alpha.to_int(), n);
+      launch_pdl(binary_kernel<int64_t>, blocks_for(n), 256, s, op, out, a, b, alpha.to_int(), n);
   }
   check_launch("binary");
 }
@@ -311,13 +316,13 @@ void unary(int op, const Operand& out, const Operand& in, void* stream) {
       op == 25 ? (is_float_type(in.dtype) ? DType::kFloat64 : DType::kInt64) : out.dtype;
   switch (compute_kind(compute)) {
     case 0:
-      unary_kernel<float><<<blocks_for(n), 256, 0, s>>>(op, out, in, n);
+      launch_pdl(unary_kernel<float>, blocks_for(n), 256, s, op, out, in, n);
       break;
     case 1:
-      unary_kernel<double><<<blocks_for(n), 256, 0, s>>>(op, out, in, n);
+      launch_pdl(unary_kernel<double>, blocks_for(n), 256, s, op, out, in, n);
       break;
     default:
-      unary_kernel<int64_t><<<blocks_for(n), 256, 0, s>>>(op, out, in, n);
+      launch_pdl(unary_kernel<int64_t>, blocks_for(n), 256, s, op, out, in, n);
   }
   check_launch("unary");
 }
@@ -332,13 +337,13 @@ void compare(int op, const Operand& out, const Operand& a, const Operand& b, DTy
   if (op >= 6) compute = DType::kFloat64;
   switch (compute_kind(compute)) {
     case 0:
-      compare_kernel<float><<<blocks_for(n), 256, 0, s>>>(op, out, a, b, n);
+      launch_pdl(compare_kernel<float>, blocks_for(n), 256, s, op, out, a, b, n);
       break;
     case 1:
-      compare_kernel<double><<<blocks_for(n), 256, 0, s>>>(op, out, a, b, n);
+      launch_pdl(compare_kernel<double>, blocks_for(n), 256, s, op, out, a, b, n);
       break;
     default:
-      compare_kernel<int64_t><<<blocks_for(n), 256, 0, s>>>(op, out, a, b, n);
+      launch_pdl(compare_kernel<int64_t>, blocks_for(n), 256, s, op, out, a, b, n);
   }
   check_launch("compare");
 }
@@ -350,13 +355,13 @@ void where(const Operand& out, const Operand& cond, const Operand& a, const Oper
   const cudaStream_t s = as_stream(stream);
   switch (compute_kind(out.dtype)) {
     case 0:
-      where_kernel<float><<<blocks_for(n), 256, 0, s>>>(out, cond, a, b, n);
+      launch_pdl(where_kernel<float>, blocks_for(n), 256, s, out, cond, a, b, n);
       break;
     case 1:
-      where_kernel<double><<<blocks_for(n), 256, 0, s>>>(out, cond, a, b, n);
+      launch_pdl(where_kernel<double>, blocks_for(n), 256, s, out, cond, a, b, n);
       break;
     default:
-      where_kernel<int64_t><<<blocks_for(n), 256, 0, s>>>(out, cond, a, b, n);
+      launch_pdl(where_kernel<int64_t>, blocks_for(n), 256, s, out, cond, a, b, n);
   }
   check_launch("where");
 }

@@ -24,6 +24,7 @@ __device__ inline void raise_position(const IndexMap& m) {
 }
 
 __global__ void read_kernel(IndexMap m, int64_t n) {
+  pdl_begin();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t p = position(m, i);
@@ -44,7 +45,7 @@ __global__ void read_kernel(IndexMap m, int64_t n) {
 }
 
 __global__ void write_kernel(IndexMap m, int64_t n) {
-  pdl_trigger();
+  pdl_begin();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t p = position(m, i);
@@ -65,14 +66,14 @@ __global__ void write_kernel(IndexMap m, int64_t n) {
 void index_read(const IndexMap& m, void* stream) {
   const int64_t n = numel(m.values);
   if (n == 0) return;
-  read_kernel<<<blocks_for(n), 256, 0, as_stream(stream)>>>(m, n);
+  launch_pdl(read_kernel, blocks_for(n), 256, as_stream(stream), m, n);
   IP_CUDA_CHECK(cudaGetLastError(), "index read");
 }
 
 void index_write(const IndexMap& m, void* stream) {
   const int64_t n = numel(m.values);
   if (n == 0) return;
-  write_kernel<<<blocks_for(n), 256, 0, as_stream(stream)>>>(m, n);
+  launch_pdl(write_kernel, blocks_for(n), 256, as_stream(stream), m, n);
   IP_CUDA_CHECK(cudaGetLastError(), "index write");
 }
 

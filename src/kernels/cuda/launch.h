@@ -108,7 +108,9 @@ void rotary(const Operand& out, const Operand& x, const Operand& cos, const Oper
 //   kResidual: y[m, n] = v + residual[m, n]                (linear_bf16_weight_add)
 //   kSwiGLU:   y[m, n] = silu(v) * sum_k x[m, k] * w2[n, k] (swiglu_bf16_weight; no bias)
 // x float32 rows of stride x_stride (unit stride along k), w and w2 bfloat16 [n, k] contiguous,
-// residual and y float32 rows of their strides.
+// residual and y float32 rows of their strides. With norm_w (rms_norm_*_bf16_weight: the
+// fuse_norm_prologues pass) each row of x is first RMS-normalised as the rms_norm kernel does,
+// x[m, k] * rsqrt(mean_k(x[m, k]^2) + eps) * norm_w[k] (norm_w float32 [k], contiguous).
 enum class GemvEpilogue : uint8_t { kNone, kResidual, kSwiGLU };
 struct GemvBf16 {
   const float* x = nullptr;
@@ -122,6 +124,8 @@ struct GemvBf16 {
   float* y = nullptr;
   int64_t y_stride = 0;
   GemvEpilogue epilogue = GemvEpilogue::kNone;
+  const float* norm_w = nullptr;
+  float eps = 0.f;
 };
 void gemv_bf16(const GemvBf16& g, void* stream);
 

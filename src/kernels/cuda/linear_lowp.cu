@@ -2,7 +2,9 @@
 // the weight row (eight bf16 at a time, kUnroll of them issued before any is used, so a warp
 // keeps several kilobytes in flight), up to kRows input rows per pass of the row, float32
 // accumulation, a warp reduction, then the epilogue (bias, a residual add, or SwiGLU's second
-// product with silu * mul). Memory-bound at one token: each weight is read once.
+// product with silu * mul). Memory-bound at one token: each weight is read once. With an RMSNorm
+// prologue every warp first sums the squares of its input rows (a few kilobytes, from L2) and
+// normalises x as it reads it.
 #include "kernels/cuda/device_common.cuh"
 
 namespace inplace::cuda {
@@ -23,13 +25,41 @@ __device__ inline void widen8(const uint4& raw, float* wf) {
   }
 }
 
-__device__ inline float dot8(const float* x, const float* wf) {
-  const float4 a = reinterpret_cast<const float4*>(x)[0], b = reinterpret_cast<const float4*>(x)[1];
+__device__ inline float4 scaled(float4 v, float inv, float4 g) {
+  return make_float4(v.x * inv * g.x, v.y * inv * g.y, v.z * inv * g.z, v.w * inv * g.w);
+}
+
+// x[0..8) . wf, x normalised first when kNorm ((x * inv) * g, as the rms_norm kernel).
+template <bool kNorm>
+__device__ inline float dot8(const float* x, const float* wf, float inv = 1.f,
+                             const float* g = nullptr) {
+  float4 a = reinterpret_cast<const float4*>(x)[0], b = reinterpret_cast<const float4*>(x)[1];
+  if constexpr (kNorm) {
+    a = scaled(a, inv, reinterpret_cast<const float4*>(g)[0]);
+    b = scaled(b, inv, reinterpret_cast<const float4*>(g)[1]);
+  }
   return a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] + b.x * wf[4] + b.y * wf[5] +
          b.z * wf[6] + b.w * wf[7];
 }
 
-template <GemvEpilogue kE, bool kVector>
+// rsqrt(mean(x^2) + eps) of row xr (k long), summed by one warp; every lane gets it.
+template <bool kVector>
+__device__ inline float row_inv_rms(const float* xr, int64_t K, float eps) {
+  const int lane = threadIdx.x % 32;
+  float sq = 0.f;
+  if constexpr (kVector) {
+    for (int64_t k = lane * 4; k < K; k += 128) {
+      const float4 v = *reinterpret_cast<const float4*>(xr + k);
+      sq += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    }
+  } else {
+    for (int64_t k = lane; k < K; k += 32) sq += xr[k] * xr[k];
+  }
+  for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+  return rsqrtf(sq / static_cast<float>(K) + eps);
+}
+
+template <GemvEpilogue kE, bool kVector, bool kNorm>
 __global__ void gemv_bf16_kernel(GemvBf16 g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   pdl_trigger();
@@ -59,6 +89,12 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
   pdl_wait();
   for (int64_t m0 = 0; m0 < g.rows; m0 += kRows) {
     float acc[kRows] = {}, acc2[kRows] = {};
+    float inv[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r)
+      inv[r] = kNorm && m0 + r < g.rows
+                   ? row_inv_rms<kVector>(g.x + (m0 + r) * g.x_stride, K, g.eps)
+                   : 1.f;
     if constexpr (kVector) {
       for (int64_t k0 = lane * 8; k0 < K; k0 += 256 * kUnroll) {
         if (m0 > 0 || k0 != lane * 8) fetch(k0);
@@ -73,8 +109,8 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
           for (int r = 0; r < kRows; ++r) {
             if (m0 + r >= g.rows) break;
             const float* xr = g.x + (m0 + r) * g.x_stride + k;
-            acc[r] += dot8(xr, wf);
-            if constexpr (kTwo) acc2[r] += dot8(xr, wf2);
+            acc[r] += dot8<kNorm>(xr, wf, inv[r], g.norm_w + k);
+            if constexpr (kTwo) acc2[r] += dot8<kNorm>(xr, wf2, inv[r], g.norm_w + k);
           }
         }
       }
@@ -84,7 +120,8 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
         const float wv2 = kTwo ? __bfloat162float(wr2[k]) : 0.f;
         for (int r = 0; r < kRows; ++r)
           if (m0 + r < g.rows) {
-            const float xv = g.x[(m0 + r) * g.x_stride + k];
+            float xv = g.x[(m0 + r) * g.x_stride + k];
+            if constexpr (kNorm) xv = xv * inv[r] * g.norm_w[k];
             acc[r] += xv * wv;
             if constexpr (kTwo) acc2[r] += xv * wv2;
           }
@@ -108,23 +145,13 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
   }
 }
 
-// Launched as a programmatic dependent of the previous kernel in the stream (see pdl_wait).
 template <GemvEpilogue kE>
 void launch(const GemvBf16& g, bool vector, unsigned blocks, cudaStream_t s) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(blocks);
-  config.blockDim = dim3(32 * kWarpsPerBlock);
-  config.stream = s;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  if (vector)
-    IP_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_bf16_kernel<kE, true>, g), "linear_bf16_weight");
-  else
-    IP_CUDA_CHECK(cudaLaunchKernelEx(&config, gemv_bf16_kernel<kE, false>, g),
-                  "linear_bf16_weight");
+  using Kernel = void (*)(GemvBf16);
+  constexpr Kernel kKernels[2][2] = {
+      {gemv_bf16_kernel<kE, false, false>, gemv_bf16_kernel<kE, false, true>},
+      {gemv_bf16_kernel<kE, true, false>, gemv_bf16_kernel<kE, true, true>}};
+  launch_pdl(kKernels[vector][g.norm_w != nullptr], blocks, 32 * kWarpsPerBlock, s, g);
 }
 
 bool aligned16(const void* p) {
@@ -136,7 +163,8 @@ bool aligned16(const void* p) {
 void gemv_bf16(const GemvBf16& g, void* stream) {
   if (g.rows == 0 || g.n == 0) return;
   const bool vector = g.k % 8 == 0 && g.x_stride % 4 == 0 && aligned16(g.x) && aligned16(g.w) &&
-                      (g.epilogue != GemvEpilogue::kSwiGLU || aligned16(g.w2));
+                      (g.epilogue != GemvEpilogue::kSwiGLU || aligned16(g.w2)) &&
+                      (!g.norm_w || aligned16(g.norm_w));
   const unsigned blocks = static_cast<unsigned>((g.n + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const cudaStream_t s = as_stream(stream);
   switch (g.epilogue) {

@@ -1,6 +1,8 @@
 // The CUDA kernels of linear_bf16_weight(x, w, bias) and its fused epilogues
 // (linear_bf16_weight_add, swiglu_bf16_weight: fuse_linear_epilogues): the product reads the bf16
-// weight where it lies (the step the fuse_weight_casts pass makes of `linear(x, w.to(float32))`).
+// weight where it lies (the step the fuse_weight_casts pass makes of `linear(x, w.to(float32))`),
+// and the two with an RMSNorm prologue (rms_norm_linear_bf16_weight, rms_norm_swiglu_bf16_weight:
+// fuse_norm_prologues), whose arguments are (x, norm_weight, eps, then the product's own).
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
 
@@ -105,11 +107,50 @@ void run_add(const Args& a, const std::vector<Tensor>& outs, const KernelContext
   gemv_bf16(g, ctx.stream);
 }
 
-void run_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+GemvBf16 swiglu(const Args& a, const std::vector<Tensor>& outs, const char* op) {
   GemvBf16 g;
-  check_operands(operands(a, outs[0], &g), "swiglu_bf16_weight", a[0].tensor);
+  check_operands(operands(a, outs[0], &g), op, a[0].tensor);
   if (g.rows > 0 && g.n > 0) g.w2 = a[2].tensor.data_ptr();
   g.epilogue = GemvEpilogue::kSwiGLU;
+  return g;
+}
+
+void run_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  gemv_bf16(swiglu(a, outs, "swiglu_bf16_weight"), ctx.stream);
+}
+
+// The norm prologue: (x, norm_weight, eps, rest...) as the product's (x, rest...), and the norm.
+Args product_args(const Args& a) {
+  Args p{a[0]};
+  p.insert(p.end(), a.begin() + 3, a.end());
+  return p;
+}
+
+std::string supports_norm(const Args& a) {
+  const Tensor& nw = a[1].tensor;
+  if (!nw.is_contiguous() || nw.dtype() != DType::kFloat32 || nw.dim() != 1 ||
+      nw.size(0) != a[0].tensor.size(-1))
+    return "a norm weight that is not a contiguous float32 [k]";
+  return "";
+}
+
+void add_norm(const Args& a, GemvBf16* g) {
+  if (g->rows > 0 && g->n > 0) g->norm_w = static_cast<const float*>(a[1].tensor.data_ptr());
+  g->eps = static_cast<float>(a[2].as_double("rms_norm"));
+}
+
+void run_norm_linear(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  const Args p = product_args(a);
+  GemvBf16 g;
+  check_operands(operands(p, outs[0], &g), "rms_norm_linear_bf16_weight", a[0].tensor);
+  if (!p[2].is_none()) g.bias = static_cast<const float*>(p[2].tensor.data_ptr());
+  add_norm(a, &g);
+  gemv_bf16(g, ctx.stream);
+}
+
+void run_norm_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  GemvBf16 g = swiglu(product_args(a), outs, "rms_norm_swiglu_bf16_weight");
+  add_norm(a, &g);
   gemv_bf16(g, ctx.stream);
 }
 
@@ -119,6 +160,14 @@ void register_linear_lowp_kernels(KernelTable& table) {
   table.add(DeviceType::kCuda, kOp, run, supports);
   table.add(DeviceType::kCuda, "linear_bf16_weight_add", run_add, supports_add);
   table.add(DeviceType::kCuda, "swiglu_bf16_weight", run_swiglu, supports_swiglu);
+  table.add(DeviceType::kCuda, "rms_norm_linear_bf16_weight", run_norm_linear, [](const Args& a) {
+    const std::string why = supports_norm(a);
+    return why.empty() ? supports(product_args(a)) : why;
+  });
+  table.add(DeviceType::kCuda, "rms_norm_swiglu_bf16_weight", run_norm_swiglu, [](const Args& a) {
+    const std::string why = supports_norm(a);
+    return why.empty() ? supports_swiglu(product_args(a)) : why;
+  });
 }
 
 }  // namespace inplace::cuda

@@ -60,6 +60,7 @@ __device__ T t_rsqrt(T x) {
 
 template <typename T>
 __global__ void row_kernel(RowTask t, int64_t nrows, int64_t ncols) {
+  pdl_begin();
   __shared__ T shared[kThreads];
   for (int64_t r = blockIdx.x; r < nrows; r += gridDim.x) {
     const int64_t in_row = offset_of(t.in.rows, r);
@@ -117,7 +118,7 @@ __global__ void row_kernel(RowTask t, int64_t nrows, int64_t ncols) {
 // one shared step across the warps; the generic row kernel walks offsets element by element and
 // reduces through shared memory in eight barriers.
 __global__ void rms_norm_f32_kernel(RowTask t, int64_t nrows, int64_t ncols) {
-  pdl_trigger();
+  pdl_begin();
   __shared__ float partial[kThreads / 32];
   const int64_t n4 = ncols / 4;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -186,6 +187,7 @@ __device__ bool better(bool is_max, T v, int64_t i, T best, int64_t best_i) {
 
 template <typename T>
 __global__ void arg_kernel(RowTask t, int64_t nrows, int64_t ncols) {
+  pdl_begin();
   __shared__ T sv[kThreads];
   __shared__ int64_t si[kThreads];
   const bool is_max = t.op == RowOp::kArgMax;
@@ -223,26 +225,26 @@ void row_op(const RowTask& task, void* stream) {
   const cudaStream_t s = as_stream(stream);
   if (task.op == RowOp::kArgMax || task.op == RowOp::kArgMin) {
     if (compute_kind(task.in.rows.dtype) == 2)
-      arg_kernel<int64_t><<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+      launch_pdl(arg_kernel<int64_t>, grid, kThreads, s, task, nrows, ncols);
     else
-      arg_kernel<double><<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+      launch_pdl(arg_kernel<double>, grid, kThreads, s, task, nrows, ncols);
     IP_CUDA_CHECK(cudaGetLastError(), "argmax");
     return;
   }
   if (rms_norm_fast(task, ncols)) {
-    rms_norm_f32_kernel<<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+    launch_pdl(rms_norm_f32_kernel, grid, kThreads, s, task, nrows, ncols);
     IP_CUDA_CHECK(cudaGetLastError(), "rms_norm");
     return;
   }
   switch (compute_kind(task.compute)) {
     case 0:
-      row_kernel<float><<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+      launch_pdl(row_kernel<float>, grid, kThreads, s, task, nrows, ncols);
       break;
     case 1:
-      row_kernel<double><<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+      launch_pdl(row_kernel<double>, grid, kThreads, s, task, nrows, ncols);
       break;
     default:
-      row_kernel<int64_t><<<grid, kThreads, 0, s>>>(task, nrows, ncols);
+      launch_pdl(row_kernel<int64_t>, grid, kThreads, s, task, nrows, ncols);
   }
   IP_CUDA_CHECK(cudaGetLastError(), "row reduction");
 }

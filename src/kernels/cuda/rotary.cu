@@ -7,7 +7,7 @@ namespace inplace::cuda {
 namespace {
 
 __global__ void rotary_kernel(Operand out, Operand x, Operand c, Operand s, int64_t n) {
-  pdl_trigger();
+  pdl_begin();
   const int last = out.ndim - 1;
   const int64_t d = out.size[last], half = d / 2;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -30,7 +30,7 @@ void rotary(const Operand& out, const Operand& x, const Operand& cos, const Oper
             void* stream) {
   const int64_t n = numel(out);
   if (n == 0) return;
-  rotary_kernel<<<blocks_for(n), 256, 0, as_stream(stream)>>>(out, x, cos, sin, n);
+  launch_pdl(rotary_kernel, blocks_for(n), 256, as_stream(stream), out, x, cos, sin, n);
   IP_CUDA_CHECK(cudaGetLastError(), "rotary_embedding");
 }
 

@@ -53,6 +53,7 @@ __device__ int64_t read_input(const DeviceScalarInput& in, int64_t e) {
 __global__ void eval_scalars_kernel(const int64_t* code, int64_t count,
                                     const DeviceScalarInput* inputs, int64_t* slots,
                                     int32_t* error) {
+  pdl_begin();
   int64_t stack[kDeviceScalarStackDepth];
   int64_t pc = 1;  // code[0] is the count
   for (int64_t k = 0; k < count; ++k) {
@@ -194,7 +195,7 @@ class CudaRuntime final : public DeviceRuntime {
   }
   void eval_scalars(const int64_t* code, int64_t count, const DeviceScalarInput* inputs,
                     int64_t* slots, int32_t* error, void* s) const override {
-    eval_scalars_kernel<<<1, 1, 0, as_stream(s)>>>(code, count, inputs, slots, error);
+    launch_pdl(eval_scalars_kernel, 1, 1, as_stream(s), code, count, inputs, slots, error);
     IP_CUDA_CHECK(cudaGetLastError(), "runtime scalars");
   }
 };

@@ -1,0 +1,79 @@
+// fuse_norm_prologues (an engine pass, after merge_sibling_linears; on for GPU compiles): an
+// RMSNorm whose only reader is a bf16-weight product at decode size joins the product's step.
+//   linear_bf16_weight(rms_norm(x, [k], w, eps), W, b)
+//       -> rms_norm_linear_bf16_weight(x, w, eps, W, b)
+//   swiglu_bf16_weight(rms_norm(x, [k], w, eps), Wg, Wu)
+//       -> rms_norm_swiglu_bf16_weight(x, w, eps, Wg, Wu)
+// A decoder layer's input norm feeds the merged q/k/v product and its post-attention norm the
+// gate/up product: on a GPU each norm was a launch of its own, a few microseconds at one token,
+// and now every block of the product normalises the input rows it reads (a few kilobytes).
+// Off for the cpu, where the norm is a pass over one row either way. Only float32 x and norm
+// weights of x's last dim, an eps given as a number, and inputs of at most kMaxRows rows.
+#include "ops/registry.h"
+#include "passes/engine_passes.h"
+#include "passes/meta_inference.h"
+#include "passes/op_info.h"
+
+namespace inplace {
+
+namespace {
+
+constexpr int64_t kMaxRows = 4;  // decode size, as fuse_linear_epilogues
+
+class FuseNormProloguesPass : public Pass {
+ public:
+  std::string name() const override { return "fuse_norm_prologues"; }
+  void run(Graph& g, PassContext& ctx) override {
+    if (!ctx.options.fuse_norm_prologues) return;
+    MetaTable metas = infer_metas(g, ctx.options);
+    std::vector<Node*> norms;
+    for (Node* n : g.nodes())
+      if (op_name(n) == "rms_norm") norms.push_back(n);
+    for (Node* n : norms) fuse(g, metas, n);
+  }
+
+ private:
+  static void fuse(Graph& g, const MetaTable& metas, Node* norm) {
+    if (norm->args.size() != 4 || !norm->kwargs.empty() || !norm->args[0].is_node() ||
+        !norm->args[2].is_node() || !norm->args[3].is_number())
+      return;
+    const Tensor* x = metas.tensor(norm->args[0].node);
+    const Tensor* w = metas.tensor(norm->args[2].node);
+    if (!x || !w || x->dtype() != DType::kFloat32 || w->dtype() != DType::kFloat32 ||
+        x->dim() < 1 || x->size(-1) == 0 || x->numel() / x->size(-1) > kMaxRows)
+      return;
+    const Value& shape = norm->args[1];
+    if (!shape.is_sequence() || shape.items.size() != 1 ||
+        shape.items[0].kind != Value::Kind::kInt || shape.items[0].i != x->size(-1) ||
+        w->shape() != Shape{x->size(-1)})
+      return;
+    const std::vector<Node*> users = g.users(norm);
+    if (users.size() != 1) return;
+    Node* product = users[0];
+    const std::string name = op_name(product);
+    const char* fused_target = name == "linear_bf16_weight" ? "inplace.rms_norm_linear_bf16_weight"
+                               : name == "swiglu_bf16_weight"
+                                   ? "inplace.rms_norm_swiglu_bf16_weight"
+                                   : nullptr;
+    if (!fused_target || !product->kwargs.empty() || product->args.size() < 2 ||
+        !product->args[0].is_node() || product->args[0].node != norm)
+      return;
+    for (size_t i = 1; i < product->args.size(); ++i)  // the norm only as the input
+      if (product->args[i].is_node() && product->args[i].node == norm) return;
+    std::vector<Value> args{norm->args[0], norm->args[2], norm->args[3]};
+    args.insert(args.end(), product->args.begin() + 1, product->args.end());
+    Node* fused = g.insert_before(product, NodeOp::kCallFunction, fused_target, std::move(args), {},
+                                  product->name + "_normed");
+    fused->meta = product->meta;
+    g.replace_all_uses_with(product, fused);
+    g.erase_all({product, norm});
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_fuse_norm_prologues_pass() {
+  return std::make_unique<FuseNormProloguesPass>();
+}
+
+}  // namespace inplace
