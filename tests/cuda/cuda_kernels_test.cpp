@@ -344,13 +344,16 @@ TEST(CudaKernels, LinearBf16WeightAndItsEpilogues) {
       check("inplace.linear_bf16_weight_add", {T(x), T(w), Value::none(), T(r)}, {}, 1e-4);
       check("inplace.linear_bf16_weight_add", {T(x), T(w), T(b), T(r)}, {}, 1e-4);
       check("inplace.swiglu_bf16_weight", {T(x), T(w), T(w2)}, {}, 1e-4);
-      // With the RMSNorm prologue (fuse_norm_prologues); k = 37 takes the scalar path.
+      // With the RMSNorm prologue (fuse_norm_prologues); k = 37 takes the scalar path. The
+      // products above are exact in any order (x and w are multiples of 1/64); normalised rows
+      // are not, and silu(g) * u multiplies two sums of k rounded terms (|g|, |u| ~ 50): its
+      // rounding differs from the cpu's order by up to ~2e-4 of the result's scale.
       const Tensor nw = random_tensor({k}, DType::kFloat32, seed++);
       const Value eps = Value::floating(1e-5);
       check("inplace.rms_norm_linear_bf16_weight", {T(x), T(nw), eps, T(w), T(b)}, {}, 1e-4);
       check("inplace.rms_norm_linear_bf16_weight", {T(x), T(nw), eps, T(w), Value::none()}, {},
             1e-4);
-      check("inplace.rms_norm_swiglu_bf16_weight", {T(x), T(nw), eps, T(w), T(w2)}, {}, 1e-4);
+      check("inplace.rms_norm_swiglu_bf16_weight", {T(x), T(nw), eps, T(w), T(w2)}, {}, 1e-3);
       // x a view whose rows are strided (a slice of a wider tensor).
       const Tensor wide = random_tensor({1, rows, k + 8}, DType::kFloat32, seed++);
       check("inplace.rms_norm_linear_bf16_weight",
