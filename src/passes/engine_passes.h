@@ -47,4 +47,9 @@ std::unique_ptr<Pass> make_merge_sibling_linears_pass();
 // reader.
 std::unique_ptr<Pass> make_fuse_norm_prologues_pass();
 
+// fuse_rotary_epilogues: rotary_embedding of head-aligned column ranges (q and k) of one
+// rms_norm_linear_bf16_weight product becomes that product's epilogue (its cos, sin and
+// rotary_cols arguments); the ranges must tile a prefix of the columns that nothing else reads.
+std::unique_ptr<Pass> make_fuse_rotary_epilogues_pass();
+
 }  // namespace inplace

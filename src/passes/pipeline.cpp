@@ -38,6 +38,7 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   passes.push_back(make_fuse_linear_epilogues_pass());
   passes.push_back(make_merge_sibling_linears_pass());
   passes.push_back(make_fuse_norm_prologues_pass());
+  passes.push_back(make_fuse_rotary_epilogues_pass());
   return passes;
 }
 

@@ -354,6 +354,15 @@ TEST(CudaKernels, LinearBf16WeightAndItsEpilogues) {
       check("inplace.rms_norm_linear_bf16_weight", {T(x), T(nw), eps, T(w), Value::none()}, {},
             1e-4);
       check("inplace.rms_norm_swiglu_bf16_weight", {T(x), T(nw), eps, T(w), T(w2)}, {}, 1e-3);
+      // The rotary epilogue (fuse_rotary_epilogues): heads of 8 over all 72 columns, heads of 24
+      // over the first 48.
+      for (int64_t d : {8, 24}) {
+        const Tensor cos = random_tensor({1, 1, 1, d}, DType::kFloat32, seed++);
+        const Tensor sin = random_tensor({1, 1, 1, d}, DType::kFloat32, seed++);
+        const int64_t cols = d == 8 ? n : 2 * d;
+        check("inplace.rms_norm_linear_bf16_weight",
+              {T(x), T(nw), eps, T(w), T(b), T(cos), T(sin), Value::integer(cols)}, {}, 1e-4);
+      }
       // x a view whose rows are strided (a slice of a wider tensor).
       const Tensor wide = random_tensor({1, rows, k + 8}, DType::kFloat32, seed++);
       check("inplace.rms_norm_linear_bf16_weight",

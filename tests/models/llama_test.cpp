@@ -174,10 +174,11 @@ TEST(Llama, MergedQkvProductsEqualTheSeparateOnesBitForBit) {
   }
 }
 
-// fuse_norm_prologues (on for GPU engines, after the q/k/v merge), forced on for a cpu engine:
-// each layer's two norms join the products they feed (the merged q/k/v, gate/up), only the final
-// norm stays a step of its own, and prefill + decode stay bit for bit the unfused engine's (on
-// the cpu the fused step is the chain) and equal the eager interpreter.
+// fuse_norm_prologues and fuse_rotary_epilogues (on for GPU engines, after the q/k/v merge),
+// forced on for a cpu engine: each layer's two norms join the products they feed (the merged
+// q/k/v, gate/up), only the final norm stays a step of its own, the rotary of q and k is the
+// merged product's epilogue, and prefill + decode stay bit for bit the unfused engine's (on the
+// cpu the fused step is the chain) and equal the eager interpreter.
 TEST(Llama, NormProloguesJoinTheirProductsBitForBit) {
   const LlamaConfig c = llama_config("tiny", kSMax, 7, DType::kBFloat16);
   const LlamaWeights w = llama_weights(c);
@@ -194,6 +195,8 @@ TEST(Llama, NormProloguesJoinTheirProductsBitForBit) {
   EXPECT_EQ(count_steps(*fused.decode, "rms_norm_linear_bf16_weight"), c.n_layers);
   EXPECT_EQ(count_steps(*fused.decode, "rms_norm_swiglu_bf16_weight"), c.n_layers);
   EXPECT_EQ(count_steps(*plain.decode, "rms_norm"), 2 * c.n_layers + 1);
+  EXPECT_EQ(count_steps(*fused.decode, "rotary_embedding"), 0);
+  EXPECT_EQ(count_steps(*plain.decode, "rotary_embedding"), 2 * c.n_layers);
   LlamaEngineRunner a(c, plain, llama_new_caches(c)), b(c, fused, llama_new_caches(c));
   LlamaEagerRunner eager(c, w, kPrompt, llama_new_caches(c));
   a.prefill(kPromptTokens);

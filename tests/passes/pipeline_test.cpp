@@ -28,7 +28,7 @@ TEST(Pipeline, EnginePassesFollowFunctionalization) {
             (std::vector<std::string>{"lift_mutated_buffers", "kv_cache_update",
                                       "fuse_weight_casts", "fuse_rms_norm", "fuse_rotary",
                                       "fuse_linear_epilogues", "merge_sibling_linears",
-                                      "fuse_norm_prologues"}));
+                                      "fuse_norm_prologues", "fuse_rotary_epilogues"}));
   std::vector<std::string> all = functionalization_pass_names();
   all.push_back("lift_mutated_buffers");
   all.push_back("kv_cache_update");
@@ -38,6 +38,7 @@ TEST(Pipeline, EnginePassesFollowFunctionalization) {
   all.push_back("fuse_linear_epilogues");
   all.push_back("merge_sibling_linears");
   all.push_back("fuse_norm_prologues");
+  all.push_back("fuse_rotary_epilogues");
   EXPECT_EQ(pass_names(compile_passes()), all);
 }
 

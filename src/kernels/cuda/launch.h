@@ -126,6 +126,12 @@ struct GemvBf16 {
   GemvEpilogue epilogue = GemvEpilogue::kNone;
   const float* norm_w = nullptr;
   float eps = 0.f;
+  // kNone with rot_cols > 0 (rms_norm_linear_bf16_weight's rotary: fuse_rotary_epilogues):
+  // each rot_d-wide block of columns [0, rot_cols) is rotated after the product,
+  // y = v * cos[j] + rotate_half(v) * sin[j] (cos, sin float32 [rot_d]); rot_d % 8 == 0.
+  const float* cos = nullptr;
+  const float* sin = nullptr;
+  int64_t rot_cols = 0, rot_d = 0;
 };
 void gemv_bf16(const GemvBf16& g, void* stream);
 

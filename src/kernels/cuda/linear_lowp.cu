@@ -3,15 +3,15 @@
 // keeps several kilobytes in flight), up to kRows input rows per pass of the row, float32
 // accumulation, a warp reduction, then the epilogue (bias, a residual add, or SwiGLU's second
 // product with silu * mul). Memory-bound at one token: each weight is read once. With an RMSNorm
-// prologue every warp first sums the squares of its input rows (a few kilobytes, from L2) and
-// normalises x as it reads it.
+// prologue the block first sums the squares of its input rows (a few kilobytes, from L2) and
+// every warp normalises x as it reads it.
 #include "kernels/cuda/device_common.cuh"
 
 namespace inplace::cuda {
 
 namespace {
 
-constexpr int kRows = 4;
+constexpr int kRows = 4;  // block_inv_rms and the passes assume 4
 constexpr int kWarpsPerBlock = 8;
 constexpr int kUnroll = 4;
 
@@ -42,21 +42,65 @@ __device__ inline float dot8(const float* x, const float* wf, float inv = 1.f,
          b.z * wf[6] + b.w * wf[7];
 }
 
-// rsqrt(mean(x^2) + eps) of row xr (k long), summed by one warp; every lane gets it.
+// inv[r] = rsqrt(mean_k(x[m0 + r, k]^2) + eps) for the pass's rows, summed by the whole block:
+// each thread reads a few elements of each row (one float4 of a 1024-long row), then one shared
+// step. Every thread of the block calls it and gets every row's value.
 template <bool kVector>
-__device__ inline float row_inv_rms(const float* xr, int64_t K, float eps) {
-  const int lane = threadIdx.x % 32;
-  float sq = 0.f;
-  if constexpr (kVector) {
-    for (int64_t k = lane * 4; k < K; k += 128) {
-      const float4 v = *reinterpret_cast<const float4*>(xr + k);
-      sq += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+__device__ inline void block_inv_rms(const GemvBf16& g, int64_t m0, float* inv) {
+  __shared__ float part[kWarpsPerBlock][kRows];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t K = g.k;
+  float sq[kRows] = {};
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    if (m0 + r >= g.rows) break;
+    const float* xr = g.x + (m0 + r) * g.x_stride;
+    if constexpr (kVector) {
+      for (int64_t k = threadIdx.x * 4; k < K; k += blockDim.x * 4) {
+        const float4 v = *reinterpret_cast<const float4*>(xr + k);
+        sq[r] += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+      }
+    } else {
+      for (int64_t k = threadIdx.x; k < K; k += blockDim.x) sq[r] += xr[k] * xr[k];
     }
-  } else {
-    for (int64_t k = lane; k < K; k += 32) sq += xr[k] * xr[k];
   }
-  for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
-  return rsqrtf(sq / static_cast<float>(K) + eps);
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    for (int o = 16; o > 0; o >>= 1) sq[r] += __shfl_xor_sync(0xffffffffu, sq[r], o);
+    if (lane == 0) part[warp][r] = sq[r];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    float total = 0.f;
+    for (int w = 0; w < kWarpsPerBlock; ++w) total += part[w][r];
+    inv[r] = rsqrtf(total / static_cast<float>(K) + g.eps);
+  }
+  __syncthreads();  // `part` is reused by the next pass
+}
+
+// The rotary epilogue of a block of column pairs: column n (at j = n mod d within its head)
+// becomes res * cos[j] + rotate_half * sin[j], its partner column's result exchanged through
+// shared memory; the rotary kernel's float operations in its order. Every warp of the block
+// calls it (all its columns exist).
+__device__ inline void rotate(const GemvBf16& g, float* res, int64_t m0, int64_t n, int warp) {
+  __shared__ float pair[kRows][kWarpsPerBlock];
+  if (threadIdx.x % 32 == 0)
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) pair[r][warp] = res[r];
+  __syncthreads();
+  const int64_t half = g.rot_d / 2, j = n % g.rot_d;
+  const float c = g.cos[j], s = g.sin[j];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    if (m0 + r >= g.rows) break;
+    const float other = pair[r][warp ^ 4];
+    const float rot = j < half ? -other : other;
+    const float a = res[r] * c;
+    const float b = rot * s;
+    res[r] = a + b;
+  }
+  __syncthreads();  // `pair` is reused by the next pass
 }
 
 template <GemvEpilogue kE, bool kVector, bool kNorm>
@@ -64,11 +108,17 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   pdl_trigger();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-  if (n >= g.n) {
-    pdl_wait();
-    return;
+  // A block of the rotated prefix (kNone only) takes four column pairs (j, j + d/2) of one head,
+  // so both halves of each rotation are in the block; every other block eight columns in order.
+  const bool rot_block = kE == GemvEpilogue::kNone && blockIdx.x < g.rot_cols / kWarpsPerBlock;
+  int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
+  if (rot_block) {
+    const int64_t half = g.rot_d / 2, per_head = half / 4;
+    n = blockIdx.x / per_head * g.rot_d + blockIdx.x % per_head * 4 + (warp & 3) +
+        (warp >= 4 ? half : 0);
   }
+  // A warp past the last column still waits and takes its part in the block's norm.
+  const bool active = n < g.n;
   const int64_t K = g.k;
   const __nv_bfloat16* wr = static_cast<const __nv_bfloat16*>(g.w) + n * K;
   const __nv_bfloat16* wr2 = kTwo ? static_cast<const __nv_bfloat16*>(g.w2) + n * K : nullptr;
@@ -85,16 +135,13 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
   };
   // The first chunk of the weight row is fetched before the wait for the previous kernel (its
   // bytes are constants): with a programmatic launch that fetch overlaps the previous kernel.
-  if constexpr (kVector) fetch(lane * 8);
+  if (kVector && active) fetch(lane * 8);
   pdl_wait();
   for (int64_t m0 = 0; m0 < g.rows; m0 += kRows) {
     float acc[kRows] = {}, acc2[kRows] = {};
-    float inv[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r)
-      inv[r] = kNorm && m0 + r < g.rows
-                   ? row_inv_rms<kVector>(g.x + (m0 + r) * g.x_stride, K, g.eps)
-                   : 1.f;
+    float inv[kRows] = {1.f, 1.f, 1.f, 1.f};
+    if constexpr (kNorm) block_inv_rms<kVector>(g, m0, inv);
+    if (!active) continue;
     if constexpr (kVector) {
       for (int64_t k0 = lane * 8; k0 < K; k0 += 256 * kUnroll) {
         if (m0 > 0 || k0 != lane * 8) fetch(k0);
@@ -127,6 +174,7 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
           }
       }
     }
+    float res[kRows] = {};
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       float v = acc[r], v2 = acc2[r];
@@ -134,14 +182,20 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
         v += __shfl_xor_sync(0xffffffffu, v, o);
         if constexpr (kTwo) v2 += __shfl_xor_sync(0xffffffffu, v2, o);
       }
-      if (lane != 0 || m0 + r >= g.rows) continue;
       const int64_t m = m0 + r;
+      if (m >= g.rows) break;
       if (g.bias) v = v + g.bias[n];
       if constexpr (kE == GemvEpilogue::kResidual) v = v + g.residual[m * g.residual_stride + n];
       // silu as the unary kernel computes it (x / (1 + exp(-x))), then the mul.
       if constexpr (kTwo) v = v / (1.f + expf(-v)) * v2;
-      g.y[m * g.y_stride + n] = v;
+      res[r] = v;
     }
+    if constexpr (kE == GemvEpilogue::kNone)
+      if (rot_block) rotate(g, res, m0, n, warp);
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+        if (m0 + r < g.rows) g.y[(m0 + r) * g.y_stride + n] = res[r];
   }
 }
 

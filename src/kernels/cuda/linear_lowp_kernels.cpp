@@ -119,11 +119,27 @@ void run_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelCont
   gemv_bf16(swiglu(a, outs, "swiglu_bf16_weight"), ctx.stream);
 }
 
-// The norm prologue: (x, norm_weight, eps, rest...) as the product's (x, rest...), and the norm.
+// The norm prologue: (x, norm_weight, eps, w, w2 or bias) as the product's (x, w, w2 or bias).
 Args product_args(const Args& a) {
-  Args p{a[0]};
-  p.insert(p.end(), a.begin() + 3, a.end());
-  return p;
+  return {a[0], a[3], a[4]};
+}
+
+// The linear form's rotary epilogue (cos, sin, rotary_cols), when rotary_cols > 0.
+bool has_rotary(const Args& a) {
+  return a.size() >= 8 && a[7].as_int("rms_norm_linear_bf16_weight") > 0;
+}
+
+std::string supports_rotary(const Args& a) {
+  if (!has_rotary(a)) return "";
+  const Tensor& c = a[5].tensor;
+  const Tensor& s = a[6].tensor;
+  const int64_t d = c.dim() ? c.size(-1) : 0, cols = a[7].i;
+  if (d == 0 || d % 8 != 0 || c.numel() != d || s.numel() != d || c.stride(-1) != 1 ||
+      s.stride(-1) != 1 || c.dtype() != DType::kFloat32 || s.dtype() != DType::kFloat32)
+    return "a rotary table that is not a float32 row of a head dim divisible by 8";
+  if (cols % d != 0 || cols > a[3].tensor.size(0))
+    return "rotary columns that are not whole heads of the product";
+  return "";
 }
 
 std::string supports_norm(const Args& a) {
@@ -145,6 +161,14 @@ void run_norm_linear(const Args& a, const std::vector<Tensor>& outs, const Kerne
   check_operands(operands(p, outs[0], &g), "rms_norm_linear_bf16_weight", a[0].tensor);
   if (!p[2].is_none()) g.bias = static_cast<const float*>(p[2].tensor.data_ptr());
   add_norm(a, &g);
+  if (has_rotary(a)) {
+    IP_CHECK(supports_rotary(a).empty(), kUnsupported,
+             "[cuda] rms_norm_linear_bf16_weight: ", supports_rotary(a));
+    g.cos = static_cast<const float*>(a[5].tensor.data_ptr());
+    g.sin = static_cast<const float*>(a[6].tensor.data_ptr());
+    g.rot_cols = a[7].i;
+    g.rot_d = a[5].tensor.size(-1);
+  }
   gemv_bf16(g, ctx.stream);
 }
 
@@ -161,7 +185,8 @@ void register_linear_lowp_kernels(KernelTable& table) {
   table.add(DeviceType::kCuda, "linear_bf16_weight_add", run_add, supports_add);
   table.add(DeviceType::kCuda, "swiglu_bf16_weight", run_swiglu, supports_swiglu);
   table.add(DeviceType::kCuda, "rms_norm_linear_bf16_weight", run_norm_linear, [](const Args& a) {
-    const std::string why = supports_norm(a);
+    std::string why = supports_norm(a);
+    if (why.empty()) why = supports_rotary(a);
     return why.empty() ? supports(product_args(a)) : why;
   });
   table.add(DeviceType::kCuda, "rms_norm_swiglu_bf16_weight", run_norm_swiglu, [](const Args& a) {
