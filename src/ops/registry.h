@@ -128,7 +128,7 @@ void register_linear_lowp_ops(Registry& r);        // linear_bf16_weight
 void register_linear_lowp_fused_ops(Registry& r);  // linear_bf16_weight_add, swiglu_bf16_weight
 // rms_norm_linear_bf16_weight, rms_norm_swiglu_bf16_weight
 void register_linear_lowp_norm_ops(Registry& r);
-void register_pointwise_extra_ops(Registry& r);    // addcmul addcdiv lerp hardtanh leaky_relu
+void register_pointwise_extra_ops(Registry& r);  // addcmul addcdiv lerp hardtanh leaky_relu
 void register_unsafe_split_ops(Registry& r);
 void register_export_assert_ops(Registry& r);  // _assert_tensor_metadata
 void register_conv_ops(Registry& r);           // conv1d
