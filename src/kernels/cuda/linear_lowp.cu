@@ -11,7 +11,9 @@ namespace inplace::cuda {
 
 namespace {
 
-constexpr int kRows = 4;  // block_inv_rms and the passes assume 4
+// Input rows per pass over a weight row: one at a decode step (fewer registers, so three blocks
+// fit an SM and the largest products run in one wave), up to four otherwise.
+constexpr int kRows = 4;
 constexpr int kWarpsPerBlock = 8;
 constexpr int kUnroll = 4;
 
@@ -45,14 +47,14 @@ __device__ inline float dot8(const float* x, const float* wf, float inv = 1.f,
 // inv[r] = rsqrt(mean_k(x[m0 + r, k]^2) + eps) for the pass's rows, summed by the whole block:
 // each thread reads a few elements of each row (one float4 of a 1024-long row), then one shared
 // step. Every thread of the block calls it and gets every row's value.
-template <bool kVector>
+template <bool kVector, int R>
 __device__ inline void block_inv_rms(const GemvBf16& g, int64_t m0, float* inv) {
-  __shared__ float part[kWarpsPerBlock][kRows];
+  __shared__ float part[kWarpsPerBlock][R];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t K = g.k;
-  float sq[kRows] = {};
+  float sq[R] = {};
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < R; ++r) {
     if (m0 + r >= g.rows) break;
     const float* xr = g.x + (m0 + r) * g.x_stride;
     if constexpr (kVector) {
@@ -65,13 +67,13 @@ __device__ inline void block_inv_rms(const GemvBf16& g, int64_t m0, float* inv) 
     }
   }
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < R; ++r) {
     for (int o = 16; o > 0; o >>= 1) sq[r] += __shfl_xor_sync(0xffffffffu, sq[r], o);
     if (lane == 0) part[warp][r] = sq[r];
   }
   __syncthreads();
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < R; ++r) {
     float total = 0.f;
     for (int w = 0; w < kWarpsPerBlock; ++w) total += part[w][r];
     inv[r] = rsqrtf(total / static_cast<float>(K) + g.eps);
@@ -83,16 +85,17 @@ __device__ inline void block_inv_rms(const GemvBf16& g, int64_t m0, float* inv) 
 // becomes res * cos[j] + rotate_half * sin[j], its partner column's result exchanged through
 // shared memory; the rotary kernel's float operations in its order. Every warp of the block
 // calls it (all its columns exist).
+template <int R>
 __device__ inline void rotate(const GemvBf16& g, float* res, int64_t m0, int64_t n, int warp) {
-  __shared__ float pair[kRows][kWarpsPerBlock];
+  __shared__ float pair[R][kWarpsPerBlock];
   if (threadIdx.x % 32 == 0)
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) pair[r][warp] = res[r];
+    for (int r = 0; r < R; ++r) pair[r][warp] = res[r];
   __syncthreads();
   const int64_t half = g.rot_d / 2, j = n % g.rot_d;
   const float c = g.cos[j], s = g.sin[j];
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
+  for (int r = 0; r < R; ++r) {
     if (m0 + r >= g.rows) break;
     const float other = pair[r][warp ^ 4];
     const float rot = j < half ? -other : other;
@@ -103,8 +106,9 @@ __device__ inline void rotate(const GemvBf16& g, float* res, int64_t m0, int64_t
   __syncthreads();  // `pair` is reused by the next pass
 }
 
-template <GemvEpilogue kE, bool kVector, bool kNorm>
-__global__ void gemv_bf16_kernel(GemvBf16 g) {
+template <GemvEpilogue kE, bool kVector, bool kNorm, int R>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, R == 1 ? 4 : 2)
+    gemv_bf16_kernel(GemvBf16 g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   pdl_trigger();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -137,10 +141,12 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
   // bytes are constants): with a programmatic launch that fetch overlaps the previous kernel.
   if (kVector && active) fetch(lane * 8);
   pdl_wait();
-  for (int64_t m0 = 0; m0 < g.rows; m0 += kRows) {
-    float acc[kRows] = {}, acc2[kRows] = {};
-    float inv[kRows] = {1.f, 1.f, 1.f, 1.f};
-    if constexpr (kNorm) block_inv_rms<kVector>(g, m0, inv);
+  for (int64_t m0 = 0; m0 < g.rows; m0 += R) {
+    float acc[R] = {}, acc2[R] = {};
+    float inv[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) inv[r] = 1.f;
+    if constexpr (kNorm) block_inv_rms<kVector, R>(g, m0, inv);
     if (!active) continue;
     if constexpr (kVector) {
       for (int64_t k0 = lane * 8; k0 < K; k0 += 256 * kUnroll) {
@@ -153,7 +159,7 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
           widen8(raw[u], wf);
           if constexpr (kTwo) widen8(raw2[u], wf2);
 #pragma unroll
-          for (int r = 0; r < kRows; ++r) {
+          for (int r = 0; r < R; ++r) {
             if (m0 + r >= g.rows) break;
             const float* xr = g.x + (m0 + r) * g.x_stride + k;
             acc[r] += dot8<kNorm>(xr, wf, inv[r], g.norm_w + k);
@@ -165,7 +171,7 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
       for (int64_t k = lane; k < K; k += 32) {
         const float wv = __bfloat162float(wr[k]);
         const float wv2 = kTwo ? __bfloat162float(wr2[k]) : 0.f;
-        for (int r = 0; r < kRows; ++r)
+        for (int r = 0; r < R; ++r)
           if (m0 + r < g.rows) {
             float xv = g.x[(m0 + r) * g.x_stride + k];
             if constexpr (kNorm) xv = xv * inv[r] * g.norm_w[k];
@@ -174,9 +180,9 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
           }
       }
     }
-    float res[kRows] = {};
+    float res[R] = {};
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
+    for (int r = 0; r < R; ++r) {
       float v = acc[r], v2 = acc2[r];
       for (int o = 16; o > 0; o >>= 1) {
         v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -191,10 +197,10 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
       res[r] = v;
     }
     if constexpr (kE == GemvEpilogue::kNone)
-      if (rot_block) rotate(g, res, m0, n, warp);
+      if (rot_block) rotate<R>(g, res, m0, n, warp);
     if (lane == 0)
 #pragma unroll
-      for (int r = 0; r < kRows; ++r)
+      for (int r = 0; r < R; ++r)
         if (m0 + r < g.rows) g.y[(m0 + r) * g.y_stride + n] = res[r];
   }
 }
@@ -202,10 +208,14 @@ __global__ void gemv_bf16_kernel(GemvBf16 g) {
 template <GemvEpilogue kE>
 void launch(const GemvBf16& g, bool vector, unsigned blocks, cudaStream_t s) {
   using Kernel = void (*)(GemvBf16);
-  constexpr Kernel kKernels[2][2] = {
-      {gemv_bf16_kernel<kE, false, false>, gemv_bf16_kernel<kE, false, true>},
-      {gemv_bf16_kernel<kE, true, false>, gemv_bf16_kernel<kE, true, true>}};
-  launch_pdl(kKernels[vector][g.norm_w != nullptr], blocks, 32 * kWarpsPerBlock, s, g);
+  // [vector][norm][one row]; the scalar path (odd or unaligned rows) keeps four rows a pass.
+  constexpr Kernel kKernels[2][2][2] = {
+      {{gemv_bf16_kernel<kE, false, false, kRows>, gemv_bf16_kernel<kE, false, false, kRows>},
+       {gemv_bf16_kernel<kE, false, true, kRows>, gemv_bf16_kernel<kE, false, true, kRows>}},
+      {{gemv_bf16_kernel<kE, true, false, kRows>, gemv_bf16_kernel<kE, true, false, 1>},
+       {gemv_bf16_kernel<kE, true, true, kRows>, gemv_bf16_kernel<kE, true, true, 1>}}};
+  launch_pdl(kKernels[vector][g.norm_w != nullptr][g.rows == 1], blocks, 32 * kWarpsPerBlock, s,
+             g);
 }
 
 bool aligned16(const void* p) {
