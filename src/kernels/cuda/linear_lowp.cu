@@ -214,8 +214,7 @@ void launch(const GemvBf16& g, bool vector, unsigned blocks, cudaStream_t s) {
        {gemv_bf16_kernel<kE, false, true, kRows>, gemv_bf16_kernel<kE, false, true, kRows>}},
       {{gemv_bf16_kernel<kE, true, false, kRows>, gemv_bf16_kernel<kE, true, false, 1>},
        {gemv_bf16_kernel<kE, true, true, kRows>, gemv_bf16_kernel<kE, true, true, 1>}}};
-  launch_pdl(kKernels[vector][g.norm_w != nullptr][g.rows == 1], blocks, 32 * kWarpsPerBlock, s,
-             g);
+  launch_pdl(kKernels[vector][g.norm_w != nullptr][g.rows == 1], blocks, 32 * kWarpsPerBlock, s, g);
 }
 
 bool aligned16(const void* p) {
