@@ -49,6 +49,18 @@ void KernelTable::add(DeviceType device, const std::string& name, Kernel kernel,
   }
 }
 
+void KernelTable::add_pair(DeviceType device, const std::string& name, PairKernel kernel) {
+  const std::vector<const OpDef*>& ops = Registry::get().overloads(name);
+  IP_ASSERT(!ops.empty(), "pair kernels are registered for registered ops");
+  for (const OpDef* op : ops) devices_[static_cast<int>(device)].pairs[op] = kernel;
+}
+
+const PairKernel* KernelTable::find_pair(const OpDef& op, DeviceType device) const {
+  const auto& pairs = devices_[static_cast<int>(device)].pairs;
+  auto it = pairs.find(&op);
+  return it == pairs.end() ? nullptr : &it->second;
+}
+
 void KernelTable::add_copy(DeviceType device, Kernel kernel) {
   devices_[static_cast<int>(device)].copy = std::move(kernel);
 }

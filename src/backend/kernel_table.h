@@ -31,6 +31,14 @@ struct KernelContext {
 
 // Computes op(args) into `outs` (planned memory on the kernel's device), like OpDef::out.
 using Kernel = std::function<void(const Args&, const std::vector<Tensor>&, const KernelContext&)>;
+// Two independent steps of one op in one launch (a decoder layer's two kv_cache_update steps,
+// k and v): computes op(a1) into o1 and op(a2) into o2 exactly as two calls of the op's kernel
+// would. The engine pairs adjacent steps on a GPU when neither reads or writes what the other
+// writes (ExecutionContext; on a GPU each launch costs a few microseconds whatever it moves).
+using PairKernel =
+    std::function<void(const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
+                       const Args& a2, const std::vector<Tensor>& o2, const KernelContext& c2)>;
+
 // For a kernel that covers only some argument forms: "" when it runs `args` (tensors are
 // metas), else what it does not support. Asked once per step when an engine is built.
 using Supports = std::function<std::string(const Args&)>;
@@ -42,11 +50,14 @@ class KernelTable {
 
   // Registers `kernel` for every overload of `name` ("add") or for one ("add.Tensor").
   void add(DeviceType device, const std::string& name, Kernel kernel, Supports supports = {});
+  // A pair kernel for every overload of `name` (registered with add before).
+  void add_pair(DeviceType device, const std::string& name, PairKernel kernel);
   // dst <- src (broadcast to dst's shape, cast to its dtype): the engine's copy-back step.
   void add_copy(DeviceType device, Kernel kernel);
 
   const Kernel* find(const OpDef& op, DeviceType device) const;
   const Supports* supports(const OpDef& op, DeviceType device) const;  // null: every form
+  const PairKernel* find_pair(const OpDef& op, DeviceType device) const;
   const Kernel* copy_kernel(DeviceType device) const;
   // Full names of the ops with a kernel on `device`, sorted (`inplace ops --device`).
   std::vector<std::string> covered(DeviceType device) const;
@@ -55,6 +66,7 @@ class KernelTable {
   struct PerDevice {
     std::unordered_map<const OpDef*, Kernel> kernels;
     std::unordered_map<const OpDef*, Supports> supports;
+    std::unordered_map<const OpDef*, PairKernel> pairs;
     Kernel copy;
   };
   std::array<PerDevice, kNumDeviceTypes> devices_;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/device_runtime.h"
+#include "backend/kernel_table.h"
 #include "core/storage.h"
 #include "engine/device_scalars.h"
 
@@ -36,6 +37,8 @@ struct DeviceState {
   std::shared_ptr<Storage> code, slots, inputs;  // device memory when scalars.on_device
   bool inputs_dirty = true;                      // bindings changed since the inputs upload
   bool refreshed = false;  // the refresh ran (once, when scalars are on the device)
+  // pair[q]: steps q and q + 1 run as one launch through this kernel (null: not paired).
+  std::vector<const PairKernel*> pair;
 
   DeviceState() = default;
   DeviceState(const DeviceState&) = delete;

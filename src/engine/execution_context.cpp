@@ -286,6 +286,17 @@ void ExecutionContext::run_steps() {
       kernel_context_.extent =
           static_cast<const int64_t*>(gpu_->slots->data()) + gpu_->scalars.step_extent[q];
     try {
+      if (gpu_ && gpu_->pair[q] && !profile_) {  // q and q + 1 in one launch
+        KernelContext second = kernel_context_;
+        second.step = static_cast<int32_t>(q + 1);
+        second.extent = nullptr;
+        if (gpu_->scalars.on_device && gpu_->scalars.step_extent[q + 1] >= 0)
+          second.extent =
+              static_cast<const int64_t*>(gpu_->slots->data()) + gpu_->scalars.step_extent[q + 1];
+        (*gpu_->pair[q])(args, outs, kernel_context_, step_args_[q + 1], step_outs_[q + 1], second);
+        ++q;
+        continue;
+      }
       switch (s.kind) {
         case StepKind::kOut:
         case StepKind::kCopy:

@@ -8,6 +8,31 @@
 
 namespace inplace {
 
+namespace {
+
+// Steps a (just before b) and b may run as one launch: both write only bindings (placed
+// caches), and neither reads or writes a buffer the other writes.
+bool pairable(const Step& a, const Step& b) {
+  if (a.kind != StepKind::kOut || b.kind != StepKind::kOut || a.op != b.op) return false;
+  auto uses = [](const Step& s, BufferId id) {
+    for (const TensorRef& o : s.outs)
+      if (o.buffer == id) return true;
+    for (const TensorSlot& t : s.tensors)
+      if (t.ref.buffer == id) return true;
+    return false;
+  };
+  for (const Step* s : {&a, &b})
+    for (const TensorRef& o : s->outs)
+      if (o.buffer.kind != BufferKind::kInput) return false;
+  for (const TensorRef& o : a.outs)
+    if (uses(b, o.buffer)) return false;
+  for (const TensorRef& o : b.outs)
+    if (uses(a, o.buffer)) return false;
+  return true;
+}
+
+}  // namespace
+
 void ExecutionContext::init_device() {
   const Plan& plan = engine_->plan();
   gpu_ = std::make_unique<DeviceState>();
@@ -20,6 +45,15 @@ void ExecutionContext::init_device() {
   g.error_host = static_cast<int32_t*>(g.runtime->allocate_host(4 * sizeof(int32_t)));
   kernel_context_.error = static_cast<int32_t*>(g.error->data());
   g.scalars = plan_device_scalars(plan);
+  g.pair.assign(plan.steps.size(), nullptr);
+  for (size_t q = 0; q + 1 < plan.steps.size(); ++q) {
+    const Step& a = plan.steps[q];
+    if (!a.op || !pairable(a, plan.steps[q + 1])) continue;
+    if (const PairKernel* k = KernelTable::get().find_pair(*a.op, device_.type)) {
+      g.pair[q] = k;
+      ++q;  // q + 1 is taken
+    }
+  }
   if (!g.scalars.on_device) return;
   const DeviceAllocator& allocator = device_allocator(device_);
   const size_t code_bytes = g.scalars.code.size() * sizeof(int64_t);

@@ -64,8 +64,7 @@ __global__ void write_kernel(IndexMap m, int64_t n) {
 // A write of whole float32 rows (kv_cache_update at a decode step: [B, H, L, D] rows of D into
 // a cache): one float4 a thread, the row's coordinates found once per float4 instead of an
 // offset walk per element. Same positions, same checks as write_kernel.
-__global__ void write_rows_f32_kernel(IndexMap m, int64_t n4) {
-  pdl_begin();
+__device__ inline void write_rows_f32(const IndexMap& m, int64_t n4) {
   const Operand& v = m.values;
   const int64_t H = v.size[1], L = v.size[2], D4 = v.size[3] / 4;
   for (int64_t i4 = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i4 < n4;
@@ -88,6 +87,20 @@ __global__ void write_rows_f32_kernel(IndexMap m, int64_t n4) {
     *reinterpret_cast<float4*>(reinterpret_cast<float*>(m.strided.data) + b * m.strided.stride[0] +
                                h * m.strided.stride[1] + c + p * m.unit) = x;
   }
+}
+
+__global__ void write_rows_f32_kernel(IndexMap m, int64_t n4) {
+  pdl_begin();
+  write_rows_f32(m, n4);
+}
+
+// Two row writes in one launch: blockIdx.y picks the write.
+__global__ void write_rows_f32_pair_kernel(IndexMap a, int64_t na, IndexMap b, int64_t nb) {
+  pdl_begin();
+  if (blockIdx.y == 0)
+    write_rows_f32(a, na);
+  else
+    write_rows_f32(b, nb);
 }
 
 // The conditions of write_rows_f32_kernel: float32 4-D values and target, unit stride along
@@ -125,6 +138,19 @@ void index_write(const IndexMap& m, void* stream) {
   } else {
     launch_pdl(write_kernel, blocks_for(n), 256, as_stream(stream), m, n);
   }
+  IP_CUDA_CHECK(cudaGetLastError(), "index write");
+}
+
+void index_write_pair(const IndexMap& a, const IndexMap& b, void* stream) {
+  const int64_t na = numel(a.values), nb = numel(b.values);
+  if (na == 0 || nb == 0 || !rows_f32(a) || !rows_f32(b)) {
+    index_write(a, stream);
+    index_write(b, stream);
+    return;
+  }
+  const unsigned blocks = blocks_for(std::max(na, nb) / 4);
+  launch_pdl(write_rows_f32_pair_kernel, dim3(blocks, 2), 256, as_stream(stream), a, na / 4, b,
+             nb / 4);
   IP_CUDA_CHECK(cudaGetLastError(), "index write");
 }
 

@@ -107,8 +107,7 @@ void index_copy_kernel(const Args& a, const std::vector<Tensor>& outs, const Ker
 
 // kv_cache_update(cache [B,H,S,D], update [B,H,L,D], start, index): slot l of row b goes to
 // start[b] + l, or to index[l] / index[b, l].
-void kv_cache_update_kernel(const Args& a, const std::vector<Tensor>& outs,
-                            const KernelContext& ctx) {
+IndexMap kv_map(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   const Tensor& cache = a[0].tensor;
   const Tensor& update = a[1].tensor;
   const Tensor& out = outs[0];
@@ -136,7 +135,19 @@ void kv_cache_update_kernel(const Args& a, const std::vector<Tensor>& outs,
     m.index.stride[2] = index.stride(index.dim() - 1);
     if (index.dim() == 2) m.index.stride[0] = index.stride(0);
   }
-  index_write(with_errors(m, ctx), ctx.stream);
+  return with_errors(m, ctx);
+}
+
+void kv_cache_update_kernel(const Args& a, const std::vector<Tensor>& outs,
+                            const KernelContext& ctx) {
+  index_write(kv_map(a, outs, ctx), ctx.stream);
+}
+
+// A layer's k and v cache writes in one launch (the engine pairs the two steps).
+void kv_cache_update_pair(const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
+                          const Args& a2, const std::vector<Tensor>& o2, const KernelContext& c2) {
+  const IndexMap m1 = kv_map(a1, o1, c1);
+  index_write_pair(m1, kv_map(a2, o2, c2), c1.stream);
 }
 
 // slice_scatter / select_scatter: self into out, then src into out's region.
@@ -237,6 +248,7 @@ void register_index_kernels(KernelTable& t) {
         });
   t.add(C, "index_copy", index_copy_kernel);
   t.add(C, "kv_cache_update", kv_cache_update_kernel);
+  t.add_pair(C, "kv_cache_update", kv_cache_update_pair);
   t.add(C, "index_put", index_put_kernel, index_put_form);
   t.add(C, "index.Tensor", index_kernel, one_index_form);
   t.add(C, "_unsafe_index.Tensor", index_kernel, one_index_form);

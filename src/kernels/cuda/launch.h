@@ -91,6 +91,8 @@ struct IndexMap {
 };
 void index_read(const IndexMap& m, void* stream);   // values[i] = strided[i, p]
 void index_write(const IndexMap& m, void* stream);  // strided[i, p] = values[i]
+// index_write(a) and index_write(b), in one launch when both are float32 row writes.
+void index_write_pair(const IndexMap& a, const IndexMap& b, void* stream);
 
 // Matrix products through cuBLAS (matrix_kernels.cpp): out[..., m, n] = alpha * a @ b +
 // beta * out, batch dims of a and b broadcast to out's.
