@@ -213,6 +213,28 @@ TEST(Llama, NormProloguesJoinTheirProductsBitForBit) {
   }
 }
 
+// Without the q/k/v merge the input norm has three readers: it stays a step, and so does the
+// rotary (it joins only a norm-prologue product); the post-attention norm still joins gate/up.
+TEST(Llama, NormPrologueNeedsASoleReader) {
+  const LlamaConfig c = llama_config("tiny", kSMax, 7, DType::kBFloat16);
+  const LlamaWeights w = llama_weights(c);
+  CompileOptions o;
+  o.merge_sibling_linears = false;
+  o.fuse_norm_prologues = true;
+  LlamaEngines e = compile_llama(c, w, kPrompt, true);
+  e.decode = compile(*llama_decode_graph(c, w), llama_example_inputs(c, 1), o).engine;
+  EXPECT_EQ(count_steps(*e.decode, "rms_norm"), c.n_layers + 1);
+  EXPECT_EQ(count_steps(*e.decode, "rms_norm_swiglu_bf16_weight"), c.n_layers);
+  EXPECT_EQ(count_steps(*e.decode, "rms_norm_linear_bf16_weight"), 0);
+  EXPECT_EQ(count_steps(*e.decode, "rotary_embedding"), 2 * c.n_layers);
+  LlamaEngineRunner a(c, e, llama_new_caches(c));
+  LlamaEagerRunner eager(c, w, kPrompt, llama_new_caches(c));
+  a.prefill(kPromptTokens);
+  eager.prefill(kPromptTokens);
+  for (int64_t pos = kPrompt; pos < kPrompt + 4; ++pos)
+    EXPECT_TRUE(tensor_equal(a.decode(3 + pos, pos), eager.decode(3 + pos, pos), 1e-5)) << pos;
+}
+
 TEST(Llama, RmsNormAndRotaryChainsAreFusedIntoOneStepEach) {
   const LlamaConfig c = llama_config("tiny", kSMax, 1);
   LlamaEngines e = compile_llama(c, llama_weights(c), kPrompt, true);
