@@ -7,8 +7,11 @@
 // A decoder layer's input norm feeds the merged q/k/v product and its post-attention norm the
 // gate/up product: on a GPU each norm was a launch of its own, a few microseconds at one token,
 // and now every block of the product normalises the input rows it reads (a few kilobytes).
-// Off for the cpu, where the norm is a pass over one row either way. Only float32 x and norm
-// weights of x's last dim, an eps given as a number, and inputs of at most kMaxRows rows.
+// The norm may also reach the product through a `select`, a `slice` or a getitem of ints and
+// slices that leaves the last dim whole (the LM head's h[:, -1]): the norm is per row, so
+// norm(x)[i] = norm(x[i]), and the selection moves to x. Off for the cpu, where the norm is a pass
+// over one row either way. Only float32 x and norm weights of x's last dim, an eps given as a
+// number, and inputs of at most kMaxRows rows.
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
@@ -50,23 +53,67 @@ class FuseNormProloguesPass : public Pass {
     const std::vector<Node*> users = g.users(norm);
     if (users.size() != 1) return;
     Node* product = users[0];
+    Node* pick = nullptr;  // a select / slice between the norm and the product
+    if (row_pick(g, product, x->dim(), norm)) {
+      pick = product;
+      product = g.users(pick)[0];
+    }
     const std::string name = op_name(product);
     const char* fused_target = name == "linear_bf16_weight" ? "inplace.rms_norm_linear_bf16_weight"
                                : name == "swiglu_bf16_weight"
                                    ? "inplace.rms_norm_swiglu_bf16_weight"
                                    : nullptr;
+    Node* input = pick ? pick : norm;
     if (!fused_target || !product->kwargs.empty() || product->args.size() < 2 ||
-        !product->args[0].is_node() || product->args[0].node != norm)
+        !product->args[0].is_node() || product->args[0].node != input)
       return;
     for (size_t i = 1; i < product->args.size(); ++i)  // the norm only as the input
-      if (product->args[i].is_node() && product->args[i].node == norm) return;
-    std::vector<Value> args{norm->args[0], norm->args[2], norm->args[3]};
+      if (product->args[i].is_node() && product->args[i].node == input) return;
+    Value source = norm->args[0];
+    if (pick) {  // the same selection of x
+      std::vector<Value> pick_args = pick->args;
+      pick_args[0] = source;
+      Node* picked = g.insert_before(product, NodeOp::kCallFunction, pick->target,
+                                     std::move(pick_args), pick->kwargs, pick->name + "_input");
+      source = Value::node_ref(picked);
+    }
+    std::vector<Value> args{source, norm->args[2], norm->args[3]};
     args.insert(args.end(), product->args.begin() + 1, product->args.end());
     Node* fused = g.insert_before(product, NodeOp::kCallFunction, fused_target, std::move(args), {},
                                   product->name + "_normed");
     fused->meta = product->meta;
     g.replace_all_uses_with(product, fused);
-    g.erase_all({product, norm});
+    if (pick)
+      g.erase_all({product, pick, norm});
+    else
+      g.erase_all({product, norm});
+  }
+
+  // n = select(norm, dim, i) or slice(norm, dim, ...) of a dim other than the last (of an
+  // ndim-dim norm), read only by one node.
+  static bool row_pick(const Graph& g, const Node* n, int64_t ndim, const Node* norm) {
+    const std::string name = op_name(n);
+    if ((name != "select" && name != "slice" && name != "getitem") || !n->kwargs.empty() ||
+        n->args.size() < 2 || !n->args[0].is_node() || n->args[0].node != norm ||
+        g.users(n).size() != 1)
+      return false;
+    if (name == "getitem") {  // x[a, b, ..] with fewer items than dims: ints and slices only
+      const Value& index = n->args[1];
+      if (n->args.size() != 2 || !index.is_sequence() ||
+          static_cast<int64_t>(index.items.size()) >= ndim)
+        return false;
+      for (const Value& item : index.items) {
+        if (item.kind == Value::Kind::kInt) continue;
+        if (item.kind != Value::Kind::kSlice) return false;
+        for (const Value& bound : item.items)  // constant bounds: no node to re-read
+          if (bound.is_node()) return false;
+      }
+      return true;
+    }
+    const Value& dim = n->args[1];
+    if (dim.kind != Value::Kind::kInt) return false;
+    const int64_t d = dim.i < 0 ? dim.i + ndim : dim.i;
+    return d >= 0 && d < ndim - 1;
   }
 };
 

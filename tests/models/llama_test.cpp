@@ -176,7 +176,7 @@ TEST(Llama, MergedQkvProductsEqualTheSeparateOnesBitForBit) {
 
 // fuse_norm_prologues and fuse_rotary_epilogues (on for GPU engines, after the q/k/v merge),
 // forced on for a cpu engine: each layer's two norms join the products they feed (the merged
-// q/k/v, gate/up), only the final norm stays a step of its own, the rotary of q and k is the
+// q/k/v, gate/up; the final norm the LM head, through h[:, -1]), the rotary of q and k is the
 // merged product's epilogue, and prefill + decode stay bit for bit the unfused engine's (on the
 // cpu the fused step is the chain) and equal the eager interpreter.
 TEST(Llama, NormProloguesJoinTheirProductsBitForBit) {
@@ -191,8 +191,9 @@ TEST(Llama, NormProloguesJoinTheirProductsBitForBit) {
   LlamaEngines plain{prefill.prefill,
                      compile(*graph, llama_example_inputs(c, 1), merged_only).engine};
   LlamaEngines fused{prefill.prefill, compile(*graph, llama_example_inputs(c, 1), both).engine};
-  EXPECT_EQ(count_steps(*fused.decode, "rms_norm"), 1);
-  EXPECT_EQ(count_steps(*fused.decode, "rms_norm_linear_bf16_weight"), c.n_layers);
+  // The final norm reaches the LM head through h[:, -1]: it joins the head's product too.
+  EXPECT_EQ(count_steps(*fused.decode, "rms_norm"), 0);
+  EXPECT_EQ(count_steps(*fused.decode, "rms_norm_linear_bf16_weight"), c.n_layers + 1);
   EXPECT_EQ(count_steps(*fused.decode, "rms_norm_swiglu_bf16_weight"), c.n_layers);
   EXPECT_EQ(count_steps(*plain.decode, "rms_norm"), 2 * c.n_layers + 1);
   EXPECT_EQ(count_steps(*fused.decode, "rotary_embedding"), 0);
@@ -214,7 +215,8 @@ TEST(Llama, NormProloguesJoinTheirProductsBitForBit) {
 }
 
 // Without the q/k/v merge the input norm has three readers: it stays a step, and so does the
-// rotary (it joins only a norm-prologue product); the post-attention norm still joins gate/up.
+// rotary (it joins only a norm-prologue product); the post-attention norm still joins gate/up,
+// and the final norm the LM head.
 TEST(Llama, NormPrologueNeedsASoleReader) {
   const LlamaConfig c = llama_config("tiny", kSMax, 7, DType::kBFloat16);
   const LlamaWeights w = llama_weights(c);
@@ -223,9 +225,9 @@ TEST(Llama, NormPrologueNeedsASoleReader) {
   o.fuse_norm_prologues = true;
   LlamaEngines e = compile_llama(c, w, kPrompt, true);
   e.decode = compile(*llama_decode_graph(c, w), llama_example_inputs(c, 1), o).engine;
-  EXPECT_EQ(count_steps(*e.decode, "rms_norm"), c.n_layers + 1);
+  EXPECT_EQ(count_steps(*e.decode, "rms_norm"), c.n_layers);
   EXPECT_EQ(count_steps(*e.decode, "rms_norm_swiglu_bf16_weight"), c.n_layers);
-  EXPECT_EQ(count_steps(*e.decode, "rms_norm_linear_bf16_weight"), 0);
+  EXPECT_EQ(count_steps(*e.decode, "rms_norm_linear_bf16_weight"), 1);  // the LM head
   EXPECT_EQ(count_steps(*e.decode, "rotary_embedding"), 2 * c.n_layers);
   LlamaEngineRunner a(c, e, llama_new_caches(c));
   LlamaEagerRunner eager(c, w, kPrompt, llama_new_caches(c));
