@@ -268,6 +268,26 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
   return results;
 }
 
+void ExecutionContext::run_pair(size_t q) {
+  const Plan& plan = engine_->plan();
+  KernelContext second = kernel_context_;
+  second.step = static_cast<int32_t>(q + 1);
+  second.extent = nullptr;
+  if (gpu_->scalars.on_device && gpu_->scalars.step_extent[q + 1] >= 0)
+    second.extent =
+        static_cast<const int64_t*>(gpu_->slots->data()) + gpu_->scalars.step_extent[q + 1];
+  try {
+    (*gpu_->pair[q])(step_args_[q], step_outs_[q], kernel_context_, step_args_[q + 1],
+                     step_outs_[q + 1], second);
+  } catch (const Error& e) {
+    // Either step may be the one refused, and the first may have written: both are named, and
+    // the second counts as the failed step (the first as done).
+    throw Error(e.code(),
+                str_cat("[execute] steps '", plan.steps[q].node, "' and '", plan.steps[q + 1].node,
+                        "' (one launch): ", e.what(), note_failed_call(q + 1)));
+  }
+}
+
 void ExecutionContext::run_steps() {
   const Plan& plan = engine_->plan();
   int64_t step_start = profile_ ? StepProfile::now_ns() : 0;
@@ -285,18 +305,12 @@ void ExecutionContext::run_steps() {
     if (gpu_ && gpu_->scalars.on_device && gpu_->scalars.step_extent[q] >= 0)
       kernel_context_.extent =
           static_cast<const int64_t*>(gpu_->slots->data()) + gpu_->scalars.step_extent[q];
+    if (gpu_ && gpu_->pair[q] && !profile_) {  // q and q + 1 in one launch
+      run_pair(q);
+      ++q;
+      continue;
+    }
     try {
-      if (gpu_ && gpu_->pair[q] && !profile_) {  // q and q + 1 in one launch
-        KernelContext second = kernel_context_;
-        second.step = static_cast<int32_t>(q + 1);
-        second.extent = nullptr;
-        if (gpu_->scalars.on_device && gpu_->scalars.step_extent[q + 1] >= 0)
-          second.extent =
-              static_cast<const int64_t*>(gpu_->slots->data()) + gpu_->scalars.step_extent[q + 1];
-        (*gpu_->pair[q])(args, outs, kernel_context_, step_args_[q + 1], step_outs_[q + 1], second);
-        ++q;
-        continue;
-      }
       switch (s.kind) {
         case StepKind::kOut:
         case StepKind::kCopy:

@@ -120,6 +120,8 @@ class ExecutionContext {
   std::vector<int> position_checks_;
   void check_positions();
   // The kernels of every step, in order, on kernel_context_'s stream.
+  // Steps q and q + 1 through their pair kernel (one launch; DeviceState::pair).
+  void run_pair(size_t q);
   void run_steps();
   // GPU engines (execution_context_device.cpp): set-up, the call's work (directly or through a
   // captured graph), and the error flag.
