@@ -54,7 +54,7 @@ class FuseRotaryEpiloguesPass : public Pass {
       if (!by_product.count(product)) order.push_back(product);
       by_product[product].push_back(c);
     }
-    for (Node* p : order) fuse(g, p, by_product[p]);
+    for (Node* p : order) fuse(g, metas, p, by_product[p]);
   }
 
  private:
@@ -128,7 +128,7 @@ class FuseRotaryEpiloguesPass : public Pass {
     return false;
   }
 
-  static void fuse(Graph& g, Node* product, std::vector<Chain>& chains) {
+  static void fuse(Graph& g, const MetaTable& metas, Node* product, std::vector<Chain>& chains) {
     std::sort(chains.begin(), chains.end(),
               [](const Chain& a, const Chain& b) { return a.begin < b.begin; });
     const Node* cos = chains[0].rotary->args[1].node;
@@ -142,13 +142,18 @@ class FuseRotaryEpiloguesPass : public Pass {
     // cos and sin are defined before the product (the tables are read once, before the layers).
     for (const Node* t : {cos, sin})
       if (!before(g, t, product)) return;
-    // Nothing else reads the rotated prefix: every other reader is a slice starting after it.
+    // Nothing else reads the rotated prefix: every other reader is a last-dim slice starting
+    // after it.
+    const Tensor* y = metas.tensor(product);
+    if (!y || y->dim() < 1) return;
     for (const Node* u : g.users(product)) {
       bool ours = false;
       for (const Chain& c : chains) ours |= c.slice == u;
       if (ours) continue;
+      int64_t dim = int_arg(u, 1, 0);
+      dim = dim < 0 ? dim + y->dim() : dim;
       if (op_name(u) != "slice" || u->args.empty() || !u->args[0].is_node() ||
-          u->args[0].node != product || int_arg(u, 2, 0) < covered)
+          u->args[0].node != product || dim != y->dim() - 1 || int_arg(u, 2, 0) < covered)
         return;
     }
     while (product->args.size() < 5) product->args.push_back(Value::none());
