@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,14 @@ inline ::testing::AssertionResult is_view(const Tensor& v, const Tensor& base, c
   if (v.offset() != offset)
     return ::testing::AssertionFailure() << "offset " << v.offset() << " != " << offset;
   return ::testing::AssertionSuccess();
+}
+
+// Values drawn uniformly from [-1, 1) as float32, then cast to dtype.
+inline Tensor uniform_tensor(const Shape& shape, DType dtype, std::mt19937& rng) {
+  Tensor t = Tensor::empty(shape, DType::kFloat32);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t.to(dtype);
 }
 
 inline Value T(const Tensor& t) {

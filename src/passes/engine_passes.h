@@ -1,11 +1,16 @@
 // Passes that follow functionalization when a program is compiled into an engine; the pipeline
 // lists them in engine_passes() (pipeline.h) and compile() runs them with the others.
 #pragma once
+#include <cstdint>
 #include <memory>
 
 #include "passes/pass.h"
 
 namespace inplace {
+
+// The input rows up to which a product counts as a decode step for the fusing passes (the
+// streaming GEMV's rows, cpu::kGemvMaxRows); a prompt keeps its matmul.
+constexpr int64_t kDecodeMaxRows = 4;
 
 // lift_mutated_buffers: each mutated buffer (input index >= num_placeholders) becomes a
 // placeholder after the existing ones, so input index i is the i-th placeholder (and the

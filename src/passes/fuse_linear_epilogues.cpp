@@ -6,8 +6,8 @@
 // (either operand order). The residual stream's add after o_proj / down_proj and a SwiGLU MLP's
 // gate, up, silu and mul become one step each: on a GPU each step is a launch of a few
 // microseconds, on the cpu a pass over a temporary. Only products whose input has at most
-// kMaxRows rows (a decode step; a prompt keeps its matmul) and whose intermediates nothing else
-// reads are fused; shapes must match exactly (no broadcasting).
+// kDecodeMaxRows rows (a decode step; a prompt keeps its matmul) and whose intermediates nothing
+// else reads are fused; shapes must match exactly (no broadcasting).
 #include "ops/registry.h"
 #include "passes/dtype_of.h"
 #include "passes/engine_passes.h"
@@ -17,8 +17,6 @@
 namespace inplace {
 
 namespace {
-
-constexpr int64_t kMaxRows = 4;  // the streaming gemv's rows (cpu::kGemvMaxRows)
 
 class FuseLinearEpiloguesPass : public Pass {
  public:
@@ -52,7 +50,7 @@ class FuseLinearEpiloguesPass : public Pass {
     const Tensor* y = metas.tensor(n);
     if (!x || !y || x->dim() < 1 || y->dtype() != DType::kFloat32) return nullptr;
     const int64_t k = x->size(-1);
-    if (k == 0 || x->numel() / k > kMaxRows) return nullptr;
+    if (k == 0 || x->numel() / k > kDecodeMaxRows) return nullptr;
     return n;
   }
 

@@ -11,7 +11,7 @@
 // slices that leaves the last dim whole (the LM head's h[:, -1]): the norm is per row, so
 // norm(x)[i] = norm(x[i]), and the selection moves to x. Off for the cpu, where the norm is a pass
 // over one row either way. Only float32 x and norm weights of x's last dim, an eps given as a
-// number, and inputs of at most kMaxRows rows.
+// number, and inputs of at most kDecodeMaxRows rows.
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
@@ -20,8 +20,6 @@
 namespace inplace {
 
 namespace {
-
-constexpr int64_t kMaxRows = 4;  // decode size, as fuse_linear_epilogues
 
 class FuseNormProloguesPass : public Pass {
  public:
@@ -43,7 +41,7 @@ class FuseNormProloguesPass : public Pass {
     const Tensor* x = metas.tensor(norm->args[0].node);
     const Tensor* w = metas.tensor(norm->args[2].node);
     if (!x || !w || x->dtype() != DType::kFloat32 || w->dtype() != DType::kFloat32 ||
-        x->dim() < 1 || x->size(-1) == 0 || x->numel() / x->size(-1) > kMaxRows)
+        x->dim() < 1 || x->size(-1) == 0 || x->numel() / x->size(-1) > kDecodeMaxRows)
       return;
     const Value& shape = norm->args[1];
     if (!shape.is_sequence() || shape.items.size() != 1 ||

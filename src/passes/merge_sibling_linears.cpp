@@ -18,8 +18,6 @@ namespace inplace {
 
 namespace {
 
-constexpr int64_t kMaxRows = 4;  // decode size, as fuse_linear_epilogues
-
 class MergeSiblingLinearsPass : public Pass {
  public:
   std::string name() const override { return "merge_sibling_linears"; }
@@ -43,7 +41,7 @@ class MergeSiblingLinearsPass : public Pass {
   }
 
  private:
-  // The bf16 weight of linear_bf16_weight(x, w) without a bias, x of at most kMaxRows rows.
+  // The bf16 weight of linear_bf16_weight(x, w) without a bias, x of at most kDecodeMaxRows rows.
   static const Tensor* plain_product_weight(const Graph& g, const MetaTable& metas, const Node* n) {
     if (op_name(n) != "linear_bf16_weight" || !n->kwargs.empty() || n->args.size() < 2)
       return nullptr;
@@ -56,7 +54,7 @@ class MergeSiblingLinearsPass : public Pass {
       return nullptr;
     const Tensor* x = metas.tensor(n->args[0].node);
     if (!x || x->dim() < 1 || x->size(-1) != c->second.size(1) || c->second.size(1) == 0 ||
-        x->numel() / x->size(-1) > kMaxRows)
+        x->numel() / x->size(-1) > kDecodeMaxRows)
       return nullptr;
     return &c->second;
   }

@@ -13,28 +13,17 @@ namespace inplace {
 using namespace inplace::testing;
 namespace {
 
-Tensor uniform(const Shape& shape, DType dtype, std::mt19937& rng) {
-  Tensor t = Tensor::empty(shape, DType::kFloat32);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t.to(dtype);
-}
-
-Value T(const Tensor& t) {
-  return Value::from_tensor(t);
-}
-
 void check_shapes(std::mt19937& rng) {
   for (int64_t rows : {1, 3, 4, 6})
     for (int64_t n : {1, 64, 130})
       for (int64_t k : {8, 37, 256}) {
         SCOPED_TRACE(std::to_string(rows) + " rows, n " + std::to_string(n) + ", k " +
                      std::to_string(k));
-        const Tensor x = uniform({1, rows, k}, DType::kFloat32, rng);
-        const Tensor w = uniform({n, k}, DType::kBFloat16, rng);
-        const Tensor w2 = uniform({n, k}, DType::kBFloat16, rng);
-        const Tensor b = uniform({n}, DType::kFloat32, rng);
-        const Tensor r = uniform({1, rows, n}, DType::kFloat32, rng);
+        const Tensor x = uniform_tensor({1, rows, k}, DType::kFloat32, rng);
+        const Tensor w = uniform_tensor({n, k}, DType::kBFloat16, rng);
+        const Tensor w2 = uniform_tensor({n, k}, DType::kBFloat16, rng);
+        const Tensor b = uniform_tensor({n}, DType::kFloat32, rng);
+        const Tensor r = uniform_tensor({1, rows, n}, DType::kFloat32, rng);
         // Past four rows linear_bf16_weight multiplies through the widened matmul (another sum
         // order); the fused steps, made for decode only, keep the gemv: float32 rounding apart.
         const double tol = rows <= 4 ? 0.0 : 1e-4;
@@ -69,23 +58,15 @@ TEST(LinearLowpFused, ShapeErrorsNameTheOpAndTheOperand) {
   const Tensor w = Tensor::zeros({4, 8}, DType::kBFloat16);
   const Tensor w_bad = Tensor::zeros({5, 8}, DType::kBFloat16);
   const Tensor r_bad = Tensor::zeros({1, 1, 5}, DType::kFloat32);
-  auto message = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               call_t("inplace.linear_bf16_weight_add", {T(x), T(w), Value::none(), T(r_bad)});
             }).find("linear_bf16_weight_add] residual [1,1,5]"),
             std::string::npos);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               call_t("inplace.swiglu_bf16_weight", {T(x), T(w), T(w_bad)});
             }).find("swiglu_bf16_weight] gate weight [4,8] and up weight [5,8] differ"),
             std::string::npos);
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               call_t("inplace.swiglu_bf16_weight", {T(x), T(x), T(w)});
             }).find("swiglu_bf16_weight] expected a float32 input and a bfloat16 weight"),
             std::string::npos);

@@ -12,17 +12,6 @@ namespace inplace {
 using namespace inplace::testing;
 namespace {
 
-Tensor uniform(const Shape& shape, DType dtype, std::mt19937& rng) {
-  Tensor t = Tensor::empty(shape, DType::kFloat32);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
-  return t.to(dtype);
-}
-
-Value T(const Tensor& t) {
-  return Value::from_tensor(t);
-}
-
 TEST(LinearLowpNorm, EqualTheChainsBitForBit) {
   std::mt19937 rng(21);
   const Value eps = Value::floating(1e-6);
@@ -30,13 +19,13 @@ TEST(LinearLowpNorm, EqualTheChainsBitForBit) {
     for (int64_t k : {8, 40}) {
       SCOPED_TRACE(std::to_string(rows) + " rows, k " + std::to_string(k));
       const int64_t d = 8, heads = 5, n = d * heads;
-      const Tensor x = uniform({1, rows, k}, DType::kFloat32, rng);
-      const Tensor nw = uniform({k}, DType::kFloat32, rng);
-      const Tensor w = uniform({n, k}, DType::kBFloat16, rng);
-      const Tensor w2 = uniform({n, k}, DType::kBFloat16, rng);
-      const Tensor b = uniform({n}, DType::kFloat32, rng);
-      const Tensor cos = uniform({1, 1, 1, d}, DType::kFloat32, rng);
-      const Tensor sin = uniform({1, 1, 1, d}, DType::kFloat32, rng);
+      const Tensor x = uniform_tensor({1, rows, k}, DType::kFloat32, rng);
+      const Tensor nw = uniform_tensor({k}, DType::kFloat32, rng);
+      const Tensor w = uniform_tensor({n, k}, DType::kBFloat16, rng);
+      const Tensor w2 = uniform_tensor({n, k}, DType::kBFloat16, rng);
+      const Tensor b = uniform_tensor({n}, DType::kFloat32, rng);
+      const Tensor cos = uniform_tensor({1, 1, 1, d}, DType::kFloat32, rng);
+      const Tensor sin = uniform_tensor({1, 1, 1, d}, DType::kFloat32, rng);
       const Tensor normed = call_t("rms_norm", {T(x), Value::int_list({k}), T(nw), eps});
       const Tensor lin = call_t("inplace.linear_bf16_weight", {T(normed), T(w), T(b)});
       EXPECT_TRUE(tensor_equal(
@@ -63,17 +52,9 @@ TEST(LinearLowpNorm, ErrorsNameTheOp) {
   const Tensor w = Tensor::zeros({16, 8}, DType::kBFloat16);
   const Tensor cos = Tensor::zeros({8}, DType::kFloat32);
   const Value eps = Value::floating(1e-6);
-  auto message = [](auto&& f) {
-    try {
-      f();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   // rotary_cols not a whole number of heads, then past the product's columns.
   for (int64_t cols : {12, 24})
-    EXPECT_NE(message([&] {
+    EXPECT_NE(error_of([&] {
                 call_t(
                     "inplace.rms_norm_linear_bf16_weight",
                     {T(x), T(nw), eps, T(w), Value::none(), T(cos), T(cos), Value::integer(cols)});
@@ -81,11 +62,11 @@ TEST(LinearLowpNorm, ErrorsNameTheOp) {
               std::string::npos)
         << cols;
   // A norm weight of the wrong length: rms_norm's own check.
-  EXPECT_NE(message([&] {
+  EXPECT_NE(error_of([&] {
               call_t("inplace.rms_norm_swiglu_bf16_weight",
                      {T(x), T(Tensor::zeros({4}, DType::kFloat32)), eps, T(w), T(w)});
             }),
-            "no error");
+            "<no error>");
 }
 
 }  // namespace
