@@ -61,6 +61,36 @@ const PairKernel* KernelTable::find_pair(const OpDef& op, DeviceType device) con
   return it == pairs.end() ? nullptr : &it->second;
 }
 
+void KernelTable::add_epilogue_writes(DeviceType device, const std::string& product,
+                                      const std::string& write, WritesKernel kernel) {
+  const Registry& registry = Registry::get();
+  const std::vector<const OpDef*>&products = registry.overloads(product),
+                          &writes = registry.overloads(write);
+  IP_ASSERT(!products.empty() && !writes.empty(), "fused writes are registered for registered ops");
+  for (const OpDef* p : products)
+    for (const OpDef* w : writes)
+      devices_[static_cast<int>(device)].epilogue_writes[{p, w}] = kernel;
+}
+
+const WritesKernel* KernelTable::find_epilogue_writes(const OpDef& product, const OpDef& write,
+                                                      DeviceType device) const {
+  const auto& m = devices_[static_cast<int>(device)].epilogue_writes;
+  auto it = m.find({&product, &write});
+  return it == m.end() ? nullptr : &it->second;
+}
+
+void KernelTable::add_streamed(DeviceType device, const std::string& name, std::vector<int> args) {
+  const std::vector<const OpDef*>& ops = Registry::get().overloads(name);
+  IP_ASSERT(!ops.empty(), "streamed arguments are registered for registered ops");
+  for (const OpDef* op : ops) devices_[static_cast<int>(device)].streamed[op] = args;
+}
+
+const std::vector<int>* KernelTable::streamed(const OpDef& op, DeviceType device) const {
+  const auto& s = devices_[static_cast<int>(device)].streamed;
+  auto it = s.find(&op);
+  return it == s.end() ? nullptr : &it->second;
+}
+
 void KernelTable::add_copy(DeviceType device, Kernel kernel) {
   devices_[static_cast<int>(device)].copy = std::move(kernel);
 }

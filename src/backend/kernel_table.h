@@ -7,6 +7,7 @@
 #pragma once
 #include <array>
 #include <functional>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -27,6 +28,15 @@ struct KernelContext {
   // On a GPU: the step's key count as a device int64 (a runtime scalar evaluated on the
   // device), when the key and value operands are planned at their bound (engine/device_scalars.h).
   const int64_t* extent = nullptr;
+  // On a GPU: constants a later step reads whole (its weights, KernelTable::add_streamed), for
+  // the kernel to prefetch into the device's L2 cache while it runs, so that the later step's
+  // weight reads hit the cache and the memory keeps streaming between launches. A hint: kernels
+  // may ignore it. Set by the engine (ExecutionContext) from the plan, never per call.
+  struct Prefetch {
+    const void* data = nullptr;
+    int64_t bytes = 0;
+  };
+  Prefetch prefetch[2];
 };
 
 // Computes op(args) into `outs` (planned memory on the kernel's device), like OpDef::out.
@@ -38,6 +48,20 @@ using Kernel = std::function<void(const Args&, const std::vector<Tensor>&, const
 using PairKernel =
     std::function<void(const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
                        const Args& a2, const std::vector<Tensor>& o2, const KernelContext& c2)>;
+
+// One step's operands, results and launch context.
+struct StepCall {
+  const Args* args = nullptr;
+  const std::vector<Tensor>* outs = nullptr;
+  KernelContext ctx;
+};
+// A product step and the row writes right after it that read its result (a decoder layer's
+// q/k/v GEMV, then its k and v kv_cache_update into the caches) in one launch: computes the
+// product and, from its epilogue, does each write exactly as the steps in order would. Returns
+// false, having launched nothing, when the operands are not a form it fuses; the engine then
+// runs the steps one by one.
+using WritesKernel =
+    std::function<bool(const StepCall& product, const std::vector<StepCall>& writes)>;
 
 // For a kernel that covers only some argument forms: "" when it runs `args` (tensors are
 // metas), else what it does not support. Asked once per step when an engine is built.
@@ -52,6 +76,12 @@ class KernelTable {
   void add(DeviceType device, const std::string& name, Kernel kernel, Supports supports = {});
   // A pair kernel for every overload of `name` (registered with add before).
   void add_pair(DeviceType device, const std::string& name, PairKernel kernel);
+  // A kernel for a step of `product` followed by steps of `write` (every overload of each).
+  void add_epilogue_writes(DeviceType device, const std::string& product, const std::string& write,
+                           WritesKernel kernel);
+  // Marks arguments `args` of every overload of `name` as read whole by the device's kernel (a
+  // GEMV's weights): when they are constants, the engine has the step before prefetch them.
+  void add_streamed(DeviceType device, const std::string& name, std::vector<int> args);
   // dst <- src (broadcast to dst's shape, cast to its dtype): the engine's copy-back step.
   void add_copy(DeviceType device, Kernel kernel);
 
@@ -59,6 +89,9 @@ class KernelTable {
   const Supports* supports(const OpDef& op, DeviceType device) const;  // null: every form
   const PairKernel* find_pair(const OpDef& op, DeviceType device) const;
   const Kernel* copy_kernel(DeviceType device) const;
+  const WritesKernel* find_epilogue_writes(const OpDef& product, const OpDef& write,
+                                           DeviceType device) const;
+  const std::vector<int>* streamed(const OpDef& op, DeviceType device) const;  // null: none
   // Full names of the ops with a kernel on `device`, sorted (`inplace ops --device`).
   std::vector<std::string> covered(DeviceType device) const;
 
@@ -67,6 +100,8 @@ class KernelTable {
     std::unordered_map<const OpDef*, Kernel> kernels;
     std::unordered_map<const OpDef*, Supports> supports;
     std::unordered_map<const OpDef*, PairKernel> pairs;
+    std::unordered_map<const OpDef*, std::vector<int>> streamed;
+    std::map<std::pair<const OpDef*, const OpDef*>, WritesKernel> epilogue_writes;
     Kernel copy;
   };
   std::array<PerDevice, kNumDeviceTypes> devices_;

@@ -3,6 +3,7 @@
 // the device error flag and its pinned host copy, the event of the last call, and the slots of
 // runtime scalars evaluated on the device. Released with the context.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -20,6 +21,9 @@ struct ContextStats {
   int64_t graph_captures = 0;     // graphs captured (the first, and each after a binding moved)
   int64_t graph_replays = 0;      // calls that launched an already captured graph
   int64_t host_scalar_reads = 0;  // runtime scalars read on the host from device memory
+  // Steps of the last enqueued call (run, or captured into a graph) that ran inside another
+  // step's launch: a pair's second step, a product's epilogue writes.
+  int64_t joined_steps = 0;
 };
 
 struct DeviceState {
@@ -39,6 +43,12 @@ struct DeviceState {
   bool refreshed = false;  // the refresh ran (once, when scalars are on the device)
   // pair[q]: steps q and q + 1 run as one launch through this kernel (null: not paired).
   std::vector<const PairKernel*> pair;
+  // writes[q]: step q and the write_count[q] steps after it run as one launch through this
+  // kernel when it takes their operands (null: not fused; KernelTable::add_epilogue_writes).
+  std::vector<const WritesKernel*> writes;
+  std::vector<int> write_count;
+  // prefetch[q]: the constants step q's kernel may prefetch into L2 (KernelContext::prefetch).
+  std::vector<std::array<KernelContext::Prefetch, 2>> prefetch;
 
   DeviceState() = default;
   DeviceState(const DeviceState&) = delete;

@@ -268,17 +268,22 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
   return results;
 }
 
+KernelContext ExecutionContext::step_context(size_t q) const {
+  KernelContext c = kernel_context_;
+  c.step = static_cast<int32_t>(q);
+  c.extent = nullptr;
+  if (!gpu_) return c;
+  std::copy(gpu_->prefetch[q].begin(), gpu_->prefetch[q].end(), c.prefetch);
+  if (gpu_->scalars.on_device && gpu_->scalars.step_extent[q] >= 0)
+    c.extent = static_cast<const int64_t*>(gpu_->slots->data()) + gpu_->scalars.step_extent[q];
+  return c;
+}
+
 void ExecutionContext::run_pair(size_t q) {
   const Plan& plan = engine_->plan();
-  KernelContext second = kernel_context_;
-  second.step = static_cast<int32_t>(q + 1);
-  second.extent = nullptr;
-  if (gpu_->scalars.on_device && gpu_->scalars.step_extent[q + 1] >= 0)
-    second.extent =
-        static_cast<const int64_t*>(gpu_->slots->data()) + gpu_->scalars.step_extent[q + 1];
   try {
     (*gpu_->pair[q])(step_args_[q], step_outs_[q], kernel_context_, step_args_[q + 1],
-                     step_outs_[q + 1], second);
+                     step_outs_[q + 1], step_context(q + 1));
   } catch (const Error& e) {
     // Either step may be the one refused, and the first may have written: both are named, and
     // the second counts as the failed step (the first as done).
@@ -288,9 +293,27 @@ void ExecutionContext::run_pair(size_t q) {
   }
 }
 
+bool ExecutionContext::run_with_writes(size_t q) {
+  const Plan& plan = engine_->plan();
+  const size_t n = static_cast<size_t>(gpu_->write_count[q]);
+  std::vector<StepCall> writes;
+  for (size_t r = q + 1; r <= q + n; ++r)
+    writes.push_back({&step_args_[r], &step_outs_[r], step_context(r)});
+  try {
+    return (*gpu_->writes[q])({&step_args_[q], &step_outs_[q], kernel_context_}, writes);
+  } catch (const Error& e) {
+    // Nothing launched when a form is refused; a launch error leaves every step in doubt.
+    std::string steps = str_cat("'", plan.steps[q].node, "'");
+    for (size_t r = q + 1; r <= q + n; ++r) steps += str_cat(" and '", plan.steps[r].node, "'");
+    throw Error(e.code(), str_cat("[execute] steps ", steps, " (one launch): ", e.what(),
+                                  note_failed_call(q)));
+  }
+}
+
 void ExecutionContext::run_steps() {
   const Plan& plan = engine_->plan();
   int64_t step_start = profile_ ? StepProfile::now_ns() : 0;
+  stats_.joined_steps = 0;
   for (size_t q = 0; q < plan.steps.size(); ++q) {
     if (profile_ && q > 0) {
       const int64_t t = StepProfile::now_ns();
@@ -300,14 +323,16 @@ void ExecutionContext::run_steps() {
     const Step& s = plan.steps[q];
     std::vector<Value>& args = step_args_[q];
     const std::vector<Tensor>& outs = step_outs_[q];
-    kernel_context_.step = static_cast<int32_t>(q);
-    kernel_context_.extent = nullptr;
-    if (gpu_ && gpu_->scalars.on_device && gpu_->scalars.step_extent[q] >= 0)
-      kernel_context_.extent =
-          static_cast<const int64_t*>(gpu_->slots->data()) + gpu_->scalars.step_extent[q];
+    kernel_context_ = step_context(q);
+    if (gpu_ && gpu_->writes[q] && !profile_ && run_with_writes(q)) {  // q and its writes
+      stats_.joined_steps += gpu_->write_count[q];
+      q += static_cast<size_t>(gpu_->write_count[q]);
+      continue;
+    }
     if (gpu_ && gpu_->pair[q] && !profile_) {  // q and q + 1 in one launch
       run_pair(q);
       ++q;
+      ++stats_.joined_steps;
       continue;
     }
     try {

@@ -1,34 +1,105 @@
 // ExecutionContext on a GPU: runtime scalars evaluated on the device, CUDA graphs captured and
 // replayed, and the device error flag (docs/cuda.md). The host never waits for the device in a
 // call unless the engine's runtime scalars must be read on the host.
+#include <algorithm>
+
 #include "backend/device_runtime.h"
 #include "core/device_allocator.h"
 #include "engine/binding_checks.h"
 #include "engine/execution_context.h"
+#include "engine/op_meta.h"
 
 namespace inplace {
 
 namespace {
 
-// Steps a (just before b) and b may run as one launch: both write only bindings (placed
-// caches), and neither reads or writes a buffer the other writes.
-bool pairable(const Step& a, const Step& b) {
-  if (a.kind != StepKind::kOut || b.kind != StepKind::kOut || a.op != b.op) return false;
-  auto uses = [](const Step& s, BufferId id) {
-    for (const TensorRef& o : s.outs)
-      if (o.buffer == id) return true;
-    for (const TensorSlot& t : s.tensors)
-      if (t.ref.buffer == id) return true;
-    return false;
-  };
-  for (const Step* s : {&a, &b})
-    for (const TensorRef& o : s->outs)
-      if (o.buffer.kind != BufferKind::kInput) return false;
+bool uses(const Step& s, BufferId id) {
+  for (const TensorRef& o : s.outs)
+    if (o.buffer == id) return true;
+  for (const TensorSlot& t : s.tensors)
+    if (t.ref.buffer == id) return true;
+  return false;
+}
+
+// Neither step reads or writes a buffer the other writes.
+bool independent(const Step& a, const Step& b) {
   for (const TensorRef& o : a.outs)
     if (uses(b, o.buffer)) return false;
   for (const TensorRef& o : b.outs)
     if (uses(a, o.buffer)) return false;
   return true;
+}
+
+bool writes_only_bindings(const Step& s) {
+  for (const TensorRef& o : s.outs)
+    if (o.buffer.kind != BufferKind::kInput) return false;
+  return true;
+}
+
+// Steps a (just before b) and b may run as one launch: both write only bindings (placed
+// caches), and they are independent.
+bool pairable(const Step& a, const Step& b) {
+  return a.kind == StepKind::kOut && b.kind == StepKind::kOut && a.op == b.op &&
+         writes_only_bindings(a) && writes_only_bindings(b) && independent(a, b);
+}
+
+// How many steps right after q (at most 2) write rows of step q's result into bindings through
+// one epilogue-writes kernel: each reads the product, writes only bindings that step q does not
+// touch, and is independent of the others. 0: none.
+int epilogue_writes(const Plan& plan, size_t q, DeviceType device, const WritesKernel** kernel) {
+  const Step& a = plan.steps[q];
+  *kernel = nullptr;
+  if (a.kind != StepKind::kOut || !a.op || a.outs.size() != 1 ||
+      a.outs[0].buffer.kind != BufferKind::kArena)
+    return 0;
+  int n = 0;
+  for (size_t r = q + 1; r < plan.steps.size() && n < 2; ++r) {
+    const Step& b = plan.steps[r];
+    if (b.kind != StepKind::kOut || !b.op) break;
+    const WritesKernel* k = KernelTable::get().find_epilogue_writes(*a.op, *b.op, device);
+    bool ok =
+        k && (!*kernel || k == *kernel) && writes_only_bindings(b) && uses(b, a.outs[0].buffer);
+    for (const TensorRef& o : b.outs) ok = ok && !uses(a, o.buffer);
+    for (size_t e = q + 1; e < r && ok; ++e) ok = independent(plan.steps[e], b);
+    if (!ok) break;
+    *kernel = k;
+    ++n;
+  }
+  return n;
+}
+
+using Prefetch = KernelContext::Prefetch;
+
+// What each step's kernel may prefetch into the device's L2 cache: the streamed constants
+// (KernelTable::add_streamed: a GEMV's weights) of the next step that has any, so that on a
+// decode step every product finds its weights in the cache and the memory streams the next
+// weights while the current launch works through its latency.
+std::vector<std::array<Prefetch, 2>> plan_prefetch(const Plan& plan,
+                                                   const std::vector<std::vector<Value>>& args,
+                                                   DeviceType device) {
+  const size_t n = plan.steps.size();
+  std::vector<std::array<Prefetch, 2>> out(n);
+  std::array<Prefetch, 2> next{};
+  for (size_t q = n; q-- > 0;) {
+    out[q] = next;
+    const Step& s = plan.steps[q];
+    const std::vector<int>* streamed =
+        s.op && s.kind == StepKind::kOut ? KernelTable::get().streamed(*s.op, device) : nullptr;
+    if (!streamed) continue;
+    std::array<Prefetch, 2> own{};
+    size_t k = 0;
+    for (const TensorSlot& t : s.tensors) {
+      if (k == own.size() || t.ref.buffer.kind != BufferKind::kConstant || t.path.size() != 1 ||
+          std::find(streamed->begin(), streamed->end(), t.path[0]) == streamed->end())
+        continue;
+      const Tensor& w = leaf_at(args[q], t.path)->tensor;
+      const auto bytes = static_cast<int64_t>(w.nbytes()) / 16 * 16;
+      if (w.is_contiguous() && bytes > 0 && reinterpret_cast<uintptr_t>(w.data_ptr()) % 16 == 0)
+        own[k++] = {w.data_ptr(), bytes};
+    }
+    if (k > 0) next = own;
+  }
+  return out;
 }
 
 }  // namespace
@@ -45,6 +116,11 @@ void ExecutionContext::init_device() {
   g.error_host = static_cast<int32_t*>(g.runtime->allocate_host(4 * sizeof(int32_t)));
   kernel_context_.error = static_cast<int32_t*>(g.error->data());
   g.scalars = plan_device_scalars(plan);
+  g.prefetch = plan_prefetch(plan, step_args_, device_.type);
+  g.writes.assign(plan.steps.size(), nullptr);
+  g.write_count.assign(plan.steps.size(), 0);
+  for (size_t q = 0; q < plan.steps.size(); ++q)
+    g.write_count[q] = epilogue_writes(plan, q, device_.type, &g.writes[q]);
   g.pair.assign(plan.steps.size(), nullptr);
   for (size_t q = 0; q + 1 < plan.steps.size(); ++q) {
     const Step& a = plan.steps[q];

@@ -105,13 +105,11 @@ void index_copy_kernel(const Args& a, const std::vector<Tensor>& outs, const Ker
   index_write(with_errors(m, ctx), ctx.stream);
 }
 
-// kv_cache_update(cache [B,H,S,D], update [B,H,L,D], start, index): slot l of row b goes to
-// start[b] + l, or to index[l] / index[b, l].
-IndexMap kv_map(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  const Tensor& cache = a[0].tensor;
+}  // namespace
+
+IndexMap kv_cache_map(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   const Tensor& update = a[1].tensor;
   const Tensor& out = outs[0];
-  copy_self(cache, out, ctx.stream);
   IndexMap m;
   m.values = operand(update);
   m.strided = strided_at(out, update.shape(), 2);
@@ -138,16 +136,20 @@ IndexMap kv_map(const Args& a, const std::vector<Tensor>& outs, const KernelCont
   return with_errors(m, ctx);
 }
 
+namespace {
+
 void kv_cache_update_kernel(const Args& a, const std::vector<Tensor>& outs,
                             const KernelContext& ctx) {
-  index_write(kv_map(a, outs, ctx), ctx.stream);
+  copy_self(a[0].tensor, outs[0], ctx.stream);
+  index_write(kv_cache_map(a, outs, ctx), ctx.stream);
 }
 
 // A layer's k and v cache writes in one launch (the engine pairs the two steps).
 void kv_cache_update_pair(const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
                           const Args& a2, const std::vector<Tensor>& o2, const KernelContext& c2) {
-  const IndexMap m1 = kv_map(a1, o1, c1);
-  index_write_pair(m1, kv_map(a2, o2, c2), c1.stream);
+  copy_self(a1[0].tensor, o1[0], c1.stream);
+  copy_self(a2[0].tensor, o2[0], c2.stream);
+  index_write_pair(kv_cache_map(a1, o1, c1), kv_cache_map(a2, o2, c2), c1.stream);
 }
 
 // slice_scatter / select_scatter: self into out, then src into out's region.

@@ -114,6 +114,28 @@ void rotary(const Operand& out, const Operand& x, const Operand& cos, const Oper
 // fuse_norm_prologues pass) each row of x is first RMS-normalised as the rms_norm kernel does,
 // x[m, k] * rsqrt(mean_k(x[m, k]^2) + eps) * norm_w[k] (norm_w float32 [k], contiguous).
 enum class GemvEpilogue : uint8_t { kNone, kResidual, kSwiGLU };
+// Constants a later step reads whole (KernelContext::prefetch), which a kernel may prefetch into
+// L2 while it runs (prefetch_l2, device_common.cuh); ranges are 16-byte aligned multiples of 16.
+struct L2Prefetch {
+  const void* data[2] = {};
+  int64_t bytes[2] = {};
+};
+// A row write from a one-row GEMV's epilogue: result column col0 + h * d + j (h < cols / d) also
+// goes to dst[h * dst_stride + p * unit + j], p the position at index[h * index_stride] (device
+// memory, an integer dtype) or `number` when index is null, plus extent when negative and
+// wrap_negative. Outside [0, extent) nothing is written and `error` (when set) is raised
+// naming error_step, as index_write does.
+struct GemvRowWrite {
+  float* dst = nullptr;
+  int64_t col0 = 0, cols = 0, d = 1, dst_stride = 0, unit = 0, extent = 0;
+  const char* index = nullptr;
+  DType index_dtype = DType::kInt64;
+  int64_t index_stride = 0, number = 0;
+  bool wrap_negative = false;
+  int32_t* error = nullptr;
+  int32_t error_step = -1;
+};
+
 struct GemvBf16 {
   const float* x = nullptr;
   int64_t x_stride = 0, rows = 0;
@@ -134,8 +156,16 @@ struct GemvBf16 {
   const float* cos = nullptr;
   const float* sin = nullptr;
   int64_t rot_cols = 0, rot_d = 0;
+  L2Prefetch prefetch;  // issued by every block at the start
+  // kNone, one row (the engine's epilogue writes: a q/k/v product's k and v kv_cache_update):
+  // after the epilogue each result column is also written where these place it.
+  GemvRowWrite writes[2];
+  int n_writes = 0;
 };
 void gemv_bf16(const GemvBf16& g, void* stream);
+// Whether gemv_bf16 does g's row writes: one row on the 16-byte path (k % 8 == 0, x rows and
+// every pointer 16-byte aligned); the engine runs the writes as their own steps otherwise.
+bool gemv_bf16_runs_writes(const GemvBf16& g);
 
 // Creation (creation.cu): out[i] = start + i * step.
 void arange(const Operand& out, double start, double step, void* stream);

@@ -5,6 +5,7 @@
 // product with silu * mul). Memory-bound at one token: each weight is read once. With an RMSNorm
 // prologue the block first sums the squares of its input rows (a few kilobytes, from L2) and
 // every warp normalises x as it reads it.
+#include "backend/device_runtime.h"
 #include "kernels/cuda/device_common.cuh"
 
 namespace inplace::cuda {
@@ -106,11 +107,26 @@ __device__ inline void rotate(const GemvBf16& g, float* res, int64_t m0, int64_t
   __syncthreads();  // `pair` is reused by the next pass
 }
 
+// Column n's result where the row write places it (GemvRowWrite), or nowhere.
+__device__ inline void row_write(const GemvRowWrite& w, int64_t n, float v) {
+  const int64_t c = n - w.col0;
+  if (c < 0 || c >= w.cols) return;
+  const int64_t h = c / w.d, j = c % w.d;
+  int64_t p = w.index ? load_at<int64_t>(w.index, w.index_dtype, h * w.index_stride) : w.number;
+  if (w.wrap_negative && p < 0) p += w.extent;
+  if (p < 0 || p >= w.extent) {
+    if (w.error && atomicCAS(w.error, 0, kDeviceErrorPosition) == 0) w.error[1] = w.error_step;
+    return;
+  }
+  w.dst[h * w.dst_stride + p * w.unit + j] = v;
+}
+
 template <GemvEpilogue kE, bool kVector, bool kNorm, int R>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, R == 1 ? 4 : 2)
     gemv_bf16_kernel(GemvBf16 g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   pdl_trigger();
+  prefetch_l2(g.prefetch);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   // A block of the rotated prefix (kNone only) takes four column pairs (j, j + d/2) of one head,
   // so both halves of each rotation are in the block; every other block eight columns in order.
@@ -198,10 +214,13 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, R == 1 ? 4 : 2)
     }
     if constexpr (kE == GemvEpilogue::kNone)
       if (rot_block) rotate<R>(g, res, m0, n, warp);
-    if (lane == 0)
+    if (lane == 0) {
 #pragma unroll
       for (int r = 0; r < R; ++r)
         if (m0 + r < g.rows) g.y[(m0 + r) * g.y_stride + n] = res[r];
+      if constexpr (kE == GemvEpilogue::kNone && R == 1)
+        for (int w = 0; w < g.n_writes; ++w) row_write(g.writes[w], n, res[0]);
+    }
   }
 }
 
@@ -221,13 +240,24 @@ bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
+// The 16-byte path's conditions.
+bool vector_form(const GemvBf16& g) {
+  return g.k % 8 == 0 && g.x_stride % 4 == 0 && aligned16(g.x) && aligned16(g.w) &&
+         (g.epilogue != GemvEpilogue::kSwiGLU || aligned16(g.w2)) &&
+         (!g.norm_w || aligned16(g.norm_w));
+}
+
 }  // namespace
+
+bool gemv_bf16_runs_writes(const GemvBf16& g) {
+  return g.epilogue == GemvEpilogue::kNone && g.rows == 1 && g.n > 0 && vector_form(g);
+}
 
 void gemv_bf16(const GemvBf16& g, void* stream) {
   if (g.rows == 0 || g.n == 0) return;
-  const bool vector = g.k % 8 == 0 && g.x_stride % 4 == 0 && aligned16(g.x) && aligned16(g.w) &&
-                      (g.epilogue != GemvEpilogue::kSwiGLU || aligned16(g.w2)) &&
-                      (!g.norm_w || aligned16(g.norm_w));
+  IP_CHECK(g.n_writes == 0 || gemv_bf16_runs_writes(g), kInternal,
+           "[cuda] linear_bf16_weight: row writes from a product that cannot run them");
+  const bool vector = vector_form(g);
   const unsigned blocks = static_cast<unsigned>((g.n + kWarpsPerBlock - 1) / kWarpsPerBlock);
   const cudaStream_t s = as_stream(stream);
   switch (g.epilogue) {

@@ -3,6 +3,8 @@
 // weight where it lies (the step the fuse_weight_casts pass makes of `linear(x, w.to(float32))`),
 // and the two with an RMSNorm prologue (rms_norm_linear_bf16_weight, rms_norm_swiglu_bf16_weight:
 // fuse_norm_prologues), whose arguments are (x, norm_weight, eps, then the product's own).
+#include <cstdlib>
+
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
 
@@ -87,11 +89,25 @@ void check_operands(const std::string& why, const char* op, const Tensor& x) {
            " with strides ", shape_str(x.strides()), ": ", why);
 }
 
-void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+// The product on the context's stream, prefetching what the engine names for a later step.
+void launch(GemvBf16 g, const KernelContext& ctx) {
+  static const bool off = std::getenv("INPLACE_DIAG_NO_PREFETCH") != nullptr;  // DIAG
+  for (int r = 0; r < 2 && !off; ++r) {
+    g.prefetch.data[r] = ctx.prefetch[r].data;
+    g.prefetch.bytes[r] = ctx.prefetch[r].bytes;
+  }
+  gemv_bf16(g, ctx.stream);
+}
+
+GemvBf16 linear(const Args& a, const std::vector<Tensor>& outs) {
   GemvBf16 g;
   check_operands(operands(a, outs[0], &g), kOp, a[0].tensor);
   if (!a[2].is_none()) g.bias = static_cast<const float*>(a[2].tensor.data_ptr());
-  gemv_bf16(g, ctx.stream);
+  return g;
+}
+
+void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  launch(linear(a, outs), ctx);
 }
 
 void run_add(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
@@ -104,7 +120,7 @@ void run_add(const Args& a, const std::vector<Tensor>& outs, const KernelContext
   if (g.rows > 0 && g.n > 0) g.residual = static_cast<const float*>(a[3].tensor.data_ptr());
   g.residual_stride = stride;
   g.epilogue = GemvEpilogue::kResidual;
-  gemv_bf16(g, ctx.stream);
+  launch(g, ctx);
 }
 
 GemvBf16 swiglu(const Args& a, const std::vector<Tensor>& outs, const char* op) {
@@ -116,7 +132,7 @@ GemvBf16 swiglu(const Args& a, const std::vector<Tensor>& outs, const char* op) 
 }
 
 void run_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  gemv_bf16(swiglu(a, outs, "swiglu_bf16_weight"), ctx.stream);
+  launch(swiglu(a, outs, "swiglu_bf16_weight"), ctx);
 }
 
 // The norm prologue: (x, norm_weight, eps, w, w2 or bias) as the product's (x, w, w2 or bias).
@@ -150,12 +166,18 @@ std::string supports_norm(const Args& a) {
   return "";
 }
 
+std::string supports_norm_linear(const Args& a) {
+  std::string why = supports_norm(a);
+  if (why.empty()) why = supports_rotary(a);
+  return why.empty() ? supports(product_args(a)) : why;
+}
+
 void add_norm(const Args& a, GemvBf16* g) {
   if (g->rows > 0 && g->n > 0) g->norm_w = static_cast<const float*>(a[1].tensor.data_ptr());
   g->eps = static_cast<float>(a[2].as_double("rms_norm"));
 }
 
-void run_norm_linear(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+GemvBf16 norm_linear(const Args& a, const std::vector<Tensor>& outs) {
   const Args p = product_args(a);
   GemvBf16 g;
   check_operands(operands(p, outs[0], &g), "rms_norm_linear_bf16_weight", a[0].tensor);
@@ -169,13 +191,68 @@ void run_norm_linear(const Args& a, const std::vector<Tensor>& outs, const Kerne
     g.rot_cols = a[7].i;
     g.rot_d = a[5].tensor.size(-1);
   }
-  gemv_bf16(g, ctx.stream);
+  return g;
+}
+
+void run_norm_linear(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  launch(norm_linear(a, outs), ctx);
 }
 
 void run_norm_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   GemvBf16 g = swiglu(product_args(a), outs, "rms_norm_swiglu_bf16_weight");
   add_norm(a, &g);
-  gemv_bf16(g, ctx.stream);
+  launch(g, ctx);
+}
+
+// kv_cache_update of a slice of the one-row product y, as a row write of its epilogue: the
+// update a [1, H, 1, D] block of y's columns, the cache placed on its result (the binding), both
+// float32 with unit stride along D. False when the write has another form.
+bool row_write_of(const StepCall& write, const GemvBf16& g, GemvRowWrite* w) {
+  const Args& a = *write.args;
+  if (!a[0].is_tensor() || !a[0].tensor.same_view((*write.outs)[0])) return false;
+  const IndexMap m = kv_cache_map(a, *write.outs, write.ctx);
+  const Operand &v = m.values, &s = m.strided;
+  if (v.dtype != DType::kFloat32 || s.dtype != DType::kFloat32 || v.ndim != 4 || s.ndim != 4 ||
+      v.size[0] != 1 || v.size[2] != 1 || v.stride[3] != 1 || s.stride[3] != 1 ||
+      s.stride[2] != 0 || (v.size[1] > 1 && v.stride[1] != v.size[3]) ||
+      (m.coord_dim != -1 && m.coord_dim != 2) || (!m.index.is_number && m.index.ndim != 4))
+    return false;
+  const std::ptrdiff_t off = v.data - reinterpret_cast<const char*>(g.y);
+  const int64_t cols = v.size[1] * v.size[3];
+  if (off < 0 || off % 4 != 0 || off / 4 + cols > g.n || v.size[3] == 0) return false;
+  w->dst = reinterpret_cast<float*>(s.data);
+  w->col0 = off / 4;
+  w->cols = cols;
+  w->d = v.size[3];
+  w->dst_stride = s.stride[1];
+  w->unit = m.unit;
+  w->extent = m.extent;
+  if (m.index.is_number) {
+    w->number = m.index.i;
+  } else {
+    w->index = m.index.data;
+    w->index_dtype = m.index.dtype;
+    w->index_stride = m.index.stride[1];
+  }
+  w->wrap_negative = m.wrap_negative;
+  w->error = m.error;
+  w->error_step = m.error_step;
+  return true;
+}
+
+// A q/k/v product and the k and v cache writes of its slices (the engine's epilogue writes).
+WritesKernel with_row_writes(GemvBf16 (*product)(const Args&, const std::vector<Tensor>&),
+                             Supports supports) {
+  return [=](const StepCall& p, const std::vector<StepCall>& writes) {
+    static const bool off = std::getenv("INPLACE_DIAG_NO_FUSED_WRITES") != nullptr;  // DIAG
+    if (off || writes.size() > 2 || !supports(*p.args).empty()) return false;
+    GemvBf16 g = product(*p.args, *p.outs);
+    for (const StepCall& w : writes)
+      if (!row_write_of(w, g, &g.writes[g.n_writes++])) return false;
+    if (!gemv_bf16_runs_writes(g)) return false;
+    launch(g, p.ctx);
+    return true;
+  };
 }
 
 }  // namespace
@@ -184,15 +261,22 @@ void register_linear_lowp_kernels(KernelTable& table) {
   table.add(DeviceType::kCuda, kOp, run, supports);
   table.add(DeviceType::kCuda, "linear_bf16_weight_add", run_add, supports_add);
   table.add(DeviceType::kCuda, "swiglu_bf16_weight", run_swiglu, supports_swiglu);
-  table.add(DeviceType::kCuda, "rms_norm_linear_bf16_weight", run_norm_linear, [](const Args& a) {
-    std::string why = supports_norm(a);
-    if (why.empty()) why = supports_rotary(a);
-    return why.empty() ? supports(product_args(a)) : why;
-  });
+  table.add(DeviceType::kCuda, "rms_norm_linear_bf16_weight", run_norm_linear,
+            supports_norm_linear);
   table.add(DeviceType::kCuda, "rms_norm_swiglu_bf16_weight", run_norm_swiglu, [](const Args& a) {
     const std::string why = supports_norm(a);
     return why.empty() ? supports_swiglu(product_args(a)) : why;
   });
+  table.add_epilogue_writes(DeviceType::kCuda, kOp, "kv_cache_update",
+                            with_row_writes(linear, supports));
+  table.add_epilogue_writes(DeviceType::kCuda, "rms_norm_linear_bf16_weight", "kv_cache_update",
+                            with_row_writes(norm_linear, supports_norm_linear));
+  // The weights, read whole: the step before prefetches them into L2 (KernelContext::prefetch).
+  table.add_streamed(DeviceType::kCuda, kOp, {1});
+  table.add_streamed(DeviceType::kCuda, "linear_bf16_weight_add", {1});
+  table.add_streamed(DeviceType::kCuda, "swiglu_bf16_weight", {1, 2});
+  table.add_streamed(DeviceType::kCuda, "rms_norm_linear_bf16_weight", {3});
+  table.add_streamed(DeviceType::kCuda, "rms_norm_swiglu_bf16_weight", {3, 4});
 }
 
 }  // namespace inplace::cuda

@@ -1,6 +1,7 @@
 // The CUDA kernel families, each registering its ops into the kernel table (one file each).
 #pragma once
 #include "backend/kernel_table.h"
+#include "kernels/cuda/launch.h"
 
 namespace inplace::cuda {
 
@@ -13,5 +14,11 @@ void register_attention_kernels(KernelTable& table);    // attention_kernels.cpp
 void register_rotary_kernels(KernelTable& table);       // rotary_kernels.cpp
 void register_linear_lowp_kernels(KernelTable& table);  // linear_lowp_kernels.cpp
 void register_cuda_runtime();                           // runtime.cu (streams, graphs, scalars)
+
+// kv_cache_update(cache, update, start, index) into outs[0] as an index write (index_kernels.cpp;
+// also the GEMV's epilogue writes): slot l of row b goes to start[b] + l, or to index[l] /
+// index[b, l]. Copies nothing: the caller copies cache into outs[0] first unless it is placed
+// there.
+IndexMap kv_cache_map(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx);
 
 }  // namespace inplace::cuda
