@@ -79,18 +79,6 @@ const WritesKernel* KernelTable::find_epilogue_writes(const OpDef& product, cons
   return it == m.end() ? nullptr : &it->second;
 }
 
-void KernelTable::add_streamed(DeviceType device, const std::string& name, std::vector<int> args) {
-  const std::vector<const OpDef*>& ops = Registry::get().overloads(name);
-  IP_ASSERT(!ops.empty(), "streamed arguments are registered for registered ops");
-  for (const OpDef* op : ops) devices_[static_cast<int>(device)].streamed[op] = args;
-}
-
-const std::vector<int>* KernelTable::streamed(const OpDef& op, DeviceType device) const {
-  const auto& s = devices_[static_cast<int>(device)].streamed;
-  auto it = s.find(&op);
-  return it == s.end() ? nullptr : &it->second;
-}
-
 void KernelTable::add_copy(DeviceType device, Kernel kernel) {
   devices_[static_cast<int>(device)].copy = std::move(kernel);
 }

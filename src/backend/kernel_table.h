@@ -28,15 +28,6 @@ struct KernelContext {
   // On a GPU: the step's key count as a device int64 (a runtime scalar evaluated on the
   // device), when the key and value operands are planned at their bound (engine/device_scalars.h).
   const int64_t* extent = nullptr;
-  // On a GPU: constants a later step reads whole (its weights, KernelTable::add_streamed), for
-  // the kernel to prefetch into the device's L2 cache while it runs, so that the later step's
-  // weight reads hit the cache and the memory keeps streaming between launches. A hint: kernels
-  // may ignore it. Set by the engine (ExecutionContext) from the plan, never per call.
-  struct Prefetch {
-    const void* data = nullptr;
-    int64_t bytes = 0;
-  };
-  Prefetch prefetch[2];
 };
 
 // Computes op(args) into `outs` (planned memory on the kernel's device), like OpDef::out.
@@ -79,9 +70,6 @@ class KernelTable {
   // A kernel for a step of `product` followed by steps of `write` (every overload of each).
   void add_epilogue_writes(DeviceType device, const std::string& product, const std::string& write,
                            WritesKernel kernel);
-  // Marks arguments `args` of every overload of `name` as read whole by the device's kernel (a
-  // GEMV's weights): when they are constants, the engine has the step before prefetch them.
-  void add_streamed(DeviceType device, const std::string& name, std::vector<int> args);
   // dst <- src (broadcast to dst's shape, cast to its dtype): the engine's copy-back step.
   void add_copy(DeviceType device, Kernel kernel);
 
@@ -91,7 +79,6 @@ class KernelTable {
   const Kernel* copy_kernel(DeviceType device) const;
   const WritesKernel* find_epilogue_writes(const OpDef& product, const OpDef& write,
                                            DeviceType device) const;
-  const std::vector<int>* streamed(const OpDef& op, DeviceType device) const;  // null: none
   // Full names of the ops with a kernel on `device`, sorted (`inplace ops --device`).
   std::vector<std::string> covered(DeviceType device) const;
 
@@ -100,7 +87,6 @@ class KernelTable {
     std::unordered_map<const OpDef*, Kernel> kernels;
     std::unordered_map<const OpDef*, Supports> supports;
     std::unordered_map<const OpDef*, PairKernel> pairs;
-    std::unordered_map<const OpDef*, std::vector<int>> streamed;
     std::map<std::pair<const OpDef*, const OpDef*>, WritesKernel> epilogue_writes;
     Kernel copy;
   };

@@ -3,7 +3,6 @@
 // the device error flag and its pinned host copy, the event of the last call, and the slots of
 // runtime scalars evaluated on the device. Released with the context.
 #pragma once
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -47,8 +46,6 @@ struct DeviceState {
   // kernel when it takes their operands (null: not fused; KernelTable::add_epilogue_writes).
   std::vector<const WritesKernel*> writes;
   std::vector<int> write_count;
-  // prefetch[q]: the constants step q's kernel may prefetch into L2 (KernelContext::prefetch).
-  std::vector<std::array<KernelContext::Prefetch, 2>> prefetch;
 
   DeviceState() = default;
   DeviceState(const DeviceState&) = delete;

@@ -273,7 +273,6 @@ KernelContext ExecutionContext::step_context(size_t q) const {
   c.step = static_cast<int32_t>(q);
   c.extent = nullptr;
   if (!gpu_) return c;
-  std::copy(gpu_->prefetch[q].begin(), gpu_->prefetch[q].end(), c.prefetch);
   if (gpu_->scalars.on_device && gpu_->scalars.step_extent[q] >= 0)
     c.extent = static_cast<const int64_t*>(gpu_->slots->data()) + gpu_->scalars.step_extent[q];
   return c;

@@ -7,40 +7,49 @@
 #include "core/device_allocator.h"
 #include "engine/binding_checks.h"
 #include "engine/execution_context.h"
-#include "engine/op_meta.h"
 
 namespace inplace {
 
 namespace {
 
-bool uses(const Step& s, BufferId id) {
+// Whether two buffers share memory: the same buffer, or arena buffers whose planned ranges
+// overlap (the memory plan reuses arena memory between values whose lives do not overlap).
+bool overlap(const Plan& plan, BufferId x, BufferId y) {
+  if (x == y) return true;
+  if (x.kind != BufferKind::kArena || y.kind != BufferKind::kArena) return false;
+  const ArenaSlot &a = plan.arena[x.index], &b = plan.arena[y.index];
+  return a.offset_bytes < b.offset_bytes + b.nbytes && b.offset_bytes < a.offset_bytes + a.nbytes;
+}
+
+bool uses(const Plan& plan, const Step& s, BufferId id) {
   for (const TensorRef& o : s.outs)
-    if (o.buffer == id) return true;
+    if (overlap(plan, o.buffer, id)) return true;
   for (const TensorSlot& t : s.tensors)
-    if (t.ref.buffer == id) return true;
+    if (overlap(plan, t.ref.buffer, id)) return true;
   return false;
 }
 
-// Neither step reads or writes a buffer the other writes.
-bool independent(const Step& a, const Step& b) {
+// Neither step reads or writes memory the other writes.
+bool independent(const Plan& plan, const Step& a, const Step& b) {
   for (const TensorRef& o : a.outs)
-    if (uses(b, o.buffer)) return false;
+    if (uses(plan, b, o.buffer)) return false;
   for (const TensorRef& o : b.outs)
-    if (uses(a, o.buffer)) return false;
+    if (uses(plan, a, o.buffer)) return false;
   return true;
 }
 
-bool writes_only_bindings(const Step& s) {
+bool writes_only(const Step& s, std::initializer_list<BufferKind> kinds) {
   for (const TensorRef& o : s.outs)
-    if (o.buffer.kind != BufferKind::kInput) return false;
+    if (std::find(kinds.begin(), kinds.end(), o.buffer.kind) == kinds.end()) return false;
   return true;
 }
 
-// Steps a (just before b) and b may run as one launch: both write only bindings (placed
-// caches), and they are independent.
-bool pairable(const Step& a, const Step& b) {
+// Steps a (just before b) and b may run as one launch: both write bindings (placed caches) or
+// temporaries, and they are independent.
+bool pairable(const Plan& plan, const Step& a, const Step& b) {
+  const auto kinds = {BufferKind::kInput, BufferKind::kArena};
   return a.kind == StepKind::kOut && b.kind == StepKind::kOut && a.op == b.op &&
-         writes_only_bindings(a) && writes_only_bindings(b) && independent(a, b);
+         writes_only(a, kinds) && writes_only(b, kinds) && independent(plan, a, b);
 }
 
 // How many steps right after q (at most 2) write rows of step q's result into bindings through
@@ -57,49 +66,15 @@ int epilogue_writes(const Plan& plan, size_t q, DeviceType device, const WritesK
     const Step& b = plan.steps[r];
     if (b.kind != StepKind::kOut || !b.op) break;
     const WritesKernel* k = KernelTable::get().find_epilogue_writes(*a.op, *b.op, device);
-    bool ok =
-        k && (!*kernel || k == *kernel) && writes_only_bindings(b) && uses(b, a.outs[0].buffer);
-    for (const TensorRef& o : b.outs) ok = ok && !uses(a, o.buffer);
-    for (size_t e = q + 1; e < r && ok; ++e) ok = independent(plan.steps[e], b);
+    bool ok = k && (!*kernel || k == *kernel) && writes_only(b, {BufferKind::kInput}) &&
+              uses(plan, b, a.outs[0].buffer);
+    for (const TensorRef& o : b.outs) ok = ok && !uses(plan, a, o.buffer);
+    for (size_t e = q + 1; e < r && ok; ++e) ok = independent(plan, plan.steps[e], b);
     if (!ok) break;
     *kernel = k;
     ++n;
   }
   return n;
-}
-
-using Prefetch = KernelContext::Prefetch;
-
-// What each step's kernel may prefetch into the device's L2 cache: the streamed constants
-// (KernelTable::add_streamed: a GEMV's weights) of the next step that has any, so that on a
-// decode step every product finds its weights in the cache and the memory streams the next
-// weights while the current launch works through its latency.
-std::vector<std::array<Prefetch, 2>> plan_prefetch(const Plan& plan,
-                                                   const std::vector<std::vector<Value>>& args,
-                                                   DeviceType device) {
-  const size_t n = plan.steps.size();
-  std::vector<std::array<Prefetch, 2>> out(n);
-  std::array<Prefetch, 2> next{};
-  for (size_t q = n; q-- > 0;) {
-    out[q] = next;
-    const Step& s = plan.steps[q];
-    const std::vector<int>* streamed =
-        s.op && s.kind == StepKind::kOut ? KernelTable::get().streamed(*s.op, device) : nullptr;
-    if (!streamed) continue;
-    std::array<Prefetch, 2> own{};
-    size_t k = 0;
-    for (const TensorSlot& t : s.tensors) {
-      if (k == own.size() || t.ref.buffer.kind != BufferKind::kConstant || t.path.size() != 1 ||
-          std::find(streamed->begin(), streamed->end(), t.path[0]) == streamed->end())
-        continue;
-      const Tensor& w = leaf_at(args[q], t.path)->tensor;
-      const auto bytes = static_cast<int64_t>(w.nbytes()) / 16 * 16;
-      if (w.is_contiguous() && bytes > 0 && reinterpret_cast<uintptr_t>(w.data_ptr()) % 16 == 0)
-        own[k++] = {w.data_ptr(), bytes};
-    }
-    if (k > 0) next = own;
-  }
-  return out;
 }
 
 }  // namespace
@@ -116,7 +91,6 @@ void ExecutionContext::init_device() {
   g.error_host = static_cast<int32_t*>(g.runtime->allocate_host(4 * sizeof(int32_t)));
   kernel_context_.error = static_cast<int32_t*>(g.error->data());
   g.scalars = plan_device_scalars(plan);
-  g.prefetch = plan_prefetch(plan, step_args_, device_.type);
   g.writes.assign(plan.steps.size(), nullptr);
   g.write_count.assign(plan.steps.size(), 0);
   for (size_t q = 0; q < plan.steps.size(); ++q)
@@ -124,7 +98,7 @@ void ExecutionContext::init_device() {
   g.pair.assign(plan.steps.size(), nullptr);
   for (size_t q = 0; q + 1 < plan.steps.size(); ++q) {
     const Step& a = plan.steps[q];
-    if (!a.op || !pairable(a, plan.steps[q + 1])) continue;
+    if (!a.op || !pairable(plan, a, plan.steps[q + 1])) continue;
     if (const PairKernel* k = KernelTable::get().find_pair(*a.op, device_.type)) {
       g.pair[q] = k;
       ++q;  // q + 1 is taken

@@ -2,7 +2,11 @@
 // keys; its warps walk the keys with an online softmax (running max, sum and weighted values
 // per warp, the head dim spread across lanes), then merge. Chunks of one row are merged by a
 // second kernel, so a long cache is read by many blocks at once (split-K, flash-decoding).
+#include <cooperative_groups.h>
+
+#include <algorithm>
 #include <cfloat>
+#include <cstdlib>
 
 #include "kernels/cuda/device_common.cuh"
 
@@ -156,26 +160,33 @@ constexpr int kUnroll = 4;
 // merge waits on every split; 0.389 -> 0.356 ms a decode step on the H200), while long prefixes
 // still use every split the launch allows.
 constexpr int kMinKeys = 64;
+// Warps of a decode block: 8 groups of 16 lanes (head dim 64) take 64 keys a pass, so a split of
+// kMinKeys keys is read in one round trip.
+constexpr int kDecodeWarps = 8;
+// Splits of a row at most: one cluster (sm_90 runs clusters of up to 16 blocks).
+constexpr int kMaxClusterSplits = 16;
 
 __device__ inline float4 ld4(const float* p) {
   return *reinterpret_cast<const float4*>(p);
 }
 
-template <int G>  // lanes per key: E / 4
-__global__ void decode_attention_kernel(Attention a, Partial part, int* counters, int splits) {
-  pdl_begin();
-  constexpr int kGroups = 32 * kWarps / G;
-  const int64_t H = a.q.size[1], L = a.q.size[2], E = a.q.size[3];
-  const int64_t S = key_count(a), Hk = a.k.size[1];
+// One block's share of a row: its split of the keys walked by kGroups groups with an online
+// softmax, then the groups merged in shared memory. Threads < G return the block's running max
+// M, sum L and unnormalised output o (one float4 of the head dim each); L is 0 when the block
+// saw no key.
+struct BlockPartial {
+  float m, l;
+  float4 o;
+};
+
+template <int G, int W>
+__device__ inline BlockPartial decode_block(const Attention& a, int64_t j0, int64_t j1) {
+  constexpr int kGroups = 32 * W / G;
+  const int64_t H = a.q.size[1], L = a.q.size[2];
+  const int64_t Hk = a.k.size[1];
   const int64_t row = blockIdx.x;
   const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
   const int64_t hk = h / (H / Hk);
-  int active = static_cast<int>((S + kMinKeys - 1) / kMinKeys);
-  active = active < 1 ? 1 : (active > splits ? splits : active);
-  const int split = blockIdx.y;
-  if (split >= active) return;
-  const int64_t per = (S + active - 1) / active;
-  const int64_t j0 = split * per, j1 = min(S, j0 + per);
   const int g = threadIdx.x / G, lane = threadIdx.x % G;
   const int d = lane * 4;
   const float scale = static_cast<float>(a.scale);
@@ -223,39 +234,118 @@ __global__ void decode_attention_kernel(Attention a, Partial part, int* counters
   // Merge the groups of this block in shared memory.
   __shared__ float sm[kGroups], sl[kGroups];
   __shared__ float4 sacc[kGroups][G];
-  __shared__ bool last;
   if (lane == 0) {
     sm[g] = m;
     sl[g] = l;
   }
   sacc[g][lane] = acc;
   __syncthreads();
-  const bool single = active == 1;
+  BlockPartial r{-FLT_MAX, 0.f, make_float4(0.f, 0.f, 0.f, 0.f)};
   if (threadIdx.x < G) {
-    float M = -FLT_MAX;
     for (int w = 0; w < kGroups; ++w)
-      if (sl[w] > 0.f) M = fmaxf(M, sm[w]);
-    float Lsum = 0.f;
-    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (sl[w] > 0.f) r.m = fmaxf(r.m, sm[w]);
     for (int w = 0; w < kGroups; ++w) {
       if (sl[w] == 0.f) continue;
-      const float c = __expf(sm[w] - M);
-      Lsum += sl[w] * c;
+      const float c = __expf(sm[w] - r.m);
+      r.l += sl[w] * c;
       const float4 x = sacc[w][threadIdx.x];
+      r.o.x += x.x * c, r.o.y += x.y * c, r.o.z += x.z * c, r.o.w += x.w * c;
+    }
+  }
+  return r;
+}
+
+// out[b, h, i, 4t..4t+4) = o / L (0 when no key was seen), written by thread t < G.
+__device__ inline void store_row(const Attention& a, const float4& o, float lsum) {
+  const int64_t H = a.q.size[1], L = a.q.size[2];
+  const int64_t row = blockIdx.x;
+  const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
+  const float r = lsum > 0.f ? 1.f / lsum : 0.f;
+  float* out = reinterpret_cast<float*>(a.out.data) + off4(a.out, b, h, i, threadIdx.x * 4);
+  for (int t = 0; t < 4; ++t) out[t * a.out.stride[3]] = (&o.x)[t] * r;
+}
+
+// The splits active for S keys: one per min_keys keys, at most `splits`.
+__device__ inline int active_splits(int64_t S, int min_keys, int splits) {
+  const int active = static_cast<int>((S + min_keys - 1) / min_keys);
+  return active < 1 ? 1 : (active > splits ? splits : active);
+}
+
+// The splits of a row are one thread-block cluster (grid (rows, splits), cluster (1, splits)):
+// each block leaves its partial in its shared memory, and after a cluster barrier block 0 merges
+// them through distributed shared memory and writes the row. No global scratch, counters or
+// fences; a captured graph replays it as is.
+template <int G, int W>
+__global__ void __launch_bounds__(32 * W)
+    decode_attention_cluster_kernel(Attention a, int min_keys) {
+  pdl_begin();
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int splits = static_cast<int>(cluster.dim_blocks().y);
+  const int split = static_cast<int>(cluster.block_rank());
+  const int64_t S = key_count(a);
+  const int active = active_splits(S, min_keys, splits);
+  const int64_t per = (S + active - 1) / active;
+  const int64_t j0 = split < active ? split * per : S, j1 = split < active ? min(S, j0 + per) : S;
+  const BlockPartial p = decode_block<G, W>(a, j0, j1);
+  __shared__ float part_m, part_l;
+  __shared__ float4 part_o[G];
+  if (threadIdx.x < G) {
+    if (threadIdx.x == 0) {
+      part_m = p.m;
+      part_l = p.l;
+    }
+    part_o[threadIdx.x] = p.o;
+  }
+  if (splits == 1) {
+    if (threadIdx.x < G) store_row(a, p.o, p.l);
+    return;
+  }
+  cluster.sync();
+  if (split == 0 && threadIdx.x < G) {
+    float M = -FLT_MAX;
+    for (int sp = 0; sp < active; ++sp) {
+      const float l = *cluster.map_shared_rank(&part_l, sp);
+      if (l > 0.f) M = fmaxf(M, *cluster.map_shared_rank(&part_m, sp));
+    }
+    float Lsum = 0.f;
+    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int sp = 0; sp < active; ++sp) {
+      const float l = *cluster.map_shared_rank(&part_l, sp);
+      if (l == 0.f) continue;
+      const float c = __expf(*cluster.map_shared_rank(&part_m, sp) - M);
+      Lsum += l * c;
+      const float4 x = cluster.map_shared_rank(part_o, sp)[threadIdx.x];
       o.x += x.x * c, o.y += x.y * c, o.z += x.z * c, o.w += x.w * c;
     }
-    if (single) {
-      const float r = Lsum > 0.f ? 1.f / Lsum : 0.f;
-      float* out = reinterpret_cast<float*>(a.out.data) + off4(a.out, b, h, i, threadIdx.x * 4);
-      for (int t = 0; t < 4; ++t) out[t * a.out.stride[3]] = (&o.x)[t] * r;
-      return;
-    }
+    store_row(a, o, Lsum);
+  }
+  cluster.sync();  // every block's shared memory stays until block 0 has read it
+}
+
+template <int G, int W>  // lanes per key: E / 4; warps
+__global__ void __launch_bounds__(32 * W)
+    decode_attention_kernel(Attention a, Partial part, int* counters, int splits, int min_keys) {
+  pdl_begin();
+  const int64_t E = a.q.size[3];
+  const int64_t S = key_count(a);
+  const int64_t row = blockIdx.x;
+  const int active = active_splits(S, min_keys, splits);
+  const int split = blockIdx.y;
+  if (split >= active) return;
+  const int64_t per = (S + active - 1) / active;
+  const int64_t j0 = split * per, j1 = min(S, j0 + per);
+  const BlockPartial p = decode_block<G, W>(a, j0, j1);
+  __shared__ bool last;
+  const bool single = active == 1;
+  if (threadIdx.x < G) {
+    if (single) return store_row(a, p.o, p.l);
     const int64_t slot = row * splits + split;
     if (threadIdx.x == 0) {
-      part.m[slot] = M;
-      part.l[slot] = Lsum;
+      part.m[slot] = p.m;
+      part.l[slot] = p.l;
     }
-    reinterpret_cast<float4*>(part.acc + slot * E)[threadIdx.x] = o;
+    reinterpret_cast<float4*>(part.acc + slot * E)[threadIdx.x] = p.o;
     __threadfence();
   }
   if (single) return;
@@ -281,9 +371,7 @@ __global__ void decode_attention_kernel(Attention a, Partial part, int* counters
       const float4 x = __ldcg(reinterpret_cast<const float4*>(part.acc + slot * E) + threadIdx.x);
       o.x += x.x * c, o.y += x.y * c, o.z += x.z * c, o.w += x.w * c;
     }
-    const float r = Lsum > 0.f ? 1.f / Lsum : 0.f;
-    float* out = reinterpret_cast<float*>(a.out.data) + off4(a.out, b, h, i, threadIdx.x * 4);
-    for (int t = 0; t < 4; ++t) out[t * a.out.stride[3]] = (&o.x)[t] * r;
+    store_row(a, o, Lsum);
   }
   if (threadIdx.x == 0) counters[row] = 0;  // ready for the next launch (and graph replay)
 }
@@ -328,8 +416,36 @@ int* counters() {
 
 template <int G>
 void launch_decode(const Attention& a, int64_t rows, int splits, Partial part, cudaStream_t s) {
-  launch_pdl(decode_attention_kernel<G>, dim3(static_cast<unsigned>(rows), splits), 32 * kWarps, s,
-             a, part, counters(), splits);
+  static const bool four = std::getenv("INPLACE_DIAG_ATTN4") != nullptr;    // DIAG
+  static const bool old = std::getenv("INPLACE_DIAG_COUNTERS") != nullptr;  // DIAG
+  static const int mk = std::getenv("INPLACE_DIAG_MINKEYS")
+                            ? std::atoi(std::getenv("INPLACE_DIAG_MINKEYS"))
+                            : kMinKeys;
+  const dim3 grid(static_cast<unsigned>(rows), splits);
+  // Clusters of 16 blocks are past the portable size: allowed once per kernel, on the first
+  // call (a context's first call runs before any graph capture).
+  static const bool allowed = [] {
+    for (auto* k : {decode_attention_cluster_kernel<G, 4>, decode_attention_cluster_kernel<G, 8>})
+      IP_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                    "attention clusters");
+    return true;
+  }();
+  (void)allowed;
+  if (!old) {
+    const int c = std::min(splits, kMaxClusterSplits);
+    const dim3 cgrid(static_cast<unsigned>(rows), c), cluster(1, c, 1);
+    if (four)
+      launch_pdl_cluster(decode_attention_cluster_kernel<G, 4>, cgrid, 32 * 4, cluster, s, a, mk);
+    else
+      launch_pdl_cluster(decode_attention_cluster_kernel<G, kDecodeWarps>, cgrid, 32 * kDecodeWarps,
+                         cluster, s, a, mk);
+    return;
+  }
+  if (four)
+    launch_pdl(decode_attention_kernel<G, 4>, grid, 32 * 4, s, a, part, counters(), splits, mk);
+  else
+    launch_pdl(decode_attention_kernel<G, kDecodeWarps>, grid, 32 * kDecodeWarps, s, a, part,
+               counters(), splits, mk);
 }
 
 }  // namespace

@@ -41,27 +41,6 @@ __device__ inline void pdl_begin() {
   pdl_wait();
 }
 
-// Prefetches p's ranges into L2 (a hint: nothing waits for it), in 8 KB pieces dealt to the
-// grid's blocks in turn, so every SM's copy engine takes a share. sm_90's bulk prefetch.
-__device__ inline void prefetch_l2(const L2Prefetch& p) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  constexpr int64_t kPiece = 8192;
-  const int64_t blocks = int64_t(gridDim.x) * gridDim.y;
-  const int64_t block = int64_t(blockIdx.y) * gridDim.x + blockIdx.x;
-  for (int r = 0; r < 2; ++r) {
-    const char* base = static_cast<const char*>(p.data[r]);
-    if (!base) continue;
-    for (int64_t i = threadIdx.x * blocks + block; i * kPiece < p.bytes[r];
-         i += blocks * blockDim.x) {
-      const int64_t off = i * kPiece;
-      const auto n = static_cast<uint32_t>(min(kPiece, p.bytes[r] - off));
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + off), "r"(n)
-                   : "memory");
-    }
-  }
-#endif
-}
-
 inline cudaStream_t as_stream(void* s) {
   return static_cast<cudaStream_t>(s);
 }
@@ -78,6 +57,27 @@ void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
   config.attrs = attribute;
   config.numAttrs = 1;
+  IP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...), "a kernel launch");
+}
+
+// launch_pdl with thread-block clusters of `cluster` blocks (past 8 blocks the kernel must have
+// cudaFuncAttributeNonPortableClusterSizeAllowed set: sm_90 runs clusters of 16).
+template <typename... Params, typename... Args>
+void launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, dim3 cluster,
+                        cudaStream_t s, Args... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = s;
+  cudaLaunchAttribute attribute[2];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  attribute[1].id = cudaLaunchAttributeClusterDimension;
+  attribute[1].val.clusterDim.x = cluster.x;
+  attribute[1].val.clusterDim.y = cluster.y;
+  attribute[1].val.clusterDim.z = cluster.z;
+  config.attrs = attribute;
+  config.numAttrs = 2;
   IP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...), "a kernel launch");
 }
 

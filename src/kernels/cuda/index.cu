@@ -23,8 +23,7 @@ __device__ inline void raise_position(const IndexMap& m) {
   if (m.error && atomicCAS(m.error, 0, kDeviceErrorPosition) == 0) m.error[1] = m.error_step;
 }
 
-__global__ void read_kernel(IndexMap m, int64_t n) {
-  pdl_begin();
+__device__ inline void read(const IndexMap& m, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t p = position(m, i);
@@ -42,6 +41,20 @@ __global__ void read_kernel(IndexMap m, int64_t n) {
     else
       store<double>(m.values, i, v);
   }
+}
+
+__global__ void read_kernel(IndexMap m, int64_t n) {
+  pdl_begin();
+  read(m, n);
+}
+
+// Two reads in one launch (a rotary table's cos and sin rows): blockIdx.y picks the read.
+__global__ void read_pair_kernel(IndexMap a, int64_t na, IndexMap b, int64_t nb) {
+  pdl_begin();
+  if (blockIdx.y == 0)
+    read(a, na);
+  else
+    read(b, nb);
 }
 
 __global__ void write_kernel(IndexMap m, int64_t n) {
@@ -127,6 +140,18 @@ void index_read(const IndexMap& m, void* stream) {
   const int64_t n = numel(m.values);
   if (n == 0) return;
   launch_pdl(read_kernel, blocks_for(n), 256, as_stream(stream), m, n);
+  IP_CUDA_CHECK(cudaGetLastError(), "index read");
+}
+
+void index_read_pair(const IndexMap& a, const IndexMap& b, void* stream) {
+  const int64_t na = numel(a.values), nb = numel(b.values);
+  if (na == 0 || nb == 0) {
+    index_read(a, stream);
+    index_read(b, stream);
+    return;
+  }
+  launch_pdl(read_pair_kernel, dim3(blocks_for(std::max(na, nb)), 2), 256, as_stream(stream), a, na,
+             b, nb);
   IP_CUDA_CHECK(cudaGetLastError(), "index read");
 }
 

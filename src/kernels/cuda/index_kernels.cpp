@@ -46,19 +46,39 @@ void copy_self(const Tensor& self, const Tensor& out, void* stream) {
   if (!self.same_view(out)) copy_cast(operand(out), operand(self, out.shape()), stream);
 }
 
-void index_select_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+// index_select as an index read; false for a 0-d self (a copy).
+bool index_select_map(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx,
+                      IndexMap* m) {
   const Tensor& self = a[0].tensor;
   const Tensor& out = outs[0];
   const int64_t dim =
       wrap_dim(a[1].as_int("index_select"), std::max<int64_t>(self.dim(), 1), "index_select");
-  if (self.dim() == 0) return copy_cast(operand(out), operand(self, out.shape()), ctx.stream);
+  if (self.dim() == 0) return false;
+  m->values = operand(out);
+  m->strided = strided_at(self, out.shape(), dim);
+  m->index = index_along(a[2].tensor, out.shape(), dim);
+  m->unit = self.stride(dim);
+  m->extent = self.size(dim);
+  *m = with_errors(*m, ctx);
+  return true;
+}
+
+void index_select_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   IndexMap m;
-  m.values = operand(out);
-  m.strided = strided_at(self, out.shape(), dim);
-  m.index = index_along(a[2].tensor, out.shape(), dim);
-  m.unit = self.stride(dim);
-  m.extent = self.size(dim);
-  index_read(with_errors(m, ctx), ctx.stream);
+  if (index_select_map(a, outs, ctx, &m))
+    index_read(m, ctx.stream);
+  else
+    copy_cast(operand(outs[0]), operand(a[0].tensor, outs[0].shape()), ctx.stream);
+}
+
+// Two index_select steps in one launch (a rotary table's cos and sin rows at the positions).
+void index_select_pair(const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
+                       const Args& a2, const std::vector<Tensor>& o2, const KernelContext& c2) {
+  IndexMap m1, m2;
+  if (index_select_map(a1, o1, c1, &m1) && index_select_map(a2, o2, c2, &m2))
+    return index_read_pair(m1, m2, c1.stream);
+  index_select_kernel(a1, o1, c1);
+  index_select_kernel(a2, o2, c2);
 }
 
 void gather_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
@@ -239,6 +259,7 @@ void index_put_kernel(const Args& a, const std::vector<Tensor>& outs, const Kern
 void register_index_kernels(KernelTable& t) {
   const auto C = DeviceType::kCuda;
   t.add(C, "index_select", index_select_kernel);
+  t.add_pair(C, "index_select", index_select_pair);
   t.add(C, "gather", gather_kernel);
   t.add(C, "embedding",
         [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {

@@ -91,6 +91,7 @@ struct IndexMap {
 };
 void index_read(const IndexMap& m, void* stream);   // values[i] = strided[i, p]
 void index_write(const IndexMap& m, void* stream);  // strided[i, p] = values[i]
+void index_read_pair(const IndexMap& a, const IndexMap& b, void* stream);  // in one launch
 // index_write(a) and index_write(b), in one launch when both are float32 row writes.
 void index_write_pair(const IndexMap& a, const IndexMap& b, void* stream);
 
@@ -114,12 +115,7 @@ void rotary(const Operand& out, const Operand& x, const Operand& cos, const Oper
 // fuse_norm_prologues pass) each row of x is first RMS-normalised as the rms_norm kernel does,
 // x[m, k] * rsqrt(mean_k(x[m, k]^2) + eps) * norm_w[k] (norm_w float32 [k], contiguous).
 enum class GemvEpilogue : uint8_t { kNone, kResidual, kSwiGLU };
-// Constants a later step reads whole (KernelContext::prefetch), which a kernel may prefetch into
-// L2 while it runs (prefetch_l2, device_common.cuh); ranges are 16-byte aligned multiples of 16.
-struct L2Prefetch {
-  const void* data[2] = {};
-  int64_t bytes[2] = {};
-};
+
 // A row write from a one-row GEMV's epilogue: result column col0 + h * d + j (h < cols / d) also
 // goes to dst[h * dst_stride + p * unit + j], p the position at index[h * index_stride] (device
 // memory, an integer dtype) or `number` when index is null, plus extent when negative and
@@ -156,7 +152,6 @@ struct GemvBf16 {
   const float* cos = nullptr;
   const float* sin = nullptr;
   int64_t rot_cols = 0, rot_d = 0;
-  L2Prefetch prefetch;  // issued by every block at the start
   // kNone, one row (the engine's epilogue writes: a q/k/v product's k and v kv_cache_update):
   // after the epilogue each result column is also written where these place it.
   GemvRowWrite writes[2];

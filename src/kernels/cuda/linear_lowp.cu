@@ -126,7 +126,6 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, R == 1 ? 4 : 2)
     gemv_bf16_kernel(GemvBf16 g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   pdl_trigger();
-  prefetch_l2(g.prefetch);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   // A block of the rotated prefix (kNone only) takes four column pairs (j, j + d/2) of one head,
   // so both halves of each rotation are in the block; every other block eight columns in order.

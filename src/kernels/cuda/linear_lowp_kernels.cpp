@@ -89,13 +89,7 @@ void check_operands(const std::string& why, const char* op, const Tensor& x) {
            " with strides ", shape_str(x.strides()), ": ", why);
 }
 
-// The product on the context's stream, prefetching what the engine names for a later step.
-void launch(GemvBf16 g, const KernelContext& ctx) {
-  static const bool off = std::getenv("INPLACE_DIAG_NO_PREFETCH") != nullptr;  // DIAG
-  for (int r = 0; r < 2 && !off; ++r) {
-    g.prefetch.data[r] = ctx.prefetch[r].data;
-    g.prefetch.bytes[r] = ctx.prefetch[r].bytes;
-  }
+void launch(const GemvBf16& g, const KernelContext& ctx) {
   gemv_bf16(g, ctx.stream);
 }
 
@@ -271,12 +265,6 @@ void register_linear_lowp_kernels(KernelTable& table) {
                             with_row_writes(linear, supports));
   table.add_epilogue_writes(DeviceType::kCuda, "rms_norm_linear_bf16_weight", "kv_cache_update",
                             with_row_writes(norm_linear, supports_norm_linear));
-  // The weights, read whole: the step before prefetches them into L2 (KernelContext::prefetch).
-  table.add_streamed(DeviceType::kCuda, kOp, {1});
-  table.add_streamed(DeviceType::kCuda, "linear_bf16_weight_add", {1});
-  table.add_streamed(DeviceType::kCuda, "swiglu_bf16_weight", {1, 2});
-  table.add_streamed(DeviceType::kCuda, "rms_norm_linear_bf16_weight", {3});
-  table.add_streamed(DeviceType::kCuda, "rms_norm_swiglu_bf16_weight", {3, 4});
 }
 
 }  // namespace inplace::cuda
