@@ -46,5 +46,7 @@ void build_steps(BuildState& st, const Graph& graph, const std::vector<Tensor>& 
 void reinplace(BuildState& st);
 // Output buffers, in-place reuse of dead operands, arena offsets, final refs.
 void finalize_buffers(BuildState& st);
+// Drops the steps whose temporaries nothing reads (dead_steps.cpp).
+void drop_dead_steps(BuildState& st);
 
 }  // namespace inplace

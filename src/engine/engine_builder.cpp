@@ -32,6 +32,7 @@ std::shared_ptr<const Engine> Engine::build(const Graph& graph,
   }
   reinplace(st);
   finalize_buffers(st);
+  drop_dead_steps(st);
   validate_plan(st.plan);
   check_write_set(st.plan);
   return std::shared_ptr<const Engine>(new Engine(std::move(st.plan), graph.name));

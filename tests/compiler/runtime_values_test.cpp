@@ -101,6 +101,24 @@ TEST(RuntimeValues, DecodeLoopOverSixteenPositionsWithOneEngine) {
   EXPECT_EQ(accepted, 16);
 }
 
+// `pos[0] + 1` is a tensor whose value only defines the prefix's runtime end, which the
+// engine's scalars compute from the input: the add is not a step (dead_steps), so a decode
+// call does not launch a kernel for it, and the engine still follows the position.
+TEST(RuntimeValues, ATensorThatOnlyDefinesARuntimeValueIsNotAStep) {
+  auto g = prefix_attention();
+  const Shape cache{1, 2, 16, 4}, row{1, 2, 1, 4};
+  const std::vector<Tensor> example{randn(row, 1),   randn(row, 2),   randn(row, 3),
+                                    randn(cache, 4), randn(cache, 5), vec1(3)};
+  CompiledProgram cp = compile(*g, example);
+  for (const Step& s : cp.engine->plan().steps)
+    EXPECT_FALSE(s.op && s.op->schema.name == "add") << s.node;
+  std::vector<std::vector<Tensor>> draws;
+  for (int64_t pos : {0, 15, 7})
+    draws.push_back({randn(row, 6), randn(row, 7), randn(row, 8), randn(cache, 9), randn(cache, 10),
+                     vec1(pos)});
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, example, draws, 1e-6), 3);
+}
+
 TEST(RuntimeValues, ABadPositionForTheSecondCacheRefusesBeforeTheFirstIsWritten) {
   // Two caches at two positions: a bad v position is refused before the k cache is written
   // (every check that depends only on the call's inputs runs before the first write).

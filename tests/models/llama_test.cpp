@@ -113,7 +113,8 @@ TEST(Llama, Bf16WeightsEqualEagerAndStayCloseToFloat32) {
   EXPECT_EQ(count_steps(*e.decode, "linear_bf16_weight_add"), 2 * c.n_layers);
   EXPECT_EQ(count_steps(*e.decode, "swiglu_bf16_weight"), c.n_layers);
   EXPECT_EQ(count_steps(*e.decode, "silu"), 0);
-  EXPECT_EQ(count_steps(*e.decode, "add"), 1);  // pos[-1] + 1, the filled prefix's end
+  // pos[-1] + 1, the filled prefix's end, only defines a runtime scalar: no step (dead_steps).
+  EXPECT_EQ(count_steps(*e.decode, "add"), 0);
   EXPECT_EQ(count_steps(*e.decode, "mul"), 0);
   EXPECT_EQ(count_steps(*e.prefill, "linear_bf16_weight"), 7 * c.n_layers + 1);
   EXPECT_EQ(count_steps(*e.decode, "linear"), 0);

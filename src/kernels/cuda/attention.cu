@@ -1,12 +1,12 @@
 // Decode-oriented attention: each block owns one (batch, head, query row) and a chunk of the
 // keys; its warps walk the keys with an online softmax (running max, sum and weighted values
 // per warp, the head dim spread across lanes), then merge. Chunks of one row are merged by a
-// second kernel, so a long cache is read by many blocks at once (split-K, flash-decoding).
+// second kernel, or on the decode fast path by the row's thread-block cluster, so a long cache
+// is read by many blocks at once (split-K, flash-decoding).
 #include <cooperative_groups.h>
 
 #include <algorithm>
 #include <cfloat>
-#include <cstdlib>
 
 #include "kernels/cuda/device_common.cuh"
 
@@ -152,16 +152,17 @@ __global__ void merge_kernel(Attention a, Partial part, int splits) {
 // The decode fast path (float32 q, k, v and out with unit-stride head dims, E == Ev, no mask,
 // not causal): lanes work in groups of E/4, each lane one float4 of a key and of its value, so
 // a warp reads 32/(E/4) keys at once and a group unrolls kUnroll keys to keep loads in flight.
-// The split count follows the keys present (read on the device): blocks past it leave at once,
-// and the last block of a row to finish merges the partials (a counter per row, reset by that
-// block), so one launch does both halves.
+// The split count follows the keys present (read on the device): blocks past it take no keys,
+// and the splits of a row, one thread-block cluster, merge through distributed shared memory,
+// so one launch does both halves.
 constexpr int kUnroll = 4;
 // Keys per split at least: at position 200 four splits of ~50 keys beat seven of ~29 (the
 // merge waits on every split; 0.389 -> 0.356 ms a decode step on the H200), while long prefixes
 // still use every split the launch allows.
 constexpr int kMinKeys = 64;
 // Warps of a decode block: 8 groups of 16 lanes (head dim 64) take 64 keys a pass, so a split of
-// kMinKeys keys is read in one round trip.
+// kMinKeys keys is read in one round trip (with 4 warps: 0.337 ms a step at position 200 and
+// 0.449 ms at 3000, against 0.340 and 0.432 ms).
 constexpr int kDecodeWarps = 8;
 // Splits of a row at most: one cluster (sm_90 runs clusters of up to 16 blocks).
 constexpr int kMaxClusterSplits = 16;
@@ -276,8 +277,7 @@ __device__ inline int active_splits(int64_t S, int min_keys, int splits) {
 // them through distributed shared memory and writes the row. No global scratch, counters or
 // fences; a captured graph replays it as is.
 template <int G, int W>
-__global__ void __launch_bounds__(32 * W)
-    decode_attention_cluster_kernel(Attention a, int min_keys) {
+__global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, int min_keys) {
   pdl_begin();
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
@@ -323,59 +323,6 @@ __global__ void __launch_bounds__(32 * W)
   cluster.sync();  // every block's shared memory stays until block 0 has read it
 }
 
-template <int G, int W>  // lanes per key: E / 4; warps
-__global__ void __launch_bounds__(32 * W)
-    decode_attention_kernel(Attention a, Partial part, int* counters, int splits, int min_keys) {
-  pdl_begin();
-  const int64_t E = a.q.size[3];
-  const int64_t S = key_count(a);
-  const int64_t row = blockIdx.x;
-  const int active = active_splits(S, min_keys, splits);
-  const int split = blockIdx.y;
-  if (split >= active) return;
-  const int64_t per = (S + active - 1) / active;
-  const int64_t j0 = split * per, j1 = min(S, j0 + per);
-  const BlockPartial p = decode_block<G, W>(a, j0, j1);
-  __shared__ bool last;
-  const bool single = active == 1;
-  if (threadIdx.x < G) {
-    if (single) return store_row(a, p.o, p.l);
-    const int64_t slot = row * splits + split;
-    if (threadIdx.x == 0) {
-      part.m[slot] = p.m;
-      part.l[slot] = p.l;
-    }
-    reinterpret_cast<float4*>(part.acc + slot * E)[threadIdx.x] = p.o;
-    __threadfence();
-  }
-  if (single) return;
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&counters[row], 1) == active - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  if (threadIdx.x < G) {
-    float M = -FLT_MAX;
-    for (int sp = 0; sp < active; ++sp) {
-      const int64_t slot = row * splits + sp;
-      if (__ldcg(part.l + slot) > 0.f) M = fmaxf(M, __ldcg(part.m + slot));
-    }
-    float Lsum = 0.f;
-    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int sp = 0; sp < active; ++sp) {
-      const int64_t slot = row * splits + sp;
-      const float ls = __ldcg(part.l + slot);
-      if (ls == 0.f) continue;
-      const float c = __expf(__ldcg(part.m + slot) - M);
-      Lsum += ls * c;
-      const float4 x = __ldcg(reinterpret_cast<const float4*>(part.acc + slot * E) + threadIdx.x);
-      o.x += x.x * c, o.y += x.y * c, o.z += x.z * c, o.w += x.w * c;
-    }
-    store_row(a, o, Lsum);
-  }
-  if (threadIdx.x == 0) counters[row] = 0;  // ready for the next launch (and graph replay)
-}
-
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
@@ -395,8 +342,9 @@ int decode_group(const Attention& a) {
   return G;
 }
 
-// Split rows stop below 2 * kFillRows blocks, so their scratch has a fixed bound: allocated
-// once per thread, at that bound, never regrown (a captured graph keeps its address).
+// The general path's split rows stop below 2 * kFillRows blocks, so their scratch has a fixed
+// bound: allocated once per thread, at that bound, never regrown (a captured graph keeps its
+// address).
 constexpr int64_t kFillRows = 264;
 constexpr size_t kScratchFloats = 2 * kFillRows * (2 + 32 * kMaxPerLane);
 float* scratch() {
@@ -404,48 +352,20 @@ float* scratch() {
   if (!p) IP_CUDA_CHECK(cudaMalloc(&p, kScratchFloats * sizeof(float)), "attention scratch");
   return p;
 }
-// The fast path's per-row arrival counters, zero between launches.
-int* counters() {
-  thread_local int* p = nullptr;
-  if (!p) {
-    IP_CUDA_CHECK(cudaMalloc(&p, 2 * kFillRows * sizeof(int)), "attention counters");
-    IP_CUDA_CHECK(cudaMemset(p, 0, 2 * kFillRows * sizeof(int)), "attention counters");
-  }
-  return p;
-}
-
 template <int G>
-void launch_decode(const Attention& a, int64_t rows, int splits, Partial part, cudaStream_t s) {
-  static const bool four = std::getenv("INPLACE_DIAG_ATTN4") != nullptr;    // DIAG
-  static const bool old = std::getenv("INPLACE_DIAG_COUNTERS") != nullptr;  // DIAG
-  static const int mk = std::getenv("INPLACE_DIAG_MINKEYS")
-                            ? std::atoi(std::getenv("INPLACE_DIAG_MINKEYS"))
-                            : kMinKeys;
-  const dim3 grid(static_cast<unsigned>(rows), splits);
+void launch_decode(const Attention& a, int64_t rows, int splits, cudaStream_t s) {
   // Clusters of 16 blocks are past the portable size: allowed once per kernel, on the first
   // call (a context's first call runs before any graph capture).
   static const bool allowed = [] {
-    for (auto* k : {decode_attention_cluster_kernel<G, 4>, decode_attention_cluster_kernel<G, 8>})
-      IP_CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
-                    "attention clusters");
+    IP_CUDA_CHECK(cudaFuncSetAttribute(decode_attention_kernel<G, kDecodeWarps>,
+                                       cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
+                  "attention clusters");
     return true;
   }();
   (void)allowed;
-  if (!old) {
-    const int c = std::min(splits, kMaxClusterSplits);
-    const dim3 cgrid(static_cast<unsigned>(rows), c), cluster(1, c, 1);
-    if (four)
-      launch_pdl_cluster(decode_attention_cluster_kernel<G, 4>, cgrid, 32 * 4, cluster, s, a, mk);
-    else
-      launch_pdl_cluster(decode_attention_cluster_kernel<G, kDecodeWarps>, cgrid, 32 * kDecodeWarps,
-                         cluster, s, a, mk);
-    return;
-  }
-  if (four)
-    launch_pdl(decode_attention_kernel<G, 4>, grid, 32 * 4, s, a, part, counters(), splits, mk);
-  else
-    launch_pdl(decode_attention_kernel<G, kDecodeWarps>, grid, 32 * kDecodeWarps, s, a, part,
-               counters(), splits, mk);
+  const int c = std::min(splits, kMaxClusterSplits);
+  launch_pdl_cluster(decode_attention_kernel<G, kDecodeWarps>, dim3(static_cast<unsigned>(rows), c),
+                     32 * kDecodeWarps, dim3(1, c, 1), s, a, kMinKeys);
 }
 
 }  // namespace
@@ -462,19 +382,19 @@ void attention(const Attention& a, void* stream) {
   int splits = 1;
   while (rows * splits < kFillRows && (a.kv_len ? splits < 64 : S / (splits * 2) >= kChunk))
     splits *= 2;
+  const cudaStream_t s = as_stream(stream);
+  if (const int G = decode_group(a); G > 0) {
+    using Launch = void (*)(const Attention&, int64_t, int, cudaStream_t);
+    constexpr Launch kLaunch[] = {launch_decode<1>, launch_decode<2>,  launch_decode<4>,
+                                  launch_decode<8>, launch_decode<16>, launch_decode<32>};
+    kLaunch[__builtin_ctz(static_cast<unsigned>(G))](a, rows, splits, s);
+    IP_CUDA_CHECK(cudaGetLastError(), "attention");
+    return;
+  }
   Partial part{};
   if (splits > 1) {
     float* base = scratch();
     part = {base, base + rows * splits, base + 2 * rows * splits};
-  }
-  const cudaStream_t s = as_stream(stream);
-  if (const int G = decode_group(a); G > 0 && (splits == 1 || rows * splits <= 2 * kFillRows)) {
-    using Launch = void (*)(const Attention&, int64_t, int, Partial, cudaStream_t);
-    constexpr Launch kLaunch[] = {launch_decode<1>, launch_decode<2>,  launch_decode<4>,
-                                  launch_decode<8>, launch_decode<16>, launch_decode<32>};
-    kLaunch[__builtin_ctz(static_cast<unsigned>(G))](a, rows, splits, part, s);
-    IP_CUDA_CHECK(cudaGetLastError(), "attention");
-    return;
   }
   launch_pdl(attention_kernel, dim3(static_cast<unsigned>(rows), splits), 32 * kWarps, s, a, part,
              splits);

@@ -3,8 +3,6 @@
 // weight where it lies (the step the fuse_weight_casts pass makes of `linear(x, w.to(float32))`),
 // and the two with an RMSNorm prologue (rms_norm_linear_bf16_weight, rms_norm_swiglu_bf16_weight:
 // fuse_norm_prologues), whose arguments are (x, norm_weight, eps, then the product's own).
-#include <cstdlib>
-
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
 
@@ -238,8 +236,7 @@ bool row_write_of(const StepCall& write, const GemvBf16& g, GemvRowWrite* w) {
 WritesKernel with_row_writes(GemvBf16 (*product)(const Args&, const std::vector<Tensor>&),
                              Supports supports) {
   return [=](const StepCall& p, const std::vector<StepCall>& writes) {
-    static const bool off = std::getenv("INPLACE_DIAG_NO_FUSED_WRITES") != nullptr;  // DIAG
-    if (off || writes.size() > 2 || !supports(*p.args).empty()) return false;
+    if (writes.size() > 2 || !supports(*p.args).empty()) return false;
     GemvBf16 g = product(*p.args, *p.outs);
     for (const StepCall& w : writes)
       if (!row_write_of(w, g, &g.writes[g.n_writes++])) return false;
