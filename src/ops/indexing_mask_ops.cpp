@@ -100,6 +100,26 @@ void register_mask_ops(Registry& r) {
         cpu::index_gather(a[1].as_tensor("embedding"), functional_plan(a), out[0], "embedding");
       });
   r.add_alias("torch.nn.functional.embedding", "embedding_functional");
+  // embedding_bf16_weight(input, weight): `F.embedding(input, weight).to(float32)` with a
+  // bfloat16 table, the rows widened as they are read (the fuse_weight_casts pass makes it, so a
+  // decode step reads one bf16 row and writes the float32 row in one kernel). Exact: widening is.
+  auto lowp_plan = [](const Args& a) {
+    const char* op = "embedding_bf16_weight";
+    const Tensor& w = a[1].as_tensor(op);
+    IP_CHECK(w.dtype() == DType::kBFloat16, kDTypeMismatch, "[", op,
+             "] expected a bfloat16 weight, got ", dtype_name(w.dtype()));
+    return plan_embedding(w, a[0].as_tensor(op), std::nullopt, op);
+  };
+  r.add_out(
+      "embedding_bf16_weight(Tensor input, Tensor weight) -> Tensor",
+      [lowp_plan](const Args& a) {
+        return std::vector<Tensor>{Tensor::meta(lowp_plan(a).result_shape, DType::kFloat32)};
+      },
+      [lowp_plan](const Args& a, const std::vector<Tensor>& out) {
+        const Tensor rows = Tensor::empty(out[0].shape(), DType::kBFloat16);
+        cpu::index_gather(a[1].tensor, lowp_plan(a), rows, "embedding_bf16_weight");
+        out[0].copy_from(rows);
+      });
   r.tag({"masked_scatter"}, kScatterLike);
 }
 

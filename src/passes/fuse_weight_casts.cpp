@@ -2,7 +2,8 @@
 // x float32 becomes `inplace.linear_bf16_weight(x, w)`: the product reads the bf16 weight and
 // accumulates in float32, instead of writing a float32 copy of the weight on every call and
 // reading it back (three times the bytes). The cast is dropped when nothing else reads it.
-// Exact: widening bf16 to f32 is exact, and both forms sum in the same order.
+// Exact: widening bf16 to f32 is exact, and both forms sum in the same order. Likewise
+// `F.embedding(ids, w).to(float32)` becomes `inplace.embedding_bf16_weight(ids, w)`.
 #include "ops/registry.h"
 #include "passes/dtype_of.h"
 #include "passes/engine_passes.h"
@@ -38,6 +39,37 @@ class FuseWeightCastsPass : public Pass {
       n->target = "inplace.linear_bf16_weight";
       n->args[1] = Value::node_ref(weight);
       if (g.users(cast).empty()) g.erase(cast);
+    }
+    fuse_embedding_casts(g, dtypes);
+  }
+
+ private:
+  // `F.embedding(ids, w).to(float32)` with w a bfloat16 2-D constant, the cast the rows' only
+  // reader: the cast becomes `inplace.embedding_bf16_weight(ids, w)`, one step instead of a
+  // gather and a widening copy.
+  static void fuse_embedding_casts(Graph& g, DtypeOf& dtypes) {
+    std::vector<Node*> casts;
+    for (Node* n : g.nodes())
+      if (op_name(n) == "to" || op_name(n) == "_to_copy") casts.push_back(n);
+    for (Node* cast : casts) {
+      if (cast->args.empty() || !cast->args[0].is_node()) continue;
+      Node* rows = cast->args[0].node;
+      // Past (input, weight) only padding_idx (gradients only) and defaults; no max_norm.
+      if (op_name(rows) != "embedding_functional" || rows->args.size() < 2 ||
+          (rows->args.size() > 3 && !rows->args[3].is_none()) || !rows->kwargs.empty() ||
+          !rows->args[0].is_node() || !rows->args[1].is_node() || g.users(rows).size() != 1)
+        continue;
+      Node* weight = rows->args[1].node;
+      if (weight->op != NodeOp::kGetAttr) continue;
+      auto c = g.constants.find(weight->target);
+      if (c == g.constants.end() || c->second.dtype() != DType::kBFloat16 || c->second.dim() != 2 ||
+          dtypes.of(cast) != DType::kFloat32)
+        continue;
+      cast->op = NodeOp::kCallFunction;
+      cast->target = "inplace.embedding_bf16_weight";
+      cast->args = {rows->args[0], Value::node_ref(weight)};
+      cast->kwargs.clear();
+      g.erase(rows);
     }
   }
 };

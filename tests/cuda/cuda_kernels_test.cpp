@@ -233,6 +233,7 @@ TEST(CudaKernels, IndexedReadsAndWrites) {
       const Tensor table = random_view({50, 16}, dt, seed++, l);
       const Tensor ids = Tensor::from_vector<int64_t>({3, 0, 49, 7, 7, 12}, {2, 3});
       check("embedding", {T(table), T(ids)});
+      if (dt == DType::kBFloat16) check("inplace.embedding_bf16_weight", {T(ids), T(table)});
       check("index_select", {T(table), I(0), T(ids.flatten())});
       check("index_select", {T(table), I(1), T(Tensor::from_vector<int64_t>({15, 0, 2}, {3}))});
       const Tensor src = random_view({3, 5, 8}, dt, seed++, l);

@@ -269,6 +269,11 @@ void register_index_kernels(KernelTable& t) {
         [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
           embedding_kernel(a[1].tensor, a[0].tensor, outs[0], ctx);
         });
+  // The gather widens the bf16 rows as it stores them (the kernel converts to out's dtype).
+  t.add(C, "embedding_bf16_weight",
+        [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+          embedding_kernel(a[1].tensor, a[0].tensor, outs[0], ctx);
+        });
   t.add(C, "index_copy", index_copy_kernel);
   t.add(C, "kv_cache_update", kv_cache_update_kernel);
   t.add_pair(C, "kv_cache_update", kv_cache_update_pair);
