@@ -11,6 +11,7 @@
 #include "backend/kernel_table.h"
 #include "core/storage.h"
 #include "engine/device_scalars.h"
+#include "engine/launch_groups.h"
 
 namespace inplace {
 
@@ -40,12 +41,7 @@ struct DeviceState {
   std::shared_ptr<Storage> code, slots, inputs;  // device memory when scalars.on_device
   bool inputs_dirty = true;                      // bindings changed since the inputs upload
   bool refreshed = false;  // the refresh ran (once, when scalars are on the device)
-  // pair[q]: steps q and q + 1 run as one launch through this kernel (null: not paired).
-  std::vector<const PairKernel*> pair;
-  // writes[q]: step q and the write_count[q] steps after it run as one launch through this
-  // kernel when it takes their operands (null: not fused; KernelTable::add_epilogue_writes).
-  std::vector<const WritesKernel*> writes;
-  std::vector<int> write_count;
+  LaunchGroups launches;   // steps that share a launch (engine/launch_groups.h)
 
   DeviceState() = default;
   DeviceState(const DeviceState&) = delete;

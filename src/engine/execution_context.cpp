@@ -281,8 +281,8 @@ KernelContext ExecutionContext::step_context(size_t q) const {
 void ExecutionContext::run_pair(size_t q) {
   const Plan& plan = engine_->plan();
   try {
-    (*gpu_->pair[q])(step_args_[q], step_outs_[q], kernel_context_, step_args_[q + 1],
-                     step_outs_[q + 1], step_context(q + 1));
+    (*gpu_->launches.pair[q])(step_args_[q], step_outs_[q], kernel_context_, step_args_[q + 1],
+                              step_outs_[q + 1], step_context(q + 1));
   } catch (const Error& e) {
     // Either step may be the one refused, and the first may have written: both are named, and
     // the second counts as the failed step (the first as done).
@@ -294,12 +294,12 @@ void ExecutionContext::run_pair(size_t q) {
 
 bool ExecutionContext::run_with_writes(size_t q) {
   const Plan& plan = engine_->plan();
-  const size_t n = static_cast<size_t>(gpu_->write_count[q]);
+  const size_t n = static_cast<size_t>(gpu_->launches.write_count[q]);
   std::vector<StepCall> writes;
   for (size_t r = q + 1; r <= q + n; ++r)
     writes.push_back({&step_args_[r], &step_outs_[r], step_context(r)});
   try {
-    return (*gpu_->writes[q])({&step_args_[q], &step_outs_[q], kernel_context_}, writes);
+    return (*gpu_->launches.writes[q])({&step_args_[q], &step_outs_[q], kernel_context_}, writes);
   } catch (const Error& e) {
     // Nothing launched when a form is refused; a launch error leaves every step in doubt.
     std::string steps = str_cat("'", plan.steps[q].node, "'");
@@ -323,12 +323,12 @@ void ExecutionContext::run_steps() {
     std::vector<Value>& args = step_args_[q];
     const std::vector<Tensor>& outs = step_outs_[q];
     kernel_context_ = step_context(q);
-    if (gpu_ && gpu_->writes[q] && !profile_ && run_with_writes(q)) {  // q and its writes
-      stats_.joined_steps += gpu_->write_count[q];
-      q += static_cast<size_t>(gpu_->write_count[q]);
+    if (gpu_ && gpu_->launches.writes[q] && !profile_ && run_with_writes(q)) {  // q and its writes
+      stats_.joined_steps += gpu_->launches.write_count[q];
+      q += static_cast<size_t>(gpu_->launches.write_count[q]);
       continue;
     }
-    if (gpu_ && gpu_->pair[q] && !profile_) {  // q and q + 1 in one launch
+    if (gpu_ && gpu_->launches.pair[q] && !profile_) {  // q and q + 1 in one launch
       run_pair(q);
       ++q;
       ++stats_.joined_steps;

@@ -1,83 +1,13 @@
 // ExecutionContext on a GPU: runtime scalars evaluated on the device, CUDA graphs captured and
 // replayed, and the device error flag (docs/cuda.md). The host never waits for the device in a
 // call unless the engine's runtime scalars must be read on the host.
-#include <algorithm>
-
 #include "backend/device_runtime.h"
 #include "core/device_allocator.h"
 #include "engine/binding_checks.h"
 #include "engine/execution_context.h"
+#include "engine/launch_groups.h"
 
 namespace inplace {
-
-namespace {
-
-// Whether two buffers share memory: the same buffer, or arena buffers whose planned ranges
-// overlap (the memory plan reuses arena memory between values whose lives do not overlap).
-bool overlap(const Plan& plan, BufferId x, BufferId y) {
-  if (x == y) return true;
-  if (x.kind != BufferKind::kArena || y.kind != BufferKind::kArena) return false;
-  const ArenaSlot &a = plan.arena[x.index], &b = plan.arena[y.index];
-  return a.offset_bytes < b.offset_bytes + b.nbytes && b.offset_bytes < a.offset_bytes + a.nbytes;
-}
-
-bool uses(const Plan& plan, const Step& s, BufferId id) {
-  for (const TensorRef& o : s.outs)
-    if (overlap(plan, o.buffer, id)) return true;
-  for (const TensorSlot& t : s.tensors)
-    if (overlap(plan, t.ref.buffer, id)) return true;
-  return false;
-}
-
-// Neither step reads or writes memory the other writes.
-bool independent(const Plan& plan, const Step& a, const Step& b) {
-  for (const TensorRef& o : a.outs)
-    if (uses(plan, b, o.buffer)) return false;
-  for (const TensorRef& o : b.outs)
-    if (uses(plan, a, o.buffer)) return false;
-  return true;
-}
-
-bool writes_only(const Step& s, std::initializer_list<BufferKind> kinds) {
-  for (const TensorRef& o : s.outs)
-    if (std::find(kinds.begin(), kinds.end(), o.buffer.kind) == kinds.end()) return false;
-  return true;
-}
-
-// Steps a (just before b) and b may run as one launch: both write bindings (placed caches) or
-// temporaries, and they are independent.
-bool pairable(const Plan& plan, const Step& a, const Step& b) {
-  const auto kinds = {BufferKind::kInput, BufferKind::kArena};
-  return a.kind == StepKind::kOut && b.kind == StepKind::kOut && a.op == b.op &&
-         writes_only(a, kinds) && writes_only(b, kinds) && independent(plan, a, b);
-}
-
-// How many steps right after q (at most 2) write rows of step q's result into bindings through
-// one epilogue-writes kernel: each reads the product, writes only bindings that step q does not
-// touch, and is independent of the others. 0: none.
-int epilogue_writes(const Plan& plan, size_t q, DeviceType device, const WritesKernel** kernel) {
-  const Step& a = plan.steps[q];
-  *kernel = nullptr;
-  if (a.kind != StepKind::kOut || !a.op || a.outs.size() != 1 ||
-      a.outs[0].buffer.kind != BufferKind::kArena)
-    return 0;
-  int n = 0;
-  for (size_t r = q + 1; r < plan.steps.size() && n < 2; ++r) {
-    const Step& b = plan.steps[r];
-    if (b.kind != StepKind::kOut || !b.op) break;
-    const WritesKernel* k = KernelTable::get().find_epilogue_writes(*a.op, *b.op, device);
-    bool ok = k && (!*kernel || k == *kernel) && writes_only(b, {BufferKind::kInput}) &&
-              uses(plan, b, a.outs[0].buffer);
-    for (const TensorRef& o : b.outs) ok = ok && !uses(plan, a, o.buffer);
-    for (size_t e = q + 1; e < r && ok; ++e) ok = independent(plan, plan.steps[e], b);
-    if (!ok) break;
-    *kernel = k;
-    ++n;
-  }
-  return n;
-}
-
-}  // namespace
 
 void ExecutionContext::init_device() {
   const Plan& plan = engine_->plan();
@@ -91,19 +21,7 @@ void ExecutionContext::init_device() {
   g.error_host = static_cast<int32_t*>(g.runtime->allocate_host(4 * sizeof(int32_t)));
   kernel_context_.error = static_cast<int32_t*>(g.error->data());
   g.scalars = plan_device_scalars(plan);
-  g.writes.assign(plan.steps.size(), nullptr);
-  g.write_count.assign(plan.steps.size(), 0);
-  for (size_t q = 0; q < plan.steps.size(); ++q)
-    g.write_count[q] = epilogue_writes(plan, q, device_.type, &g.writes[q]);
-  g.pair.assign(plan.steps.size(), nullptr);
-  for (size_t q = 0; q + 1 < plan.steps.size(); ++q) {
-    const Step& a = plan.steps[q];
-    if (!a.op || !pairable(plan, a, plan.steps[q + 1])) continue;
-    if (const PairKernel* k = KernelTable::get().find_pair(*a.op, device_.type)) {
-      g.pair[q] = k;
-      ++q;  // q + 1 is taken
-    }
-  }
+  g.launches = plan_launch_groups(plan, device_.type);
   if (!g.scalars.on_device) return;
   const DeviceAllocator& allocator = device_allocator(device_);
   const size_t code_bytes = g.scalars.code.size() * sizeof(int64_t);

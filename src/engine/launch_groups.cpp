@@ -1,0 +1,95 @@
+// Which steps of a plan share a launch on a GPU (docs/cuda.md, "Execution on a stream").
+#include "engine/launch_groups.h"
+
+#include <algorithm>
+
+namespace inplace {
+
+namespace {
+
+// Whether two buffers share memory: the same buffer, or arena buffers whose planned ranges
+// overlap (the memory plan reuses arena memory between values whose lives do not overlap).
+bool overlap(const Plan& plan, BufferId x, BufferId y) {
+  if (x == y) return true;
+  if (x.kind != BufferKind::kArena || y.kind != BufferKind::kArena) return false;
+  const ArenaSlot &a = plan.arena[x.index], &b = plan.arena[y.index];
+  return a.offset_bytes < b.offset_bytes + b.nbytes && b.offset_bytes < a.offset_bytes + a.nbytes;
+}
+
+bool uses(const Plan& plan, const Step& s, BufferId id) {
+  for (const TensorRef& o : s.outs)
+    if (overlap(plan, o.buffer, id)) return true;
+  for (const TensorSlot& t : s.tensors)
+    if (overlap(plan, t.ref.buffer, id)) return true;
+  return false;
+}
+
+// Neither step reads or writes memory the other writes.
+bool independent(const Plan& plan, const Step& a, const Step& b) {
+  for (const TensorRef& o : a.outs)
+    if (uses(plan, b, o.buffer)) return false;
+  for (const TensorRef& o : b.outs)
+    if (uses(plan, a, o.buffer)) return false;
+  return true;
+}
+
+bool writes_only(const Step& s, std::initializer_list<BufferKind> kinds) {
+  for (const TensorRef& o : s.outs)
+    if (std::find(kinds.begin(), kinds.end(), o.buffer.kind) == kinds.end()) return false;
+  return true;
+}
+
+// Steps a (just before b) and b may run as one launch: both write bindings (placed caches) or
+// temporaries, and they are independent.
+bool pairable(const Plan& plan, const Step& a, const Step& b) {
+  const auto kinds = {BufferKind::kInput, BufferKind::kArena};
+  return a.kind == StepKind::kOut && b.kind == StepKind::kOut && a.op == b.op &&
+         writes_only(a, kinds) && writes_only(b, kinds) && independent(plan, a, b);
+}
+
+// How many steps right after q (at most 2) write rows of step q's result into bindings through
+// one epilogue-writes kernel: each reads the product, writes only bindings that step q does not
+// touch, and is independent of the others. 0: none.
+int epilogue_writes(const Plan& plan, size_t q, DeviceType device, const WritesKernel** kernel) {
+  const Step& a = plan.steps[q];
+  *kernel = nullptr;
+  if (a.kind != StepKind::kOut || !a.op || a.outs.size() != 1 ||
+      a.outs[0].buffer.kind != BufferKind::kArena)
+    return 0;
+  int n = 0;
+  for (size_t r = q + 1; r < plan.steps.size() && n < 2; ++r) {
+    const Step& b = plan.steps[r];
+    if (b.kind != StepKind::kOut || !b.op) break;
+    const WritesKernel* k = KernelTable::get().find_epilogue_writes(*a.op, *b.op, device);
+    bool ok = k && (!*kernel || k == *kernel) && writes_only(b, {BufferKind::kInput}) &&
+              uses(plan, b, a.outs[0].buffer);
+    for (const TensorRef& o : b.outs) ok = ok && !uses(plan, a, o.buffer);
+    for (size_t e = q + 1; e < r && ok; ++e) ok = independent(plan, plan.steps[e], b);
+    if (!ok) break;
+    *kernel = k;
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+LaunchGroups plan_launch_groups(const Plan& plan, DeviceType device) {
+  const size_t n = plan.steps.size();
+  LaunchGroups g;
+  g.writes.assign(n, nullptr);
+  g.write_count.assign(n, 0);
+  for (size_t q = 0; q < n; ++q) g.write_count[q] = epilogue_writes(plan, q, device, &g.writes[q]);
+  g.pair.assign(n, nullptr);
+  for (size_t q = 0; q + 1 < n; ++q) {
+    const Step& a = plan.steps[q];
+    if (!a.op || !pairable(plan, a, plan.steps[q + 1])) continue;
+    if (const PairKernel* k = KernelTable::get().find_pair(*a.op, device)) {
+      g.pair[q] = k;
+      ++q;  // q + 1 is taken
+    }
+  }
+  return g;
+}
+
+}  // namespace inplace

@@ -1,0 +1,113 @@
+// Which steps share a launch on a GPU (engine/launch_groups.h), decided from the plan and the
+// kernel table alone, so it is tested here on the cpu against the cuda kernel table: a decoder
+// layer's k and v cache writes join its q/k/v product (bf16 weights) or pair up (float32
+// weights, cuBLAS products), the rotary table's two reads pair up, and temporaries pair only
+// when their planned memory does not overlap.
+#include <gtest/gtest.h>
+
+#include "backend/kernel_table.h"
+#include "compiler/compile.h"
+#include "engine/launch_groups.h"
+#include "models/llama.h"
+#include "ops/registry.h"
+
+namespace inplace {
+namespace {
+
+#ifdef INPLACE_WITH_CUDA
+#define IP_REQUIRE_CUDA_BUILD()
+#else
+#define IP_REQUIRE_CUDA_BUILD() GTEST_SKIP() << "built without the CUDA backend"
+#endif
+
+// The decode engine as a GPU compile makes it (the q/k/v merge and the norm prologues on),
+// compiled for the cpu: the same steps.
+std::shared_ptr<const Engine> decode_engine(DType weights) {
+  const models::LlamaConfig c = models::llama_config("tiny", 32, 7, weights);
+  CompileOptions o;
+  o.merge_sibling_linears = true;
+  o.fuse_norm_prologues = true;
+  return compile(*models::llama_decode_graph(c, models::llama_weights(c)),
+                 models::llama_example_inputs(c, 1), o)
+      .engine;
+}
+
+std::string op_of(const Step& s) {
+  return s.op ? s.op->schema.name : "";
+}
+
+TEST(LaunchGroups, ALayersCacheWritesJoinItsQkvProduct) {
+  IP_REQUIRE_CUDA_BUILD();
+  auto e = decode_engine(DType::kBFloat16);
+  const Plan& plan = e->plan();
+  const LaunchGroups g = plan_launch_groups(plan, DeviceType::kCuda);
+  int groups = 0, pairs = 0, joined = 0;
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    if (g.write_count[q] > 0) {
+      ++groups;
+      EXPECT_EQ(op_of(plan.steps[q]), "rms_norm_linear_bf16_weight") << plan.steps[q].node;
+      ASSERT_EQ(g.write_count[q], 2) << plan.steps[q].node;
+      EXPECT_EQ(op_of(plan.steps[q + 1]), "kv_cache_update");
+      EXPECT_EQ(op_of(plan.steps[q + 2]), "kv_cache_update");
+      // The writes also pair, for a form the epilogue kernel refuses at run time.
+      EXPECT_NE(g.pair[q + 1], nullptr);
+      joined += 2;
+      q += 2;
+      continue;
+    }
+    if (g.pair[q]) {
+      ++pairs;
+      ++joined;
+      EXPECT_EQ(op_of(plan.steps[q]), "index_select") << plan.steps[q].node;
+      ++q;
+    }
+  }
+  EXPECT_EQ(groups, 2);  // one a layer; the LM head's product has no writes after it
+  EXPECT_EQ(pairs, 1);   // cos and sin
+  EXPECT_EQ(joined, 5);  // what ContextStats::joined_steps counts on the GPU
+}
+
+TEST(LaunchGroups, Float32WeightsPairTheCacheWrites) {
+  IP_REQUIRE_CUDA_BUILD();
+  auto e = decode_engine(DType::kFloat32);
+  const Plan& plan = e->plan();
+  const LaunchGroups g = plan_launch_groups(plan, DeviceType::kCuda);
+  int kv_pairs = 0;
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    EXPECT_EQ(g.write_count[q], 0) << plan.steps[q].node;  // cuBLAS products: no epilogue
+    if (g.pair[q] && op_of(plan.steps[q]) == "kv_cache_update") ++kv_pairs;
+  }
+  EXPECT_EQ(kv_pairs, 2);
+}
+
+// Two independent index_select steps into temporaries: paired when their arena ranges are
+// apart, not when the memory plan made them share bytes.
+TEST(LaunchGroups, TemporariesPairOnlyWhenTheirMemoryIsApart) {
+  IP_REQUIRE_CUDA_BUILD();
+  const OpDef* op = Registry::get().find("index_select");
+  ASSERT_NE(op, nullptr);
+  auto step = [&](int out, int table) {
+    Step s;
+    s.op = op;
+    s.node = "select" + std::to_string(out);
+    s.args = {Value::from_tensor(Tensor::meta({8, 4}, DType::kFloat32)), Value::integer(0),
+              Value::from_tensor(Tensor::meta({1}, DType::kInt64))};
+    s.tensors.push_back({{0}, TensorRef{{BufferKind::kConstant, table}, 0, {8, 4}, {4, 1}}});
+    s.tensors.push_back({{2}, TensorRef{{BufferKind::kInput, 0}, 0, {1}, {1}, DType::kInt64}});
+    s.outs.push_back(TensorRef{{BufferKind::kArena, out}, 0, {1, 4}, {4, 1}});
+    return s;
+  };
+  Plan plan;
+  plan.steps = {step(0, 0), step(1, 1)};
+  plan.arena = {{0, 16}, {16, 16}};
+  EXPECT_NE(plan_launch_groups(plan, DeviceType::kCuda).pair[0], nullptr);
+  plan.arena = {{0, 16}, {8, 16}};
+  EXPECT_EQ(plan_launch_groups(plan, DeviceType::kCuda).pair[0], nullptr);
+  // The second reading what the first writes: never.
+  plan.arena = {{0, 16}, {16, 16}};
+  plan.steps[1].tensors[0].ref.buffer = {BufferKind::kArena, 0};
+  EXPECT_EQ(plan_launch_groups(plan, DeviceType::kCuda).pair[0], nullptr);
+}
+
+}  // namespace
+}  // namespace inplace
