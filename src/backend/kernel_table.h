@@ -50,9 +50,9 @@ struct StepCall {
 // q/k/v GEMV, then its k and v kv_cache_update into the caches) in one launch: computes the
 // product and, from its epilogue, does each write exactly as the steps in order would. Returns
 // false, having launched nothing, when the operands are not a form it fuses; the engine then
-// runs the steps one by one.
-using WritesKernel =
-    std::function<bool(const StepCall& product, const std::vector<StepCall>& writes)>;
+// runs the steps one by one. At most kMaxEpilogueWrites writes.
+constexpr int kMaxEpilogueWrites = 2;
+using WritesKernel = std::function<bool(const StepCall& product, const StepCall* writes, int n)>;
 
 // For a kernel that covers only some argument forms: "" when it runs `args` (tensors are
 // metas), else what it does not support. Asked once per step when an engine is built.

@@ -1,6 +1,7 @@
 #include "engine/execution_context.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 
 #include "engine/binding_checks.h"
@@ -295,11 +296,12 @@ void ExecutionContext::run_pair(size_t q) {
 bool ExecutionContext::run_with_writes(size_t q) {
   const Plan& plan = engine_->plan();
   const size_t n = static_cast<size_t>(gpu_->launches.write_count[q]);
-  std::vector<StepCall> writes;
-  for (size_t r = q + 1; r <= q + n; ++r)
-    writes.push_back({&step_args_[r], &step_outs_[r], step_context(r)});
+  std::array<StepCall, kMaxEpilogueWrites> writes;
+  for (size_t k = 0; k < n; ++k)
+    writes[k] = {&step_args_[q + 1 + k], &step_outs_[q + 1 + k], step_context(q + 1 + k)};
   try {
-    return (*gpu_->launches.writes[q])({&step_args_[q], &step_outs_[q], kernel_context_}, writes);
+    return (*gpu_->launches.writes[q])({&step_args_[q], &step_outs_[q], kernel_context_},
+                                       writes.data(), static_cast<int>(n));
   } catch (const Error& e) {
     // Nothing launched when a form is refused; a launch error leaves every step in doubt.
     std::string steps = str_cat("'", plan.steps[q].node, "'");

@@ -47,9 +47,9 @@ bool pairable(const Plan& plan, const Step& a, const Step& b) {
          writes_only(a, kinds) && writes_only(b, kinds) && independent(plan, a, b);
 }
 
-// How many steps right after q (at most 2) write rows of step q's result into bindings through
-// one epilogue-writes kernel: each reads the product, writes only bindings that step q does not
-// touch, and is independent of the others. 0: none.
+// How many steps right after q (at most kMaxEpilogueWrites) write rows of step q's result into
+// bindings through one epilogue-writes kernel: each reads the product, writes only bindings that
+// step q does not touch, and is independent of the others. 0: none.
 int epilogue_writes(const Plan& plan, size_t q, DeviceType device, const WritesKernel** kernel) {
   const Step& a = plan.steps[q];
   *kernel = nullptr;
@@ -57,7 +57,7 @@ int epilogue_writes(const Plan& plan, size_t q, DeviceType device, const WritesK
       a.outs[0].buffer.kind != BufferKind::kArena)
     return 0;
   int n = 0;
-  for (size_t r = q + 1; r < plan.steps.size() && n < 2; ++r) {
+  for (size_t r = q + 1; r < plan.steps.size() && n < kMaxEpilogueWrites; ++r) {
     const Step& b = plan.steps[r];
     if (b.kind != StepKind::kOut || !b.op) break;
     const WritesKernel* k = KernelTable::get().find_epilogue_writes(*a.op, *b.op, device);

@@ -45,26 +45,12 @@ inline cudaStream_t as_stream(void* s) {
   return static_cast<cudaStream_t>(s);
 }
 
-// Launches kernel(args...) on s as a programmatic dependent of the stream's previous kernel.
-template <typename... Params, typename... Args>
-void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args... args) {
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.stream = s;
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = attribute;
-  config.numAttrs = 1;
-  IP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...), "a kernel launch");
-}
-
-// launch_pdl with thread-block clusters of `cluster` blocks (past 8 blocks the kernel must have
+// Launches kernel(args...) on s as a programmatic dependent of the stream's previous kernel, in
+// thread-block clusters of `cluster` blocks when given (past 8 blocks the kernel must have
 // cudaFuncAttributeNonPortableClusterSizeAllowed set: sm_90 runs clusters of 16).
 template <typename... Params, typename... Args>
-void launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, dim3 cluster,
-                        cudaStream_t s, Args... args) {
+void launch_pdl_in(void (*kernel)(Params...), dim3 grid, dim3 block, const dim3* cluster,
+                   cudaStream_t s, Args... args) {
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;
@@ -72,13 +58,27 @@ void launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, dim3 c
   cudaLaunchAttribute attribute[2];
   attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  attribute[1].id = cudaLaunchAttributeClusterDimension;
-  attribute[1].val.clusterDim.x = cluster.x;
-  attribute[1].val.clusterDim.y = cluster.y;
-  attribute[1].val.clusterDim.z = cluster.z;
+  config.numAttrs = 1;
+  if (cluster) {
+    attribute[1].id = cudaLaunchAttributeClusterDimension;
+    attribute[1].val.clusterDim.x = cluster->x;
+    attribute[1].val.clusterDim.y = cluster->y;
+    attribute[1].val.clusterDim.z = cluster->z;
+    config.numAttrs = 2;
+  }
   config.attrs = attribute;
-  config.numAttrs = 2;
   IP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...), "a kernel launch");
+}
+
+template <typename... Params, typename... Args>
+void launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t s, Args... args) {
+  launch_pdl_in(kernel, grid, block, nullptr, s, args...);
+}
+
+template <typename... Params, typename... Args>
+void launch_pdl_cluster(void (*kernel)(Params...), dim3 grid, dim3 block, dim3 cluster,
+                        cudaStream_t s, Args... args) {
+  launch_pdl_in(kernel, grid, block, &cluster, s, args...);
 }
 
 // Launch geometry for n elements, grid-stride loops.

@@ -43,18 +43,23 @@ __device__ inline void read(const IndexMap& m, int64_t n) {
   }
 }
 
-__global__ void read_kernel(IndexMap m, int64_t n) {
+// The elements of one index map (F: read, write_rows_f32), or of two in one launch with
+// blockIdx.y picking the map (a rotary table's cos and sin rows, a layer's k and v writes).
+using MapFn = void (*)(const IndexMap&, int64_t);
+
+template <MapFn F>
+__global__ void map_kernel(IndexMap m, int64_t n) {
   pdl_begin();
-  read(m, n);
+  F(m, n);
 }
 
-// Two reads in one launch (a rotary table's cos and sin rows): blockIdx.y picks the read.
-__global__ void read_pair_kernel(IndexMap a, int64_t na, IndexMap b, int64_t nb) {
+template <MapFn F>
+__global__ void map_pair_kernel(IndexMap a, int64_t na, IndexMap b, int64_t nb) {
   pdl_begin();
   if (blockIdx.y == 0)
-    read(a, na);
+    F(a, na);
   else
-    read(b, nb);
+    F(b, nb);
 }
 
 __global__ void write_kernel(IndexMap m, int64_t n) {
@@ -102,21 +107,7 @@ __device__ inline void write_rows_f32(const IndexMap& m, int64_t n4) {
   }
 }
 
-__global__ void write_rows_f32_kernel(IndexMap m, int64_t n4) {
-  pdl_begin();
-  write_rows_f32(m, n4);
-}
-
-// Two row writes in one launch: blockIdx.y picks the write.
-__global__ void write_rows_f32_pair_kernel(IndexMap a, int64_t na, IndexMap b, int64_t nb) {
-  pdl_begin();
-  if (blockIdx.y == 0)
-    write_rows_f32(a, na);
-  else
-    write_rows_f32(b, nb);
-}
-
-// The conditions of write_rows_f32_kernel: float32 4-D values and target, unit stride along
+// The conditions of write_rows_f32: float32 4-D values and target, unit stride along
 // rows of a multiple of 4, every other stride a multiple of 4, 16-byte aligned data, the
 // position per row (coord_dim 2 or none) and the target's stride 0 along the indexed dim.
 bool rows_f32(const IndexMap& m) {
@@ -139,7 +130,7 @@ bool rows_f32(const IndexMap& m) {
 void index_read(const IndexMap& m, void* stream) {
   const int64_t n = numel(m.values);
   if (n == 0) return;
-  launch_pdl(read_kernel, blocks_for(n), 256, as_stream(stream), m, n);
+  launch_pdl(map_kernel<read>, blocks_for(n), 256, as_stream(stream), m, n);
   IP_CUDA_CHECK(cudaGetLastError(), "index read");
 }
 
@@ -150,8 +141,8 @@ void index_read_pair(const IndexMap& a, const IndexMap& b, void* stream) {
     index_read(b, stream);
     return;
   }
-  launch_pdl(read_pair_kernel, dim3(blocks_for(std::max(na, nb)), 2), 256, as_stream(stream), a, na,
-             b, nb);
+  launch_pdl(map_pair_kernel<read>, dim3(blocks_for(std::max(na, nb)), 2), 256, as_stream(stream),
+             a, na, b, nb);
   IP_CUDA_CHECK(cudaGetLastError(), "index read");
 }
 
@@ -159,7 +150,7 @@ void index_write(const IndexMap& m, void* stream) {
   const int64_t n = numel(m.values);
   if (n == 0) return;
   if (rows_f32(m)) {
-    launch_pdl(write_rows_f32_kernel, blocks_for(n / 4), 256, as_stream(stream), m, n / 4);
+    launch_pdl(map_kernel<write_rows_f32>, blocks_for(n / 4), 256, as_stream(stream), m, n / 4);
   } else {
     launch_pdl(write_kernel, blocks_for(n), 256, as_stream(stream), m, n);
   }
@@ -174,7 +165,7 @@ void index_write_pair(const IndexMap& a, const IndexMap& b, void* stream) {
     return;
   }
   const unsigned blocks = blocks_for(std::max(na, nb) / 4);
-  launch_pdl(write_rows_f32_pair_kernel, dim3(blocks, 2), 256, as_stream(stream), a, na / 4, b,
+  launch_pdl(map_pair_kernel<write_rows_f32>, dim3(blocks, 2), 256, as_stream(stream), a, na / 4, b,
              nb / 4);
   IP_CUDA_CHECK(cudaGetLastError(), "index write");
 }

@@ -87,10 +87,6 @@ void check_operands(const std::string& why, const char* op, const Tensor& x) {
            " with strides ", shape_str(x.strides()), ": ", why);
 }
 
-void launch(const GemvBf16& g, const KernelContext& ctx) {
-  gemv_bf16(g, ctx.stream);
-}
-
 GemvBf16 linear(const Args& a, const std::vector<Tensor>& outs) {
   GemvBf16 g;
   check_operands(operands(a, outs[0], &g), kOp, a[0].tensor);
@@ -99,7 +95,7 @@ GemvBf16 linear(const Args& a, const std::vector<Tensor>& outs) {
 }
 
 void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  launch(linear(a, outs), ctx);
+  gemv_bf16(linear(a, outs), ctx.stream);
 }
 
 void run_add(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
@@ -112,7 +108,7 @@ void run_add(const Args& a, const std::vector<Tensor>& outs, const KernelContext
   if (g.rows > 0 && g.n > 0) g.residual = static_cast<const float*>(a[3].tensor.data_ptr());
   g.residual_stride = stride;
   g.epilogue = GemvEpilogue::kResidual;
-  launch(g, ctx);
+  gemv_bf16(g, ctx.stream);
 }
 
 GemvBf16 swiglu(const Args& a, const std::vector<Tensor>& outs, const char* op) {
@@ -124,7 +120,7 @@ GemvBf16 swiglu(const Args& a, const std::vector<Tensor>& outs, const char* op) 
 }
 
 void run_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  launch(swiglu(a, outs, "swiglu_bf16_weight"), ctx);
+  gemv_bf16(swiglu(a, outs, "swiglu_bf16_weight"), ctx.stream);
 }
 
 // The norm prologue: (x, norm_weight, eps, w, w2 or bias) as the product's (x, w, w2 or bias).
@@ -187,13 +183,13 @@ GemvBf16 norm_linear(const Args& a, const std::vector<Tensor>& outs) {
 }
 
 void run_norm_linear(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  launch(norm_linear(a, outs), ctx);
+  gemv_bf16(norm_linear(a, outs), ctx.stream);
 }
 
 void run_norm_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   GemvBf16 g = swiglu(product_args(a), outs, "rms_norm_swiglu_bf16_weight");
   add_norm(a, &g);
-  launch(g, ctx);
+  gemv_bf16(g, ctx.stream);
 }
 
 // kv_cache_update of a slice of the one-row product y, as a row write of its epilogue: the
@@ -235,13 +231,13 @@ bool row_write_of(const StepCall& write, const GemvBf16& g, GemvRowWrite* w) {
 // A q/k/v product and the k and v cache writes of its slices (the engine's epilogue writes).
 WritesKernel with_row_writes(GemvBf16 (*product)(const Args&, const std::vector<Tensor>&),
                              Supports supports) {
-  return [=](const StepCall& p, const std::vector<StepCall>& writes) {
-    if (writes.size() > 2 || !supports(*p.args).empty()) return false;
+  return [=](const StepCall& p, const StepCall* writes, int n) {
+    if (n > kMaxEpilogueWrites || !supports(*p.args).empty()) return false;
     GemvBf16 g = product(*p.args, *p.outs);
-    for (const StepCall& w : writes)
-      if (!row_write_of(w, g, &g.writes[g.n_writes++])) return false;
+    for (int k = 0; k < n; ++k)
+      if (!row_write_of(writes[k], g, &g.writes[g.n_writes++])) return false;
     if (!gemv_bf16_runs_writes(g)) return false;
-    launch(g, p.ctx);
+    gemv_bf16(g, p.ctx.stream);
     return true;
   };
 }
