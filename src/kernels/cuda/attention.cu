@@ -8,28 +8,27 @@
 #include <algorithm>
 #include <cfloat>
 
-#include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/attention_device.cuh"
+#include "kernels/cuda/persistent.h"
 
 namespace inplace::cuda {
 
 namespace {
 
+using decode::active_splits;
+using decode::BlockPartial;
+using decode::decode_block;
+using decode::decode_group;
+using decode::kDecodeWarps;
+using decode::key_count;
+using decode::kMaxClusterSplits;
+using decode::kMinKeys;
+using decode::off4;
+using decode::store_row;
+
 constexpr int kWarps = 4;
 constexpr int kMaxPerLane = 8;  // head dims up to 256
 constexpr int kChunk = 256;     // keys per block before the sequence is split
-
-__device__ inline int64_t off4(const Operand& o, int64_t b, int64_t h, int64_t i, int64_t j) {
-  return b * o.stride[0] + h * o.stride[1] + i * o.stride[2] + j * o.stride[3];
-}
-
-// The keys present: k's dim 2, or the device extent (a slice end, clamped like Python's).
-__device__ inline int64_t key_count(const Attention& a) {
-  const int64_t S = a.k.size[2];
-  if (!a.kv_len) return S;
-  int64_t e = *a.kv_len;
-  if (e < 0) e += S;
-  return e < 0 ? 0 : (e > S ? S : e);
-}
 
 struct Partial {
   float* m;    // [rows, splits]
@@ -149,129 +148,6 @@ __global__ void merge_kernel(Attention a, Partial part, int splits) {
   }
 }
 
-// The decode fast path (float32 q, k, v and out with unit-stride head dims, E == Ev, no mask,
-// not causal): lanes work in groups of E/4, each lane one float4 of a key and of its value, so
-// a warp reads 32/(E/4) keys at once and a group unrolls kUnroll keys to keep loads in flight.
-// The split count follows the keys present (read on the device): blocks past it take no keys,
-// and the splits of a row, one thread-block cluster, merge through distributed shared memory,
-// so one launch does both halves.
-constexpr int kUnroll = 4;
-// Keys per split at least: at position 200 four splits of ~50 keys beat seven of ~29 (the
-// merge waits on every split; 0.389 -> 0.356 ms a decode step on the H200), while long prefixes
-// still use every split the launch allows.
-constexpr int kMinKeys = 64;
-// Warps of a decode block: 8 groups of 16 lanes (head dim 64) take 64 keys a pass, so a split of
-// kMinKeys keys is read in one round trip (with 4 warps: 0.337 ms a step at position 200 and
-// 0.449 ms at 3000, against 0.340 and 0.432 ms).
-constexpr int kDecodeWarps = 8;
-// Splits of a row at most: one cluster (sm_90 runs clusters of up to 16 blocks).
-constexpr int kMaxClusterSplits = 16;
-
-__device__ inline float4 ld4(const float* p) {
-  return *reinterpret_cast<const float4*>(p);
-}
-
-// One block's share of a row: its split of the keys walked by kGroups groups with an online
-// softmax, then the groups merged in shared memory. Threads < G return the block's running max
-// M, sum L and unnormalised output o (one float4 of the head dim each); L is 0 when the block
-// saw no key.
-struct BlockPartial {
-  float m, l;
-  float4 o;
-};
-
-template <int G, int W>
-__device__ inline BlockPartial decode_block(const Attention& a, int64_t j0, int64_t j1) {
-  constexpr int kGroups = 32 * W / G;
-  const int64_t H = a.q.size[1], L = a.q.size[2];
-  const int64_t Hk = a.k.size[1];
-  const int64_t row = blockIdx.x;
-  const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
-  const int64_t hk = h / (H / Hk);
-  const int g = threadIdx.x / G, lane = threadIdx.x % G;
-  const int d = lane * 4;
-  const float scale = static_cast<float>(a.scale);
-  const float4 q = ld4(reinterpret_cast<const float*>(a.q.data) + off4(a.q, b, h, i, d));
-  const float* kb = reinterpret_cast<const float*>(a.k.data) + off4(a.k, b, hk, 0, d);
-  const float* vb = reinterpret_cast<const float*>(a.v.data) + off4(a.v, b, hk, 0, d);
-  const int64_t ks = a.k.stride[2], vs = a.v.stride[2];
-  float m = -FLT_MAX, l = 0.f;
-  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-  // The loop bound is the same for every lane (a warp holds several groups, and the shuffles
-  // below need all its lanes): each group takes key base + u * kGroups + g.
-  for (int64_t base = j0; base < j1; base += kGroups * kUnroll) {
-    const int64_t jb = base + g;
-    float4 kv[kUnroll], vv[kUnroll];
-    float s[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t j = jb + u * kGroups;
-      if (j < j1) {
-        kv[u] = ld4(kb + j * ks);
-        vv[u] = ld4(vb + j * vs);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t j = jb + u * kGroups;
-      float t = j < j1 ? q.x * kv[u].x + q.y * kv[u].y + q.z * kv[u].z + q.w * kv[u].w : 0.f;
-#pragma unroll
-      for (int o = G / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-      s[u] = j < j1 ? t * scale : -INFINITY;
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (s[u] == -INFINITY) continue;
-      const float m_new = fmaxf(m, s[u]);
-      const float c = __expf(m - m_new), p = __expf(s[u] - m_new);
-      l = l * c + p;
-      acc.x = acc.x * c + p * vv[u].x;
-      acc.y = acc.y * c + p * vv[u].y;
-      acc.z = acc.z * c + p * vv[u].z;
-      acc.w = acc.w * c + p * vv[u].w;
-      m = m_new;
-    }
-  }
-  // Merge the groups of this block in shared memory.
-  __shared__ float sm[kGroups], sl[kGroups];
-  __shared__ float4 sacc[kGroups][G];
-  if (lane == 0) {
-    sm[g] = m;
-    sl[g] = l;
-  }
-  sacc[g][lane] = acc;
-  __syncthreads();
-  BlockPartial r{-FLT_MAX, 0.f, make_float4(0.f, 0.f, 0.f, 0.f)};
-  if (threadIdx.x < G) {
-    for (int w = 0; w < kGroups; ++w)
-      if (sl[w] > 0.f) r.m = fmaxf(r.m, sm[w]);
-    for (int w = 0; w < kGroups; ++w) {
-      if (sl[w] == 0.f) continue;
-      const float c = __expf(sm[w] - r.m);
-      r.l += sl[w] * c;
-      const float4 x = sacc[w][threadIdx.x];
-      r.o.x += x.x * c, r.o.y += x.y * c, r.o.z += x.z * c, r.o.w += x.w * c;
-    }
-  }
-  return r;
-}
-
-// out[b, h, i, 4t..4t+4) = o / L (0 when no key was seen), written by thread t < G.
-__device__ inline void store_row(const Attention& a, const float4& o, float lsum) {
-  const int64_t H = a.q.size[1], L = a.q.size[2];
-  const int64_t row = blockIdx.x;
-  const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
-  const float r = lsum > 0.f ? 1.f / lsum : 0.f;
-  float* out = reinterpret_cast<float*>(a.out.data) + off4(a.out, b, h, i, threadIdx.x * 4);
-  for (int t = 0; t < 4; ++t) out[t * a.out.stride[3]] = (&o.x)[t] * r;
-}
-
-// The splits active for S keys: one per min_keys keys, at most `splits`.
-__device__ inline int active_splits(int64_t S, int min_keys, int splits) {
-  const int active = static_cast<int>((S + min_keys - 1) / min_keys);
-  return active < 1 ? 1 : (active > splits ? splits : active);
-}
-
 // The splits of a row are one thread-block cluster (grid (rows, splits), cluster (1, splits)):
 // each block leaves its partial in its shared memory, and after a cluster barrier block 0 merges
 // them through distributed shared memory and writes the row. No global scratch, counters or
@@ -287,7 +163,7 @@ __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, i
   const int active = active_splits(S, min_keys, splits);
   const int64_t per = (S + active - 1) / active;
   const int64_t j0 = split < active ? split * per : S, j1 = split < active ? min(S, j0 + per) : S;
-  const BlockPartial p = decode_block<G, W>(a, j0, j1);
+  const BlockPartial p = decode_block<G, W>(a, blockIdx.x, j0, j1);
   __shared__ float part_m, part_l;
   __shared__ float4 part_o[G];
   if (threadIdx.x < G) {
@@ -298,7 +174,7 @@ __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, i
     part_o[threadIdx.x] = p.o;
   }
   if (splits == 1) {
-    if (threadIdx.x < G) store_row(a, p.o, p.l);
+    if (threadIdx.x < G) store_row(a, blockIdx.x, p.o, p.l);
     return;
   }
   cluster.sync();
@@ -318,28 +194,9 @@ __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, i
       const float4 x = cluster.map_shared_rank(part_o, sp)[threadIdx.x];
       o.x += x.x * c, o.y += x.y * c, o.z += x.z * c, o.w += x.w * c;
     }
-    store_row(a, o, Lsum);
+    store_row(a, blockIdx.x, o, Lsum);
   }
   cluster.sync();  // every block's shared memory stays until block 0 has read it
-}
-
-bool aligned16(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
-}
-
-// The fast path's conditions; the group width (E / 4 lanes) or 0.
-int decode_group(const Attention& a) {
-  const int64_t E = a.q.size[3];
-  if (a.has_mask || a.causal || E != a.v.size[3] || E % 4 != 0 || E / 4 > 32) return 0;
-  const int G = static_cast<int>(E / 4);
-  if ((G & (G - 1)) != 0) return 0;
-  for (const Operand* o : {&a.q, &a.k, &a.v, &a.out}) {
-    if (o->dtype != DType::kFloat32 || !aligned16(o->data)) return 0;
-    if (o != &a.out && o->stride[3] != 1) return 0;
-    for (int d = 0; d < 3; ++d)
-      if (o != &a.out && o->size[d] > 1 && o->stride[d] % 4 != 0) return 0;
-  }
-  return G;
 }
 
 // The general path's split rows stop below 2 * kFillRows blocks, so their scratch has a fixed
@@ -382,6 +239,28 @@ void attention(const Attention& a, void* stream) {
   int splits = 1;
   while (rows * splits < kFillRows && (a.kv_len ? splits < 64 : S / (splits * 2) >= kChunk))
     splits *= 2;
+  if (Recording* r = recording()) {
+    // A task when the decode form applies with a head dim of 16, 32, 64 or 128, split so that the
+    // rows fill the persistent grid (each split keeps at least kMinKeys keys on the device).
+    const int G = decode_group(a);
+    if (G != 4 && G != 8 && G != 16 && G != 32) {
+      refuse_if_recording("scaled_dot_product_attention (not the decode form)");
+      return;
+    }
+    AttentionTask t;
+    t.a = a;
+    t.rows = rows;
+    t.splits = static_cast<int32_t>(std::clamp<int64_t>(persistent_grid() / rows, 1, 64));
+    r->tasks.push_back({TaskKind::kAttention, static_cast<int32_t>(r->attention.size()),
+                        static_cast<int32_t>(rows * t.splits), __builtin_ctz(unsigned(G))});
+    // Partials and counters are placed when the program is made (offsets until then).
+    t.part = reinterpret_cast<float*>(static_cast<uintptr_t>(r->scratch_floats));
+    t.count = reinterpret_cast<uint32_t*>(static_cast<uintptr_t>(r->counters));
+    r->scratch_floats += rows * t.splits * (4 + 4 * G);
+    r->counters += rows;
+    r->attention.push_back(t);
+    return;
+  }
   const cudaStream_t s = as_stream(stream);
   if (const int G = decode_group(a); G > 0) {
     using Launch = void (*)(const Attention&, int64_t, int, cudaStream_t);

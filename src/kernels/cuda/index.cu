@@ -1,110 +1,51 @@
 // Indexed reads and writes on the device (index_select, embedding, gather; index_copy,
 // kv_cache_update): positions come from device memory, so a decode step never needs the host
 // to know them. A position outside the indexed dim is never dereferenced.
-#include "backend/device_runtime.h"
-#include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/index_device.cuh"
+#include "kernels/cuda/persistent.h"
 
 namespace inplace::cuda {
 
 namespace {
 
-__device__ inline int64_t position(const IndexMap& m, int64_t i) {
-  int64_t p = load<int64_t>(m.index, i);
-  if (m.coord_dim >= 0) {
-    int64_t rest = i;
-    for (int d = m.values.ndim - 1; d > m.coord_dim; --d) rest /= m.values.size[d];
-    p += rest % m.values.size[m.coord_dim];
-  }
-  if (m.wrap_negative && p < 0) p += m.extent;
-  return p;
-}
+using indexed::read;
+using indexed::write;
+using indexed::write_rows_f32;
 
-__device__ inline void raise_position(const IndexMap& m) {
-  if (m.error && atomicCAS(m.error, 0, kDeviceErrorPosition) == 0) m.error[1] = m.error_step;
-}
-
-__device__ inline void read(const IndexMap& m, int64_t n) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t p = position(m, i);
-    const bool inside = p >= 0 && p < m.extent;
-    if (!inside) raise_position(m);
-    const double v = inside ? load_at<double>(m.strided.data, m.strided.dtype,
-                                              offset_of(m.strided, i) + p * m.unit)
-                            : 0.0;
-    // Integers move exactly through the int64 path.
-    if (m.values.dtype == DType::kInt64 || m.values.dtype == DType::kInt32)
-      store<int64_t>(m.values, i,
-                     inside ? load_at<int64_t>(m.strided.data, m.strided.dtype,
-                                               offset_of(m.strided, i) + p * m.unit)
-                            : 0);
-    else
-      store<double>(m.values, i, v);
-  }
-}
-
-// The elements of one index map (F: read, write_rows_f32), or of two in one launch with
+// The elements of one index map (F: read, write, write_rows_f32), or of two in one launch with
 // blockIdx.y picking the map (a rotary table's cos and sin rows, a layer's k and v writes).
-using MapFn = void (*)(const IndexMap&, int64_t);
+using MapFn = void (*)(const IndexMap&, int64_t, int64_t, int64_t);
 
 template <MapFn F>
 __global__ void map_kernel(IndexMap m, int64_t n) {
   pdl_begin();
-  F(m, n);
+  F(m, n, blockIdx.x, gridDim.x);
 }
 
 template <MapFn F>
 __global__ void map_pair_kernel(IndexMap a, int64_t na, IndexMap b, int64_t nb) {
   pdl_begin();
   if (blockIdx.y == 0)
-    F(a, na);
+    F(a, na, blockIdx.x, gridDim.x);
   else
-    F(b, nb);
+    F(b, nb, blockIdx.x, gridDim.x);
 }
 
-__global__ void write_kernel(IndexMap m, int64_t n) {
-  pdl_begin();
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t p = position(m, i);
-    if (p < 0 || p >= m.extent) {
-      raise_position(m);
-      continue;
-    }
-    const int64_t dst = offset_of(m.strided, i) + p * m.unit;
-    if (m.strided.dtype == DType::kInt64 || m.strided.dtype == DType::kInt32)
-      store_at<int64_t>(m.strided.data, m.strided.dtype, dst, load<int64_t>(m.values, i));
-    else
-      store_at<double>(m.strided.data, m.strided.dtype, dst, load<double>(m.values, i));
+// While a persistent program is recorded: the map (and a second read) as a task.
+void record(Recording& r, TaskKind kind, const IndexMap& a, int64_t na, const IndexMap* b,
+            int64_t nb) {
+  MapTask t;
+  t.a = a;
+  t.na = na;
+  if (b) {
+    t.b = *b;
+    t.nb = nb;
+    t.second = true;
   }
-}
-
-// A write of whole float32 rows (kv_cache_update at a decode step: [B, H, L, D] rows of D into
-// a cache): one float4 a thread, the row's coordinates found once per float4 instead of an
-// offset walk per element. Same positions, same checks as write_kernel.
-__device__ inline void write_rows_f32(const IndexMap& m, int64_t n4) {
-  const Operand& v = m.values;
-  const int64_t H = v.size[1], L = v.size[2], D4 = v.size[3] / 4;
-  for (int64_t i4 = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i4 < n4;
-       i4 += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t c = i4 % D4 * 4, row = i4 / D4, l = row % L, h = row / L % H, b = row / L / H;
-    int64_t p = m.index.is_number
-                    ? m.index.i
-                    : load_at<int64_t>(m.index.data, m.index.dtype,
-                                       b * m.index.stride[0] + h * m.index.stride[1] +
-                                           l * m.index.stride[2] + c * m.index.stride[3]);
-    if (m.coord_dim == 2) p += l;
-    if (m.wrap_negative && p < 0) p += m.extent;
-    if (p < 0 || p >= m.extent) {
-      raise_position(m);
-      continue;
-    }
-    const float4 x =
-        *reinterpret_cast<const float4*>(reinterpret_cast<const float*>(v.data) + b * v.stride[0] +
-                                         h * v.stride[1] + l * v.stride[2] + c);
-    *reinterpret_cast<float4*>(reinterpret_cast<float*>(m.strided.data) + b * m.strided.stride[0] +
-                               h * m.strided.stride[1] + c + p * m.unit) = x;
-  }
+  t.blocks_each = static_cast<int32_t>(std::min<unsigned>(
+      blocks_for(std::max(na, nb), kTaskThreads), static_cast<unsigned>(persistent_grid())));
+  r.tasks.push_back({kind, static_cast<int32_t>(r.map.size()), t.blocks_each * (b ? 2 : 1), 0});
+  r.map.push_back(t);
 }
 
 // The conditions of write_rows_f32: float32 4-D values and target, unit stride along
@@ -130,6 +71,7 @@ bool rows_f32(const IndexMap& m) {
 void index_read(const IndexMap& m, void* stream) {
   const int64_t n = numel(m.values);
   if (n == 0) return;
+  if (Recording* r = recording()) return record(*r, TaskKind::kIndexRead, m, n, nullptr, 0);
   launch_pdl(map_kernel<read>, blocks_for(n), 256, as_stream(stream), m, n);
   IP_CUDA_CHECK(cudaGetLastError(), "index read");
 }
@@ -141,6 +83,7 @@ void index_read_pair(const IndexMap& a, const IndexMap& b, void* stream) {
     index_read(b, stream);
     return;
   }
+  if (Recording* r = recording()) return record(*r, TaskKind::kIndexRead, a, na, &b, nb);
   launch_pdl(map_pair_kernel<read>, dim3(blocks_for(std::max(na, nb)), 2), 256, as_stream(stream),
              a, na, b, nb);
   IP_CUDA_CHECK(cudaGetLastError(), "index read");
@@ -149,17 +92,20 @@ void index_read_pair(const IndexMap& a, const IndexMap& b, void* stream) {
 void index_write(const IndexMap& m, void* stream) {
   const int64_t n = numel(m.values);
   if (n == 0) return;
+  if (Recording* r = recording())
+    return rows_f32(m) ? record(*r, TaskKind::kRowsWrite, m, n / 4, nullptr, 0)
+                       : record(*r, TaskKind::kIndexWrite, m, n, nullptr, 0);
   if (rows_f32(m)) {
     launch_pdl(map_kernel<write_rows_f32>, blocks_for(n / 4), 256, as_stream(stream), m, n / 4);
   } else {
-    launch_pdl(write_kernel, blocks_for(n), 256, as_stream(stream), m, n);
+    launch_pdl(map_kernel<write>, blocks_for(n), 256, as_stream(stream), m, n);
   }
   IP_CUDA_CHECK(cudaGetLastError(), "index write");
 }
 
 void index_write_pair(const IndexMap& a, const IndexMap& b, void* stream) {
   const int64_t na = numel(a.values), nb = numel(b.values);
-  if (na == 0 || nb == 0 || !rows_f32(a) || !rows_f32(b)) {
+  if (na == 0 || nb == 0 || !rows_f32(a) || !rows_f32(b) || recording()) {
     index_write(a, stream);
     index_write(b, stream);
     return;

@@ -1,226 +1,20 @@
-// The decode GEMV with a bfloat16 weight: one warp per output column, 16-byte streaming loads of
-// the weight row (eight bf16 at a time, kUnroll of them issued before any is used, so a warp
-// keeps several kilobytes in flight), up to kRows input rows per pass of the row, float32
-// accumulation, a warp reduction, then the epilogue (bias, a residual add, or SwiGLU's second
-// product with silu * mul). Memory-bound at one token: each weight is read once. With an RMSNorm
-// prologue the block first sums the squares of its input rows (a few kilobytes, from L2) and
-// every warp normalises x as it reads it.
-#include "backend/device_runtime.h"
-#include "kernels/cuda/device_common.cuh"
+// The decode GEMV with a bfloat16 weight (gemv_device.cuh), one launch a product; while a
+// persistent program is recorded (persistent.h), one task of it.
+#include "kernels/cuda/gemv_device.cuh"
+#include "kernels/cuda/persistent.h"
 
 namespace inplace::cuda {
 
 namespace {
 
-// Input rows per pass over a weight row: one at a decode step (fewer registers, so three blocks
-// fit an SM and the largest products run in one wave), up to four otherwise.
-constexpr int kRows = 4;
-constexpr int kWarpsPerBlock = 8;
-constexpr int kUnroll = 4;
-
-__device__ inline void widen8(const uint4& raw, float* wf) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int t = 0; t < 4; ++t) {
-    const float2 f = __bfloat1622float2(h[t]);
-    wf[2 * t] = f.x;
-    wf[2 * t + 1] = f.y;
-  }
-}
-
-__device__ inline float4 scaled(float4 v, float inv, float4 g) {
-  return make_float4(v.x * inv * g.x, v.y * inv * g.y, v.z * inv * g.z, v.w * inv * g.w);
-}
-
-// x[0..8) . wf, x normalised first when kNorm ((x * inv) * g, as the rms_norm kernel).
-template <bool kNorm>
-__device__ inline float dot8(const float* x, const float* wf, float inv = 1.f,
-                             const float* g = nullptr) {
-  float4 a = reinterpret_cast<const float4*>(x)[0], b = reinterpret_cast<const float4*>(x)[1];
-  if constexpr (kNorm) {
-    a = scaled(a, inv, reinterpret_cast<const float4*>(g)[0]);
-    b = scaled(b, inv, reinterpret_cast<const float4*>(g)[1]);
-  }
-  return a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] + b.x * wf[4] + b.y * wf[5] +
-         b.z * wf[6] + b.w * wf[7];
-}
-
-// inv[r] = rsqrt(mean_k(x[m0 + r, k]^2) + eps) for the pass's rows, summed by the whole block:
-// each thread reads a few elements of each row (one float4 of a 1024-long row), then one shared
-// step. Every thread of the block calls it and gets every row's value.
-template <bool kVector, int R>
-__device__ inline void block_inv_rms(const GemvBf16& g, int64_t m0, float* inv) {
-  __shared__ float part[kWarpsPerBlock][R];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t K = g.k;
-  float sq[R] = {};
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    if (m0 + r >= g.rows) break;
-    const float* xr = g.x + (m0 + r) * g.x_stride;
-    if constexpr (kVector) {
-      for (int64_t k = threadIdx.x * 4; k < K; k += blockDim.x * 4) {
-        const float4 v = *reinterpret_cast<const float4*>(xr + k);
-        sq[r] += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
-      }
-    } else {
-      for (int64_t k = threadIdx.x; k < K; k += blockDim.x) sq[r] += xr[k] * xr[k];
-    }
-  }
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    for (int o = 16; o > 0; o >>= 1) sq[r] += __shfl_xor_sync(0xffffffffu, sq[r], o);
-    if (lane == 0) part[warp][r] = sq[r];
-  }
-  __syncthreads();
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    float total = 0.f;
-    for (int w = 0; w < kWarpsPerBlock; ++w) total += part[w][r];
-    inv[r] = rsqrtf(total / static_cast<float>(K) + g.eps);
-  }
-  __syncthreads();  // `part` is reused by the next pass
-}
-
-// The rotary epilogue of a block of column pairs: column n (at j = n mod d within its head)
-// becomes res * cos[j] + rotate_half * sin[j], its partner column's result exchanged through
-// shared memory; the rotary kernel's float operations in its order. Every warp of the block
-// calls it (all its columns exist).
-template <int R>
-__device__ inline void rotate(const GemvBf16& g, float* res, int64_t m0, int64_t n, int warp) {
-  __shared__ float pair[R][kWarpsPerBlock];
-  if (threadIdx.x % 32 == 0)
-#pragma unroll
-    for (int r = 0; r < R; ++r) pair[r][warp] = res[r];
-  __syncthreads();
-  const int64_t half = g.rot_d / 2, j = n % g.rot_d;
-  const float c = g.cos[j], s = g.sin[j];
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    if (m0 + r >= g.rows) break;
-    const float other = pair[r][warp ^ 4];
-    const float rot = j < half ? -other : other;
-    const float a = res[r] * c;
-    const float b = rot * s;
-    res[r] = a + b;
-  }
-  __syncthreads();  // `pair` is reused by the next pass
-}
-
-// Column n's result where the row write places it (GemvRowWrite), or nowhere.
-__device__ inline void row_write(const GemvRowWrite& w, int64_t n, float v) {
-  const int64_t c = n - w.col0;
-  if (c < 0 || c >= w.cols) return;
-  const int64_t h = c / w.d, j = c % w.d;
-  int64_t p = w.index ? load_at<int64_t>(w.index, w.index_dtype, h * w.index_stride) : w.number;
-  if (w.wrap_negative && p < 0) p += w.extent;
-  if (p < 0 || p >= w.extent) {
-    if (w.error && atomicCAS(w.error, 0, kDeviceErrorPosition) == 0) w.error[1] = w.error_step;
-    return;
-  }
-  w.dst[h * w.dst_stride + p * w.unit + j] = v;
-}
+using gemv::kRows;
+using gemv::kWarpsPerBlock;
 
 template <GemvEpilogue kE, bool kVector, bool kNorm, int R>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, R == 1 ? 4 : 2)
     gemv_bf16_kernel(GemvBf16 g) {
-  constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   pdl_trigger();
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // A block of the rotated prefix (kNone only) takes four column pairs (j, j + d/2) of one head,
-  // so both halves of each rotation are in the block; every other block eight columns in order.
-  const bool rot_block = kE == GemvEpilogue::kNone && blockIdx.x < g.rot_cols / kWarpsPerBlock;
-  int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + warp;
-  if (rot_block) {
-    const int64_t half = g.rot_d / 2, per_head = half / 4;
-    n = blockIdx.x / per_head * g.rot_d + blockIdx.x % per_head * 4 + (warp & 3) +
-        (warp >= 4 ? half : 0);
-  }
-  // A warp past the last column still waits and takes its part in the block's norm.
-  const bool active = n < g.n;
-  const int64_t K = g.k;
-  const __nv_bfloat16* wr = static_cast<const __nv_bfloat16*>(g.w) + n * K;
-  const __nv_bfloat16* wr2 = kTwo ? static_cast<const __nv_bfloat16*>(g.w2) + n * K : nullptr;
-  uint4 raw[kUnroll], raw2[kUnroll];
-  auto fetch = [&](int64_t k0) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t k = k0 + 256 * u;
-      if (k < K) {
-        raw[u] = __ldcs(reinterpret_cast<const uint4*>(wr + k));
-        if constexpr (kTwo) raw2[u] = __ldcs(reinterpret_cast<const uint4*>(wr2 + k));
-      }
-    }
-  };
-  // The first chunk of the weight row is fetched before the wait for the previous kernel (its
-  // bytes are constants): with a programmatic launch that fetch overlaps the previous kernel.
-  if (kVector && active) fetch(lane * 8);
-  pdl_wait();
-  for (int64_t m0 = 0; m0 < g.rows; m0 += R) {
-    float acc[R] = {}, acc2[R] = {};
-    float inv[R];
-#pragma unroll
-    for (int r = 0; r < R; ++r) inv[r] = 1.f;
-    if constexpr (kNorm) block_inv_rms<kVector, R>(g, m0, inv);
-    if (!active) continue;
-    if constexpr (kVector) {
-      for (int64_t k0 = lane * 8; k0 < K; k0 += 256 * kUnroll) {
-        if (m0 > 0 || k0 != lane * 8) fetch(k0);
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          const int64_t k = k0 + 256 * u;
-          if (k >= K) break;
-          float wf[8], wf2[8];
-          widen8(raw[u], wf);
-          if constexpr (kTwo) widen8(raw2[u], wf2);
-#pragma unroll
-          for (int r = 0; r < R; ++r) {
-            if (m0 + r >= g.rows) break;
-            const float* xr = g.x + (m0 + r) * g.x_stride + k;
-            acc[r] += dot8<kNorm>(xr, wf, inv[r], g.norm_w + k);
-            if constexpr (kTwo) acc2[r] += dot8<kNorm>(xr, wf2, inv[r], g.norm_w + k);
-          }
-        }
-      }
-    } else {
-      for (int64_t k = lane; k < K; k += 32) {
-        const float wv = __bfloat162float(wr[k]);
-        const float wv2 = kTwo ? __bfloat162float(wr2[k]) : 0.f;
-        for (int r = 0; r < R; ++r)
-          if (m0 + r < g.rows) {
-            float xv = g.x[(m0 + r) * g.x_stride + k];
-            if constexpr (kNorm) xv = xv * inv[r] * g.norm_w[k];
-            acc[r] += xv * wv;
-            if constexpr (kTwo) acc2[r] += xv * wv2;
-          }
-      }
-    }
-    float res[R] = {};
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      float v = acc[r], v2 = acc2[r];
-      for (int o = 16; o > 0; o >>= 1) {
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-        if constexpr (kTwo) v2 += __shfl_xor_sync(0xffffffffu, v2, o);
-      }
-      const int64_t m = m0 + r;
-      if (m >= g.rows) break;
-      if (g.bias) v = v + g.bias[n];
-      if constexpr (kE == GemvEpilogue::kResidual) v = v + g.residual[m * g.residual_stride + n];
-      // silu as the unary kernel computes it (x / (1 + exp(-x))), then the mul.
-      if constexpr (kTwo) v = v / (1.f + expf(-v)) * v2;
-      res[r] = v;
-    }
-    if constexpr (kE == GemvEpilogue::kNone)
-      if (rot_block) rotate<R>(g, res, m0, n, warp);
-    if (lane == 0) {
-#pragma unroll
-      for (int r = 0; r < R; ++r)
-        if (m0 + r < g.rows) g.y[(m0 + r) * g.y_stride + n] = res[r];
-      if constexpr (kE == GemvEpilogue::kNone && R == 1)
-        for (int w = 0; w < g.n_writes; ++w) row_write(g.writes[w], n, res[0]);
-    }
-  }
+  gemv::gemv_block<kE, kVector, kNorm, R>(g, blockIdx.x, [] { pdl_wait(); });
 }
 
 template <GemvEpilogue kE>
@@ -258,6 +52,17 @@ void gemv_bf16(const GemvBf16& g, void* stream) {
            "[cuda] linear_bf16_weight: row writes from a product that cannot run them");
   const bool vector = vector_form(g);
   const unsigned blocks = static_cast<unsigned>((g.n + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  if (Recording* r = recording()) {
+    if (!vector || g.rows != 1) {
+      refuse_if_recording("linear_bf16_weight (not one aligned row)");
+      return;
+    }
+    r->tasks.push_back({TaskKind::kGemv, static_cast<int32_t>(r->gemv.size()),
+                        static_cast<int32_t>(blocks),
+                        static_cast<int32_t>(g.epilogue) * 2 + (g.norm_w != nullptr)});
+    r->gemv.push_back(g);
+    return;
+  }
   const cudaStream_t s = as_stream(stream);
   switch (g.epilogue) {
     case GemvEpilogue::kNone:
