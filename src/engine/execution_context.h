@@ -58,7 +58,8 @@ class ExecutionContext {
   // kernel a step": the bf16 GEMVs, decode attention, indexed reads and writes) runs as one
   // persistent kernel inside the graph instead of one launch per step; any other step keeps
   // the launches. Off by default (on the H200 it is not yet faster than the launches, see
-  // docs/performance.md); stats().persistent_tasks says which ran.
+  // docs/performance.md); stats().persistent_tasks says which ran. Changing it drops a captured
+  // graph: the next call captures the step in the new form.
   void set_persistent(bool on);
   bool persistent() const { return persistent_; }
   // Why the last capture kept the launches (the first launch without a task form), or "".

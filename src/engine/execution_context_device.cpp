@@ -54,6 +54,14 @@ std::vector<int64_t> ExecutionContext::graph_key() const {
 
 void ExecutionContext::set_persistent(bool on) {
   InFlightGuard guard(in_flight_, "set_persistent", engine_->name());
+  if (gpu_ && on != persistent_ && gpu_->graph) {  // the next call captures the other form
+    DeviceState& g = *gpu_;
+    g.runtime->destroy_graph(g.graph);
+    g.graph = nullptr;
+    g.runtime->destroy_program(g.program);
+    g.program = nullptr;
+    g.graph_temporaries.clear();
+  }
   persistent_ = on;
 }
 
