@@ -5,7 +5,7 @@
 // (cuda_graph_test.cpp).
 #include <gtest/gtest.h>
 
-#if INPLACE_WITH_CUDA
+#ifdef INPLACE_WITH_CUDA
 #include "core/error.h"
 #include "kernels/cuda/persistent.h"
 
