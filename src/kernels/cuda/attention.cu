@@ -23,6 +23,7 @@ using decode::kDecodeWarps;
 using decode::key_count;
 using decode::kMaxClusterSplits;
 using decode::kMinKeys;
+using decode::merge_and_store;
 using decode::off4;
 using decode::store_row;
 
@@ -178,24 +179,12 @@ __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, i
     return;
   }
   cluster.sync();
-  if (split == 0 && threadIdx.x < G) {
-    float M = -FLT_MAX;
-    for (int sp = 0; sp < active; ++sp) {
-      const float l = *cluster.map_shared_rank(&part_l, sp);
-      if (l > 0.f) M = fmaxf(M, *cluster.map_shared_rank(&part_m, sp));
-    }
-    float Lsum = 0.f;
-    float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int sp = 0; sp < active; ++sp) {
-      const float l = *cluster.map_shared_rank(&part_l, sp);
-      if (l == 0.f) continue;
-      const float c = __expf(*cluster.map_shared_rank(&part_m, sp) - M);
-      Lsum += l * c;
-      const float4 x = cluster.map_shared_rank(part_o, sp)[threadIdx.x];
-      o.x += x.x * c, o.y += x.y * c, o.z += x.z * c, o.w += x.w * c;
-    }
-    store_row(a, blockIdx.x, o, Lsum);
-  }
+  if (split == 0 && threadIdx.x < G)
+    merge_and_store(a, blockIdx.x, active, [&](int sp) {
+      return BlockPartial{*cluster.map_shared_rank(&part_m, sp),
+                          *cluster.map_shared_rank(&part_l, sp),
+                          cluster.map_shared_rank(part_o, sp)[threadIdx.x]};
+    });
   cluster.sync();  // every block's shared memory stays until block 0 has read it
 }
 
@@ -253,9 +242,8 @@ void attention(const Attention& a, void* stream) {
     t.splits = static_cast<int32_t>(std::clamp<int64_t>(persistent_grid() / rows, 1, 64));
     r->tasks.push_back({TaskKind::kAttention, static_cast<int32_t>(r->attention.size()),
                         static_cast<int32_t>(rows * t.splits), __builtin_ctz(unsigned(G))});
-    // Partials and counters are placed when the program is made (offsets until then).
-    t.part = reinterpret_cast<float*>(static_cast<uintptr_t>(r->scratch_floats));
-    t.count = reinterpret_cast<uint32_t*>(static_cast<uintptr_t>(r->counters));
+    t.part_at = r->scratch_floats;
+    t.count_at = r->counters;
     r->scratch_floats += rows * t.splits * (4 + 4 * G);
     r->counters += rows;
     r->attention.push_back(t);

@@ -138,6 +138,28 @@ __device__ inline void store_row(const Attention& a, int64_t row, const float4& 
   for (int t = 0; t < 4; ++t) out[t * a.out.stride[3]] = (&o.x)[t] * r;
 }
 
+// Splits 0..active-1 of a row merged by thread t < G, from their running max M, sum L and
+// unnormalised output o (split(sp) returns a BlockPartial: thread t's float4 of o), then the row
+// stored: the cluster merge of attention.cu and the last-split merge of persistent.cu.
+template <typename Split>
+__device__ inline void merge_and_store(const Attention& a, int64_t row, int active, Split&& split) {
+  float M = -FLT_MAX;
+  for (int sp = 0; sp < active; ++sp) {
+    const BlockPartial p = split(sp);
+    if (p.l > 0.f) M = fmaxf(M, p.m);
+  }
+  float Lsum = 0.f;
+  float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int sp = 0; sp < active; ++sp) {
+    const BlockPartial p = split(sp);
+    if (p.l == 0.f) continue;
+    const float c = __expf(p.m - M);
+    Lsum += p.l * c;
+    o.x += p.o.x * c, o.y += p.o.y * c, o.z += p.o.z * c, o.w += p.o.w * c;
+  }
+  store_row(a, row, o, Lsum);
+}
+
 // The splits active for S keys: one per min_keys keys, at most `splits`.
 __device__ inline int active_splits(int64_t S, int min_keys, int splits) {
   const int active = static_cast<int>((S + min_keys - 1) / min_keys);

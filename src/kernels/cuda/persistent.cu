@@ -97,23 +97,11 @@ __device__ void attention_task(const AttentionTask& t, int64_t vb, Wait&& wait) 
   }
   __syncthreads();
   if (!last || threadIdx.x >= G) return;
-  float M = -FLT_MAX;
-  for (int sp = 0; sp < active; ++sp) {
-    const float l = __ldcg(slots + sp * kSlot + 1);
-    if (l > 0.f) M = fmaxf(M, __ldcg(slots + sp * kSlot));
-  }
-  float Lsum = 0.f;
-  float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (int sp = 0; sp < active; ++sp) {
+  decode::merge_and_store(a, row, active, [&](int sp) {
     const float* slot = slots + sp * kSlot;
-    const float l = __ldcg(slot + 1);
-    if (l == 0.f) continue;
-    const float c = __expf(__ldcg(slot) - M);
-    Lsum += l * c;
-    const float4 x = __ldcg(reinterpret_cast<const float4*>(slot + 4) + threadIdx.x);
-    o.x += x.x * c, o.y += x.y * c, o.z += x.z * c, o.w += x.w * c;
-  }
-  decode::store_row(a, row, o, Lsum);
+    return decode::BlockPartial{__ldcg(slot), __ldcg(slot + 1),
+                                __ldcg(reinterpret_cast<const float4*>(slot + 4) + threadIdx.x)};
+  });
 }
 
 template <typename Wait>
@@ -183,19 +171,24 @@ __global__ void __launch_bounds__(kTaskThreads, kBlocksPerSm) persistent_kernel(
       if (!waited) wait_for(p.barrier, static_cast<uint32_t>(t) * grid);
       waited = true;
     };
+    // Runs f on each of this block's virtual blocks of the task, with a block barrier between
+    // them (shared memory is reused by the next one).
+    auto each_block = [&](auto&& f) {
+      for (int64_t vb = blockIdx.x; vb < r.blocks; vb += grid) {
+        f(vb);
+        __syncthreads();
+      }
+    };
     if (blockIdx.x < r.blocks) {
       switch (r.kind) {
         case TaskKind::kGemv: {
           const GemvBf16& g = stage(p.gemv, r.index, task);
-          for (int64_t vb = blockIdx.x; vb < r.blocks; vb += grid) {
-            gemv_task(g, r.variant, vb, wait);
-            __syncthreads();  // shared memory is reused by the next virtual block
-          }
+          each_block([&](int64_t vb) { gemv_task(g, r.variant, vb, wait); });
           break;
         }
         case TaskKind::kAttention: {
           const AttentionTask& a = stage(p.attention, r.index, task);
-          for (int64_t vb = blockIdx.x; vb < r.blocks; vb += grid) {
+          each_block([&](int64_t vb) {
             if (r.variant == 2)
               attention_task<4>(a, vb, wait);
             else if (r.variant == 3)
@@ -204,16 +197,12 @@ __global__ void __launch_bounds__(kTaskThreads, kBlocksPerSm) persistent_kernel(
               attention_task<16>(a, vb, wait);
             else
               attention_task<32>(a, vb, wait);
-            __syncthreads();
-          }
+          });
           break;
         }
         default: {
           const MapTask& m = stage(p.map, r.index, task);
-          for (int64_t vb = blockIdx.x; vb < r.blocks; vb += grid) {
-            map_task(m, r.kind, vb, wait);
-            __syncthreads();
-          }
+          each_block([&](int64_t vb) { map_task(m, r.kind, vb, wait); });
           break;
         }
       }
@@ -296,9 +285,9 @@ Program* make_program(const Recording& r) {
   std::memcpy(host.data() + o_gemv, r.gemv.data(), n_gemv);
   std::memcpy(host.data() + o_map, r.map.data(), n_map);
   std::vector<AttentionTask> attention = r.attention;
-  for (AttentionTask& t : attention) {  // offsets (attention.cu) to addresses
-    t.part = reinterpret_cast<float*>(base + o_scratch) + reinterpret_cast<uintptr_t>(t.part);
-    t.count = reinterpret_cast<uint32_t*>(base + o_count) + reinterpret_cast<uintptr_t>(t.count);
+  for (AttentionTask& t : attention) {
+    t.part = reinterpret_cast<float*>(base + o_scratch) + t.part_at;
+    t.count = reinterpret_cast<uint32_t*>(base + o_count) + t.count_at;
   }
   std::memcpy(host.data() + o_att, attention.data(), n_att);
   const cudaError_t e = cudaMemcpy(base, host.data(), total, cudaMemcpyHostToDevice);

@@ -48,8 +48,11 @@ struct AttentionTask {
   Attention a;
   int32_t splits = 1;
   int64_t rows = 0;
-  float* part = nullptr;      // rows * splits * (4 + E) floats
-  uint32_t* count = nullptr;  // rows
+  // Placed in the program's memory by make_program: at float part_at of the recording's
+  // partials (rows * splits * (4 + E) floats) and counter count_at of its counters (rows).
+  int64_t part_at = 0, count_at = 0;
+  float* part = nullptr;
+  uint32_t* count = nullptr;
 };
 
 // An indexed read or write over n elements (n4: float4s for kRowsWrite), or two reads.
