@@ -25,9 +25,9 @@ __device__ inline int64_t key_count(const Attention& a) {
 // The decode fast path (float32 q, k, v and out with unit-stride head dims, E == Ev, no mask,
 // not causal): lanes work in groups of E/4, each lane one float4 of a key and of its value, so
 // a warp reads 32/(E/4) keys at once and a group unrolls kUnroll keys to keep loads in flight.
-// The split count follows the keys present (read on the device): blocks past it take no keys,
-// and the splits of a row, one thread-block cluster, merge through distributed shared memory,
-// so one launch does both halves.
+// The split count follows the keys present (read on the device): blocks past it take no keys.
+// The splits of a row merge in one launch: through distributed shared memory in a thread-block
+// cluster (attention.cu), or through partials in memory, by the last to finish (persistent.cu).
 constexpr int kUnroll = 4;
 // Keys per split at least: at position 200 four splits of ~50 keys beat seven of ~29 (the
 // merge waits on every split; 0.389 -> 0.356 ms a decode step on the H200), while long prefixes
