@@ -153,17 +153,46 @@ __global__ void merge_kernel(Attention a, Partial part, int splits) {
 // each block leaves its partial in its shared memory, and after a cluster barrier block 0 merges
 // them through distributed shared memory and writes the row. No global scratch, counters or
 // fences; a captured graph replays it as is.
+// Split `split` of `splits` over the S keys present: keys [j0, j1) (empty past the active ones).
+struct SplitRange {
+  int active;
+  int64_t j0, j1;
+};
+__device__ inline SplitRange split_range(int64_t S, int min_keys, int splits, int split) {
+  const int active = active_splits(S, min_keys, splits);
+  const int64_t per = (S + active - 1) / active;
+  const int64_t j0 = split < active ? split * per : S, j1 = split < active ? min(S, j0 + per) : S;
+  return {active, j0, j1};
+}
+
+// Before the wait for the previous kernel (the q/k/v product): L2 is asked for the keys and
+// values this block will read, so that its loads after the wait find them on chip. The key count
+// read here may be stale (a kernel before may still change it): it only sizes the hint, inside
+// the cache. Done by the first query row of each kv head, where a head's keys are contiguous.
+__device__ inline void prefetch_split(const Attention& a, int64_t row, int min_keys, int splits,
+                                      int split) {
+  const int64_t H = a.q.size[1], L = a.q.size[2], Hk = a.k.size[1], E = a.k.size[3];
+  const int64_t h = (row / L) % H, b = row / (L * H);
+  if (threadIdx.x != 0 || row % L != 0 || h % (H / Hk) != 0) return;
+  if (a.k.stride[2] != E || a.v.stride[2] != E) return;
+  const SplitRange r = split_range(key_count(a), min_keys, splits, split);
+  if (r.j1 <= r.j0) return;
+  const int64_t hk = h / (H / Hk), bytes = (r.j1 - r.j0) * E * 4;
+  prefetch_l2(reinterpret_cast<const float*>(a.k.data) + off4(a.k, b, hk, r.j0, 0), bytes);
+  prefetch_l2(reinterpret_cast<const float*>(a.v.data) + off4(a.v, b, hk, r.j0, 0), bytes);
+}
+
 template <int G, int W>
 __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, int min_keys) {
-  pdl_begin();
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   const int splits = static_cast<int>(cluster.dim_blocks().y);
   const int split = static_cast<int>(cluster.block_rank());
+  pdl_trigger();
+  prefetch_split(a, blockIdx.x, min_keys, splits, split);
+  pdl_wait();
   const int64_t S = key_count(a);
-  const int active = active_splits(S, min_keys, splits);
-  const int64_t per = (S + active - 1) / active;
-  const int64_t j0 = split < active ? split * per : S, j1 = split < active ? min(S, j0 + per) : S;
+  const auto [active, j0, j1] = split_range(S, min_keys, splits, split);
   const BlockPartial p = decode_block<G, W>(a, blockIdx.x, j0, j1);
   __shared__ float part_m, part_l;
   __shared__ float4 part_o[G];

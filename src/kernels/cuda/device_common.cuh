@@ -42,6 +42,20 @@ __device__ inline void pdl_begin() {
   pdl_wait();
 }
 
+// Asks L2 to fetch [p, p + bytes) (p and bytes multiples of 16), in the background: a hint that
+// changes no value, so it may be given before pdl_wait() for memory the kernel will read later.
+__device__ inline void prefetch_l2(const void* p, uint64_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  const char* c = static_cast<const char*>(p);
+  while (bytes > 0) {
+    const uint32_t part = bytes > (1u << 20) ? (1u << 20) : static_cast<uint32_t>(bytes);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(c), "r"(part) : "memory");
+    c += part;
+    bytes -= part;
+  }
+#endif
+}
+
 inline cudaStream_t as_stream(void* s) {
   return static_cast<cudaStream_t>(s);
 }

@@ -32,6 +32,12 @@ __device__ inline float4 scaled(float4 v, float inv, float4 g) {
   return make_float4(v.x * inv * g.x, v.y * inv * g.y, v.z * inv * g.z, v.w * inv * g.w);
 }
 
+// (a, b) . wf.
+__device__ inline float dot8(float4 a, float4 b, const float* wf) {
+  return a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] + b.x * wf[4] + b.y * wf[5] +
+         b.z * wf[6] + b.w * wf[7];
+}
+
 // x[0..8) . wf, x normalised first when kNorm ((x * inv) * g, as the rms_norm kernel).
 template <bool kNorm>
 __device__ inline float dot8(const float* x, const float* wf, float inv = 1.f,
@@ -107,18 +113,147 @@ __device__ inline void rotate(const GemvBf16& g, float* res, int64_t m0, int64_t
   __syncthreads();  // `pair` is reused by the next pass
 }
 
-// Column n's result where the row write places it (GemvRowWrite), or nowhere.
-__device__ inline void row_write(const GemvRowWrite& w, int64_t n, float v) {
+// Where the row write places column n's result (GemvRowWrite), or null. The position is read
+// here, before the product, so that its round trip overlaps the product's.
+__device__ inline float* row_target(const GemvRowWrite& w, int64_t n) {
   const int64_t c = n - w.col0;
-  if (c < 0 || c >= w.cols) return;
+  if (c < 0 || c >= w.cols) return nullptr;
   const int64_t h = c / w.d, j = c % w.d;
   int64_t p = w.index ? load_at<int64_t>(w.index, w.index_dtype, h * w.index_stride) : w.number;
   if (w.wrap_negative && p < 0) p += w.extent;
   if (p < 0 || p >= w.extent) {
     if (w.error && atomicCAS(w.error, 0, kDeviceErrorPosition) == 0) w.error[1] = w.error_step;
-    return;
+    return nullptr;
   }
-  w.dst[h * w.dst_stride + p * w.unit + j] = v;
+  return w.dst + h * w.dst_stride + p * w.unit + j;
+}
+
+// Column n of a product of one input row, on the 16-byte path, by g.split warps (the row's
+// 16-byte chunks dealt round-robin to their 32 * split lanes, kUnroll a lane per pass, so a row
+// of k <= 1024 * split is fetched entirely before wait()). After the wait everything the
+// epilogue reads that the product does not change (bias, residual, rotary factors, cache
+// positions) is requested at once, so that no round trip follows another. With the norm, the
+// lanes sum the squares of x as they read it (together they read all of x once) and the product
+// is scaled by rsqrt(mean + eps) at the end: no separate pass over x. The split warps' sums meet
+// in shared memory in a fixed order; every warp of the block calls this (split > 1 and the
+// rotation synchronise the block).
+template <GemvEpilogue kE, bool kNorm, typename Wait>
+__device__ inline void gemv_one_row(const GemvBf16& g, int64_t n, bool active, bool rot_block,
+                                    int warp, Wait&& wait) {
+  constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
+  const int lane = threadIdx.x % 32, split = g.split, part = warp % split;
+  const int64_t K = g.k, step = 256 * split;
+  const int64_t first = (part * 32 + lane) * 8;
+  const __nv_bfloat16* wr = static_cast<const __nv_bfloat16*>(g.w) + n * K;
+  const __nv_bfloat16* wr2 = kTwo ? static_cast<const __nv_bfloat16*>(g.w2) + n * K : nullptr;
+  uint4 raw[kUnroll], raw2[kUnroll];
+  auto fetch = [&](int64_t k0) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t k = k0 + step * u;
+      if (k < K) {
+        raw[u] = __ldcs(reinterpret_cast<const uint4*>(wr + k));
+        if constexpr (kTwo) raw2[u] = __ldcs(reinterpret_cast<const uint4*>(wr2 + k));
+      }
+    }
+  };
+  // The weights are constants: with a programmatic launch this fetch overlaps the previous
+  // kernel.
+  if (active) fetch(first);
+  wait();
+  float bias = 0.f, residual = 0.f, c = 1.f, s = 0.f;
+  float *target0 = nullptr, *target1 = nullptr;  // GemvBf16::writes (two at most)
+  if (active && part == 0) {
+    if (g.bias) bias = g.bias[n];
+    if constexpr (kE == GemvEpilogue::kResidual) residual = g.residual[n];
+    if constexpr (kE == GemvEpilogue::kNone) {
+      if (rot_block) {
+        const int64_t j = n % g.rot_d;
+        c = g.cos[j];
+        s = g.sin[j];
+      }
+      if (g.n_writes > 0) target0 = row_target(g.writes[0], n);
+      if (g.n_writes > 1) target1 = row_target(g.writes[1], n);
+    }
+  }
+  float acc = 0.f, acc2 = 0.f, sq = 0.f;
+  if (active) {
+    for (int64_t k0 = first; k0 < K; k0 += step * kUnroll) {
+      if (k0 != first) fetch(k0);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t k = k0 + step * u;
+        if (k >= K) break;
+        float4 a = reinterpret_cast<const float4*>(g.x + k)[0];
+        float4 b = reinterpret_cast<const float4*>(g.x + k)[1];
+        if constexpr (kNorm) {
+          sq += a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w + b.x * b.x + b.y * b.y + b.z * b.z +
+                b.w * b.w;
+          a = scaled(a, 1.f, reinterpret_cast<const float4*>(g.norm_w + k)[0]);
+          b = scaled(b, 1.f, reinterpret_cast<const float4*>(g.norm_w + k)[1]);
+        }
+        float wf[8];
+        widen8(raw[u], wf);
+        acc += dot8(a, b, wf);
+        if constexpr (kTwo) {
+          widen8(raw2[u], wf);
+          acc2 += dot8(a, b, wf);
+        }
+      }
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if constexpr (kTwo) acc2 += __shfl_xor_sync(0xffffffffu, acc2, o);
+    if constexpr (kNorm) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+  }
+  if (split > 1) {
+    __shared__ float sums[3][kWarpsPerBlock];
+    if (lane == 0) {
+      sums[0][warp] = acc;
+      sums[1][warp] = acc2;
+      sums[2][warp] = sq;
+    }
+    __syncthreads();
+    const int w0 = warp - part;
+    acc = acc2 = sq = 0.f;
+    for (int i = 0; i < split; ++i) {
+      acc += sums[0][w0 + i];
+      acc2 += sums[1][w0 + i];
+      sq += sums[2][w0 + i];
+    }
+    __syncthreads();  // `sums` is reused by a persistent block's next virtual block
+    if (part != 0) return;
+  }
+  float v = acc, v2 = acc2;
+  if constexpr (kNorm) {
+    const float inv = rsqrtf(sq / static_cast<float>(K) + g.eps);
+    v *= inv;
+    v2 *= inv;
+  }
+  v = v + bias;
+  if constexpr (kE == GemvEpilogue::kResidual) v = v + residual;
+  // silu as the unary kernel computes it (x / (1 + exp(-x))), then the mul.
+  if constexpr (kTwo) v = v / (1.f + expf(-v)) * v2;
+  float res[1] = {v};
+  if constexpr (kE == GemvEpilogue::kNone)
+    if (rot_block) {
+      // The partner column's result through shared memory, as rotate() (every warp of a
+      // rotated block is active).
+      __shared__ float pair[kWarpsPerBlock];
+      if (lane == 0) pair[warp] = v;
+      __syncthreads();
+      const float other = pair[warp ^ 4];
+      const float rot = n % g.rot_d < g.rot_d / 2 ? -other : other;
+      const float a = v * c;
+      const float b = rot * s;
+      res[0] = a + b;
+      __syncthreads();  // `pair` is reused by a persistent block's next virtual block
+    }
+  if (!active || lane != 0) return;
+  g.y[n] = res[0];
+  if (target0) *target0 = res[0];
+  if (target1) *target1 = res[0];
 }
 
 // Block `block` of the product (kWarpsPerBlock columns): its first weight chunk is fetched, then
@@ -135,6 +270,11 @@ __device__ inline void gemv_block(const GemvBf16& g, int64_t block, Wait&& wait)
   if (rot_block) {
     const int64_t half = g.rot_d / 2, per_head = half / 4;
     n = block / per_head * g.rot_d + block % per_head * 4 + (warp & 3) + (warp >= 4 ? half : 0);
+  }
+  // One row: g.split warps a column (only 1 where a block is rotated).
+  if constexpr (kVector && R == 1) {
+    if (!rot_block) n = block * (kWarpsPerBlock / g.split) + warp / g.split;
+    return gemv_one_row<kE, kNorm>(g, n, n < g.n, rot_block, warp, wait);
   }
   // A warp past the last column still waits and takes its part in the block's norm.
   const bool active = n < g.n;
@@ -213,13 +353,10 @@ __device__ inline void gemv_block(const GemvBf16& g, int64_t block, Wait&& wait)
     }
     if constexpr (kE == GemvEpilogue::kNone)
       if (rot_block) rotate<R>(g, res, m0, n, warp);
-    if (lane == 0) {
+    if (lane == 0)
 #pragma unroll
       for (int r = 0; r < R; ++r)
         if (m0 + r < g.rows) g.y[(m0 + r) * g.y_stride + n] = res[r];
-      if constexpr (kE == GemvEpilogue::kNone && R == 1)
-        for (int w = 0; w < g.n_writes; ++w) row_write(g.writes[w], n, res[0]);
-    }
   }
 }
 

@@ -112,8 +112,9 @@ void rotary(const Operand& out, const Operand& x, const Operand& cos, const Oper
 //   kSwiGLU:   y[m, n] = silu(v) * sum_k x[m, k] * w2[n, k] (swiglu_bf16_weight; no bias)
 // x float32 rows of stride x_stride (unit stride along k), w and w2 bfloat16 [n, k] contiguous,
 // residual and y float32 rows of their strides. With norm_w (rms_norm_*_bf16_weight: the
-// fuse_norm_prologues pass) each row of x is first RMS-normalised as the rms_norm kernel does,
-// x[m, k] * rsqrt(mean_k(x[m, k]^2) + eps) * norm_w[k] (norm_w float32 [k], contiguous).
+// fuse_norm_prologues pass) each row of x is RMS-normalised, x[m, k] * rsqrt(mean_k(x[m, k]^2)
+// + eps) * norm_w[k] (norm_w float32 [k], contiguous); on the one-row path the rsqrt scales the
+// finished sum (sum_k x[k] * norm_w[k] * w[n, k]) * rsqrt(...), equal up to rounding.
 enum class GemvEpilogue : uint8_t { kNone, kResidual, kSwiGLU };
 
 // A row write from a one-row GEMV's epilogue: result column col0 + h * d + j (h < cols / d) also
@@ -156,6 +157,8 @@ struct GemvBf16 {
   // after the epilogue each result column is also written where these place it.
   GemvRowWrite writes[2];
   int n_writes = 0;
+  // Warps a column on the one-row path (1, 2, 4 or 8): set by gemv_bf16 from k.
+  int32_t split = 1;
 };
 void gemv_bf16(const GemvBf16& g, void* stream);
 // Whether gemv_bf16 does g's row writes: one row on the 16-byte path (k % 8 == 0, x rows and

@@ -40,18 +40,33 @@ bool vector_form(const GemvBf16& g) {
          (!g.norm_w || aligned16(g.norm_w));
 }
 
+// Warps a column on the one-row path: enough that each lane fetches at most kUnroll 16-byte
+// chunks of a weight row (all of it before the wait for the previous kernel), at most a block;
+// one where the block's columns are rotated or written to a cache (those epilogues pair columns
+// within a block).
+int32_t column_split(const GemvBf16& g) {
+  if (g.rot_cols > 0 || g.n_writes > 0) return 1;
+  const int64_t chunks = g.k / 8;
+  int32_t split = 1;
+  while (split < kWarpsPerBlock && chunks > int64_t{32} * gemv::kUnroll * split) split *= 2;
+  return split;
+}
+
 }  // namespace
 
 bool gemv_bf16_runs_writes(const GemvBf16& g) {
   return g.epilogue == GemvEpilogue::kNone && g.rows == 1 && g.n > 0 && vector_form(g);
 }
 
-void gemv_bf16(const GemvBf16& g, void* stream) {
-  if (g.rows == 0 || g.n == 0) return;
+void gemv_bf16(const GemvBf16& given, void* stream) {
+  if (given.rows == 0 || given.n == 0) return;
+  GemvBf16 g = given;
   IP_CHECK(g.n_writes == 0 || gemv_bf16_runs_writes(g), kInternal,
            "[cuda] linear_bf16_weight: row writes from a product that cannot run them");
   const bool vector = vector_form(g);
-  const unsigned blocks = static_cast<unsigned>((g.n + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  g.split = vector && g.rows == 1 ? column_split(g) : 1;
+  const int64_t columns = kWarpsPerBlock / g.split;  // a block
+  const unsigned blocks = static_cast<unsigned>((g.n + columns - 1) / columns);
   if (Recording* r = recording()) {
     if (!vector || g.rows != 1) {
       refuse_if_recording("linear_bf16_weight (not one aligned row)");
