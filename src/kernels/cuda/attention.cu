@@ -149,10 +149,6 @@ __global__ void merge_kernel(Attention a, Partial part, int splits) {
   }
 }
 
-// The splits of a row are one thread-block cluster (grid (rows, splits), cluster (1, splits)):
-// each block leaves its partial in its shared memory, and after a cluster barrier block 0 merges
-// them through distributed shared memory and writes the row. No global scratch, counters or
-// fences; a captured graph replays it as is.
 // Split `split` of `splits` over the S keys present: keys [j0, j1) (empty past the active ones).
 struct SplitRange {
   int active;
@@ -182,6 +178,11 @@ __device__ inline void prefetch_split(const Attention& a, int64_t row, int min_k
   prefetch_l2(reinterpret_cast<const float*>(a.v.data) + off4(a.v, b, hk, r.j0, 0), bytes);
 }
 
+// The splits of a row are one thread-block cluster (grid (rows, splits), cluster (1, splits)):
+// each block writes its partial into block 0's shared memory (distributed shared memory; the
+// stores go out without waiting for a reply), one cluster barrier, and block 0 merges them from
+// its own shared memory and writes the row. No global scratch, counters or fences; a captured
+// graph replays it as is.
 template <int G, int W>
 __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, int min_keys) {
   namespace cg = cooperative_groups;
@@ -194,27 +195,27 @@ __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, i
   const int64_t S = key_count(a);
   const auto [active, j0, j1] = split_range(S, min_keys, splits, split);
   const BlockPartial p = decode_block<G, W>(a, blockIdx.x, j0, j1);
-  __shared__ float part_m, part_l;
-  __shared__ float4 part_o[G];
-  if (threadIdx.x < G) {
-    if (threadIdx.x == 0) {
-      part_m = p.m;
-      part_l = p.l;
-    }
-    part_o[threadIdx.x] = p.o;
-  }
   if (splits == 1) {
     if (threadIdx.x < G) store_row(a, blockIdx.x, p.o, p.l);
     return;
   }
+  // Block 0's slots for the active splits' partials.
+  __shared__ float part_m[kMaxClusterSplits], part_l[kMaxClusterSplits];
+  __shared__ float4 part_o[kMaxClusterSplits][G];
+  if (split < active && threadIdx.x < G) {
+    if (threadIdx.x == 0) {
+      cluster.map_shared_rank(part_m, 0)[split] = p.m;
+      cluster.map_shared_rank(part_l, 0)[split] = p.l;
+    }
+    cluster.map_shared_rank(&part_o[0][0], 0)[split * G + threadIdx.x] = p.o;
+  }
+  // Block 0 is the only one whose shared memory is read, and it waits here until every store
+  // has arrived: the others may exit once past the barrier.
   cluster.sync();
   if (split == 0 && threadIdx.x < G)
     merge_and_store(a, blockIdx.x, active, [&](int sp) {
-      return BlockPartial{*cluster.map_shared_rank(&part_m, sp),
-                          *cluster.map_shared_rank(&part_l, sp),
-                          cluster.map_shared_rank(part_o, sp)[threadIdx.x]};
+      return BlockPartial{part_m[sp], part_l[sp], part_o[sp][threadIdx.x]};
     });
-  cluster.sync();  // every block's shared memory stays until block 0 has read it
 }
 
 // The general path's split rows stop below 2 * kFillRows blocks, so their scratch has a fixed
