@@ -326,6 +326,45 @@ TEST(CudaKernels, AttentionDecodeFastPathHeadDimsAndSplits) {
     }
 }
 
+// The decode fast path with its key count in device memory (a decode step's runtime scalar),
+// written by the kernel just before: the attention kernel, a programmatic dependent of that
+// kernel, sizes its L2 prefetch from the count as it reads before its wait, and must take its
+// keys from the count after it. Over a sequence of counts, each against the cpu on the filled
+// prefix.
+TEST(CudaKernels, AttentionKeyCountWrittenByTheKernelBefore) {
+  IP_REQUIRE_CUDA();
+  const int64_t s_max = 700;
+  const Tensor q = random_tensor({1, 16, 1, 64}, DType::kFloat32, 870);
+  const Tensor k = random_tensor({1, 4, s_max, 64}, DType::kFloat32, 871);
+  const Tensor v = random_tensor({1, 4, s_max, 64}, DType::kFloat32, 872);
+  const Tensor zero = Tensor::zeros({1}, DType::kInt64);
+  const Tensor len = Tensor::empty({1}, DType::kInt64, Device::cuda());
+  const Value gqa = Value::boolean(true);
+  ResolvedCall add = resolve_call("add", {T(to_cuda_view(zero)), I(0)}, {}, "test");
+  const Kernel* add_kernel = KernelTable::get().find(*add.op, DeviceType::kCuda);
+  ResolvedCall sdpa = resolve_call("scaled_dot_product_attention",
+                                   {T(to_cuda_view(q)), T(to_cuda_view(k)), T(to_cuda_view(v))},
+                                   {{"enable_gqa", gqa}}, "test");
+  const Kernel* sdpa_kernel = KernelTable::get().find(*sdpa.op, DeviceType::kCuda);
+  ASSERT_NE(add_kernel, nullptr);
+  ASSERT_NE(sdpa_kernel, nullptr);
+  const Tensor out = Tensor::empty({1, 16, 1, 64}, DType::kFloat32, Device::cuda());
+  KernelContext ctx;
+  ctx.extent = static_cast<const int64_t*>(len.data_ptr());
+  for (int64_t n : {200, 201, 64, 65, 1, 700, 3, 129, 128, 450}) {
+    SCOPED_TRACE("keys " + std::to_string(n));
+    add.args[1] = I(n);
+    (*add_kernel)(add.args, {len}, KernelContext{});  // len = n, by a kernel
+    (*sdpa_kernel)(sdpa.args, {out}, ctx);
+    ResolvedCall want_call = resolve_call("scaled_dot_product_attention",
+                                          {T(q), T(k.slice(2, 0, n)), T(v.slice(2, 0, n))},
+                                          {{"enable_gqa", gqa}}, "test");
+    const Tensor want = Tensor::empty({1, 16, 1, 64}, DType::kFloat32);
+    want_call.op->out(want_call.args, {want});
+    EXPECT_TRUE(close(out.to_device(Device::cpu()), want, 1e-4));
+  }
+}
+
 // linear_bf16_weight and its fused epilogues (fuse_linear_epilogues) against the cpu: one to
 // six rows, odd and vector-friendly k (one row: one to eight warps a column, one pass or more
 // over a weight row), bias or none.
@@ -373,6 +412,26 @@ TEST(CudaKernels, LinearBf16WeightAndItsEpilogues) {
       check("inplace.rms_norm_linear_bf16_weight",
             {T(wide.slice(2, 0, k)), T(nw), eps, T(w), Value::none()}, {}, 1e-4);
     }
+}
+
+// One-row products with more columns than the GPU holds blocks of (an LM head): one wave of
+// blocks whose warps walk the columns (GemvBf16::col_stride), every epilogue, against the cpu.
+TEST(CudaKernels, LinearBf16WeightWiderThanAWave) {
+  IP_REQUIRE_CUDA();
+  uint32_t seed = 950;
+  const int64_t n = 40001, k = 64;  // past 132 SMs x 4 blocks x 8 columns; an odd last block
+  const Tensor x = random_tensor({1, 1, k}, DType::kFloat32, seed++);
+  const Tensor w = random_tensor({n, k}, DType::kBFloat16, seed++);
+  const Tensor w2 = random_tensor({n, k}, DType::kBFloat16, seed++);
+  const Tensor b = random_tensor({n}, DType::kFloat32, seed++);
+  const Tensor r = random_tensor({1, 1, n}, DType::kFloat32, seed++);
+  const Tensor nw = random_tensor({k}, DType::kFloat32, seed++);
+  const Value eps = Value::floating(1e-5);
+  check("inplace.linear_bf16_weight", {T(x), T(w), T(b)}, {}, 1e-4);
+  check("inplace.linear_bf16_weight_add", {T(x), T(w), Value::none(), T(r)}, {}, 1e-4);
+  check("inplace.swiglu_bf16_weight", {T(x), T(w), T(w2)}, {}, 1e-4);
+  check("inplace.rms_norm_linear_bf16_weight", {T(x), T(nw), eps, T(w), Value::none()}, {}, 1e-4);
+  check("inplace.rms_norm_swiglu_bf16_weight", {T(x), T(nw), eps, T(w), T(w2)}, {}, 1e-3);
 }
 
 }  // namespace

@@ -178,17 +178,29 @@ __device__ inline void prefetch_split(const Attention& a, int64_t row, int min_k
   prefetch_l2(reinterpret_cast<const float*>(a.v.data) + off4(a.v, b, hk, r.j0, 0), bytes);
 }
 
+// barrier.cluster in two halves (every thread of every block of the cluster executes both).
+__device__ inline void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ inline void cluster_wait() {
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+}
+
 // The splits of a row are one thread-block cluster (grid (rows, splits), cluster (1, splits)):
 // each block writes its partial into block 0's shared memory (distributed shared memory; the
-// stores go out without waiting for a reply), one cluster barrier, and block 0 merges them from
-// its own shared memory and writes the row. No global scratch, counters or fences; a captured
-// graph replays it as is.
+// stores go out without waiting for a reply, once every block of the cluster has started), one
+// cluster barrier, and block 0 merges them from its own shared memory and writes the row. No global
+// scratch, counters or fences; a captured graph replays it as is.
 template <int G, int W>
 __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, int min_keys) {
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   const int splits = static_cast<int>(cluster.dim_blocks().y);
   const int split = static_cast<int>(cluster.block_rank());
+  // The first phase of the cluster barrier: arrived at once, waited on before a block writes
+  // into block 0's shared memory, which must exist by then (a block of a cluster may start
+  // after another; the wait returns once every block has arrived, i.e. started).
+  if (splits > 1) cluster_arrive_relaxed();
   pdl_trigger();
   prefetch_split(a, blockIdx.x, min_keys, splits, split);
   pdl_wait();
@@ -202,6 +214,7 @@ __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, i
   // Block 0's slots for the active splits' partials.
   __shared__ float part_m[kMaxClusterSplits], part_l[kMaxClusterSplits];
   __shared__ float4 part_o[kMaxClusterSplits][G];
+  cluster_wait();
   if (split < active && threadIdx.x < G) {
     if (threadIdx.x == 0) {
       cluster.map_shared_rank(part_m, 0)[split] = p.m;
