@@ -16,6 +16,8 @@ namespace {
 alignas(16) float x[64];
 alignas(16) uint16_t w[64 * 64], w2[64 * 64];
 alignas(16) float y[64], norm[64];
+alignas(16) uint16_t long_w[20 * 2816];
+alignas(16) float long_x[2816];
 
 GemvBf16 one_row(GemvEpilogue e, bool with_norm) {
   GemvBf16 g;
@@ -59,6 +61,45 @@ TEST(PersistentRecording, ProductsBecomeTasksWithTheirArguments) {
   EXPECT_EQ(r.gemv[1].w2, w2);
   EXPECT_EQ(r.gemv[0].norm_w, norm);
   EXPECT_EQ(r.gemv[2].residual, y);
+}
+
+// A row longer than 1024 (four 16-byte chunks a lane for 32 lanes) is split over warps: the
+// task carries the split, and its block count is the columns over the columns a block then
+// takes. A rotated or cache-writing product keeps one warp a column (those epilogues pair
+// columns within a block).
+TEST(PersistentRecording, LongRowsAreSplitOverWarps) {
+  const struct {
+    int64_t k;
+    int32_t split, blocks;
+  } cases[] = {{1024, 1, 3}, {1032, 2, 5}, {2048, 2, 5}, {2816, 4, 10}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("k " + std::to_string(c.k));
+    GemvBf16 g = one_row(GemvEpilogue::kResidual, true);
+    g.k = c.k;
+    g.x = long_x;
+    g.x_stride = c.k;
+    g.w = long_w;
+    begin_recording();
+    gemv_bf16(g, nullptr);
+    const Recording r = end_recording();
+    ASSERT_EQ(r.tasks.size(), 1u);
+    EXPECT_EQ(r.gemv[0].split, c.split);
+    EXPECT_EQ(r.tasks[0].blocks, c.blocks);  // 20 columns, 8 / split a block
+  }
+  GemvBf16 rotated = one_row(GemvEpilogue::kNone, true);
+  rotated.k = 2816;
+  rotated.x = long_x;
+  rotated.x_stride = 2816;
+  rotated.w = long_w;
+  rotated.rot_cols = 16;
+  rotated.rot_d = 8;
+  rotated.cos = rotated.sin = norm;
+  begin_recording();
+  gemv_bf16(rotated, nullptr);
+  const Recording r = end_recording();
+  ASSERT_EQ(r.gemv.size(), 1u);
+  EXPECT_EQ(r.gemv[0].split, 1);
+  EXPECT_EQ(r.tasks[0].blocks, 3);
 }
 
 TEST(PersistentRecording, ALaunchWithoutATaskFormRefusesAndIsNotEnqueued) {
