@@ -151,15 +151,16 @@ using models::LlamaConfig;
 struct Decoders {
   LlamaConfig c;
   models::LlamaWeights w;
-  explicit Decoders(DType dtype = DType::kFloat32, int64_t s_max = 64)
-      : c(models::llama_config("tiny", s_max, 7, dtype)), w(models::llama_weights(c)) {}
+  explicit Decoders(DType dtype = DType::kFloat32, int64_t s_max = 64, const char* size = "tiny")
+      : c(models::llama_config(size, s_max, 7, dtype)), w(models::llama_weights(c)) {}
 };
 
 // The aliased decode context of a cuda runner reads its positions on the device and replays
 // one graph for every position; tokens, logits and caches equal the cpu engine's.
-void decode_against_cpu(DType dtype, bool alias, bool persistent = false) {
-  Decoders d(dtype);
-  const int64_t prompt = 5, steps = 40;
+void decode_against_cpu(DType dtype, bool alias, bool persistent = false, const char* size = "tiny",
+                        int64_t steps = 40) {
+  Decoders d(dtype, 64, size);
+  const int64_t prompt = 5;
   models::LlamaEngineRunner cpu(d.c, models::compile_llama(d.c, d.w, prompt, alias),
                                 models::llama_new_caches(d.c));
   std::vector<Tensor> caches = models::llama_new_caches(d.c, Device::cuda());
@@ -200,9 +201,9 @@ void decode_against_cpu(DType dtype, bool alias, bool persistent = false) {
   const bool one_kernel = persistent && alias && dtype == DType::kBFloat16;
   EXPECT_EQ(st.persistent_tasks > 0, one_kernel) << gpu.decode_context().persistent_refusal();
   std::printf(
-      "[gpu suite] tiny decoder (%s, %s): %lld decode steps, %lld capture, %lld replays, %lld "
+      "[gpu suite] %s decoder (%s, %s): %lld decode steps, %lld capture, %lld replays, %lld "
       "steps joined to another's launch, %s\n",
-      dtype_name(dtype), alias ? "aliased" : "copy-back", (long long)st.calls,
+      size, dtype_name(dtype), alias ? "aliased" : "copy-back", (long long)st.calls,
       (long long)st.graph_captures, (long long)st.graph_replays, (long long)st.joined_steps,
       st.persistent_tasks > 0
           ? str_cat("one persistent kernel of ", st.persistent_tasks, " tasks").c_str()
@@ -219,6 +220,15 @@ TEST(CudaGraph, TinyDecoderBf16WeightsAndCopyBackEngine) {
   decode_against_cpu(DType::kBFloat16, /*alias=*/true);
   decode_against_cpu(DType::kBFloat16, /*alias=*/true, /*persistent=*/true);
   decode_against_cpu(DType::kFloat32, /*alias=*/false, /*persistent=*/true);
+}
+
+// The small decoder (d_model 512, SwiGLU 1408): its down_proj rows are long enough to be split
+// over two warps a column, in launches and inside one persistent kernel (several virtual blocks
+// a block); both equal the cpu engine, caches included.
+TEST(CudaGraph, SmallDecoderBf16SplitRowsInLaunchesAndOneKernel) {
+  IP_REQUIRE_CUDA();
+  decode_against_cpu(DType::kBFloat16, /*alias=*/true, /*persistent=*/false, "small", 12);
+  decode_against_cpu(DType::kBFloat16, /*alias=*/true, /*persistent=*/true, "small", 12);
 }
 
 TEST(CudaGraph, RecapturesWhenACacheMoves) {
