@@ -90,17 +90,18 @@ __device__ inline void block_inv_rms(const GemvBf16& g, int64_t m0, float* inv) 
 
 // The rotary epilogue of a block of column pairs: column n (at j = n mod d within its head)
 // becomes res * cos[j] + rotate_half * sin[j], its partner column's result exchanged through
-// shared memory; the rotary kernel's float operations in its order. Every warp of the block
-// calls it (all its columns exist).
+// shared memory; the rotary kernel's float operations in its order. c and s are cos[j] and
+// sin[j], read by the caller (the one-row path requests them before its product). Every warp of
+// the block calls it (all its columns exist).
 template <int R>
-__device__ inline void rotate(const GemvBf16& g, float* res, int64_t m0, int64_t n, int warp) {
+__device__ inline void rotate(const GemvBf16& g, float* res, int64_t m0, int64_t n, int warp,
+                              float c, float s) {
   __shared__ float pair[R][kWarpsPerBlock];
   if (threadIdx.x % 32 == 0)
 #pragma unroll
     for (int r = 0; r < R; ++r) pair[r][warp] = res[r];
   __syncthreads();
   const int64_t half = g.rot_d / 2, j = n % g.rot_d;
-  const float c = g.cos[j], s = g.sin[j];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     if (m0 + r >= g.rows) break;
@@ -110,7 +111,23 @@ __device__ inline void rotate(const GemvBf16& g, float* res, int64_t m0, int64_t
     const float b = rot * s;
     res[r] = a + b;
   }
-  __syncthreads();  // `pair` is reused by the next pass
+  __syncthreads();  // `pair` is reused by the next pass (or a persistent block's next block)
+}
+
+// Chunks k0, k0 + step, ... (kUnroll of them, those below K) of weight row wr, and of wr2 for
+// SwiGLU's second weight, into registers: 16-byte loads with the streaming hint.
+template <bool kTwo>
+__device__ inline void fetch_chunks(uint4 (&raw)[kUnroll], uint4 (&raw2)[kUnroll],
+                                    const __nv_bfloat16* wr, const __nv_bfloat16* wr2, int64_t k0,
+                                    int64_t step, int64_t K) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int64_t k = k0 + step * u;
+    if (k < K) {
+      raw[u] = __ldcs(reinterpret_cast<const uint4*>(wr + k));
+      if constexpr (kTwo) raw2[u] = __ldcs(reinterpret_cast<const uint4*>(wr2 + k));
+    }
+  }
 }
 
 // Where the row write places column n's result (GemvRowWrite), or null. The position is read
@@ -147,16 +164,7 @@ __device__ inline void gemv_one_row(const GemvBf16& g, int64_t n, bool active, b
   const __nv_bfloat16* wr = static_cast<const __nv_bfloat16*>(g.w) + n * K;
   const __nv_bfloat16* wr2 = kTwo ? static_cast<const __nv_bfloat16*>(g.w2) + n * K : nullptr;
   uint4 raw[kUnroll], raw2[kUnroll];
-  auto fetch = [&](int64_t k0) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t k = k0 + step * u;
-      if (k < K) {
-        raw[u] = __ldcs(reinterpret_cast<const uint4*>(wr + k));
-        if constexpr (kTwo) raw2[u] = __ldcs(reinterpret_cast<const uint4*>(wr2 + k));
-      }
-    }
-  };
+  auto fetch = [&](int64_t k0) { fetch_chunks<kTwo>(raw, raw2, wr, wr2, k0, step, K); };
   // The weights are constants: with a programmatic launch this fetch overlaps the previous
   // kernel.
   if (active) fetch(first);
@@ -237,19 +245,7 @@ __device__ inline void gemv_one_row(const GemvBf16& g, int64_t n, bool active, b
   if constexpr (kTwo) v = v / (1.f + expf(-v)) * v2;
   float res[1] = {v};
   if constexpr (kE == GemvEpilogue::kNone)
-    if (rot_block) {
-      // The partner column's result through shared memory, as rotate() (every warp of a
-      // rotated block is active).
-      __shared__ float pair[kWarpsPerBlock];
-      if (lane == 0) pair[warp] = v;
-      __syncthreads();
-      const float other = pair[warp ^ 4];
-      const float rot = n % g.rot_d < g.rot_d / 2 ? -other : other;
-      const float a = v * c;
-      const float b = rot * s;
-      res[0] = a + b;
-      __syncthreads();  // `pair` is reused by a persistent block's next virtual block
-    }
+    if (rot_block) rotate<1>(g, res, 0, n, warp, c, s);
   if (!active || lane != 0) return;
   g.y[n] = res[0];
   if (target0) *target0 = res[0];
@@ -282,16 +278,7 @@ __device__ inline void gemv_block(const GemvBf16& g, int64_t block, Wait&& wait)
   const __nv_bfloat16* wr = static_cast<const __nv_bfloat16*>(g.w) + n * K;
   const __nv_bfloat16* wr2 = kTwo ? static_cast<const __nv_bfloat16*>(g.w2) + n * K : nullptr;
   uint4 raw[kUnroll], raw2[kUnroll];
-  auto fetch = [&](int64_t k0) {
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t k = k0 + 256 * u;
-      if (k < K) {
-        raw[u] = __ldcs(reinterpret_cast<const uint4*>(wr + k));
-        if constexpr (kTwo) raw2[u] = __ldcs(reinterpret_cast<const uint4*>(wr2 + k));
-      }
-    }
-  };
+  auto fetch = [&](int64_t k0) { fetch_chunks<kTwo>(raw, raw2, wr, wr2, k0, 256, K); };
   // The first chunk of the weight row is fetched before the wait for the previous kernel (its
   // bytes are constants): with a programmatic launch that fetch overlaps the previous kernel.
   if (kVector && active) fetch(lane * 8);
@@ -352,7 +339,7 @@ __device__ inline void gemv_block(const GemvBf16& g, int64_t block, Wait&& wait)
       res[r] = v;
     }
     if constexpr (kE == GemvEpilogue::kNone)
-      if (rot_block) rotate<R>(g, res, m0, n, warp);
+      if (rot_block) rotate<R>(g, res, m0, n, warp, g.cos[n % g.rot_d], g.sin[n % g.rot_d]);
     if (lane == 0)
 #pragma unroll
       for (int r = 0; r < R; ++r)
