@@ -28,6 +28,24 @@ struct KernelContext {
   // On a GPU: the step's key count as a device int64 (a runtime scalar evaluated on the
   // device), when the key and value operands are planned at their bound (engine/device_scalars.h).
   const int64_t* extent = nullptr;
+  // On a GPU: the context's device scratch (the general attention path's split partials), or
+  // null for a kernel called outside a context.
+  class Workspace* workspace = nullptr;
+};
+
+// Device scratch that a context owns and lends to its kernels, in a few slots (a backend's
+// kernels number their own: kinds of scratch that may be in use at once). A context's calls
+// never overlap on the device and its steps run in order, so a kernel may use a slot as its own
+// while it runs. A slot is allocated at its first request, which a context's first call (run
+// directly, before any graph capture) makes; its address never changes after, as a captured
+// graph needs.
+class Workspace {
+ public:
+  static constexpr int kSlots = 4;
+  virtual ~Workspace() = default;
+  // At least `bytes` in slot `slot` (< kSlots); a request larger than the slot's first is
+  // refused (its address is fixed).
+  virtual void* get(int slot, size_t bytes) = 0;
 };
 
 // Computes op(args) into `outs` (planned memory on the kernel's device), like OpDef::out.

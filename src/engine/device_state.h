@@ -3,6 +3,7 @@
 // the device error flag and its pinned host copy, the event of the last call, and the slots of
 // runtime scalars evaluated on the device. Released with the context.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "backend/device_runtime.h"
 #include "backend/kernel_table.h"
+#include "core/error.h"
 #include "core/storage.h"
 #include "engine/device_scalars.h"
 #include "engine/launch_groups.h"
@@ -30,6 +32,24 @@ struct ContextStats {
   int64_t persistent_tasks = 0;
 };
 
+// A context's device scratch (backend/kernel_table.h, Workspace).
+class DeviceWorkspace final : public Workspace {
+ public:
+  Device device;
+  void* get(int slot, size_t bytes) override {
+    IP_CHECK(slot >= 0 && slot < kSlots, kInternal, "[context] workspace slot ", slot,
+             " out of range");
+    std::shared_ptr<Storage>& m = memory_[slot];
+    if (!m) m = Storage::allocate(bytes, device);
+    IP_CHECK(bytes <= m->nbytes(), kInternal, "[context] a kernel asked for ", bytes,
+             " bytes of workspace slot ", slot, " after ", m->nbytes(), " (its address is fixed)");
+    return m->data();
+  }
+
+ private:
+  std::array<std::shared_ptr<Storage>, kSlots> memory_;
+};
+
 struct DeviceState {
   const DeviceRuntime* runtime = nullptr;
   void* capture_stream = nullptr;
@@ -40,6 +60,7 @@ struct DeviceState {
   bool recorded = false;
   bool warm = false;  // one call ran directly (handles and scratch made) before any capture
   std::shared_ptr<Storage> error;  // int32[4] on the device
+  DeviceWorkspace workspace;       // KernelContext::workspace
   int32_t* error_host = nullptr;   // pinned copy, written at the end of every call
   DeviceScalarPlan scalars;
   std::shared_ptr<Storage> code, slots, inputs;  // device memory when scalars.on_device

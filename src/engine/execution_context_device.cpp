@@ -20,6 +20,8 @@ void ExecutionContext::init_device() {
   g.error = Storage::allocate(4 * sizeof(int32_t), device_);
   g.error_host = static_cast<int32_t*>(g.runtime->allocate_host(4 * sizeof(int32_t)));
   kernel_context_.error = static_cast<int32_t*>(g.error->data());
+  g.workspace.device = device_;
+  kernel_context_.workspace = &g.workspace;
   g.scalars = plan_device_scalars(plan);
   g.launches = plan_launch_groups(plan, device_.type);
   if (!g.scalars.on_device) return;

@@ -232,11 +232,12 @@ __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, i
 }
 
 // The general path's split rows stop below 2 * kFillRows blocks, so their scratch has a fixed
-// bound: allocated once per thread, at that bound, never regrown (a captured graph keeps its
+// bound: a context's workspace (Attention::scratch), or for a kernel called outside a context
+// one allocated once per host thread at that bound, never regrown (a captured graph keeps its
 // address).
 constexpr int64_t kFillRows = 264;
 constexpr size_t kScratchFloats = 2 * kFillRows * (2 + 32 * kMaxPerLane);
-float* scratch() {
+float* thread_scratch() {
   thread_local float* p = nullptr;
   if (!p) IP_CUDA_CHECK(cudaMalloc(&p, kScratchFloats * sizeof(float)), "attention scratch");
   return p;
@@ -259,18 +260,34 @@ void launch_decode(const Attention& a, int64_t rows, int splits, cudaStream_t s)
 
 }  // namespace
 
-void attention(const Attention& a, void* stream) {
-  const int64_t rows = a.q.size[0] * a.q.size[1] * a.q.size[2];
-  const int64_t S = a.k.size[2], Ev = a.v.size[3];
-  IP_CHECK(a.q.size[3] <= 32 * kMaxPerLane && Ev <= 32 * kMaxPerLane, kUnsupported,
-           "[cuda] scaled_dot_product_attention supports head dims up to ", 32 * kMaxPerLane);
-  if (rows == 0) return;
-  // Enough blocks to fill the GPU when there are few rows (decode), chunks of >= kChunk keys.
-  // With a device key count the split depends on the rows only (the count is not known here;
-  // each block takes its share of the keys actually present).
+// Enough blocks to fill the GPU when there are few rows (decode), chunks of >= kChunk keys.
+// With a device key count the split depends on the rows only (the count is not known here;
+// each block takes its share of the keys actually present).
+int split_count(const Attention& a, int64_t rows) {
+  const int64_t S = a.k.size[2];
   int splits = 1;
   while (rows * splits < kFillRows && (a.kv_len ? splits < 64 : S / (splits * 2) >= kChunk))
     splits *= 2;
+  return splits;
+}
+
+int64_t row_count(const Attention& a) {
+  return a.q.size[0] * a.q.size[1] * a.q.size[2];
+}
+
+size_t attention_workspace_bytes(const Attention& a) {
+  const int64_t rows = row_count(a);
+  if (rows == 0 || decode_group(a) > 0 || split_count(a, rows) == 1) return 0;
+  return kScratchFloats * sizeof(float);
+}
+
+void attention(const Attention& a, void* stream) {
+  const int64_t rows = row_count(a);
+  const int64_t Ev = a.v.size[3];
+  IP_CHECK(a.q.size[3] <= 32 * kMaxPerLane && Ev <= 32 * kMaxPerLane, kUnsupported,
+           "[cuda] scaled_dot_product_attention supports head dims up to ", 32 * kMaxPerLane);
+  if (rows == 0) return;
+  const int splits = split_count(a, rows);
   if (Recording* r = recording()) {
     // A task when the decode form applies with a head dim of 16, 32, 64 or 128, split so that the
     // rows fill the persistent grid (each split keeps at least kMinKeys keys on the device).
@@ -303,7 +320,7 @@ void attention(const Attention& a, void* stream) {
   }
   Partial part{};
   if (splits > 1) {
-    float* base = scratch();
+    float* base = a.scratch ? a.scratch : thread_scratch();
     part = {base, base + rows * splits, base + 2 * rows * splits};
   }
   launch_pdl(attention_kernel, dim3(static_cast<unsigned>(rows), splits), 32 * kWarps, s, a, part,

@@ -38,6 +38,9 @@ void sdpa(const Args& a, const std::vector<Tensor>& outs, const KernelContext& c
   t.scale = a[6].is_none() ? 1.0 / std::sqrt(static_cast<double>(q.size(3)))
                            : a[6].as_double("scaled_dot_product_attention");
   t.kv_len = ctx.extent;  // the key count of this call, when it is read on the device
+  // The general path's split partials: the context's own scratch.
+  if (const size_t bytes = attention_workspace_bytes(t); bytes > 0 && ctx.workspace)
+    t.scratch = static_cast<float*>(ctx.workspace->get(kWorkspaceAttention, bytes));
   attention(t, ctx.stream);
 }
 

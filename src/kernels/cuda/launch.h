@@ -8,9 +8,17 @@
 #include "core/scalar.h"
 #include "core/tensor.h"
 
+namespace inplace {
+class Workspace;
+}
+
 namespace inplace::cuda {
 
 constexpr int kMaxDims = 8;
+
+// The slots of a context's workspace (KernelContext::workspace) this backend's kernels use.
+constexpr int kWorkspaceAttention = 0;  // the general attention path's split partials
+constexpr int kWorkspaceBlas = 1;       // cuBLAS's workspace
 
 // A tensor viewed at a (broadcast) shape, or a Python number. Strides are in elements.
 struct Operand {
@@ -96,9 +104,10 @@ void index_read_pair(const IndexMap& a, const IndexMap& b, void* stream);  // in
 void index_write_pair(const IndexMap& a, const IndexMap& b, void* stream);
 
 // Matrix products through cuBLAS (matrix_kernels.cpp): out[..., m, n] = alpha * a @ b +
-// beta * out, batch dims of a and b broadcast to out's.
+// beta * out, batch dims of a and b broadcast to out's. cuBLAS's workspace is the workspace's
+// kWorkspaceBlas slot (a context's own), or the calling thread's when `workspace` is null.
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha, Scalar beta,
-            void* stream);
+            void* stream, Workspace* workspace = nullptr);
 
 // rotary_embedding (rotary.cu): out = x * cos + rotate_half(x) * sin over out's last dim;
 // x, cos and sin float32, broadcast to out's shape.
@@ -180,7 +189,13 @@ struct Attention {
   // When set: the key count, read on the device (a slice end with Python semantics, clamped to
   // k's dim 2, which is then the bound the keys were planned at).
   const int64_t* kv_len = nullptr;
+  // The general path's split partials: attention_workspace_bytes(a) of device memory that no
+  // kernel running at the same time uses (a context's workspace); null: a scratch of the
+  // calling host thread, for kernels called outside a context.
+  float* scratch = nullptr;
 };
 void attention(const Attention& a, void* stream);
+// Bytes of scratch attention(a) uses (0: none; the same for every form that uses any).
+size_t attention_workspace_bytes(const Attention& a);
 
 }  // namespace inplace::cuda

@@ -23,24 +23,29 @@ void check(cublasStatus_t s, const char* what) {
            static_cast<int>(s), ")");
 }
 
-// One cuBLAS handle per thread and device, with its own workspace so that calls can be
-// captured into a CUDA graph without allocating.
-cublasHandle_t handle() {
+// cuBLAS's workspace: fixed, so that calls can be captured into a CUDA graph without
+// allocating (the size cuBLAS recommends on Hopper).
+constexpr size_t kBlasWorkspace = 32u << 20;
+
+// One cuBLAS handle per thread and device, set to `workspace` (a context's own: contexts whose
+// products run at the same time on different streams must not share one), or to the thread's
+// own for products called outside a context.
+cublasHandle_t handle(Workspace* workspace) {
   struct Handle {
     cublasHandle_t h = nullptr;
-    void* workspace = nullptr;
+    void* own = nullptr;
     Handle() {
       check(cublas().create(&h), "handle creation");
-      constexpr size_t kWorkspace = 32u << 20;
-      if (cudaMalloc(&workspace, kWorkspace) == cudaSuccess)
-        check(cublas().set_workspace(h, workspace, kWorkspace), "workspace");
+      if (cudaMalloc(&own, kBlasWorkspace) != cudaSuccess) own = nullptr;
     }
     ~Handle() {
       cublas().destroy(h);
-      cudaFree(workspace);
+      cudaFree(own);
     }
   };
   thread_local Handle h;
+  void* w = workspace ? workspace->get(kWorkspaceBlas, kBlasWorkspace) : h.own;
+  if (w) check(cublas().set_workspace(h.h, w, kBlasWorkspace), "workspace");
   return h.h;
 }
 
@@ -124,7 +129,7 @@ Tensor contiguous_on_device(const Tensor& t, void* stream) {
 
 // out[..., m, n] = alpha * a[..., m, k] @ b[..., k, n] + beta * out (beta 0 ignores out).
 void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, Scalar alpha_s,
-            Scalar beta_s, void* stream) {
+            Scalar beta_s, void* stream, Workspace* workspace) {
   const int64_t m = out.size(-2), n = out.size(-1), k = a_in.size(-1);
   if (out.numel() == 0) return;
   if (refuse_if_recording("matmul (cuBLAS)")) return;
@@ -146,7 +151,7 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, Scalar al
   const Mat mb = *layout(k, n, b.stride(-2), b.stride(-1));
   const int64_t ldc = layout(m, n, c.stride(-2), c.stride(-1))->ld;
 
-  cublasHandle_t h = handle();
+  cublasHandle_t h = handle(workspace);
   check(cublas().set_stream(h, static_cast<cudaStream_t>(stream)), "set stream");
   const cudaDataType_t type = data_type(out.dtype());
   const bool f64 = out.dtype() == DType::kFloat64;
@@ -186,12 +191,13 @@ namespace {
 
 // matmul's vector cases: a 1-D operand is a row (left) or a column (right) matrix.
 void run_matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha, Scalar beta,
-                void* stream) {
+                const KernelContext& ctx) {
   const bool a_vec = a.dim() == 1, b_vec = b.dim() == 1;
   Tensor o = out;
   if (a_vec) o = o.unsqueeze(o.dim() - (b_vec ? 0 : 1));
   if (b_vec) o = o.unsqueeze(o.dim());
-  matmul(a_vec ? a.unsqueeze(0) : a, b_vec ? b.unsqueeze(1) : b, o, alpha, beta, stream);
+  matmul(a_vec ? a.unsqueeze(0) : a, b_vec ? b.unsqueeze(1) : b, o, alpha, beta, ctx.stream,
+         ctx.workspace);
 }
 
 const Scalar kOne(int64_t{1}), kZero(int64_t{0});
@@ -202,7 +208,7 @@ void register_matrix_kernels(KernelTable& t) {
   const auto C = DeviceType::kCuda;
   const Kernel product = [](const Args& a, const std::vector<Tensor>& outs,
                             const KernelContext& ctx) {
-    run_matmul(a[0].tensor, a[1].tensor, outs[0], kOne, kZero, ctx.stream);
+    run_matmul(a[0].tensor, a[1].tensor, outs[0], kOne, kZero, ctx);
   };
   for (const char* n : {"mm", "bmm", "matmul", "dot", "mv"}) t.add(C, n, product);
   // self + products: self broadcast into out first, unless beta is 0 (then self is ignored).
@@ -211,14 +217,14 @@ void register_matrix_kernels(KernelTable& t) {
     const Scalar beta = a[3].as_scalar("addmm"), alpha = a[4].as_scalar("addmm");
     if (beta.to_double() != 0.0)
       copy_cast(operand(outs[0]), operand(a[0].tensor, outs[0].shape()), ctx.stream);
-    matmul(a[1].tensor, a[2].tensor, outs[0], alpha, beta, ctx.stream);
+    matmul(a[1].tensor, a[2].tensor, outs[0], alpha, beta, ctx.stream, ctx.workspace);
   };
   t.add(C, "addmm", add_product);
   t.add(C, "baddbmm", add_product);
   t.add(C, "linear", [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
     const bool has_bias = !a[2].is_none();
     if (has_bias) copy_cast(operand(outs[0]), operand(a[2].tensor, outs[0].shape()), ctx.stream);
-    run_matmul(a[0].tensor, a[1].tensor.t(), outs[0], kOne, has_bias ? kOne : kZero, ctx.stream);
+    run_matmul(a[0].tensor, a[1].tensor.t(), outs[0], kOne, has_bias ? kOne : kZero, ctx);
   });
 }
 
