@@ -1,0 +1,318 @@
+// A standalone probe of the one-kernel decode step's best case (docs/performance.md, "One kernel
+// a step"): issue 11's GEMV chain (12 layers x {q/k/v + norm, o_proj + residual, gate/up + norm
+// + silu*mul, down_proj + residual}, then the LM head + norm; bf16 weights, one input row,
+// 304 MB; no attention) as ONE cooperative kernel, one block of 16 warps an SM, a grid barrier
+// between products, against the HBM read bandwidth measured in the same run:
+//   barrier   the tasks do nothing: what the chain of 49 grid barriers costs alone;
+//   staged    a warp holds its rows of the next product in registers (up to 16 16-byte chunks a
+//             lane: four 1024-long rows, two SwiGLU row pairs, one 2816-long row) and issues
+//             their loads BEFORE it waits at the barrier, so the weights are on chip when the
+//             barrier opens (the LM head, 8 rows a warp, loads its second half after);
+//   unstaged  the same kernel issuing the loads after the barrier.
+// The engine's persistent kernel (2 blocks of 8 warps an SM, one warp a column, a virtual block
+// at a time) fetches only a block's first 16 KB before a barrier; `staged` is what that kernel
+// would gain with every row of a product in flight across the barrier. The per-product chain
+// after the barrier is the engine's: x (and the norm weight) read from L2, the norm's sum of
+// squares taken in the product's pass, a warp reduction, the epilogue.
+// Not part of the build; on a machine with an sm_90 GPU:
+//   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90a -Isrc -Iinclude \
+//     bench/persistent_chain_probe.cu -o persistent_chain_probe && ./persistent_chain_probe
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "kernels/cuda/gemv_device.cuh"
+
+#define CK(x)                                                          \
+  do {                                                                 \
+    cudaError_t e = (x);                                               \
+    if (e != cudaSuccess) {                                            \
+      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
+      exit(1);                                                         \
+    }                                                                  \
+  } while (0)
+
+namespace {
+
+typedef __nv_bfloat16 bf16;
+using inplace::cuda::gemv::widen8;
+
+constexpr int kWarps = 16, kThreads = 32 * kWarps, kChunks = 16;
+
+// One product: y[n] = (x . w[n]) (* rsqrt(mean(x^2) + eps) with normw) (+ res[n]), or SwiGLU's
+// silu(x . w[n]) * (x . w2[n]).
+struct Task {
+  const bf16* w;
+  const bf16* w2;
+  const float* x;
+  const float* normw;
+  const float* res;
+  float* y;
+  int n, k, kind;  // kind: 0 K=1024, 1 K=1024 SwiGLU, 2 K=2816
+};
+
+// The block's writes, then one release add by thread 0 (the count before it, in thread 0).
+__device__ inline unsigned arrive(unsigned* c) {
+  __syncthreads();
+  unsigned old = 0;
+  if (threadIdx.x == 0)
+    asm volatile("atom.add.release.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(c) : "memory");
+  return old;
+}
+
+__device__ inline void wait_for(unsigned* c, unsigned target) {
+  if (threadIdx.x == 0) {
+    unsigned v = 0;
+    do {
+      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(c) : "memory");
+    } while (v < target);
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  }
+  __syncthreads();
+}
+
+// A warp's rows of a product in rounds of R rows, each row CPR chunks a lane (x2 for SwiGLU):
+// chunk j of a row is the 16 bytes at k = (j * 32 + lane) * 8.
+template <int K, bool kTwo>
+struct Shape {
+  static constexpr int CPR = K / 256;
+  static constexpr int PER_ROW = CPR * (kTwo ? 2 : 1);
+  static constexpr int R = kChunks / PER_ROW > 0 ? kChunks / PER_ROW : 1;
+};
+
+template <int K, bool kTwo>
+__device__ inline void load_round(const Task& t, uint4 (&buf)[kChunks], int round, int gw, int GW) {
+  using S = Shape<K, kTwo>;
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int r = 0; r < S::R; ++r) {
+    const int row = gw + (round * S::R + r) * GW;
+    if (row >= t.n) break;
+#pragma unroll
+    for (int j = 0; j < S::CPR; ++j) {
+      const int k = (j * 32 + lane) * 8;
+      buf[r * S::PER_ROW + j] = __ldcs(reinterpret_cast<const uint4*>(t.w + (size_t)row * K + k));
+      if constexpr (kTwo)
+        buf[r * S::PER_ROW + S::CPR + j] =
+            __ldcs(reinterpret_cast<const uint4*>(t.w2 + (size_t)row * K + k));
+    }
+  }
+}
+
+template <int K, bool kTwo>
+__device__ inline void compute_round(const Task& t, const uint4 (&buf)[kChunks], int round, int gw,
+                                     int GW) {
+  using S = Shape<K, kTwo>;
+  const int lane = threadIdx.x % 32;
+  float acc[S::R] = {}, acc2[S::R] = {}, sq = 0.f;
+#pragma unroll
+  for (int j = 0; j < S::CPR; ++j) {
+    const int k = (j * 32 + lane) * 8;
+    float4 a = *reinterpret_cast<const float4*>(t.x + k);
+    float4 b = *reinterpret_cast<const float4*>(t.x + k + 4);
+    if (t.normw) {
+      sq += a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w + b.x * b.x + b.y * b.y + b.z * b.z +
+            b.w * b.w;
+      const float4 ga = *reinterpret_cast<const float4*>(t.normw + k);
+      const float4 gb = *reinterpret_cast<const float4*>(t.normw + k + 4);
+      a = make_float4(a.x * ga.x, a.y * ga.y, a.z * ga.z, a.w * ga.w);
+      b = make_float4(b.x * gb.x, b.y * gb.y, b.z * gb.z, b.w * gb.w);
+    }
+#pragma unroll
+    for (int r = 0; r < S::R; ++r) {
+      float wf[8];
+      widen8(buf[r * S::PER_ROW + j], wf);
+      acc[r] += a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] + b.x * wf[4] + b.y * wf[5] +
+                b.z * wf[6] + b.w * wf[7];
+      if constexpr (kTwo) {
+        widen8(buf[r * S::PER_ROW + S::CPR + j], wf);
+        acc2[r] += a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] + b.x * wf[4] +
+                   b.y * wf[5] + b.z * wf[6] + b.w * wf[7];
+      }
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(~0u, sq, o);
+  const float inv = t.normw ? rsqrtf(sq / K + 1e-6f) : 1.f;
+#pragma unroll
+  for (int r = 0; r < S::R; ++r) {
+    float v = acc[r], v2 = acc2[r];
+    for (int o = 16; o > 0; o >>= 1) {
+      v += __shfl_xor_sync(~0u, v, o);
+      if constexpr (kTwo) v2 += __shfl_xor_sync(~0u, v2, o);
+    }
+    const int row = gw + (round * S::R + r) * GW;
+    if (row >= t.n || lane != 0) continue;
+    v *= inv;
+    if (t.res) v += t.res[row];
+    if constexpr (kTwo) v = v / (1.f + expf(-v)) * (v2 * inv);
+    t.y[row] = v;
+  }
+}
+
+template <int K, bool kTwo>
+__device__ inline int rounds(const Task& t, int gw, int GW) {
+  using S = Shape<K, kTwo>;
+  const int rows = gw < t.n ? (t.n - gw + GW - 1) / GW : 0;
+  return (rows + S::R - 1) / S::R;
+}
+
+// kMode: 0 barriers only, 1 staged (round 0's loads before the barrier), 2 unstaged.
+template <int kMode>
+__global__ void __launch_bounds__(kThreads, 1) chain(const Task* tasks, int nt, unsigned* barrier) {
+  const int gw = blockIdx.x * kWarps + threadIdx.x / 32, GW = gridDim.x * kWarps;
+  uint4 buf[kChunks];
+  auto issue = [&](const Task& t, int round) {
+    switch (t.kind) {
+      case 0:
+        return load_round<1024, false>(t, buf, round, gw, GW);
+      case 1:
+        return load_round<1024, true>(t, buf, round, gw, GW);
+      default:
+        return load_round<2816, false>(t, buf, round, gw, GW);
+    }
+  };
+  auto compute = [&](const Task& t, int round) {
+    switch (t.kind) {
+      case 0:
+        return compute_round<1024, false>(t, buf, round, gw, GW);
+      case 1:
+        return compute_round<1024, true>(t, buf, round, gw, GW);
+      default:
+        return compute_round<2816, false>(t, buf, round, gw, GW);
+    }
+  };
+  auto n_rounds = [&](const Task& t) {
+    return t.kind == 0   ? rounds<1024, false>(t, gw, GW)
+           : t.kind == 1 ? rounds<1024, true>(t, gw, GW)
+                         : rounds<2816, false>(t, gw, GW);
+  };
+  for (int i = 0; i < nt; ++i) {
+    const Task t = tasks[i];
+    const int nr = kMode == 0 ? 0 : n_rounds(t);
+    if (kMode == 1 && nr > 0) issue(t, 0);
+    if (i > 0) wait_for(barrier, static_cast<unsigned>(i) * gridDim.x);
+    for (int r = 0; r < nr; ++r) {
+      if (kMode == 2 || r > 0) issue(t, r);
+      compute(t, r);
+    }
+    const unsigned old = arrive(barrier);
+    // The last block to arrive after the last task resets the barrier for the next launch (no
+    // block waits on it again in this one).
+    if (i + 1 == nt && threadIdx.x == 0 && old == static_cast<unsigned>(nt) * gridDim.x - 1)
+      atomicExch(barrier, 0u);
+  }
+}
+
+__global__ void readbw(const uint4* p, size_t n, uint4* out) {
+  uint4 acc = {0, 0, 0, 0};
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    const uint4 v = __ldcs(p + i);
+    acc.x ^= v.x;
+    acc.y ^= v.y;
+    acc.z ^= v.z;
+    acc.w ^= v.w;
+  }
+  if (acc.x == 0x12345678) out[0] = acc;
+}
+
+}  // namespace
+
+int main() {
+  const int L = 12, D = 1024, F = 2816, V = 16384, NQKV = 1536;
+  size_t total = 0;
+  auto alloc = [&](size_t n) {
+    bf16* p;
+    CK(cudaMalloc(&p, n * 2));
+    CK(cudaMemset(p, 0x3c, n * 2));
+    total += n * 2;
+    return p;
+  };
+  float *h, *qkv, *act, *logits, *normw;
+  CK(cudaMalloc(&h, D * 4));
+  CK(cudaMalloc(&qkv, NQKV * 4));
+  CK(cudaMalloc(&act, F * 4));
+  CK(cudaMalloc(&logits, V * 4));
+  CK(cudaMalloc(&normw, 4096 * 4));
+  CK(cudaMemset(h, 0, D * 4));
+  CK(cudaMemset(qkv, 0, NQKV * 4));
+  CK(cudaMemset(act, 0, F * 4));
+  CK(cudaMemset(normw, 0, 4096 * 4));
+  std::vector<Task> tasks;
+  for (int l = 0; l < L; ++l) {
+    tasks.push_back({alloc((size_t)NQKV * D), nullptr, h, normw, nullptr, qkv, NQKV, D, 0});
+    tasks.push_back({alloc((size_t)D * D), nullptr, qkv, nullptr, h, h, D, D, 0});
+    bf16* gate = alloc((size_t)F * D);
+    tasks.push_back({gate, alloc((size_t)F * D), h, normw, nullptr, act, F, D, 1});
+    tasks.push_back({alloc((size_t)D * F), nullptr, act, nullptr, h, h, D, F, 2});
+  }
+  tasks.push_back({alloc((size_t)V * D), nullptr, h, normw, nullptr, logits, V, D, 0});
+  Task* dev_tasks;
+  CK(cudaMalloc(&dev_tasks, tasks.size() * sizeof(Task)));
+  CK(cudaMemcpy(dev_tasks, tasks.data(), tasks.size() * sizeof(Task), cudaMemcpyHostToDevice));
+  unsigned* barrier;
+  CK(cudaMalloc(&barrier, 4));
+  CK(cudaMemset(barrier, 0, 4));
+
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  double bw = 0;
+  {
+    const size_t n = (size_t)2 << 30;
+    uint4* p;
+    CK(cudaMalloc(&p, n));
+    CK(cudaMemset(p, 1, n));
+    readbw<<<132 * 8, 512, 0, s>>>(p, n / 16, p);
+    CK(cudaEventRecord(e0, s));
+    for (int i = 0; i < 5; ++i) readbw<<<132 * 8, 512, 0, s>>>(p, n / 16, p);
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    bw = 5.0 * n / (ms * 1e-3);
+    CK(cudaFree(p));
+  }
+  printf("read bw %.2f TB/s; weights %.1f MB; floor %.1f us; %zu products\n", bw / 1e12,
+         total / 1e6, total / bw * 1e6, tasks.size());
+
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  using Kernel = void (*)(const Task*, int, unsigned*);
+  const struct {
+    const char* name;
+    Kernel k;
+  } modes[] = {{"barriers only", chain<0>}, {"staged", chain<1>}, {"unstaged", chain<2>}};
+  const int nt = static_cast<int>(tasks.size());
+  for (const auto& m : modes) {
+    int per_sm = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, m.k, kThreads, 0));
+    cudaFuncAttributes attr;
+    CK(cudaFuncGetAttributes(&attr, m.k));
+    if (per_sm < 1) {
+      printf("%-14s does not fit an SM (%d registers)\n", m.name, attr.numRegs);
+      continue;
+    }
+    void* args[] = {(void*)&dev_tasks, (void*)&nt, (void*)&barrier};
+    auto run = [&] { CK(cudaLaunchCooperativeKernel((void*)m.k, sms, kThreads, args, 0, s)); };
+    for (int i = 0; i < 20; ++i) run();
+    const int reps = 200;
+    CK(cudaEventRecord(e0, s));
+    for (int i = 0; i < reps; ++i) run();
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    printf("%-14s %7.1f us a step (%d blocks of %d threads, %d registers, %d spilled bytes)\n",
+           m.name, ms * 1e3 / reps, sms, kThreads, attr.numRegs,
+           static_cast<int>(attr.localSizeBytes));
+  }
+  CK(cudaDeviceSynchronize());
+  return 0;
+}
