@@ -34,18 +34,22 @@ cublasHandle_t handle(Workspace* workspace) {
   struct Handle {
     cublasHandle_t h = nullptr;
     void* own = nullptr;
-    Handle() {
-      check(cublas().create(&h), "handle creation");
-      if (cudaMalloc(&own, kBlasWorkspace) != cudaSuccess) own = nullptr;
-    }
+    bool tried = false;  // own is allocated at the first product called outside a context
+    Handle() { check(cublas().create(&h), "handle creation"); }
     ~Handle() {
       cublas().destroy(h);
       cudaFree(own);
     }
   };
   thread_local Handle h;
+  if (!workspace && !h.tried) {
+    h.tried = true;
+    if (cudaMalloc(&h.own, kBlasWorkspace) != cudaSuccess) h.own = nullptr;
+  }
   void* w = workspace ? workspace->get(kWorkspaceBlas, kBlasWorkspace) : h.own;
-  if (w) check(cublas().set_workspace(h.h, w, kBlasWorkspace), "workspace");
+  // Set on every call: the handle must never keep a workspace of a context since destroyed
+  // (none when the thread's own could not be allocated).
+  check(cublas().set_workspace(h.h, w, w ? kBlasWorkspace : 0), "workspace");
   return h.h;
 }
 
