@@ -27,10 +27,11 @@ void check(cublasStatus_t s, const char* what) {
 // allocating (the size cuBLAS recommends on Hopper).
 constexpr size_t kBlasWorkspace = 32u << 20;
 
-// One cuBLAS handle per thread and device, set to `workspace` (a context's own: contexts whose
-// products run at the same time on different streams must not share one), or to the thread's
-// own for products called outside a context.
-cublasHandle_t handle(Workspace* workspace) {
+// One cuBLAS handle per thread and device, set to `stream` and then to `workspace` (a context's
+// own: contexts whose products run at the same time on different streams must not share one),
+// or to the thread's own for products called outside a context. In that order: setting the
+// stream puts the handle back on cuBLAS's default workspace.
+cublasHandle_t handle(void* stream, Workspace* workspace) {
   struct Handle {
     cublasHandle_t h = nullptr;
     void* own = nullptr;
@@ -42,14 +43,14 @@ cublasHandle_t handle(Workspace* workspace) {
     }
   };
   thread_local Handle h;
+  check(cublas().set_stream(h.h, static_cast<cudaStream_t>(stream)), "set stream");
   if (!workspace && !h.tried) {
     h.tried = true;
     if (cudaMalloc(&h.own, kBlasWorkspace) != cudaSuccess) h.own = nullptr;
   }
   void* w = workspace ? workspace->get(kWorkspaceBlas, kBlasWorkspace) : h.own;
-  // Set on every call: the handle must never keep a workspace of a context since destroyed
-  // (none when the thread's own could not be allocated).
-  check(cublas().set_workspace(h.h, w, w ? kBlasWorkspace : 0), "workspace");
+  // (None when the thread's own could not be allocated: the default one, as set_stream left it.)
+  if (w) check(cublas().set_workspace(h.h, w, kBlasWorkspace), "workspace");
   return h.h;
 }
 
@@ -155,8 +156,7 @@ void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& out, Scalar al
   const Mat mb = *layout(k, n, b.stride(-2), b.stride(-1));
   const int64_t ldc = layout(m, n, c.stride(-2), c.stride(-1))->ld;
 
-  cublasHandle_t h = handle(workspace);
-  check(cublas().set_stream(h, static_cast<cudaStream_t>(stream)), "set stream");
+  cublasHandle_t h = handle(stream, workspace);
   const cudaDataType_t type = data_type(out.dtype());
   const bool f64 = out.dtype() == DType::kFloat64;
   const cublasComputeType_t compute = f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
