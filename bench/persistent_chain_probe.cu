@@ -8,7 +8,9 @@
 //             lane: four 1024-long rows, two SwiGLU row pairs, one 2816-long row) and issues
 //             their loads BEFORE it waits at the barrier, so the weights are on chip when the
 //             barrier opens (the LM head, 8 rows a warp, loads its second half after);
-//   unstaged  the same kernel issuing the loads after the barrier.
+//   unstaged  the same kernel issuing the loads after the barrier;
+// each with the grid barrier on one counter, and (barriers only, staged) on eight counters that
+// the blocks arrive at in turn and warp 0 polls together (less contention on one address).
 // The engine's persistent kernel (2 blocks of 8 warps an SM, one warp a column, a virtual block
 // at a time) fetches only a block's first 16 KB before a barrier; `staged` is what that kernel
 // would gain with every row of a product in flight across the barrier. The per-product chain
@@ -55,22 +57,37 @@ struct Task {
   int n, k, kind;  // kind: 0 K=1024, 1 K=1024 SwiGLU, 2 K=2816
 };
 
-// The block's writes, then one release add by thread 0 (the count before it, in thread 0).
-__device__ inline unsigned arrive(unsigned* c) {
+// The grid barrier: kSplit counters (block b arrives at counter b % kSplit, 128 bytes apart, so
+// arrivals are spread over kSplit addresses), counting up by one per block and task; task i
+// starts once counter c has reached i x (the blocks mapped to it). Arrival: the block's writes,
+// then one release add by thread 0.
+template <int kSplit>
+__device__ inline void arrive(unsigned* c) {
   __syncthreads();
-  unsigned old = 0;
   if (threadIdx.x == 0)
-    asm volatile("atom.add.release.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(c) : "memory");
-  return old;
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(c + 32 * (blockIdx.x % kSplit))
+                 : "memory");
 }
 
-__device__ inline void wait_for(unsigned* c, unsigned target) {
-  if (threadIdx.x == 0) {
-    unsigned v = 0;
-    do {
-      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(c) : "memory");
-    } while (v < target);
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+// Lanes 0..kSplit-1 of warp 0 each poll one counter (relaxed), then one acquire fence.
+template <int kSplit>
+__device__ inline void wait_for(unsigned* c, unsigned i) {
+  if (threadIdx.x < 32) {
+    const int lane = threadIdx.x;
+    const unsigned mapped = (gridDim.x - lane + kSplit - 1) / kSplit;  // blocks at counter lane
+    const unsigned target = lane < kSplit ? i * mapped : 0;
+    bool done = lane >= kSplit;
+    while (!__all_sync(~0u, done)) {
+      unsigned v = 0;
+      if (!done) {
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+                     : "=r"(v)
+                     : "l"(c + 32 * lane)
+                     : "memory");
+        done = v >= target;
+      }
+    }
+    if (lane == 0) asm volatile("fence.acq_rel.gpu;" ::: "memory");
   }
   __syncthreads();
 }
@@ -161,7 +178,7 @@ __device__ inline int rounds(const Task& t, int gw, int GW) {
 }
 
 // kMode: 0 barriers only, 1 staged (round 0's loads before the barrier), 2 unstaged.
-template <int kMode>
+template <int kMode, int kSplit>
 __global__ void __launch_bounds__(kThreads, 1) chain(const Task* tasks, int nt, unsigned* barrier) {
   const int gw = blockIdx.x * kWarps + threadIdx.x / 32, GW = gridDim.x * kWarps;
   uint4 buf[kChunks];
@@ -194,17 +211,18 @@ __global__ void __launch_bounds__(kThreads, 1) chain(const Task* tasks, int nt, 
     const Task t = tasks[i];
     const int nr = kMode == 0 ? 0 : n_rounds(t);
     if (kMode == 1 && nr > 0) issue(t, 0);
-    if (i > 0) wait_for(barrier, static_cast<unsigned>(i) * gridDim.x);
+    if (i > 0) wait_for<kSplit>(barrier, static_cast<unsigned>(i));
     for (int r = 0; r < nr; ++r) {
       if (kMode == 2 || r > 0) issue(t, r);
       compute(t, r);
     }
-    const unsigned old = arrive(barrier);
-    // The last block to arrive after the last task resets the barrier for the next launch (no
-    // block waits on it again in this one).
-    if (i + 1 == nt && threadIdx.x == 0 && old == static_cast<unsigned>(nt) * gridDim.x - 1)
-      atomicExch(barrier, 0u);
+    arrive<kSplit>(barrier);
   }
+}
+
+// Sets the barrier's counters back to zero between launches (stream-ordered).
+__global__ void reset(unsigned* barrier) {
+  if (threadIdx.x < 32) barrier[32 * threadIdx.x] = 0;
 }
 
 __global__ void readbw(const uint4* p, size_t n, uint4* out) {
@@ -255,8 +273,8 @@ int main() {
   CK(cudaMalloc(&dev_tasks, tasks.size() * sizeof(Task)));
   CK(cudaMemcpy(dev_tasks, tasks.data(), tasks.size() * sizeof(Task), cudaMemcpyHostToDevice));
   unsigned* barrier;
-  CK(cudaMalloc(&barrier, 4));
-  CK(cudaMemset(barrier, 0, 4));
+  CK(cudaMalloc(&barrier, 32 * 32 * 4));
+  CK(cudaMemset(barrier, 0, 32 * 32 * 4));
 
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
@@ -288,7 +306,11 @@ int main() {
   const struct {
     const char* name;
     Kernel k;
-  } modes[] = {{"barriers only", chain<0>}, {"staged", chain<1>}, {"unstaged", chain<2>}};
+  } modes[] = {{"barriers only, 1 counter", chain<0, 1>},
+               {"barriers only, 8 counters", chain<0, 8>},
+               {"staged, 1 counter", chain<1, 1>},
+               {"staged, 8 counters", chain<1, 8>},
+               {"unstaged, 1 counter", chain<2, 1>}};
   const int nt = static_cast<int>(tasks.size());
   for (const auto& m : modes) {
     int per_sm = 0;
@@ -296,11 +318,15 @@ int main() {
     cudaFuncAttributes attr;
     CK(cudaFuncGetAttributes(&attr, m.k));
     if (per_sm < 1) {
-      printf("%-14s does not fit an SM (%d registers)\n", m.name, attr.numRegs);
+      printf("%-26s does not fit an SM (%d registers)\n", m.name, attr.numRegs);
       continue;
     }
     void* args[] = {(void*)&dev_tasks, (void*)&nt, (void*)&barrier};
-    auto run = [&] { CK(cudaLaunchCooperativeKernel((void*)m.k, sms, kThreads, args, 0, s)); };
+    // A reset launch before each step, in every variant ("barriers only" includes it).
+    auto run = [&] {
+      reset<<<1, 32, 0, s>>>(barrier);
+      CK(cudaLaunchCooperativeKernel((void*)m.k, sms, kThreads, args, 0, s));
+    };
     for (int i = 0; i < 20; ++i) run();
     const int reps = 200;
     CK(cudaEventRecord(e0, s));
@@ -309,7 +335,7 @@ int main() {
     CK(cudaEventSynchronize(e1));
     float ms;
     CK(cudaEventElapsedTime(&ms, e0, e1));
-    printf("%-14s %7.1f us a step (%d blocks of %d threads, %d registers, %d spilled bytes)\n",
+    printf("%-26s %7.1f us a step (%d blocks of %d threads, %d registers, %d spilled bytes)\n",
            m.name, ms * 1e3 / reps, sms, kThreads, attr.numRegs,
            static_cast<int>(attr.localSizeBytes));
   }
