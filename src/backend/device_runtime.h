@@ -46,6 +46,8 @@ class DeviceRuntime {
   // True when all work before the event's record has completed (never waits).
   virtual bool done(void* event) const = 0;
   virtual void wait_event(void* event) const = 0;  // blocks the host
+  // Work enqueued on `stream` after this call waits for `event` (on the device, not the host).
+  virtual void stream_wait(void* stream, void* event) const = 0;
   // Page-locked host memory (for asynchronous copies to the host).
   virtual void* allocate_host(size_t nbytes) const = 0;
   virtual void release_host(void* p) const = 0;

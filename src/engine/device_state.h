@@ -58,6 +58,7 @@ struct DeviceState {
   std::vector<Tensor> graph_temporaries;  // device temporaries the graph's kernels use
   void* done = nullptr;                   // recorded after each call's work on the caller's stream
   bool recorded = false;
+  void* last_stream = nullptr;  // the stream of the last call
   bool warm = false;  // one call ran directly (handles and scratch made) before any capture
   std::shared_ptr<Storage> error;  // int32[4] on the device
   DeviceWorkspace workspace;       // KernelContext::workspace

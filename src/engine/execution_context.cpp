@@ -185,6 +185,7 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
   ++stats_.calls;
   const int64_t call_start = profile_ ? profile_->start_call() : 0;
   kernel_context_.stream = stream;
+  if (gpu_) order_after_last_call(stream);
   const Plan& plan = engine_->plan();
   for (size_t i = 0; i < plan.inputs.size(); ++i)
     IP_CHECK(bound_inputs_[i].defined(), kInvalidArgument, "[execute] input '", plan.inputs[i].name,

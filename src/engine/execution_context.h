@@ -46,7 +46,9 @@ class ExecutionContext {
   // The same, with every kernel enqueued on `stream` (a cudaStream_t; nullptr is the default
   // stream) for an engine on a GPU. Device outputs are ready when the stream reaches this point;
   // the call itself does not wait for the device, except to read runtime scalars (positions)
-  // of an engine that has them (see docs/cuda.md). A cpu engine ignores the stream.
+  // of an engine that has them (see docs/cuda.md). A call on another stream than the previous
+  // call's starts on the device after that call's work (they share the context's memory). A cpu
+  // engine ignores the stream.
   std::vector<Tensor> execute(void* stream);
   // GPU engines (docs/cuda.md, "CUDA graphs"): with graphs on, the first call runs directly,
   // the next captures the whole step into a graph and launches it, and later calls replay it
@@ -139,6 +141,7 @@ class ExecutionContext {
   // captured graph), and the error flag.
   void init_device();
   void run_on_device(void* stream);
+  void order_after_last_call(void* stream);
   void enqueue_on_device(void* stream, bool capture);
   bool enqueue_program(void* stream);  // the steps as one persistent kernel, when they can be
   std::vector<int64_t> graph_key() const;

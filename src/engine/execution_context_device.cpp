@@ -106,6 +106,14 @@ bool ExecutionContext::enqueue_program(void* stream) {
   return true;
 }
 
+// A call on another stream than the previous call's waits, on the device, for that call's work:
+// both use the context's memory (its arena, outputs, workspace and error flag).
+void ExecutionContext::order_after_last_call(void* stream) {
+  DeviceState& g = *gpu_;
+  if (g.recorded && stream != g.last_stream) g.runtime->stream_wait(stream, g.done);
+  g.last_stream = stream;
+}
+
 void ExecutionContext::run_on_device(void* stream) {
   DeviceState& g = *gpu_;
   const Plan& plan = engine_->plan();

@@ -163,6 +163,10 @@ class CudaRuntime final : public DeviceRuntime {
   void wait_event(void* e) const override {
     ok(cudaEventSynchronize(static_cast<cudaEvent_t>(e)), "waiting for the device");
   }
+  void stream_wait(void* s, void* e) const override {
+    ok(cudaStreamWaitEvent(as_stream(s), static_cast<cudaEvent_t>(e), 0),
+       "ordering a stream after an event");
+  }
   void* allocate_host(size_t n) const override {
     void* p = nullptr;
     ok(cudaMallocHost(&p, n ? n : 16), "allocating pinned host memory");
