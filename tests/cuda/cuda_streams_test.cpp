@@ -2,7 +2,8 @@
 // the same time on different streams stay independent. Each owns its device scratch: the
 // general attention path (a mask, several splits of the keys) leaves its split partials, and
 // cuBLAS its workspace (a long product, split along k), in the context's workspace, not in
-// memory shared by the host thread. Skipped without a GPU.
+// memory shared by the host thread. And one context's calls on alternating streams run in order.
+// Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include "backend/device_runtime.h"
