@@ -15,6 +15,7 @@
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90a -Isrc -Iinclude \
 //     bench/pdl_chain_probe.cu -o pdl_chain_probe && ./pdl_chain_probe
 #include "kernels/cuda/gemv_device.cuh"
+#include "probe_common.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -25,16 +26,7 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                                                          \
-  do {                                                                 \
-    cudaError_t e = (x);                                               \
-    if (e != cudaSuccess) {                                            \
-      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      exit(1);                                                         \
-    }                                                                  \
-  } while (0)
-
-typedef __nv_bfloat16 bf16;
+using probe::bf16;
 __device__ inline void trig() {
   asm volatile("griddepcontrol.launch_dependents;");
 }
@@ -264,19 +256,6 @@ __global__ void __launch_bounds__(256) null_k(G g) {
   if (threadIdx.x == 0 && blockIdx.x == 0) g.y[0] = g.x[0] + 1;
 }
 
-__global__ void readbw(const uint4* p, size_t n, uint4* out) {
-  uint4 acc = {0, 0, 0, 0};
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    uint4 v = __ldcs(p + i);
-    acc.x ^= v.x;
-    acc.y ^= v.y;
-    acc.z ^= v.z;
-    acc.w ^= v.w;
-  }
-  if (acc.x == 0x12345678) out[0] = acc;
-}
-
 template <typename... P>
 void launch(void (*k)(P...), int grid, int smem, cudaStream_t s, bool pdl, G g) {
   cudaLaunchConfig_t c = {};
@@ -297,58 +276,27 @@ struct Layer {
 };
 
 int main(int argc, char** argv) {
-  const int L = 12, D = 1024, F = 2816, V = 16384, NQKV = 1536;
-  std::vector<Layer> layers(L);
-  size_t total = 0;
-  auto alloc = [&](size_t n) {
-    bf16* p;
-    CK(cudaMalloc(&p, n * 2));
-    CK(cudaMemset(p, 0x3c, n * 2));
-    total += n * 2;
-    return p;
-  };
+  using namespace probe;
+  const int D = kD, F = kF, V = kV, NQKV = kQkv;
+  Buffers b;
+  std::vector<Layer> layers(kLayers);
   for (auto& l : layers) {
-    l.qkv = alloc((size_t)NQKV * D);
-    l.o = alloc((size_t)D * D);
-    l.gate = alloc((size_t)F * D);
-    l.up = alloc((size_t)F * D);
-    l.down = alloc((size_t)D * F);
+    l.qkv = b.weight((size_t)NQKV * D);
+    l.o = b.weight((size_t)D * D);
+    l.gate = b.weight((size_t)F * D);
+    l.up = b.weight((size_t)F * D);
+    l.down = b.weight((size_t)D * F);
   }
-  bf16* head = alloc((size_t)V * D);
-  float *h, *qkv, *act, *logits, *normw;
-  CK(cudaMalloc(&h, D * 4));
-  CK(cudaMalloc(&qkv, NQKV * 4));
-  CK(cudaMalloc(&act, F * 4));
-  CK(cudaMalloc(&logits, V * 4));
-  CK(cudaMalloc(&normw, 4096 * 4));
-  CK(cudaMemset(h, 0, D * 4));
-  CK(cudaMemset(qkv, 0, NQKV * 4));
-  CK(cudaMemset(act, 0, F * 4));
-  CK(cudaMemset(normw, 0, 4096 * 4));
+  bf16* head = b.weight((size_t)V * D);
+  float *h = b.h, *qkv = b.qkv, *act = b.act, *logits = b.logits, *normw = b.normw;
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
-
-  // HBM read bandwidth.
-  {
-    size_t n = (size_t)2 << 30;
-    uint4* p;
-    CK(cudaMalloc(&p, n));
-    CK(cudaMemset(p, 1, n));
-    readbw<<<132 * 8, 512, 0, s>>>(p, n / 16, p);
-    CK(cudaEventRecord(e0, s));
-    for (int i = 0; i < 5; ++i) readbw<<<132 * 8, 512, 0, s>>>(p, n / 16, p);
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    double bw = 5.0 * n / (ms * 1e-3);
-    printf("read bw %.2f TB/s; weights %.1f MB; floor %.1f us\n", bw / 1e12, total / 1e6,
-           total / bw * 1e6);
-    CK(cudaFree(p));
-  }
+  const double bw = read_bandwidth(s);
+  printf("read bw %.2f TB/s; weights %.1f MB; floor %.1f us\n", bw / 1e12, b.weight_bytes / 1e6,
+         b.weight_bytes / bw * 1e6);
 
   CK(cudaFuncSetAttribute(gemv_b<false, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           200 * 1024));

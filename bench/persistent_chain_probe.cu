@@ -25,23 +25,16 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cuda/gemv_device.cuh"
-
-#define CK(x)                                                          \
-  do {                                                                 \
-    cudaError_t e = (x);                                               \
-    if (e != cudaSuccess) {                                            \
-      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      exit(1);                                                         \
-    }                                                                  \
-  } while (0)
+#include "probe_common.cuh"
 
 namespace {
 
-typedef __nv_bfloat16 bf16;
 using inplace::cuda::gemv::widen8;
+using probe::bf16;
 
 constexpr int kWarps = 16, kThreads = 32 * kWarps, kChunks = 16;
 
@@ -182,30 +175,21 @@ template <int kMode, int kSplit>
 __global__ void __launch_bounds__(kThreads, 1) chain(const Task* tasks, int nt, unsigned* barrier) {
   const int gw = blockIdx.x * kWarps + threadIdx.x / 32, GW = gridDim.x * kWarps;
   uint4 buf[kChunks];
+  // f(K, two) with the task's shape as compile-time constants (kind 0, 1 or 2).
+  auto by_kind = [](const Task& t, auto&& f) {
+    using std::integral_constant;
+    if (t.kind == 0) return f(integral_constant<int, 1024>{}, std::false_type{});
+    if (t.kind == 1) return f(integral_constant<int, 1024>{}, std::true_type{});
+    return f(integral_constant<int, 2816>{}, std::false_type{});
+  };
   auto issue = [&](const Task& t, int round) {
-    switch (t.kind) {
-      case 0:
-        return load_round<1024, false>(t, buf, round, gw, GW);
-      case 1:
-        return load_round<1024, true>(t, buf, round, gw, GW);
-      default:
-        return load_round<2816, false>(t, buf, round, gw, GW);
-    }
+    by_kind(t, [&](auto K, auto two) { load_round<K(), two()>(t, buf, round, gw, GW); });
   };
   auto compute = [&](const Task& t, int round) {
-    switch (t.kind) {
-      case 0:
-        return compute_round<1024, false>(t, buf, round, gw, GW);
-      case 1:
-        return compute_round<1024, true>(t, buf, round, gw, GW);
-      default:
-        return compute_round<2816, false>(t, buf, round, gw, GW);
-    }
+    by_kind(t, [&](auto K, auto two) { compute_round<K(), two()>(t, buf, round, gw, GW); });
   };
   auto n_rounds = [&](const Task& t) {
-    return t.kind == 0   ? rounds<1024, false>(t, gw, GW)
-           : t.kind == 1 ? rounds<1024, true>(t, gw, GW)
-                         : rounds<2816, false>(t, gw, GW);
+    return by_kind(t, [&](auto K, auto two) { return rounds<K(), two()>(t, gw, GW); });
   };
   for (int i = 0; i < nt; ++i) {
     const Task t = tasks[i];
@@ -225,43 +209,16 @@ __global__ void reset(unsigned* barrier) {
   if (threadIdx.x < 32) barrier[32 * threadIdx.x] = 0;
 }
 
-__global__ void readbw(const uint4* p, size_t n, uint4* out) {
-  uint4 acc = {0, 0, 0, 0};
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    const uint4 v = __ldcs(p + i);
-    acc.x ^= v.x;
-    acc.y ^= v.y;
-    acc.z ^= v.z;
-    acc.w ^= v.w;
-  }
-  if (acc.x == 0x12345678) out[0] = acc;
-}
-
 }  // namespace
 
 int main() {
-  const int L = 12, D = 1024, F = 2816, V = 16384, NQKV = 1536;
-  size_t total = 0;
-  auto alloc = [&](size_t n) {
-    bf16* p;
-    CK(cudaMalloc(&p, n * 2));
-    CK(cudaMemset(p, 0x3c, n * 2));
-    total += n * 2;
-    return p;
-  };
-  float *h, *qkv, *act, *logits, *normw;
-  CK(cudaMalloc(&h, D * 4));
-  CK(cudaMalloc(&qkv, NQKV * 4));
-  CK(cudaMalloc(&act, F * 4));
-  CK(cudaMalloc(&logits, V * 4));
-  CK(cudaMalloc(&normw, 4096 * 4));
-  CK(cudaMemset(h, 0, D * 4));
-  CK(cudaMemset(qkv, 0, NQKV * 4));
-  CK(cudaMemset(act, 0, F * 4));
-  CK(cudaMemset(normw, 0, 4096 * 4));
+  using namespace probe;
+  const int D = kD, F = kF, V = kV, NQKV = kQkv;
+  Buffers b;
+  auto alloc = [&](size_t n) { return b.weight(n); };
+  float *h = b.h, *qkv = b.qkv, *act = b.act, *logits = b.logits, *normw = b.normw;
   std::vector<Task> tasks;
-  for (int l = 0; l < L; ++l) {
+  for (int l = 0; l < kLayers; ++l) {
     tasks.push_back({alloc((size_t)NQKV * D), nullptr, h, normw, nullptr, qkv, NQKV, D, 0});
     tasks.push_back({alloc((size_t)D * D), nullptr, qkv, nullptr, h, h, D, D, 0});
     bf16* gate = alloc((size_t)F * D);
@@ -281,24 +238,9 @@ int main() {
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
-  double bw = 0;
-  {
-    const size_t n = (size_t)2 << 30;
-    uint4* p;
-    CK(cudaMalloc(&p, n));
-    CK(cudaMemset(p, 1, n));
-    readbw<<<132 * 8, 512, 0, s>>>(p, n / 16, p);
-    CK(cudaEventRecord(e0, s));
-    for (int i = 0; i < 5; ++i) readbw<<<132 * 8, 512, 0, s>>>(p, n / 16, p);
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    bw = 5.0 * n / (ms * 1e-3);
-    CK(cudaFree(p));
-  }
+  const double bw = read_bandwidth(s);
   printf("read bw %.2f TB/s; weights %.1f MB; floor %.1f us; %zu products\n", bw / 1e12,
-         total / 1e6, total / bw * 1e6, tasks.size());
+         b.weight_bytes / 1e6, b.weight_bytes / bw * 1e6, tasks.size());
 
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));

@@ -28,8 +28,8 @@ struct KernelContext {
   // On a GPU: the step's key count as a device int64 (a runtime scalar evaluated on the
   // device), when the key and value operands are planned at their bound (engine/device_scalars.h).
   const int64_t* extent = nullptr;
-  // On a GPU: the context's device scratch (the general attention path's split partials), or
-  // null for a kernel called outside a context.
+  // On a GPU: the context's device scratch (the general attention path's split partials,
+  // cuBLAS's workspace), or null for a kernel called outside a context.
   class Workspace* workspace = nullptr;
 };
 

@@ -258,8 +258,6 @@ void launch_decode(const Attention& a, int64_t rows, int splits, cudaStream_t s)
                      32 * kDecodeWarps, dim3(1, c, 1), s, a, kMinKeys);
 }
 
-}  // namespace
-
 // Enough blocks to fill the GPU when there are few rows (decode), chunks of >= kChunk keys.
 // With a device key count the split depends on the rows only (the count is not known here;
 // each block takes its share of the keys actually present).
@@ -274,6 +272,8 @@ int split_count(const Attention& a, int64_t rows) {
 int64_t row_count(const Attention& a) {
   return a.q.size[0] * a.q.size[1] * a.q.size[2];
 }
+
+}  // namespace
 
 size_t attention_workspace_bytes(const Attention& a) {
   const int64_t rows = row_count(a);
