@@ -11,8 +11,8 @@
 
 #include "backend/device_runtime.h"
 #include "backend/kernel_table.h"
-#include "core/error.h"
 #include "core/device_allocator.h"
+#include "core/error.h"
 #include "core/storage.h"
 #include "engine/device_scalars.h"
 #include "engine/launch_groups.h"

@@ -319,9 +319,9 @@ bool ExecutionContext::run_with_product(size_t q) {
     return (*gpu_->launches.product[q])({&step_args_[q], &step_outs_[q], kernel_context_},
                                         {&step_args_[r], &step_outs_[r], step_context(r)});
   } catch (const Error& e) {
-    throw Error(e.code(), str_cat("[execute] steps '", plan.steps[q].node, "' and '",
-                                  plan.steps[r].node, "' (one launch): ", e.what(),
-                                  note_failed_call(q)));
+    throw Error(e.code(),
+                str_cat("[execute] steps '", plan.steps[q].node, "' and '", plan.steps[r].node,
+                        "' (one launch): ", e.what(), note_failed_call(q)));
   }
 }
 

@@ -104,7 +104,8 @@ LaunchGroups plan_launch_groups(const Plan& plan, DeviceType device) {
   for (size_t q = 0; q < n; ++q) g.write_count[q] = epilogue_writes(plan, q, device, &g.writes[q]);
   g.product.assign(n, nullptr);
   g.product_end.assign(n, 0);
-  for (size_t q = 0; q < n; ++q) g.product_end[q] = epilogue_product(plan, q, device, &g.product[q]);
+  for (size_t q = 0; q < n; ++q)
+    g.product_end[q] = epilogue_product(plan, q, device, &g.product[q]);
   g.pair.assign(n, nullptr);
   for (size_t q = 0; q + 1 < n; ++q) {
     const Step& a = plan.steps[q];

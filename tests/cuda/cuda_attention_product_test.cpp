@@ -48,7 +48,8 @@ TEST(CudaAttentionProduct, EqualsAttentionThenItsProduct) {
     const Tensor wd = to_cuda_view(w), bd = to_cuda_view(b), rd = to_cuda_view(r);
     for (bool add : {true, false})
       for (bool bias : {false, true}) {
-        const std::string target = add ? "inplace.linear_bf16_weight_add" : "inplace.linear_bf16_weight";
+        const std::string target =
+            add ? "inplace.linear_bf16_weight_add" : "inplace.linear_bf16_weight";
         std::vector<Value> args = {T(x), T(wd), bias ? T(bd) : Value::none()};
         if (add) args.push_back(T(rd));
         ResolvedCall linear = resolve_call(target, args, {}, "test");
@@ -56,9 +57,9 @@ TEST(CudaAttentionProduct, EqualsAttentionThenItsProduct) {
             KernelTable::get().find_epilogue_product(*sdpa.op, *linear.op, DeviceType::kCuda);
         ASSERT_NE(kernel, nullptr) << target;
         for (int64_t keys : {1, 64, 65, 200, 513, 700}) {
-          SCOPED_TRACE("heads " + std::to_string(H) + " head dim " + std::to_string(E) +
-                       " n " + std::to_string(n) + " keys " + std::to_string(keys) + " " +
-                       target + (bias ? " with bias" : ""));
+          SCOPED_TRACE("heads " + std::to_string(H) + " head dim " + std::to_string(E) + " n " +
+                       std::to_string(n) + " keys " + std::to_string(keys) + " " + target +
+                       (bias ? " with bias" : ""));
           device_allocator(Device::cuda()).copy_from_host(len.data_ptr(), &keys, sizeof keys);
           KernelContext c;
           c.extent = static_cast<const int64_t*>(len.data_ptr());

@@ -17,23 +17,23 @@ namespace {
 
 using decode::active_splits;
 using decode::BlockPartial;
+using decode::cluster_arrive_relaxed;
+using decode::cluster_wait;
 using decode::decode_block;
 using decode::decode_group;
 using decode::kDecodeWarps;
 using decode::key_count;
+using decode::kFillRows;
 using decode::kMaxClusterSplits;
 using decode::kMinKeys;
 using decode::merge_and_store;
 using decode::off4;
-using decode::store_row;
-using decode::cluster_arrive_relaxed;
-using decode::cluster_wait;
-using decode::kFillRows;
 using decode::prefetch_split;
 using decode::row_count;
 using decode::split_count;
 using decode::split_range;
 using decode::SplitRange;
+using decode::store_row;
 
 constexpr int kWarps = 4;
 constexpr int kMaxPerLane = 8;  // head dims up to 256

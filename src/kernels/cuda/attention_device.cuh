@@ -146,7 +146,8 @@ __device__ inline float4 store_row(const Attention& a, int64_t row, const float4
 // stored: the cluster merge of attention.cu and the last-split merge of persistent.cu. Returns
 // thread t's float4 of the stored row.
 template <typename Split>
-__device__ inline float4 merge_and_store(const Attention& a, int64_t row, int active, Split&& split) {
+__device__ inline float4 merge_and_store(const Attention& a, int64_t row, int active,
+                                         Split&& split) {
   float M = -FLT_MAX;
   for (int sp = 0; sp < active; ++sp) {
     const BlockPartial p = split(sp);

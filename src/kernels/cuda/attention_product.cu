@@ -120,8 +120,8 @@ __global__ void __launch_bounds__(32 * W)
         float wf[8];
         gemv::widen8(raw[u], wf);
         const float* xc = x + (c % P) * 8;
-        s = gemv::dot8(reinterpret_cast<const float4*>(xc)[0], reinterpret_cast<const float4*>(xc)[1],
-                       wf);
+        s = gemv::dot8(reinterpret_cast<const float4*>(xc)[0],
+                       reinterpret_cast<const float4*>(xc)[1], wf);
       }
 #pragma unroll
       for (int o = P / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
