@@ -39,7 +39,13 @@ using decode::store_row;
 
 // 16-byte weight chunks a thread fetches before the wait: a head's 64 columns of 64 weight rows
 // (a 1024-wide o_proj over 16 splits) are 512 chunks, two a thread.
-constexpr int kPre = 4;
+constexpr int kPre = 2;
+// Blocks an SM at least (at most 85 registers a thread), as attention.cu's decode kernel: a
+// cluster of 16 blocks needs room on 16 SMs of one GPC at once, and with two an SM the 16
+// clusters of a 16-head layer do not all fit in one wave.
+constexpr int kMinBlocks = 3;
+// Heads' partials the last block of a slice requests at once before it adds them in order.
+constexpr int kSumBatch = 16;
 
 struct Product {
   const __nv_bfloat16* w;  // [n, H * E]
@@ -52,7 +58,7 @@ struct Product {
 };
 
 template <int G, int W>
-__global__ void __launch_bounds__(32 * W)
+__global__ void __launch_bounds__(32 * W, kMinBlocks)
     attention_product_kernel(Attention a, Product p, int min_keys) {
   namespace cg = cooperative_groups;
   constexpr int E = 4 * G, P = E / 8;  // a head's columns of a weight row: P 16-byte chunks
@@ -140,7 +146,15 @@ __global__ void __launch_bounds__(32 * W)
   if (!last) return;
   for (int64_t r = n0 + threadIdx.x; r < n1; r += blockDim.x) {
     float v = 0.f;
-    for (int64_t hh = 0; hh < H; ++hh) v += __ldcg(p.partial + hh * p.n + r);
+    for (int64_t h0 = 0; h0 < H; h0 += kSumBatch) {
+      float part[kSumBatch];
+#pragma unroll
+      for (int i = 0; i < kSumBatch; ++i)
+        part[i] = h0 + i < H ? __ldcg(p.partial + (h0 + i) * p.n + r) : 0.f;
+#pragma unroll
+      for (int i = 0; i < kSumBatch; ++i)
+        if (h0 + i < H) v += part[i];
+    }
     if (p.bias) v = v + p.bias[r];
     if (p.residual) v = v + p.residual[r];
     p.y[r] = v;
