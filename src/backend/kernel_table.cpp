@@ -79,25 +79,6 @@ const WritesKernel* KernelTable::find_epilogue_writes(const OpDef& product, cons
   return it == m.end() ? nullptr : &it->second;
 }
 
-void KernelTable::add_epilogue_product(DeviceType device, const std::string& step,
-                                       const std::string& product, ProductKernel kernel) {
-  const Registry& registry = Registry::get();
-  const std::vector<const OpDef*>&steps = registry.overloads(step),
-                          &products = registry.overloads(product);
-  IP_ASSERT(!steps.empty() && !products.empty(),
-            "fused products are registered for registered ops");
-  for (const OpDef* s : steps)
-    for (const OpDef* p : products)
-      devices_[static_cast<int>(device)].epilogue_products[{s, p}] = kernel;
-}
-
-const ProductKernel* KernelTable::find_epilogue_product(const OpDef& step, const OpDef& product,
-                                                        DeviceType device) const {
-  const auto& m = devices_[static_cast<int>(device)].epilogue_products;
-  auto it = m.find({&step, &product});
-  return it == m.end() ? nullptr : &it->second;
-}
-
 void KernelTable::add_copy(DeviceType device, Kernel kernel) {
   devices_[static_cast<int>(device)].copy = std::move(kernel);
 }

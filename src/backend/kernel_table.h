@@ -37,8 +37,8 @@ struct KernelContext {
 // kernels number their own: kinds of scratch that may be in use at once). A context's calls
 // never overlap on the device and its steps run in order, so a kernel may use a slot as its own
 // while it runs. A slot is allocated at its first request, which a context's first call (run
-// directly, before any graph capture) makes, and zero-filled then; its address never changes
-// after, as a captured graph needs.
+// directly, before any graph capture) makes; its address never changes after, as a captured
+// graph needs.
 class Workspace {
  public:
   static constexpr int kSlots = 4;
@@ -46,8 +46,6 @@ class Workspace {
   // At least `bytes` in slot `slot` (< kSlots); a request larger than the slot's first is
   // refused (its address is fixed).
   virtual void* get(int slot, size_t bytes) = 0;
-  // Bytes of slot `slot` (0: not yet requested).
-  virtual size_t size(int slot) const = 0;
 };
 
 // Computes op(args) into `outs` (planned memory on the kernel's device), like OpDef::out.
@@ -74,13 +72,6 @@ struct StepCall {
 constexpr int kMaxEpilogueWrites = 2;
 using WritesKernel = std::function<bool(const StepCall& product, const StepCall* writes, int n)>;
 
-// A step and the product that reads its one result right after it (only views between: a
-// decoder layer's attention and its o_proj) in one launch: computes the step's result and the
-// product exactly as the steps in order would, up to the order of the product's sums. Returns
-// false, having launched nothing, when the operands are not a form it fuses; the engine then
-// runs the steps one by one.
-using ProductKernel = std::function<bool(const StepCall& step, const StepCall& product)>;
-
 // For a kernel that covers only some argument forms: "" when it runs `args` (tensors are
 // metas), else what it does not support. Asked once per step when an engine is built.
 using Supports = std::function<std::string(const Args&)>;
@@ -97,10 +88,6 @@ class KernelTable {
   // A kernel for a step of `product` followed by steps of `write` (every overload of each).
   void add_epilogue_writes(DeviceType device, const std::string& product, const std::string& write,
                            WritesKernel kernel);
-  // A kernel for a step of `step` followed (through views) by a step of `product` reading its
-  // result (every overload of each).
-  void add_epilogue_product(DeviceType device, const std::string& step, const std::string& product,
-                            ProductKernel kernel);
   // dst <- src (broadcast to dst's shape, cast to its dtype): the engine's copy-back step.
   void add_copy(DeviceType device, Kernel kernel);
 
@@ -110,8 +97,6 @@ class KernelTable {
   const Kernel* copy_kernel(DeviceType device) const;
   const WritesKernel* find_epilogue_writes(const OpDef& product, const OpDef& write,
                                            DeviceType device) const;
-  const ProductKernel* find_epilogue_product(const OpDef& step, const OpDef& product,
-                                             DeviceType device) const;
   // Full names of the ops with a kernel on `device`, sorted (`inplace ops --device`).
   std::vector<std::string> covered(DeviceType device) const;
 
@@ -121,7 +106,6 @@ class KernelTable {
     std::unordered_map<const OpDef*, Supports> supports;
     std::unordered_map<const OpDef*, PairKernel> pairs;
     std::map<std::pair<const OpDef*, const OpDef*>, WritesKernel> epilogue_writes;
-    std::map<std::pair<const OpDef*, const OpDef*>, ProductKernel> epilogue_products;
     Kernel copy;
   };
   std::array<PerDevice, kNumDeviceTypes> devices_;

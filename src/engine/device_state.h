@@ -11,7 +11,6 @@
 
 #include "backend/device_runtime.h"
 #include "backend/kernel_table.h"
-#include "core/device_allocator.h"
 #include "core/error.h"
 #include "core/storage.h"
 #include "engine/device_scalars.h"
@@ -26,7 +25,7 @@ struct ContextStats {
   int64_t graph_replays = 0;      // calls that launched an already captured graph
   int64_t host_scalar_reads = 0;  // runtime scalars read on the host from device memory
   // Steps of the last enqueued call (run, or captured into a graph) that ran inside another
-  // step's launch: a pair's second step, a product's epilogue writes, an epilogue product.
+  // step's launch: a pair's second step, a product's epilogue writes.
   int64_t joined_steps = 0;
   // Tasks of the persistent kernel the captured graph runs (ExecutionContext::set_persistent),
   // or 0 when it launches each step.
@@ -41,17 +40,10 @@ class DeviceWorkspace final : public Workspace {
     IP_CHECK(slot >= 0 && slot < kSlots, kInternal, "[context] workspace slot ", slot,
              " out of range");
     std::shared_ptr<Storage>& m = memory_[slot];
-    if (!m) {
-      m = Storage::allocate(bytes, device);
-      const std::vector<char> zeros(bytes);
-      device_allocator(device).copy_from_host(m->data(), zeros.data(), bytes);
-    }
+    if (!m) m = Storage::allocate(bytes, device);
     IP_CHECK(bytes <= m->nbytes(), kInternal, "[context] a kernel asked for ", bytes,
              " bytes of workspace slot ", slot, " after ", m->nbytes(), " (its address is fixed)");
     return m->data();
-  }
-  size_t size(int slot) const override {
-    return slot >= 0 && slot < kSlots && memory_[slot] ? memory_[slot]->nbytes() : 0;
   }
 
  private:

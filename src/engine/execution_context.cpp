@@ -312,19 +312,6 @@ bool ExecutionContext::run_with_writes(size_t q) {
   }
 }
 
-bool ExecutionContext::run_with_product(size_t q) {
-  const Plan& plan = engine_->plan();
-  const size_t r = gpu_->launches.product_end[q];
-  try {
-    return (*gpu_->launches.product[q])({&step_args_[q], &step_outs_[q], kernel_context_},
-                                        {&step_args_[r], &step_outs_[r], step_context(r)});
-  } catch (const Error& e) {
-    throw Error(e.code(),
-                str_cat("[execute] steps '", plan.steps[q].node, "' and '", plan.steps[r].node,
-                        "' (one launch): ", e.what(), note_failed_call(q)));
-  }
-}
-
 void ExecutionContext::run_steps() {
   const Plan& plan = engine_->plan();
   int64_t step_start = profile_ ? StepProfile::now_ns() : 0;
@@ -342,11 +329,6 @@ void ExecutionContext::run_steps() {
     if (gpu_ && gpu_->launches.writes[q] && !profile_ && run_with_writes(q)) {  // q and its writes
       stats_.joined_steps += gpu_->launches.write_count[q];
       q += static_cast<size_t>(gpu_->launches.write_count[q]);
-      continue;
-    }
-    if (gpu_ && gpu_->launches.product[q] && !profile_ && run_with_product(q)) {
-      ++stats_.joined_steps;  // q and its product (the views between launch nothing)
-      q = gpu_->launches.product_end[q];
       continue;
     }
     if (gpu_ && gpu_->launches.pair[q] && !profile_) {  // q and q + 1 in one launch

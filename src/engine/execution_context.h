@@ -135,7 +135,6 @@ class ExecutionContext {
   // Steps q and q + 1 through their pair kernel (one launch; DeviceState::pair).
   void run_pair(size_t q);
   bool run_with_writes(size_t q);              // step q and its epilogue writes in one launch (GPU)
-  bool run_with_product(size_t q);             // step q and its epilogue product (GPU)
   KernelContext step_context(size_t q) const;  // kernel_context_ for step q
   void run_steps();
   // GPU engines (execution_context_device.cpp): set-up, the call's work (directly or through a

@@ -72,28 +72,6 @@ int epilogue_writes(const Plan& plan, size_t q, DeviceType device, const WritesK
   return n;
 }
 
-// The step after q's views that reads q's one result through a product kernel (KernelTable::
-// add_epilogue_product), writing nothing step q reads or writes; 0 when there is none.
-size_t epilogue_product(const Plan& plan, size_t q, DeviceType device,
-                        const ProductKernel** kernel) {
-  const Step& a = plan.steps[q];
-  *kernel = nullptr;
-  if (a.kind != StepKind::kOut || !a.op || a.outs.size() != 1 ||
-      a.outs[0].buffer.kind != BufferKind::kArena)
-    return 0;
-  size_t r = q + 1;
-  while (r < plan.steps.size() && plan.steps[r].kind == StepKind::kView) ++r;
-  if (r >= plan.steps.size()) return 0;
-  const Step& b = plan.steps[r];
-  if (b.kind != StepKind::kOut || !b.op || !uses(plan, b, a.outs[0].buffer)) return 0;
-  const ProductKernel* k = KernelTable::get().find_epilogue_product(*a.op, *b.op, device);
-  if (!k) return 0;
-  for (const TensorRef& o : b.outs)
-    if (uses(plan, a, o.buffer)) return 0;
-  *kernel = k;
-  return r;
-}
-
 }  // namespace
 
 LaunchGroups plan_launch_groups(const Plan& plan, DeviceType device) {
@@ -102,10 +80,6 @@ LaunchGroups plan_launch_groups(const Plan& plan, DeviceType device) {
   g.writes.assign(n, nullptr);
   g.write_count.assign(n, 0);
   for (size_t q = 0; q < n; ++q) g.write_count[q] = epilogue_writes(plan, q, device, &g.writes[q]);
-  g.product.assign(n, nullptr);
-  g.product_end.assign(n, 0);
-  for (size_t q = 0; q < n; ++q)
-    g.product_end[q] = epilogue_product(plan, q, device, &g.product[q]);
   g.pair.assign(n, nullptr);
   for (size_t q = 0; q + 1 < n; ++q) {
     const Step& a = plan.steps[q];

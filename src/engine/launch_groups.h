@@ -7,12 +7,7 @@
 // - pairs: two adjacent steps of one op with a pair kernel (KernelTable::add_pair) that write
 //   bindings or temporaries, neither reading or writing memory the other writes (temporaries
 //   compared by their planned arena ranges).
-// - epilogue products: a step with one result in the arena and, after views only, a step that
-//   reads that result and writes nothing the first step reads or writes (a decoder layer's
-//   attention and its o_proj), when the kernel table has a kernel for the two ops
-//   (KernelTable::add_epilogue_product); that kernel may still refuse a form at run time.
-// A run takes a group of epilogue writes first, then a product; a pair inside either runs when
-// the kernel refuses.
+// A run takes a group of epilogue writes first; a pair inside it runs when the kernel refuses.
 #pragma once
 #include <vector>
 
@@ -25,9 +20,6 @@ struct LaunchGroups {
   // writes[q]: step q and the write_count[q] steps after it run through this kernel (null: no).
   std::vector<const WritesKernel*> writes;
   std::vector<int> write_count;
-  // product[q]: steps q and product_end[q] (views between) run through this kernel (null: no).
-  std::vector<const ProductKernel*> product;
-  std::vector<size_t> product_end;
   // pair[q]: steps q and q + 1 run as one launch through this kernel (null: not paired).
   std::vector<const PairKernel*> pair;
 };

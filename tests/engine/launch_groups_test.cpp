@@ -1,9 +1,8 @@
 // Which steps share a launch on a GPU (engine/launch_groups.h), decided from the plan and the
 // kernel table alone, so it is tested here on the cpu against the cuda kernel table: a decoder
 // layer's k and v cache writes join its q/k/v product (bf16 weights) or pair up (float32
-// weights, cuBLAS products), its attention takes its o_proj in its epilogue (bf16 weights), the
-// rotary table's two reads pair up, and temporaries pair only when their planned memory does not
-// overlap.
+// weights, cuBLAS products), the rotary table's two reads pair up, and temporaries pair only
+// when their planned memory does not overlap.
 #include <gtest/gtest.h>
 
 #include "backend/kernel_table.h"
@@ -79,28 +78,6 @@ TEST(LaunchGroups, Float32WeightsPairTheCacheWrites) {
     if (g.pair[q] && op_of(plan.steps[q]) == "kv_cache_update") ++kv_pairs;
   }
   EXPECT_EQ(kv_pairs, 2);
-}
-
-// A layer's attention and its o_proj (the residual add in its epilogue) are one launch with bf16
-// weights: only views lie between them; a cuBLAS o_proj (float32 weights) has no such kernel.
-TEST(LaunchGroups, ALayersAttentionTakesItsOProjInItsEpilogue) {
-  IP_REQUIRE_CUDA_BUILD();
-  for (DType weights : {DType::kBFloat16, DType::kFloat32}) {
-    auto e = decode_engine(weights);
-    const Plan& plan = e->plan();
-    const LaunchGroups g = plan_launch_groups(plan, DeviceType::kCuda);
-    int products = 0;
-    for (size_t q = 0; q < plan.steps.size(); ++q) {
-      if (!g.product[q]) continue;
-      ++products;
-      const size_t r = g.product_end[q];
-      EXPECT_EQ(op_of(plan.steps[q]), "scaled_dot_product_attention") << plan.steps[q].node;
-      EXPECT_EQ(op_of(plan.steps[r]), "linear_bf16_weight_add") << plan.steps[r].node;
-      for (size_t v = q + 1; v < r; ++v)
-        EXPECT_EQ(plan.steps[v].kind, StepKind::kView) << plan.steps[v].node;
-    }
-    EXPECT_EQ(products, weights == DType::kBFloat16 ? 2 : 0) << dtype_name(weights);
-  }
 }
 
 // Two independent index_select steps into temporaries: paired when their arena ranges are

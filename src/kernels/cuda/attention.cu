@@ -17,26 +17,19 @@ namespace {
 
 using decode::active_splits;
 using decode::BlockPartial;
-using decode::cluster_arrive_relaxed;
-using decode::cluster_wait;
 using decode::decode_block;
 using decode::decode_group;
 using decode::kDecodeWarps;
 using decode::key_count;
-using decode::kFillRows;
 using decode::kMaxClusterSplits;
 using decode::kMinKeys;
 using decode::merge_and_store;
 using decode::off4;
-using decode::prefetch_split;
-using decode::row_count;
-using decode::split_count;
-using decode::split_range;
-using decode::SplitRange;
 using decode::store_row;
 
 constexpr int kWarps = 4;
 constexpr int kMaxPerLane = 8;  // head dims up to 256
+constexpr int kChunk = 256;     // keys per block before the sequence is split
 
 struct Partial {
   float* m;    // [rows, splits]
@@ -156,6 +149,43 @@ __global__ void merge_kernel(Attention a, Partial part, int splits) {
   }
 }
 
+// Split `split` of `splits` over the S keys present: keys [j0, j1) (empty past the active ones).
+struct SplitRange {
+  int active;
+  int64_t j0, j1;
+};
+__device__ inline SplitRange split_range(int64_t S, int min_keys, int splits, int split) {
+  const int active = active_splits(S, min_keys, splits);
+  const int64_t per = (S + active - 1) / active;
+  const int64_t j0 = split < active ? split * per : S, j1 = split < active ? min(S, j0 + per) : S;
+  return {active, j0, j1};
+}
+
+// Before the wait for the previous kernel (the q/k/v product): L2 is asked for the keys and
+// values this block will read, so that its loads after the wait find them on chip. The key count
+// read here may be stale (a kernel before may still change it): it only sizes the hint, inside
+// the cache. Done by the first query row of each kv head, where a head's keys are contiguous.
+__device__ inline void prefetch_split(const Attention& a, int64_t row, int min_keys, int splits,
+                                      int split) {
+  const int64_t H = a.q.size[1], L = a.q.size[2], Hk = a.k.size[1], E = a.k.size[3];
+  const int64_t h = (row / L) % H, b = row / (L * H);
+  if (threadIdx.x != 0 || row % L != 0 || h % (H / Hk) != 0) return;
+  if (a.k.stride[2] != E || a.v.stride[2] != E) return;
+  const SplitRange r = split_range(key_count(a), min_keys, splits, split);
+  if (r.j1 <= r.j0) return;
+  const int64_t hk = h / (H / Hk), bytes = (r.j1 - r.j0) * E * 4;
+  prefetch_l2(reinterpret_cast<const float*>(a.k.data) + off4(a.k, b, hk, r.j0, 0), bytes);
+  prefetch_l2(reinterpret_cast<const float*>(a.v.data) + off4(a.v, b, hk, r.j0, 0), bytes);
+}
+
+// barrier.cluster in two halves (every thread of every block of the cluster executes both).
+__device__ inline void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ inline void cluster_wait() {
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+}
+
 // The splits of a row are one thread-block cluster (grid (rows, splits), cluster (1, splits)):
 // each block writes its partial into block 0's shared memory (distributed shared memory; the
 // stores go out without waiting for a reply, once every block of the cluster has started), one
@@ -201,10 +231,11 @@ __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, i
     });
 }
 
-// The general path's split rows stop below 2 * kFillRows blocks (decode::split_count), so their
-// scratch has a fixed bound: a context's workspace (Attention::scratch), or for a kernel called
-// outside a context one allocated once per host thread at that bound, never regrown (a captured
-// graph keeps its address).
+// The general path's split rows stop below 2 * kFillRows blocks, so their scratch has a fixed
+// bound: a context's workspace (Attention::scratch), or for a kernel called outside a context
+// one allocated once per host thread at that bound, never regrown (a captured graph keeps its
+// address).
+constexpr int64_t kFillRows = 264;
 constexpr size_t kScratchFloats = 2 * kFillRows * (2 + 32 * kMaxPerLane);
 float* thread_scratch() {
   thread_local float* p = nullptr;
@@ -225,6 +256,21 @@ void launch_decode(const Attention& a, int64_t rows, int splits, cudaStream_t s)
   const int c = std::min(splits, kMaxClusterSplits);
   launch_pdl_cluster(decode_attention_kernel<G, kDecodeWarps>, dim3(static_cast<unsigned>(rows), c),
                      32 * kDecodeWarps, dim3(1, c, 1), s, a, kMinKeys);
+}
+
+// Enough blocks to fill the GPU when there are few rows (decode), chunks of >= kChunk keys.
+// With a device key count the split depends on the rows only (the count is not known here;
+// each block takes its share of the keys actually present).
+int split_count(const Attention& a, int64_t rows) {
+  const int64_t S = a.k.size[2];
+  int splits = 1;
+  while (rows * splits < kFillRows && (a.kv_len ? splits < 64 : S / (splits * 2) >= kChunk))
+    splits *= 2;
+  return splits;
+}
+
+int64_t row_count(const Attention& a) {
+  return a.q.size[0] * a.q.size[1] * a.q.size[2];
 }
 
 }  // namespace

@@ -129,25 +129,20 @@ __device__ inline BlockPartial decode_block(const Attention& a, int64_t row, int
   return r;
 }
 
-// out[b, h, i, 4t..4t+4) = o / L (0 when no key was seen), written by thread t < G; returns
-// what it wrote.
-__device__ inline float4 store_row(const Attention& a, int64_t row, const float4& o, float lsum) {
+// out[b, h, i, 4t..4t+4) = o / L (0 when no key was seen), written by thread t < G.
+__device__ inline void store_row(const Attention& a, int64_t row, const float4& o, float lsum) {
   const int64_t H = a.q.size[1], L = a.q.size[2];
   const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
   const float r = lsum > 0.f ? 1.f / lsum : 0.f;
-  const float4 v = make_float4(o.x * r, o.y * r, o.z * r, o.w * r);
   float* out = reinterpret_cast<float*>(a.out.data) + off4(a.out, b, h, i, threadIdx.x * 4);
-  for (int t = 0; t < 4; ++t) out[t * a.out.stride[3]] = (&v.x)[t];
-  return v;
+  for (int t = 0; t < 4; ++t) out[t * a.out.stride[3]] = (&o.x)[t] * r;
 }
 
 // Splits 0..active-1 of a row merged by thread t < G, from their running max M, sum L and
 // unnormalised output o (split(sp) returns a BlockPartial: thread t's float4 of o), then the row
-// stored: the cluster merge of attention.cu and the last-split merge of persistent.cu. Returns
-// thread t's float4 of the stored row.
+// stored: the cluster merge of attention.cu and the last-split merge of persistent.cu.
 template <typename Split>
-__device__ inline float4 merge_and_store(const Attention& a, int64_t row, int active,
-                                         Split&& split) {
+__device__ inline void merge_and_store(const Attention& a, int64_t row, int active, Split&& split) {
   float M = -FLT_MAX;
   for (int sp = 0; sp < active; ++sp) {
     const BlockPartial p = split(sp);
@@ -162,7 +157,7 @@ __device__ inline float4 merge_and_store(const Attention& a, int64_t row, int ac
     Lsum += p.l * c;
     o.x += p.o.x * c, o.y += p.o.y * c, o.z += p.o.z * c, o.w += p.o.w * c;
   }
-  return store_row(a, row, o, Lsum);
+  store_row(a, row, o, Lsum);
 }
 
 // The splits active for S keys: one per min_keys keys, at most `splits`.
@@ -188,63 +183,6 @@ inline int decode_group(const Attention& a) {
       if (o != &a.out && o->size[d] > 1 && o->stride[d] % 4 != 0) return 0;
   }
   return G;
-}
-
-// Split `split` of `splits` over the S keys present: keys [j0, j1) (empty past the active ones).
-struct SplitRange {
-  int active;
-  int64_t j0, j1;
-};
-__device__ inline SplitRange split_range(int64_t S, int min_keys, int splits, int split) {
-  const int active = active_splits(S, min_keys, splits);
-  const int64_t per = (S + active - 1) / active;
-  const int64_t j0 = split < active ? split * per : S, j1 = split < active ? min(S, j0 + per) : S;
-  return {active, j0, j1};
-}
-
-// Before the wait for the previous kernel (the q/k/v product): L2 is asked for the keys and
-// values this block will read, so that its loads after the wait find them on chip. The key count
-// read here may be stale (a kernel before may still change it): it only sizes the hint, inside
-// the cache. Done by the first query row of each kv head, where a head's keys are contiguous.
-__device__ inline void prefetch_split(const Attention& a, int64_t row, int min_keys, int splits,
-                                      int split) {
-  const int64_t H = a.q.size[1], L = a.q.size[2], Hk = a.k.size[1], E = a.k.size[3];
-  const int64_t h = (row / L) % H, b = row / (L * H);
-  if (threadIdx.x != 0 || row % L != 0 || h % (H / Hk) != 0) return;
-  if (a.k.stride[2] != E || a.v.stride[2] != E) return;
-  const SplitRange r = split_range(key_count(a), min_keys, splits, split);
-  if (r.j1 <= r.j0) return;
-  const int64_t hk = h / (H / Hk), bytes = (r.j1 - r.j0) * E * 4;
-  prefetch_l2(reinterpret_cast<const float*>(a.k.data) + off4(a.k, b, hk, r.j0, 0), bytes);
-  prefetch_l2(reinterpret_cast<const float*>(a.v.data) + off4(a.v, b, hk, r.j0, 0), bytes);
-}
-
-// barrier.cluster in two halves (every thread of every block of the cluster executes both).
-__device__ inline void cluster_arrive_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
-__device__ inline void cluster_wait() {
-  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-}
-
-// The split rows of attention.cu stop below 2 * kFillRows blocks (about two blocks an SM).
-constexpr int64_t kFillRows = 264;
-// Keys per block before a sequence with a key count known on the host is split.
-constexpr int64_t kChunk = 256;
-
-// Enough blocks to fill the GPU when there are few rows (decode), chunks of >= kChunk keys.
-// With a device key count the split depends on the rows only (the count is not known here;
-// each block takes its share of the keys actually present).
-inline int split_count(const Attention& a, int64_t rows) {
-  const int64_t S = a.k.size[2];
-  int splits = 1;
-  while (rows * splits < kFillRows && (a.kv_len ? splits < 64 : S / (splits * 2) >= kChunk))
-    splits *= 2;
-  return splits;
-}
-
-inline int64_t row_count(const Attention& a) {
-  return a.q.size[0] * a.q.size[1] * a.q.size[2];
 }
 
 }  // namespace inplace::cuda::decode

@@ -20,11 +20,9 @@ Tensor as_4d(const Tensor& t) {
   return r;
 }
 
-}  // namespace
-
-Attention attention_operands(const Args& a, const Tensor& result, const KernelContext& ctx) {
+void sdpa(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   const Tensor q = as_4d(a[0].tensor), k = as_4d(a[1].tensor), v = as_4d(a[2].tensor);
-  const Tensor out = as_4d(result);
+  const Tensor out = as_4d(outs[0]);
   const int64_t B = out.size(0), H = out.size(1), L = out.size(2), S = k.size(2);
   const int64_t Hk = k.size(1) == 1 ? 1 : k.size(1);
   IP_CHECK(H % Hk == 0, kShapeMismatch, "[cuda] scaled_dot_product_attention: ", H,
@@ -40,13 +38,6 @@ Attention attention_operands(const Args& a, const Tensor& result, const KernelCo
   t.scale = a[6].is_none() ? 1.0 / std::sqrt(static_cast<double>(q.size(3)))
                            : a[6].as_double("scaled_dot_product_attention");
   t.kv_len = ctx.extent;  // the key count of this call, when it is read on the device
-  return t;
-}
-
-namespace {
-
-void sdpa(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  Attention t = attention_operands(a, outs[0], ctx);
   // The general path's split partials: the context's own scratch.
   if (const size_t bytes = attention_workspace_bytes(t); bytes > 0 && ctx.workspace)
     t.scratch = static_cast<float*>(ctx.workspace->get(kWorkspaceAttention, bytes));

@@ -64,7 +64,6 @@ void register_cuda_backend(KernelTable& table) {
   cuda::register_attention_kernels(table);
   cuda::register_rotary_kernels(table);
   cuda::register_linear_lowp_kernels(table);
-  cuda::register_attention_product_kernels(table);
   cuda::register_cuda_runtime();
 }
 

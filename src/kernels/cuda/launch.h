@@ -3,7 +3,6 @@
 // files implement them; the registration files (*_kernels.cpp) turn op arguments into them.
 #pragma once
 #include <cstdint>
-#include <string>
 
 #include "core/dtype.h"
 #include "core/scalar.h"
@@ -20,7 +19,6 @@ constexpr int kMaxDims = 8;
 // The slots of a context's workspace (KernelContext::workspace) this backend's kernels use.
 constexpr int kWorkspaceAttention = 0;  // the general attention path's split partials
 constexpr int kWorkspaceBlas = 1;       // cuBLAS's workspace
-constexpr int kWorkspaceProduct = 2;    // attention_product's partial sums and counters
 
 // A tensor viewed at a (broadcast) shape, or a Python number. Strides are in elements.
 struct Operand {
@@ -199,27 +197,5 @@ struct Attention {
 void attention(const Attention& a, void* stream);
 // Bytes of scratch attention(a) uses (0: none; the same for every form that uses any).
 size_t attention_workspace_bytes(const Attention& a);
-
-// Decode attention with a product of its result in the epilogue (attention_product.cu; the
-// engine's epilogue product: a decoder layer's attention and its o_proj in one launch): a.out
-// as attention(a) writes it, and y = (a.out as one row of H * E) @ w^T (+ bias) (+ residual),
-// w bfloat16 [n, H * E] contiguous and 16-byte aligned, bias, residual and y float32 [n].
-struct AttentionProduct {
-  Attention a;
-  const void* w = nullptr;
-  const float* bias = nullptr;
-  const float* residual = nullptr;
-  float* y = nullptr;
-  int64_t n = 0;
-  // attention_product_workspace_bytes(a, n) of device memory, zero when first used, that no
-  // kernel running at the same time uses (a context's workspace, kWorkspaceProduct).
-  void* workspace = nullptr;
-};
-// "" when attention_product takes a and a product of n outputs, else what it does not take.
-std::string attention_product_supports(const Attention& a, int64_t n);
-size_t attention_product_workspace_bytes(const Attention& a, int64_t n);
-// Launches it; false, having launched nothing, while a persistent program records (its steps
-// are then recorded one by one).
-bool attention_product(const AttentionProduct& p, void* stream);
 
 }  // namespace inplace::cuda

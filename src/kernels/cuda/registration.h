@@ -5,25 +5,20 @@
 
 namespace inplace::cuda {
 
-void register_elementwise_kernels(KernelTable& table);        // elementwise_kernels.cpp
-void register_creation_kernels(KernelTable& table);           // creation_kernels.cpp
-void register_reduction_kernels(KernelTable& table);          // reduction_kernels.cpp
-void register_matrix_kernels(KernelTable& table);             // matrix_kernels.cpp (cuBLAS)
-void register_index_kernels(KernelTable& table);              // index_kernels.cpp
-void register_attention_kernels(KernelTable& table);          // attention_kernels.cpp
-void register_rotary_kernels(KernelTable& table);             // rotary_kernels.cpp
-void register_linear_lowp_kernels(KernelTable& table);        // linear_lowp_kernels.cpp
-void register_attention_product_kernels(KernelTable& table);  // attention_product_kernels.cpp
-void register_cuda_runtime();  // runtime.cu (streams, graphs, scalars)
+void register_elementwise_kernels(KernelTable& table);  // elementwise_kernels.cpp
+void register_creation_kernels(KernelTable& table);     // creation_kernels.cpp
+void register_reduction_kernels(KernelTable& table);    // reduction_kernels.cpp
+void register_matrix_kernels(KernelTable& table);       // matrix_kernels.cpp (cuBLAS)
+void register_index_kernels(KernelTable& table);        // index_kernels.cpp
+void register_attention_kernels(KernelTable& table);    // attention_kernels.cpp
+void register_rotary_kernels(KernelTable& table);       // rotary_kernels.cpp
+void register_linear_lowp_kernels(KernelTable& table);  // linear_lowp_kernels.cpp
+void register_cuda_runtime();                           // runtime.cu (streams, graphs, scalars)
 
 // kv_cache_update(cache, update, start, index) into outs[0] as an index write (index_kernels.cpp;
 // also the GEMV's epilogue writes): slot l of row b goes to start[b] + l, or to index[l] /
 // index[b, l]. Copies nothing: the caller copies cache into outs[0] first unless it is placed
 // there.
 IndexMap kv_cache_map(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx);
-
-// scaled_dot_product_attention(a) into `out` as attention.cu's operands (attention_kernels.cpp;
-// also the attention of attention_product_kernels.cpp), without the general path's scratch.
-Attention attention_operands(const Args& a, const Tensor& out, const KernelContext& ctx);
 
 }  // namespace inplace::cuda
