@@ -1,4 +1,4 @@
-// The three sizes of the built-in Llama-style model and its deterministic weights.
+// The four sizes of the built-in Llama-style model and its deterministic weights.
 #include <cmath>
 #include <numbers>
 
@@ -39,8 +39,11 @@ LlamaConfig llama_config(const std::string& size, int64_t s_max, uint64_t seed,
   } else if (size == "medium") {
     c.vocab = 16384, c.d_model = 1024, c.n_layers = 12, c.n_heads = 16, c.n_kv_heads = 8,
     c.ffn = 2816;
+  } else if (size == "large") {  // Llama-3.2-1B's shape with a 32768-token vocabulary
+    c.vocab = 32768, c.d_model = 2048, c.n_layers = 16, c.n_heads = 32, c.n_kv_heads = 8,
+    c.ffn = 8192;
   } else {
-    IP_FAIL(kInvalidArgument, "[llama] unknown size '", size, "' (tiny, small, medium)");
+    IP_FAIL(kInvalidArgument, "[llama] unknown size '", size, "' (tiny, small, medium, large)");
   }
   IP_CHECK(s_max >= 1, kInvalidArgument, "[llama] s_max must be at least 1, got ", s_max);
   return c;

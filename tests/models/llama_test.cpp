@@ -297,6 +297,7 @@ TEST(Llama, SizesAndErrors) {
   const int64_t medium = llama_config("medium", 256).parameters();
   EXPECT_GT(medium, 140000000);
   EXPECT_LT(medium, 170000000);
+  EXPECT_EQ(llama_config("large", 256).parameters() / 1000000, 1040);  // Llama-3.2-1B's shape
   EXPECT_TRUE(mentions(error_of([] { llama_config("huge", 256); }), {"huge", "tiny"}));
   EXPECT_EQ(llama_config("small", 256, 0, DType::kBFloat16).weight_bytes() * 2,
             llama_config("small", 256).weight_bytes() + 17 * 512 * 4);  // norms stay float32

@@ -196,7 +196,7 @@ int run_bench(const std::vector<std::string>& args) {
               "Times decode steps of the built-in Llama-style model at several cache sizes:\n"
               "aliased and copy-back engines, PyTorch eager on the same weights, and the floor\n"
               "(bytes read per step over the measured read bandwidth). Writes JSON.");
-  p.option("--size", "tiny|small|medium", &size, "model size (default small)");
+  p.option("--size", "tiny|small|medium|large", &size, "model size (default small)");
   p.option("--s-max", "L,L,...", &s_max_s, "cache sizes (default 256,1024,4096,8192)");
   p.option("--position", "P", &position_s, "decode position of the first timed step (default 200)");
   p.option("--steps", "N", &steps_s, "timed steps per engine, size and repetition (default 16)");

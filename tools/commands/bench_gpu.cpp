@@ -144,7 +144,7 @@ int run_bench_gpu(const std::vector<std::string>& args) {
               "with CUDA graphs, PyTorch eager and torch.compile(reduce-overhead), and the HBM\n"
               "floor. Writes JSON and prints the markdown table.");
   p.option("--device", "cuda", &device, "the GPU (cuda or cuda:N)");
-  p.option("--size", "tiny|small|medium", &size, "model size (default medium)");
+  p.option("--size", "tiny|small|medium|large", &size, "model size (default medium)");
   p.option("--kv-heads", "H", &kv_s, "key/value heads (default 4: issue 11's benchmark model)");
   p.option("--s-max", "L,L,...", &s_max_s, "cache sizes (default 4096,16384)");
   p.option("--position", "P", &position_s, "decode position of the first timed step (default 200)");

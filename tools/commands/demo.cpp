@@ -77,7 +77,7 @@ int run_demo(const std::vector<std::string>& args) {
               "Prefills a prompt and decodes greedy tokens with the built-in Llama-style model\n"
               "(caches owned by the caller, written in place), checking the first steps against\n"
               "the eager interpreter; prints tokens/s, per-step p50/p90 and peak memory.");
-  p.option("--size", "tiny|small|medium", &size, "model size (default small: 111 MB in f32)");
+  p.option("--size", "tiny|small|medium|large", &size, "model size (default small: 111 MB in f32)");
   p.option("--prompt-len", "P", &prompt_s, "prompt tokens (default 32)");
   p.option("--steps", "N", &steps_s, "greedy decode steps (default 256)");
   p.option("--s-max", "L", &s_max_s, "cache slots (default 1024)");
