@@ -33,9 +33,9 @@ namespace {
 using inplace::cuda::gemv::widen8;
 using probe::bf16;
 
-constexpr int kConsumers = 16;                    // consumer warps a block
-constexpr int kThreads = 32 * (kConsumers + 1);   // and the loader warp
-constexpr int kStageBytes = 24 * 1024;            // a ring stage
+constexpr int kConsumers = 16;                   // consumer warps a block
+constexpr int kThreads = 32 * (kConsumers + 1);  // and the loader warp
+constexpr int kStageBytes = 24 * 1024;           // a ring stage
 constexpr int kMaxStages = 8;
 constexpr int kMaxK = 2816;
 
@@ -309,10 +309,11 @@ int main() {
       CK(cudaEventSynchronize(e1));
       float ms;
       CK(cudaEventElapsedTime(&ms, e0, e1));
-      printf("%-24s %d stages of 24 KB: %7.1f us a step (%d blocks of %d threads, %d registers, "
-             "%d spilled bytes)\n",
-             m.name, stages, ms * 1e3 / reps, sms, kThreads, attr.numRegs,
-             static_cast<int>(attr.localSizeBytes));
+      printf(
+          "%-24s %d stages of 24 KB: %7.1f us a step (%d blocks of %d threads, %d registers, "
+          "%d spilled bytes)\n",
+          m.name, stages, ms * 1e3 / reps, sms, kThreads, attr.numRegs,
+          static_cast<int>(attr.localSizeBytes));
     }
   CK(cudaDeviceSynchronize());
   return 0;

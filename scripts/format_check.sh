@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 CLANG_FORMAT=${CLANG_FORMAT:-clang-format}
 command -v "$CLANG_FORMAT" >/dev/null || { echo "[format] $CLANG_FORMAT is not installed (apt-get install clang-format)"; exit 1; }
 mapfile -t files < <(git ls-files -- 'src/*.cpp' 'src/*.h' 'tools/*.cpp' 'tools/*.h' 'tests/*.cpp' \
-  'tests/*.h' 'src/*.cu' 'src/*.cuh' 'bench/*.cpp' 'bench/*.h' 'examples/*.cpp' 'examples/*.h' \
+  'tests/*.h' 'src/*.cu' 'src/*.cuh' 'bench/*.cpp' 'bench/*.h' 'bench/*.cu' 'bench/*.cuh' \
+  'examples/*.cpp' 'examples/*.h' \
   'include/*.h' 'python/*.cpp' 'python/*.h')
 [ ${#files[@]} -gt 0 ] || { echo "[format] no files to check"; exit 1; }
 if ! "$CLANG_FORMAT" --style=file --dry-run --Werror "${files[@]}"; then
