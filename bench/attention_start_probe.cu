@@ -36,6 +36,7 @@ using inplace::cuda::Attention;
 using inplace::cuda::Operand;
 using inplace::cuda::pdl_trigger;
 using inplace::cuda::pdl_wait;
+using inplace::cuda::gemv::dot8;
 using inplace::cuda::gemv::widen8;
 using probe::bf16;
 
@@ -49,14 +50,11 @@ struct Layer {
   float *kc, *vc;  // [kKvHeads, kSMax, kE]
 };
 
-// y = W x for one row x of 1024 (one warp a column, eight columns a block); the k and v columns
-// are also stored at the cache row `pos`. With counters, each block then signals the heads its
-// columns serve.
-template <bool kSignal>
-__global__ void __launch_bounds__(256)
-    qkv_kernel(Layer l, const float* x, float* y, int pos, unsigned* counters) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, col = blockIdx.x * 8 + warp;
-  const bf16* wr = l.wqkv + static_cast<size_t>(col) * 1024;
+// Column `col` of w x for one row x of 1024, by one warp (every lane gets it): the weight row is
+// fetched before the programmatic wait (the kernel's trigger and wait are here), x after.
+__device__ inline float column(const bf16* w, int col, const float* x) {
+  const int lane = threadIdx.x % 32;
+  const bf16* wr = w + static_cast<size_t>(col) * 1024;
   uint4 raw[4];
 #pragma unroll
   for (int u = 0; u < 4; ++u)
@@ -69,12 +67,21 @@ __global__ void __launch_bounds__(256)
     const int k = (u * 32 + lane) * 8;
     float wf[8];
     widen8(raw[u], wf);
-    const float4 a = *reinterpret_cast<const float4*>(x + k),
-                 b = *reinterpret_cast<const float4*>(x + k + 4);
-    acc += a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] + b.x * wf[4] + b.y * wf[5] +
-           b.z * wf[6] + b.w * wf[7];
+    acc += dot8(reinterpret_cast<const float4*>(x + k)[0],
+                reinterpret_cast<const float4*>(x + k)[1], wf);
   }
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(~0u, acc, o);
+  return acc;
+}
+
+// y = W x for one row x of 1024 (one warp a column, eight columns a block); the k and v columns
+// are also stored at the cache row `pos`. With counters, each block then signals the heads its
+// columns serve.
+template <bool kSignal>
+__global__ void __launch_bounds__(256)
+    qkv_kernel(Layer l, const float* x, float* y, int pos, unsigned* counters) {
+  const int col = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
+  const float acc = column(l.wqkv, col, x);
   if (lane == 0) {
     y[col] = acc;
     const int c = col - kHeads * kE;  // past the q columns: k, then v
@@ -165,51 +172,10 @@ __global__ void __launch_bounds__(32 * kWarps)
 
 // o_proj + residual: y[n] = x . w[n] + y[n], one warp a column.
 __global__ void __launch_bounds__(256) o_kernel(const bf16* w, const float* x, float* y) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, col = blockIdx.x * 8 + warp;
-  const bf16* wr = w + static_cast<size_t>(col) * 1024;
-  uint4 raw[4];
-#pragma unroll
-  for (int u = 0; u < 4; ++u)
-    raw[u] = __ldcs(reinterpret_cast<const uint4*>(wr + (u * 32 + lane) * 8));
-  pdl_trigger();
-  pdl_wait();
-  float acc = 0.f;
-#pragma unroll
-  for (int u = 0; u < 4; ++u) {
-    const int k = (u * 32 + lane) * 8;
-    float wf[8];
-    widen8(raw[u], wf);
-    const float4 a = *reinterpret_cast<const float4*>(x + k),
-                 b = *reinterpret_cast<const float4*>(x + k + 4);
-    acc += a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] + b.x * wf[4] + b.y * wf[5] +
-           b.z * wf[6] + b.w * wf[7];
-  }
-  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(~0u, acc, o);
+  const int col = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
+  const float acc = column(w, col, x);
   // Keeps the residual stream bounded over 12 layers: y <- 0.5 * (y + tanh(acc)).
   if (lane == 0) y[col] = 0.5f * (y[col] + tanhf(acc));
-}
-
-template <typename... Params, typename... Args>
-void launch(void (*k)(Params...), dim3 grid, dim3 block, const dim3* cluster, cudaStream_t s,
-            Args... args) {
-  cudaLaunchConfig_t c = {};
-  c.gridDim = grid;
-  c.blockDim = block;
-  c.stream = s;
-  cudaLaunchAttribute at[2];
-  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  at[0].val.programmaticStreamSerializationAllowed = 1;
-  int n = 1;
-  if (cluster) {
-    at[1].id = cudaLaunchAttributeClusterDimension;
-    at[1].val.clusterDim.x = cluster->x;
-    at[1].val.clusterDim.y = cluster->y;
-    at[1].val.clusterDim.z = cluster->z;
-    n = 2;
-  }
-  c.attrs = at;
-  c.numAttrs = n;
-  CK(cudaLaunchKernelEx(&c, k, static_cast<Params>(args)...));
 }
 
 Operand op4(float* p, int64_t d1, int64_t d2, int64_t s1, int64_t s2) {
@@ -261,15 +227,17 @@ int main() {
       a.out = op4(attn, kHeads, 1, kE, kE);
       a.scale = 1.0 / std::sqrt(static_cast<double>(kE));
       if (counted) {
-        launch(qkv_kernel<true>, kQkvCols / 8, 256, nullptr, s, l, x, b.qkv, pos, counters);
-        launch(attention_kernel<true>, dim3(kHeads, kSplits), 32 * kWarps, &cluster, s, a, pos,
+        launch(qkv_kernel<true>, kQkvCols / 8, 256, 0, nullptr, true, s, l, x, b.qkv, pos,
                counters);
+        launch(attention_kernel<true>, dim3(kHeads, kSplits), 32 * kWarps, 0, &cluster, true, s, a,
+               pos, counters);
       } else {
-        launch(qkv_kernel<false>, kQkvCols / 8, 256, nullptr, s, l, x, b.qkv, pos, counters);
-        launch(attention_kernel<false>, dim3(kHeads, kSplits), 32 * kWarps, &cluster, s, a, pos,
+        launch(qkv_kernel<false>, kQkvCols / 8, 256, 0, nullptr, true, s, l, x, b.qkv, pos,
                counters);
+        launch(attention_kernel<false>, dim3(kHeads, kSplits), 32 * kWarps, 0, &cluster, true, s, a,
+               pos, counters);
       }
-      launch(o_kernel, 1024 / 8, 256, nullptr, s, l.wo, attn, x);
+      launch(o_kernel, 1024 / 8, 256, 0, nullptr, true, s, l.wo, attn, x);
     }
   };
   auto capture = [&](bool counted, int pos) {
@@ -304,23 +272,14 @@ int main() {
       "check: counters against the grid wait, one step at position 200: %d of 2048 values "
       "differ%s\n",
       diff, diff ? " FAILED" : "");
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   for (int pos : {200, 3000})
     for (int counted = 0; counted < 2; ++counted) {
       cudaGraphExec_t exec = capture(counted, pos);
-      for (int i = 0; i < 20; ++i) CK(cudaGraphLaunch(exec, s));
-      const int reps = 500;
-      CK(cudaEventRecord(e0, s));
-      for (int i = 0; i < reps; ++i) CK(cudaGraphLaunch(exec, s));
-      CK(cudaEventRecord(e1, s));
-      CK(cudaEventSynchronize(e1));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
+      const double us = step_us(
+          s, [&] { CK(cudaGraphLaunch(exec, s)); }, 500);
       printf(
           "position %4d, attention after %-8s: %6.1f us a step (12 x q/k/v, attention, o_proj)\n",
-          pos, counted ? "counters" : "the grid", ms * 1e3 / reps);
+          pos, counted ? "counters" : "the grid", us);
       CK(cudaGraphExecDestroy(exec));
     }
   return 0;

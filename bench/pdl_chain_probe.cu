@@ -258,17 +258,7 @@ __global__ void __launch_bounds__(256) null_k(G g) {
 
 template <typename... P>
 void launch(void (*k)(P...), int grid, int smem, cudaStream_t s, bool pdl, G g) {
-  cudaLaunchConfig_t c = {};
-  c.gridDim = grid;
-  c.blockDim = 256;
-  c.dynamicSmemBytes = smem;
-  c.stream = s;
-  cudaLaunchAttribute a[1];
-  a[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  a[0].val.programmaticStreamSerializationAllowed = 1;
-  c.attrs = a;
-  c.numAttrs = pdl ? 1 : 0;
-  CK(cudaLaunchKernelEx(&c, k, g));
+  probe::launch(k, grid, 256, smem, nullptr, pdl, s, g);
 }
 
 struct Layer {
@@ -291,12 +281,7 @@ int main(int argc, char** argv) {
   float *h = b.h, *qkv = b.qkv, *act = b.act, *logits = b.logits, *normw = b.normw;
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  const double bw = read_bandwidth(s);
-  printf("read bw %.2f TB/s; weights %.1f MB; floor %.1f us\n", bw / 1e12, b.weight_bytes / 1e6,
-         b.weight_bytes / bw * 1e6);
+  report_floor(b, s);
 
   CK(cudaFuncSetAttribute(gemv_b<false, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           200 * 1024));
@@ -372,16 +357,9 @@ int main(int argc, char** argv) {
     step(c.variant, c.pdl, c.dist);
     CK(cudaStreamEndCapture(s, &graph));
     CK(cudaGraphInstantiate(&exec, graph, 0));
-    for (int i = 0; i < 20; ++i) CK(cudaGraphLaunch(exec, s));
-    CK(cudaEventRecord(e0, s));
-    const int reps = 200;
-    for (int i = 0; i < reps; ++i) CK(cudaGraphLaunch(exec, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    printf("%-24s pdl %s: %7.1f us a step (%zu launches)\n", c.name, c.pdl ? "on " : "off",
-           ms * 1e3 / reps, ops.size());
+    const double us = step_us(s, [&] { CK(cudaGraphLaunch(exec, s)); });
+    printf("%-24s pdl %s: %7.1f us a step (%zu launches)\n", c.name, c.pdl ? "on " : "off", us,
+           ops.size());
     CK(cudaGraphExecDestroy(exec));
     CK(cudaGraphDestroy(graph));
   }

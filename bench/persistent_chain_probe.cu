@@ -213,34 +213,20 @@ __global__ void reset(unsigned* barrier) {
 
 int main() {
   using namespace probe;
-  const int D = kD, F = kF, V = kV, NQKV = kQkv;
   Buffers b;
-  auto alloc = [&](size_t n) { return b.weight(n); };
-  float *h = b.h, *qkv = b.qkv, *act = b.act, *logits = b.logits, *normw = b.normw;
   std::vector<Task> tasks;
-  for (int l = 0; l < kLayers; ++l) {
-    tasks.push_back({alloc((size_t)NQKV * D), nullptr, h, normw, nullptr, qkv, NQKV, D, 0});
-    tasks.push_back({alloc((size_t)D * D), nullptr, qkv, nullptr, h, h, D, D, 0});
-    bf16* gate = alloc((size_t)F * D);
-    tasks.push_back({gate, alloc((size_t)F * D), h, normw, nullptr, act, F, D, 1});
-    tasks.push_back({alloc((size_t)D * F), nullptr, act, nullptr, h, h, D, F, 2});
-  }
-  tasks.push_back({alloc((size_t)V * D), nullptr, h, normw, nullptr, logits, V, D, 0});
-  Task* dev_tasks;
-  CK(cudaMalloc(&dev_tasks, tasks.size() * sizeof(Task)));
-  CK(cudaMemcpy(dev_tasks, tasks.data(), tasks.size() * sizeof(Task), cudaMemcpyHostToDevice));
+  model_chain(b, [&](const bf16* w, const bf16* w2, const float* x, const float* nw,
+                     const float* res, float* y, int n, int k, int kind) {
+    tasks.push_back({w, w2, x, nw, res, y, n, k, kind});
+  });
+  Task* dev_tasks = upload(tasks);
   unsigned* barrier;
   CK(cudaMalloc(&barrier, 32 * 32 * 4));
   CK(cudaMemset(barrier, 0, 32 * 32 * 4));
 
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  const double bw = read_bandwidth(s);
-  printf("read bw %.2f TB/s; weights %.1f MB; floor %.1f us; %zu products\n", bw / 1e12,
-         b.weight_bytes / 1e6, b.weight_bytes / bw * 1e6, tasks.size());
+  report_floor(b, s, tasks.size());
 
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -269,16 +255,8 @@ int main() {
       reset<<<1, 32, 0, s>>>(barrier);
       CK(cudaLaunchCooperativeKernel((void*)m.k, sms, kThreads, args, 0, s));
     };
-    for (int i = 0; i < 20; ++i) run();
-    const int reps = 200;
-    CK(cudaEventRecord(e0, s));
-    for (int i = 0; i < reps; ++i) run();
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
     printf("%-26s %7.1f us a step (%d blocks of %d threads, %d registers, %d spilled bytes)\n",
-           m.name, ms * 1e3 / reps, sms, kThreads, attr.numRegs,
+           m.name, step_us(s, run), sms, kThreads, attr.numRegs,
            static_cast<int>(attr.localSizeBytes));
   }
   CK(cudaDeviceSynchronize());

@@ -30,6 +30,7 @@
 
 namespace {
 
+using inplace::cuda::gemv::dot8;
 using inplace::cuda::gemv::widen8;
 using probe::bf16;
 
@@ -188,12 +189,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             const float4 b = *reinterpret_cast<const float4*>(xs + k + 4);
             float wf[8];
             widen8(*reinterpret_cast<const uint4*>(ws + j * t.k + k), wf);
-            acc += a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] + b.x * wf[4] +
-                   b.y * wf[5] + b.z * wf[6] + b.w * wf[7];
+            acc += dot8(a, b, wf);
             if (t.w2) {
               widen8(*reinterpret_cast<const uint4*>(ws + (nr + j) * t.k + k), wf);
-              acc2 += a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] + b.x * wf[4] +
-                      b.y * wf[5] + b.z * wf[6] + b.w * wf[7];
+              acc2 += dot8(a, b, wf);
             }
           }
           for (int o = 16; o > 0; o >>= 1) {
@@ -226,34 +225,22 @@ __global__ void reset(unsigned* barrier) {
 
 int main() {
   using namespace probe;
-  const int D = kD, F = kF, V = kV, NQKV = kQkv;
+  const int D = kD, V = kV;
   Buffers b;
-  auto alloc = [&](size_t n) { return b.weight(n); };
-  float *h = b.h, *qkv = b.qkv, *act = b.act, *logits = b.logits, *normw = b.normw;
+  float *h = b.h, *logits = b.logits, *normw = b.normw;
   std::vector<Task> tasks;
-  for (int l = 0; l < kLayers; ++l) {
-    tasks.push_back({alloc((size_t)NQKV * D), nullptr, h, normw, nullptr, qkv, NQKV, D});
-    tasks.push_back({alloc((size_t)D * D), nullptr, qkv, nullptr, h, h, D, D});
-    bf16* gate = alloc((size_t)F * D);
-    tasks.push_back({gate, alloc((size_t)F * D), h, normw, nullptr, act, F, D});
-    tasks.push_back({alloc((size_t)D * F), nullptr, act, nullptr, h, h, D, F});
-  }
-  tasks.push_back({alloc((size_t)V * D), nullptr, h, normw, nullptr, logits, V, D});
-  Task* dev_tasks;
-  CK(cudaMalloc(&dev_tasks, tasks.size() * sizeof(Task)));
-  CK(cudaMemcpy(dev_tasks, tasks.data(), tasks.size() * sizeof(Task), cudaMemcpyHostToDevice));
+  model_chain(b, [&](const bf16* w, const bf16* w2, const float* x, const float* nw,
+                     const float* res, float* y, int n, int k, int) {
+    tasks.push_back({w, w2, x, nw, res, y, n, k});
+  });
+  Task* dev_tasks = upload(tasks);
   unsigned* barrier;
   CK(cudaMalloc(&barrier, 128));
   CK(cudaMemset(barrier, 0, 128));
 
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  const double bw = read_bandwidth(s);
-  printf("read bw %.2f TB/s; weights %.1f MB; floor %.1f us; %zu products\n", bw / 1e12,
-         b.weight_bytes / 1e6, b.weight_bytes / bw * 1e6, tasks.size());
+  report_floor(b, s, tasks.size());
 
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -300,20 +287,11 @@ int main() {
         reset<<<1, 1, 0, s>>>(barrier);
         CK(cudaLaunchCooperativeKernel((void*)m.k, sms, kThreads, args, smem, s));
       };
-      for (int i = 0; i < 20; ++i) run();
-      CK(cudaStreamSynchronize(s));
-      const int reps = 200;
-      CK(cudaEventRecord(e0, s));
-      for (int i = 0; i < reps; ++i) run();
-      CK(cudaEventRecord(e1, s));
-      CK(cudaEventSynchronize(e1));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
+      const double us = step_us(s, run);
       printf(
           "%-24s %d stages of 24 KB: %7.1f us a step (%d blocks of %d threads, %d registers, "
           "%d spilled bytes)\n",
-          m.name, stages, ms * 1e3 / reps, sms, kThreads, attr.numRegs,
-          static_cast<int>(attr.localSizeBytes));
+          m.name, stages, us, sms, kThreads, attr.numRegs, static_cast<int>(attr.localSizeBytes));
     }
   CK(cudaDeviceSynchronize());
   return 0;
