@@ -120,9 +120,100 @@ __device__ inline int active_splits(int64_t keys) {
   return a < 1 ? 1 : (a > kSplits ? kSplits : a);
 }
 
-// attention.cu's decode kernel at head dim 64 over keys 0..pos, its wait either the grid's or
-// the head's counter.
-template <bool kCounters>
+// The engine's L2 hint before the wait (attention.cu's prefetch_split): thread 0 of the first
+// query head of each kv head asks for its split's keys and values.
+__device__ inline void prefetch_head_split(const Attention& a, int h, int pos, int split, int cl) {
+  if (threadIdx.x != 0 || h % (kHeads / kKvHeads) != 0) return;
+  const int64_t S = pos + 1;
+  const int active = active_splits(S) < cl ? active_splits(S) : cl;
+  if (split >= active) return;
+  const int64_t per = (S + active - 1) / active, j0 = split * per, j1 = min(S, j0 + per);
+  const int64_t hk = h / (kHeads / kKvHeads), bytes = (j1 - j0) * kE * 4;
+  inplace::cuda::prefetch_l2(
+      reinterpret_cast<const float*>(a.k.data) + hk * a.k.stride[1] + j0 * kE, bytes);
+  inplace::cuda::prefetch_l2(
+      reinterpret_cast<const float*>(a.v.data) + hk * a.v.stride[1] + j0 * kE, bytes);
+}
+
+// decode_block with one rescale a pass: the group's kU keys are scored, their maximum taken,
+// the running sums rescaled once, then each key's weight added (a shorter dependent chain than
+// one online-softmax step a key), with kU keys a group in flight.
+template <int G, int W, int kU>
+__device__ inline inplace::cuda::decode::BlockPartial decode_block_fast(const Attention& a,
+                                                                        int64_t row, int64_t j0,
+                                                                        int64_t j1) {
+  using namespace inplace::cuda::decode;
+  constexpr int kGroups = 32 * W / G;
+  const int64_t H = a.q.size[1], Hk = a.k.size[1];
+  const int64_t h = row % H, hk = h / (H / Hk);
+  const int g = threadIdx.x / G, lane = threadIdx.x % G, d = lane * 4;
+  const float scale = static_cast<float>(a.scale);
+  const float4 q = ld4(reinterpret_cast<const float*>(a.q.data) + h * a.q.stride[1] + d);
+  const float* kb = reinterpret_cast<const float*>(a.k.data) + hk * a.k.stride[1] + d;
+  const float* vb = reinterpret_cast<const float*>(a.v.data) + hk * a.v.stride[1] + d;
+  const int64_t ks = a.k.stride[2], vs = a.v.stride[2];
+  float m = -FLT_MAX, l = 0.f;
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int64_t base = j0; base < j1; base += kGroups * kU) {
+    const int64_t jb = base + g;
+    float4 kv[kU], vv[kU];
+    float s[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int64_t j = jb + u * kGroups;
+      if (j < j1) {
+        kv[u] = ld4(kb + j * ks);
+        vv[u] = ld4(vb + j * vs);
+      }
+    }
+    float mx = m;
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      const int64_t j = jb + u * kGroups;
+      float t = j < j1 ? q.x * kv[u].x + q.y * kv[u].y + q.z * kv[u].z + q.w * kv[u].w : 0.f;
+#pragma unroll
+      for (int o = G / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+      s[u] = j < j1 ? t * scale : -INFINITY;
+      mx = fmaxf(mx, s[u]);
+    }
+    const float c = __expf(m - mx);
+    l *= c;
+    acc.x *= c, acc.y *= c, acc.z *= c, acc.w *= c;
+#pragma unroll
+    for (int u = 0; u < kU; ++u) {
+      if (s[u] == -INFINITY) continue;
+      const float p = __expf(s[u] - mx);
+      l += p;
+      acc.x += p * vv[u].x, acc.y += p * vv[u].y, acc.z += p * vv[u].z, acc.w += p * vv[u].w;
+    }
+    m = mx;
+  }
+  __shared__ float sm[kGroups], sl[kGroups];
+  __shared__ float4 sacc[kGroups][G];
+  if (lane == 0) sm[g] = m, sl[g] = l;
+  sacc[g][lane] = acc;
+  __syncthreads();
+  BlockPartial r{-FLT_MAX, 0.f, make_float4(0.f, 0.f, 0.f, 0.f)};
+  if (threadIdx.x < G) {
+#pragma unroll
+    for (int w = 0; w < kGroups; ++w)
+      if (sl[w] > 0.f) r.m = fmaxf(r.m, sm[w]);
+#pragma unroll
+    for (int w = 0; w < kGroups; ++w) {
+      if (sl[w] == 0.f) continue;
+      const float c = __expf(sm[w] - r.m);
+      r.l += sl[w] * c;
+      const float4 x = sacc[w][threadIdx.x];
+      r.o.x += x.x * c, r.o.y += x.y * c, r.o.z += x.z * c, r.o.w += x.w * c;
+    }
+  }
+  return r;
+}
+
+// attention.cu's decode kernel at head dim 64 over keys 0..pos in clusters of kCl splits, its
+// wait either the grid's or the head's counter.
+template <bool kCounters, int kCl = kSplits, bool kPrefetch = false, bool kIdleSkip = false,
+          bool kEarlyExit = false, int kU = 0>
 __global__ void __launch_bounds__(32 * kWarps)
     attention_kernel(Attention a, int pos, unsigned* counters) {
   namespace cg = cooperative_groups;
@@ -130,8 +221,9 @@ __global__ void __launch_bounds__(32 * kWarps)
   cg::cluster_group cluster = cg::this_cluster();
   const int split = static_cast<int>(cluster.block_rank());
   const int h = blockIdx.x;
-  cluster_arrive();
+  if (kCl > 1) cluster_arrive();
   pdl_trigger();
+  if (kPrefetch) prefetch_head_split(a, h, pos, split, kCl);
   if (kCounters) {
     if (threadIdx.x == 0) {
       unsigned v = 0;
@@ -147,12 +239,24 @@ __global__ void __launch_bounds__(32 * kWarps)
     pdl_wait();
   }
   const int64_t S = pos + 1;
-  const int active = active_splits(S);
+  const int active = kCl == 1 ? 1 : active_splits(S) < kCl ? active_splits(S) : kCl;
   const int64_t per = (S + active - 1) / active;
   const int64_t j0 = split < active ? split * per : S, j1 = split < active ? min(S, j0 + per) : S;
-  const BlockPartial p = decode_block<kG, kWarps>(a, h, j0, j1);
-  __shared__ float part_m[kSplits], part_l[kSplits];
-  __shared__ float4 part_o[kSplits][kG];
+  if (kIdleSkip && split >= active) {
+    cluster_wait_all();
+    cluster.sync();
+    return;
+  }
+  // An exited thread no longer holds up a cluster barrier: idle blocks leave at once.
+  if (kEarlyExit && split >= active) return;
+  const BlockPartial p = kU ? decode_block_fast<kG, kWarps, (kU ? kU : 1)>(a, h, j0, j1)
+                            : decode_block<kG, kWarps>(a, h, j0, j1);
+  if (kCl == 1) {
+    if (threadIdx.x < kG) store_row(a, h, p.o, p.l);
+    return;
+  }
+  __shared__ float part_m[kCl], part_l[kCl];
+  __shared__ float4 part_o[kCl][kG];
   cluster_wait_all();
   if (split < active && threadIdx.x < kG) {
     if (threadIdx.x == 0) {
@@ -160,6 +264,11 @@ __global__ void __launch_bounds__(32 * kWarps)
       cluster.map_shared_rank(part_l, 0)[split] = p.l;
     }
     cluster.map_shared_rank(&part_o[0][0], 0)[split * kG + threadIdx.x] = p.o;
+  }
+  if (kEarlyExit && split != 0) {
+    // Block 0's wait needs this block's stores released, not this block to wait.
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    return;
   }
   cluster.sync();
   if (split != 0) return;
@@ -170,6 +279,173 @@ __global__ void __launch_bounds__(32 * kWarps)
     });
 }
 
+// No cluster: the splits of a head merge through global partials, by the last active block
+// (a counter per head, persistent.cu's way); blocks past the active splits exit after the wait.
+__global__ void __launch_bounds__(32 * kWarps)
+    global_merge_attention_kernel(Attention a, int pos, unsigned* counters, float* scratch) {
+  using namespace inplace::cuda::decode;
+  const int h = blockIdx.x, split = blockIdx.y;
+  pdl_trigger();
+  pdl_wait();
+  const int64_t S = pos + 1;
+  const int active = active_splits(S);
+  if (split >= active) return;
+  const int64_t per = (S + active - 1) / active;
+  const int64_t j0 = split * per, j1 = min(S, j0 + per);
+  const BlockPartial p = decode_block<kG, kWarps>(a, h, j0, j1);
+  float* pm = scratch + (h * kSplits + split) * (4 + 4 * kG);
+  if (threadIdx.x < kG) {
+    if (threadIdx.x == 0) pm[0] = p.m, pm[1] = p.l;
+    reinterpret_cast<float4*>(pm + 4)[threadIdx.x] = p.o;
+  }
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counters + h, 1u) == static_cast<unsigned>(active - 1);
+    if (last) counters[h] = 0;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  if (threadIdx.x < kG)
+    merge_and_store(a, h, active, [&](int sp) {
+      const float* q = scratch + (h * kSplits + sp) * (4 + 4 * kG);
+      return BlockPartial{__ldcg(q), __ldcg(q + 1),
+                          __ldcg(reinterpret_cast<const float4*>(q + 4) + threadIdx.x)};
+    });
+}
+
+// GQA packed: one block a split of one kv head for its P = 4 query heads (each key and value
+// read once, each group of 16 lanes scoring a key against all four), clusters of kCl splits.
+template <int kCl>
+__global__ void __launch_bounds__(32 * kWarps)
+    packed_attention_kernel(Attention a, int pos, unsigned*) {
+  namespace cg = cooperative_groups;
+  using namespace inplace::cuda::decode;
+  constexpr int P = kHeads / kKvHeads, kGroups = 32 * kWarps / kG;
+  cg::cluster_group cluster = cg::this_cluster();
+  const int split = kCl > 1 ? static_cast<int>(cluster.block_rank()) : 0;
+  const int hk = blockIdx.x;
+  if (kCl > 1) cluster_arrive();
+  pdl_trigger();
+  pdl_wait();
+  const int64_t S = pos + 1;
+  const int active = kCl == 1 ? 1 : (active_splits(S) < kCl ? active_splits(S) : kCl);
+  const int64_t per = (S + active - 1) / active;
+  const int64_t j0 = split < active ? split * per : S, j1 = split < active ? min(S, j0 + per) : S;
+  const int g = threadIdx.x / kG, lane = threadIdx.x % kG, d = lane * 4;
+  const float scale = static_cast<float>(a.scale);
+  float4 q[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p)
+    q[p] = ld4(reinterpret_cast<const float*>(a.q.data) + (hk * P + p) * a.q.stride[1] + d);
+  const float* kb = reinterpret_cast<const float*>(a.k.data) + hk * a.k.stride[1] + d;
+  const float* vb = reinterpret_cast<const float*>(a.v.data) + hk * a.v.stride[1] + d;
+  float m[P], l[P];
+  float4 acc[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p) m[p] = -FLT_MAX, l[p] = 0.f, acc[p] = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int64_t base = j0; base < j1; base += kGroups * kUnroll) {
+    const int64_t jb = base + g;
+    float4 kv[kUnroll], vv[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t j = jb + u * kGroups;
+      if (j < j1) {
+        kv[u] = ld4(kb + j * kE);
+        vv[u] = ld4(vb + j * kE);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t j = jb + u * kGroups;
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        float t = j < j1 ? q[p].x * kv[u].x + q[p].y * kv[u].y + q[p].z * kv[u].z + q[p].w * kv[u].w
+                         : 0.f;
+#pragma unroll
+        for (int o = kG / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+        if (j >= j1) continue;
+        const float sc = t * scale;
+        const float m_new = fmaxf(m[p], sc);
+        const float c = __expf(m[p] - m_new), pe = __expf(sc - m_new);
+        l[p] = l[p] * c + pe;
+        acc[p].x = acc[p].x * c + pe * vv[u].x;
+        acc[p].y = acc[p].y * c + pe * vv[u].y;
+        acc[p].z = acc[p].z * c + pe * vv[u].z;
+        acc[p].w = acc[p].w * c + pe * vv[u].w;
+        m[p] = m_new;
+      }
+    }
+  }
+  __shared__ float sm[kGroups][P], sl[kGroups][P];
+  __shared__ float4 sacc[kGroups][P][kG];
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    if (lane == 0) sm[g][p] = m[p], sl[g][p] = l[p];
+    sacc[g][p][lane] = acc[p];
+  }
+  __syncthreads();
+  const int t = threadIdx.x, tp = t / kG, tl = t % kG;
+  BlockPartial r{-FLT_MAX, 0.f, make_float4(0.f, 0.f, 0.f, 0.f)};
+  if (t < P * kG) {
+    for (int w = 0; w < kGroups; ++w)
+      if (sl[w][tp] > 0.f) r.m = fmaxf(r.m, sm[w][tp]);
+    for (int w = 0; w < kGroups; ++w) {
+      if (sl[w][tp] == 0.f) continue;
+      const float c = __expf(sm[w][tp] - r.m);
+      r.l += sl[w][tp] * c;
+      const float4 x = sacc[w][tp][tl];
+      r.o.x += x.x * c, r.o.y += x.y * c, r.o.z += x.z * c, r.o.w += x.w * c;
+    }
+  }
+  float* out = reinterpret_cast<float*>(a.out.data);
+  auto store = [&](float4 o, float lsum) {
+    const float rr = lsum > 0.f ? 1.f / lsum : 0.f;
+    float* dst = out + (hk * P + tp) * a.out.stride[1] + tl * 4;
+    for (int i = 0; i < 4; ++i) dst[i] = (&o.x)[i] * rr;
+  };
+  if (kCl == 1) {
+    if (t < P * kG) store(r.o, r.l);
+    return;
+  }
+  __shared__ float part_m[kCl][P], part_l[kCl][P];
+  __shared__ float4 part_o[kCl][P][kG];
+  cluster_wait_all();
+  if (split < active && t < P * kG) {
+    if (tl == 0) {
+      cluster.map_shared_rank(&part_m[0][0], 0)[split * P + tp] = r.m;
+      cluster.map_shared_rank(&part_l[0][0], 0)[split * P + tp] = r.l;
+    }
+    cluster.map_shared_rank(&part_o[0][0][0], 0)[(split * P + tp) * kG + tl] = r.o;
+  }
+  cluster.sync();
+  if (split != 0 || t >= P * kG) return;
+  float M = -FLT_MAX;
+  for (int sp = 0; sp < active; ++sp)
+    if (part_l[sp][tp] > 0.f) M = fmaxf(M, part_m[sp][tp]);
+  float Lsum = 0.f;
+  float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int sp = 0; sp < active; ++sp) {
+    if (part_l[sp][tp] == 0.f) continue;
+    const float c = __expf(part_m[sp][tp] - M);
+    Lsum += part_l[sp][tp] * c;
+    const float4 x = part_o[sp][tp][tl];
+    o.x += x.x * c, o.y += x.y * c, o.z += x.z * c, o.w += x.w * c;
+  }
+  store(o, Lsum);
+}
+
+// An attention launch that does no work (its grid, clusters, trigger and wait only).
+template <bool kCluster>
+__global__ void __launch_bounds__(32 * kWarps) empty_attention_kernel(Attention, int, unsigned*) {
+  if (kCluster) cluster_arrive();
+  pdl_trigger();
+  pdl_wait();
+  if (kCluster) cluster_wait_all();
+}
+
 // o_proj + residual: y[n] = x . w[n] + y[n], one warp a column.
 __global__ void __launch_bounds__(256) o_kernel(const bf16* w, const float* x, float* y) {
   const int col = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -177,6 +453,35 @@ __global__ void __launch_bounds__(256) o_kernel(const bf16* w, const float* x, f
   // Keeps the residual stream bounded over 12 layers: y <- 0.5 * (y + tanh(acc)).
   if (lane == 0) y[col] = 0.5f * (y[col] + tanhf(acc));
 }
+
+enum Mode {
+  kGrid,
+  kCounted,
+  kEmptyCluster,
+  kEmptyPlain,
+  kNoAttention,
+  kOneBlock,
+  kCluster4,
+  kCluster8,
+  kPrefetched,
+  kIdleSkip,
+  kGlobalMerge,
+  kPacked16,
+  kPacked8,
+  kPacked4,
+  kPackedOne,
+  kEarlyExit,
+  kFast4,
+  kFast8,
+  kFast8Exit,
+  kFast8Exit8
+};
+constexpr const char* kModeName[] = {
+    "after the grid",     "after counters",     "empty, clusters",   "empty, no clusters",
+    "not launched",       "one block a head",   "clusters of 4",     "clusters of 8",
+    "L2 prefetch",        "idle blocks skip",   "global merge",      "packed, clusters 16",
+    "packed, clusters 8", "packed, clusters 4", "packed, one block", "early exit",
+    "rescale a pass, 4",  "rescale a pass, 8",  "8 + early exit",    "8 + exit, clusters of 8"};
 
 Operand op4(float* p, int64_t d1, int64_t d2, int64_t s1, int64_t s2) {
   Operand o;
@@ -212,13 +517,22 @@ int main() {
   unsigned* counters;
   CK(cudaMalloc(&counters, kHeads * 4));
   CK(cudaMemset(counters, 0, kHeads * 4));
-  for (auto k : {attention_kernel<false>, attention_kernel<true>})
+  float* scratch;
+  CK(cudaMalloc(&scratch, kHeads * kSplits * (4 + 4 * kG) * 4));
+  for (auto k : {attention_kernel<false>, attention_kernel<true>, attention_kernel<false, 4>,
+                 attention_kernel<false, 8>, empty_attention_kernel<true>,
+                 attention_kernel<false, kSplits, true>,
+                 attention_kernel<false, kSplits, false, true>, packed_attention_kernel<16>,
+                 packed_attention_kernel<8>, attention_kernel<false, kSplits, true, false, true>,
+                 attention_kernel<false, kSplits, true, false, false, 4>,
+                 attention_kernel<false, kSplits, true, false, false, 8>,
+                 attention_kernel<false, kSplits, true, false, true, 8>})
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
 
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
-  const dim3 cluster(1, kSplits, 1);
-  auto step = [&](bool counted, int pos) {
+  const dim3 cluster(1, kSplits, 1), cluster4(1, 4, 1), cluster8(1, 8, 1);
+  auto step = [&](Mode mode, int pos) {
     for (const Layer& l : layers) {
       Attention a;
       a.q = op4(b.qkv, kHeads, 1, kE, kE);
@@ -226,25 +540,100 @@ int main() {
       a.v = op4(l.vc, kKvHeads, kSMax, static_cast<int64_t>(kSMax) * kE, kE);
       a.out = op4(attn, kHeads, 1, kE, kE);
       a.scale = 1.0 / std::sqrt(static_cast<double>(kE));
-      if (counted) {
+      const dim3 grid(kHeads, kSplits);
+      if (mode == kCounted)
         launch(qkv_kernel<true>, kQkvCols / 8, 256, 0, nullptr, true, s, l, x, b.qkv, pos,
                counters);
-        launch(attention_kernel<true>, dim3(kHeads, kSplits), 32 * kWarps, 0, &cluster, true, s, a,
-               pos, counters);
-      } else {
+      else
         launch(qkv_kernel<false>, kQkvCols / 8, 256, 0, nullptr, true, s, l, x, b.qkv, pos,
                counters);
-        launch(attention_kernel<false>, dim3(kHeads, kSplits), 32 * kWarps, 0, &cluster, true, s, a,
-               pos, counters);
+      switch (mode) {
+        case kGrid:
+          launch(attention_kernel<false>, grid, 32 * kWarps, 0, &cluster, true, s, a, pos,
+                 counters);
+          break;
+        case kCounted:
+          launch(attention_kernel<true>, grid, 32 * kWarps, 0, &cluster, true, s, a, pos, counters);
+          break;
+        case kEmptyCluster:
+          launch(empty_attention_kernel<true>, grid, 32 * kWarps, 0, &cluster, true, s, a, pos,
+                 counters);
+          break;
+        case kEmptyPlain:
+          launch(empty_attention_kernel<false>, grid, 32 * kWarps, 0, nullptr, true, s, a, pos,
+                 counters);
+          break;
+        case kNoAttention:
+          break;
+        case kOneBlock:
+          launch(attention_kernel<false, 1>, dim3(kHeads, 1), 32 * kWarps, 0, nullptr, true, s, a,
+                 pos, counters);
+          break;
+        case kCluster4:
+          launch(attention_kernel<false, 4>, dim3(kHeads, 4), 32 * kWarps, 0, &cluster4, true, s, a,
+                 pos, counters);
+          break;
+        case kCluster8:
+          launch(attention_kernel<false, 8>, dim3(kHeads, 8), 32 * kWarps, 0, &cluster8, true, s, a,
+                 pos, counters);
+          break;
+        case kPrefetched:
+          launch(attention_kernel<false, kSplits, true>, grid, 32 * kWarps, 0, &cluster, true, s, a,
+                 pos, counters);
+          break;
+        case kIdleSkip:
+          launch(attention_kernel<false, kSplits, false, true>, grid, 32 * kWarps, 0, &cluster,
+                 true, s, a, pos, counters);
+          break;
+        case kGlobalMerge:
+          launch(global_merge_attention_kernel, grid, 32 * kWarps, 0, nullptr, true, s, a, pos,
+                 counters, scratch);
+          break;
+        case kPacked16:
+          launch(packed_attention_kernel<16>, dim3(kKvHeads, 16), 32 * kWarps, 0, &cluster, true, s,
+                 a, pos, counters);
+          break;
+        case kPacked8:
+          launch(packed_attention_kernel<8>, dim3(kKvHeads, 8), 32 * kWarps, 0, &cluster8, true, s,
+                 a, pos, counters);
+          break;
+        case kPacked4:
+          launch(packed_attention_kernel<4>, dim3(kKvHeads, 4), 32 * kWarps, 0, &cluster4, true, s,
+                 a, pos, counters);
+          break;
+        case kEarlyExit:
+          launch(attention_kernel<false, kSplits, true, false, true>, grid, 32 * kWarps, 0,
+                 &cluster, true, s, a, pos, counters);
+          break;
+        case kFast4:
+          launch(attention_kernel<false, kSplits, true, false, false, 4>, grid, 32 * kWarps, 0,
+                 &cluster, true, s, a, pos, counters);
+          break;
+        case kFast8:
+          launch(attention_kernel<false, kSplits, true, false, false, 8>, grid, 32 * kWarps, 0,
+                 &cluster, true, s, a, pos, counters);
+          break;
+        case kFast8Exit:
+          launch(attention_kernel<false, kSplits, true, false, true, 8>, grid, 32 * kWarps, 0,
+                 &cluster, true, s, a, pos, counters);
+          break;
+        case kFast8Exit8:
+          launch(attention_kernel<false, 8, true, false, true, 8>, dim3(kHeads, 8), 32 * kWarps, 0,
+                 &cluster8, true, s, a, pos, counters);
+          break;
+        case kPackedOne:
+          launch(packed_attention_kernel<1>, dim3(kKvHeads, 1), 32 * kWarps, 0, nullptr, true, s, a,
+                 pos, counters);
+          break;
       }
       launch(o_kernel, 1024 / 8, 256, 0, nullptr, true, s, l.wo, attn, x);
     }
   };
-  auto capture = [&](bool counted, int pos) {
+  auto capture = [&](Mode mode, int pos) {
     cudaGraph_t g;
     cudaGraphExec_t exec;
     CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    step(counted, pos);
+    step(mode, pos);
     CK(cudaStreamEndCapture(s, &g));
     CK(cudaGraphInstantiate(&exec, g, 0));
     CK(cudaGraphDestroy(g));
@@ -255,7 +644,7 @@ int main() {
   for (int counted = 0; counted < 2; ++counted) {
     CK(cudaMemcpy(x, ones.data(), 1024 * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(kv_all, init.data(), init.size() * 4, cudaMemcpyHostToDevice));
-    cudaGraphExec_t exec = capture(counted, 200);
+    cudaGraphExec_t exec = capture(counted ? kCounted : kGrid, 200);
     CK(cudaGraphLaunch(exec, s));
     CK(cudaStreamSynchronize(s));
     got[counted][0].resize(1024);
@@ -272,14 +661,33 @@ int main() {
       "check: counters against the grid wait, one step at position 200: %d of 2048 values "
       "differ%s\n",
       diff, diff ? " FAILED" : "");
-  for (int pos : {200, 3000})
-    for (int counted = 0; counted < 2; ++counted) {
-      cudaGraphExec_t exec = capture(counted, pos);
+  // The variants that compute (one block a head, clusters of 4 and 8) are checked against the
+  // grid wait's attention loosely (another split order rounds differently).
+  for (Mode m :
+       {kOneBlock, kCluster4, kCluster8, kPrefetched, kIdleSkip, kGlobalMerge, kPacked16, kPacked8,
+        kPacked4, kPackedOne, kEarlyExit, kFast4, kFast8, kFast8Exit, kFast8Exit8}) {
+    CK(cudaMemcpy(x, ones.data(), 1024 * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(kv_all, init.data(), init.size() * 4, cudaMemcpyHostToDevice));
+    cudaGraphExec_t exec = capture(m, 200);
+    CK(cudaGraphLaunch(exec, s));
+    CK(cudaStreamSynchronize(s));
+    std::vector<float> v(1024);
+    CK(cudaMemcpy(v.data(), attn, 1024 * 4, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    for (int i = 0; i < 1024; ++i) worst = std::fmax(worst, std::fabs(v[i] - got[0][0][i]));
+    printf("check: %s against the grid wait: max |diff| %.2e%s\n", kModeName[m], worst,
+           worst < 1e-4 ? "" : " FAILED");
+    CK(cudaGraphExecDestroy(exec));
+  }
+  for (int pos : {200, 1000, 3000})
+    for (Mode m : {kGrid, kEmptyCluster, kNoAttention, kCluster4, kCluster8, kPrefetched,
+                   kEarlyExit, kFast4, kFast8, kFast8Exit, kFast8Exit8}) {
+      if ((m == kOneBlock || m == kPackedOne) && pos > 1000) continue;
+      cudaGraphExec_t exec = capture(m, pos);
       const double us = step_us(
           s, [&] { CK(cudaGraphLaunch(exec, s)); }, 500);
-      printf(
-          "position %4d, attention after %-8s: %6.1f us a step (12 x q/k/v, attention, o_proj)\n",
-          pos, counted ? "counters" : "the grid", us);
+      printf("position %4d, attention %-22s: %6.1f us a step (12 x q/k/v, attention, o_proj)\n",
+             pos, kModeName[m], us);
       CK(cudaGraphExecDestroy(exec));
     }
   return 0;
