@@ -3,17 +3,18 @@
 // row of the position), then the decode attention of attention.cu (16 heads over 4 kv heads of
 // 64, one 16-block cluster a head, attention_device.cuh's block walk and merge), then o_proj
 // (1024 x 1024 + residual) for 12 layers, as programmatic dependent launches in one CUDA graph
-// (36 launches a step), in two ways:
-//   grid     attention waits for the whole q/k/v grid (griddepcontrol.wait), as on main;
-//   counters each q/k/v block, after its stores, adds one (release) to the counter of every
-//            query head its columns serve; attention's thread 0 polls its head's counter
-//            (acquire) until the head's 24 blocks (8 q, 8 k, 8 v) have added, and block 0 of
-//            the cluster sets it back to zero once every block is past its wait. A dependent
-//            launch starts only once every block of the product has started, so the polls
-//            cannot starve the product.
-// The o_proj kernel waits for the whole attention grid in both. Each way's attention results
-// are checked against the other's (same inputs, so equal to the last bit), then each is timed
-// at positions 200 and 3000.
+// (36 launches a step), with the attention launch in one of several forms (Mode):
+//   grid      attention waits for the whole q/k/v grid (griddepcontrol.wait), as on main;
+//   counters  each q/k/v block, after its stores, adds one (release) to the counter of every
+//             query head its columns serve; attention's thread 0 polls its head's counter
+//             (acquire) until the head's 24 blocks (8 q, 8 k, 8 v) have added, and block 0 of
+//             the cluster sets it back to zero once every block is past its wait;
+//   and, to see what attention's time is made of: empty launches (with and without clusters),
+//   no launch, one block a head, clusters of 4 and 8, the engine's L2 prefetch, idle blocks
+//   that skip their work or exit, a merge through global partials, GQA-packed blocks (a key
+//   scored against the 4 heads that share it), and one rescale a pass (4 or 8 keys a group).
+// Each form's results are first checked against the grid wait's on the same inputs, then each
+// is timed at positions 200, 1000 and 3000 (docs/performance.md, "Attention inside the chain").
 // Not part of the build; on a machine with an sm_90 GPU:
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90a -Isrc -Iinclude \
 //     bench/attention_start_probe.cu -o attention_start_probe && ./attention_start_probe
@@ -318,12 +319,12 @@ __global__ void __launch_bounds__(32 * kWarps)
 
 // GQA packed: one block a split of one kv head for its P = 4 query heads (each key and value
 // read once, each group of 16 lanes scoring a key against all four), clusters of kCl splits.
-template <int kCl>
-__global__ void __launch_bounds__(32 * kWarps)
+template <int kCl, bool kFast = false, int kW = kWarps>
+__global__ void __launch_bounds__(32 * kW)
     packed_attention_kernel(Attention a, int pos, unsigned*) {
   namespace cg = cooperative_groups;
   using namespace inplace::cuda::decode;
-  constexpr int P = kHeads / kKvHeads, kGroups = 32 * kWarps / kG;
+  constexpr int P = kHeads / kKvHeads, kGroups = 32 * kW / kG;
   cg::cluster_group cluster = cg::this_cluster();
   const int split = kCl > 1 ? static_cast<int>(cluster.block_rank()) : 0;
   const int hk = blockIdx.x;
@@ -334,6 +335,7 @@ __global__ void __launch_bounds__(32 * kWarps)
   const int active = kCl == 1 ? 1 : (active_splits(S) < kCl ? active_splits(S) : kCl);
   const int64_t per = (S + active - 1) / active;
   const int64_t j0 = split < active ? split * per : S, j1 = split < active ? min(S, j0 + per) : S;
+  if (kFast && split >= active) return;
   const int g = threadIdx.x / kG, lane = threadIdx.x % kG, d = lane * 4;
   const float scale = static_cast<float>(a.scale);
   float4 q[P];
@@ -357,25 +359,65 @@ __global__ void __launch_bounds__(32 * kWarps)
         vv[u] = ld4(vb + j * kE);
       }
     }
+    if constexpr (kFast) {
+      // One rescale a pass for each head.
+      float sc[kUnroll][P], mx[P];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t j = jb + u * kGroups;
+      for (int p = 0; p < P; ++p) mx[p] = m[p];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t j = jb + u * kGroups;
+#pragma unroll
+        for (int p = 0; p < P; ++p) {
+          float t = j < j1
+                        ? q[p].x * kv[u].x + q[p].y * kv[u].y + q[p].z * kv[u].z + q[p].w * kv[u].w
+                        : 0.f;
+#pragma unroll
+          for (int o = kG / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+          sc[u][p] = j < j1 ? t * scale : -INFINITY;
+          mx[p] = fmaxf(mx[p], sc[u][p]);
+        }
+      }
 #pragma unroll
       for (int p = 0; p < P; ++p) {
-        float t = j < j1 ? q[p].x * kv[u].x + q[p].y * kv[u].y + q[p].z * kv[u].z + q[p].w * kv[u].w
-                         : 0.f;
+        const float c = __expf(m[p] - mx[p]);
+        l[p] *= c;
+        acc[p].x *= c, acc[p].y *= c, acc[p].z *= c, acc[p].w *= c;
+        m[p] = mx[p];
+      }
 #pragma unroll
-        for (int o = kG / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-        if (j >= j1) continue;
-        const float sc = t * scale;
-        const float m_new = fmaxf(m[p], sc);
-        const float c = __expf(m[p] - m_new), pe = __expf(sc - m_new);
-        l[p] = l[p] * c + pe;
-        acc[p].x = acc[p].x * c + pe * vv[u].x;
-        acc[p].y = acc[p].y * c + pe * vv[u].y;
-        acc[p].z = acc[p].z * c + pe * vv[u].z;
-        acc[p].w = acc[p].w * c + pe * vv[u].w;
-        m[p] = m_new;
+      for (int u = 0; u < kUnroll; ++u) {
+        if (jb + u * kGroups >= j1) continue;
+#pragma unroll
+        for (int p = 0; p < P; ++p) {
+          const float pe = __expf(sc[u][p] - m[p]);
+          l[p] += pe;
+          acc[p].x += pe * vv[u].x, acc[p].y += pe * vv[u].y, acc[p].z += pe * vv[u].z,
+              acc[p].w += pe * vv[u].w;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t j = jb + u * kGroups;
+#pragma unroll
+        for (int p = 0; p < P; ++p) {
+          float t = j < j1
+                        ? q[p].x * kv[u].x + q[p].y * kv[u].y + q[p].z * kv[u].z + q[p].w * kv[u].w
+                        : 0.f;
+#pragma unroll
+          for (int o = kG / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+          if (j >= j1) continue;
+          const float sc = t * scale;
+          const float m_new = fmaxf(m[p], sc);
+          const float c = __expf(m[p] - m_new), pe = __expf(sc - m_new);
+          l[p] = l[p] * c + pe;
+          acc[p].x = acc[p].x * c + pe * vv[u].x;
+          acc[p].y = acc[p].y * c + pe * vv[u].y;
+          acc[p].z = acc[p].z * c + pe * vv[u].z;
+          acc[p].w = acc[p].w * c + pe * vv[u].w;
+          m[p] = m_new;
+        }
       }
     }
   }
@@ -419,6 +461,10 @@ __global__ void __launch_bounds__(32 * kWarps)
       cluster.map_shared_rank(&part_l[0][0], 0)[split * P + tp] = r.l;
     }
     cluster.map_shared_rank(&part_o[0][0][0], 0)[(split * P + tp) * kG + tl] = r.o;
+  }
+  if (kFast && split != 0) {
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    return;
   }
   cluster.sync();
   if (split != 0 || t >= P * kG) return;
@@ -474,14 +520,25 @@ enum Mode {
   kFast4,
   kFast8,
   kFast8Exit,
-  kFast8Exit8
+  kFast8Exit8,
+  kPackedFast16,
+  kPackedFast16W16,
+  kPackedFast8,
+  kFast4Exit,
+  kModes
 };
-constexpr const char* kModeName[] = {
-    "after the grid",     "after counters",     "empty, clusters",   "empty, no clusters",
-    "not launched",       "one block a head",   "clusters of 4",     "clusters of 8",
-    "L2 prefetch",        "idle blocks skip",   "global merge",      "packed, clusters 16",
-    "packed, clusters 8", "packed, clusters 4", "packed, one block", "early exit",
-    "rescale a pass, 4",  "rescale a pass, 8",  "8 + early exit",    "8 + exit, clusters of 8"};
+constexpr const char* kModeName[] = {"after the grid",     "after counters",
+                                     "empty, clusters",    "empty, no clusters",
+                                     "not launched",       "one block a head",
+                                     "clusters of 4",      "clusters of 8",
+                                     "L2 prefetch",        "idle blocks skip",
+                                     "global merge",       "packed, clusters 16",
+                                     "packed, clusters 8", "packed, clusters 4",
+                                     "packed, one block",  "early exit",
+                                     "rescale a pass, 4",  "rescale a pass, 8",
+                                     "8 + early exit",     "8 + exit, clusters of 8",
+                                     "packed fast 16",     "packed fast 16, 16 warps",
+                                     "packed fast 8",      "4 + early exit"};
 
 Operand op4(float* p, int64_t d1, int64_t d2, int64_t s1, int64_t s2) {
   Operand o;
@@ -526,7 +583,9 @@ int main() {
                  packed_attention_kernel<8>, attention_kernel<false, kSplits, true, false, true>,
                  attention_kernel<false, kSplits, true, false, false, 4>,
                  attention_kernel<false, kSplits, true, false, false, 8>,
-                 attention_kernel<false, kSplits, true, false, true, 8>})
+                 attention_kernel<false, kSplits, true, false, true, 8>,
+                 attention_kernel<false, kSplits, true, false, true, 4>,
+                 packed_attention_kernel<16, true>, packed_attention_kernel<16, true, 16>})
     CK(cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
 
   cudaStream_t s;
@@ -621,6 +680,22 @@ int main() {
           launch(attention_kernel<false, 8, true, false, true, 8>, dim3(kHeads, 8), 32 * kWarps, 0,
                  &cluster8, true, s, a, pos, counters);
           break;
+        case kPackedFast16:
+          launch(packed_attention_kernel<16, true>, dim3(kKvHeads, 16), 32 * kWarps, 0, &cluster,
+                 true, s, a, pos, counters);
+          break;
+        case kPackedFast16W16:
+          launch(packed_attention_kernel<16, true, 16>, dim3(kKvHeads, 16), 32 * 16, 0, &cluster,
+                 true, s, a, pos, counters);
+          break;
+        case kPackedFast8:
+          launch(packed_attention_kernel<8, true>, dim3(kKvHeads, 8), 32 * kWarps, 0, &cluster8,
+                 true, s, a, pos, counters);
+          break;
+        case kFast4Exit:
+          launch(attention_kernel<false, kSplits, true, false, true, 4>, grid, 32 * kWarps, 0,
+                 &cluster, true, s, a, pos, counters);
+          break;
         case kPackedOne:
           launch(packed_attention_kernel<1>, dim3(kKvHeads, 1), 32 * kWarps, 0, nullptr, true, s, a,
                  pos, counters);
@@ -663,9 +738,8 @@ int main() {
       diff, diff ? " FAILED" : "");
   // The variants that compute (one block a head, clusters of 4 and 8) are checked against the
   // grid wait's attention loosely (another split order rounds differently).
-  for (Mode m :
-       {kOneBlock, kCluster4, kCluster8, kPrefetched, kIdleSkip, kGlobalMerge, kPacked16, kPacked8,
-        kPacked4, kPackedOne, kEarlyExit, kFast4, kFast8, kFast8Exit, kFast8Exit8}) {
+  for (int mi = kOneBlock; mi < kModes; ++mi) {
+    const Mode m = static_cast<Mode>(mi);
     CK(cudaMemcpy(x, ones.data(), 1024 * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(kv_all, init.data(), init.size() * 4, cudaMemcpyHostToDevice));
     cudaGraphExec_t exec = capture(m, 200);
@@ -680,8 +754,8 @@ int main() {
     CK(cudaGraphExecDestroy(exec));
   }
   for (int pos : {200, 1000, 3000})
-    for (Mode m : {kGrid, kEmptyCluster, kNoAttention, kCluster4, kCluster8, kPrefetched,
-                   kEarlyExit, kFast4, kFast8, kFast8Exit, kFast8Exit8}) {
+    for (int mi = kGrid; mi < kModes; ++mi) {
+      const Mode m = static_cast<Mode>(mi);
       if ((m == kOneBlock || m == kPackedOne) && pos > 1000) continue;
       cudaGraphExec_t exec = capture(m, pos);
       const double us = step_us(
