@@ -15,6 +15,9 @@
 //   scored against the 4 heads that share it), and one rescale a pass (4 or 8 keys a group).
 // Each form's results are first checked against the grid wait's on the same inputs, then each
 // is timed at positions 200, 1000 and 3000 (docs/performance.md, "Attention inside the chain").
+// Last, a few forms are timed in the engine's layer shape, five launches a layer (gate/up with
+// silu * mul and down + residual after o_proj, their norms left out): whether the kernels after
+// attention, holding SM slots while they wait, hide what a form saves (not yet run).
 // Not part of the build; on a machine with an sm_90 GPU:
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90a -Isrc -Iinclude \
 //     bench/attention_start_probe.cu -o attention_start_probe && ./attention_start_probe
@@ -48,31 +51,50 @@ constexpr int kBlocksPerHead = 3 * kE / 8;  // q, k and v blocks of 8 columns fe
 
 struct Layer {
   const bf16 *wqkv, *wo;
-  float *kc, *vc;  // [kKvHeads, kSMax, kE]
+  float *kc, *vc;            // [kKvHeads, kSMax, kE]
+  const bf16 *wg, *wu, *wd;  // gate and up (kF x 1024), down (1024 x kF): the full layer only
 };
 
 // Column `col` of w x for one row x of 1024, by one warp (every lane gets it): the weight row is
 // fetched before the programmatic wait (the kernel's trigger and wait are here), x after.
-__device__ inline float column(const bf16* w, int col, const float* x) {
+// One warp's weight row of K = 256 * kC bf16 (kC 16-byte chunks a lane), fetched into registers.
+template <int kC>
+struct Row {
+  uint4 raw[kC];
+};
+template <int kC>
+__device__ inline void fetch_row(const bf16* w, int col, Row<kC>& r) {
   const int lane = threadIdx.x % 32;
-  const bf16* wr = w + static_cast<size_t>(col) * 1024;
-  uint4 raw[4];
+  const bf16* wr = w + static_cast<size_t>(col) * 256 * kC;
 #pragma unroll
-  for (int u = 0; u < 4; ++u)
-    raw[u] = __ldcs(reinterpret_cast<const uint4*>(wr + (u * 32 + lane) * 8));
-  pdl_trigger();
-  pdl_wait();
+  for (int u = 0; u < kC; ++u)
+    r.raw[u] = __ldcs(reinterpret_cast<const uint4*>(wr + (u * 32 + lane) * 8));
+}
+// The row's dot product with x (every lane gets it).
+template <int kC>
+__device__ inline float finish_row(const Row<kC>& r, const float* x) {
+  const int lane = threadIdx.x % 32;
   float acc = 0.f;
 #pragma unroll
-  for (int u = 0; u < 4; ++u) {
+  for (int u = 0; u < kC; ++u) {
     const int k = (u * 32 + lane) * 8;
     float wf[8];
-    widen8(raw[u], wf);
+    widen8(r.raw[u], wf);
     acc += dot8(reinterpret_cast<const float4*>(x + k)[0],
                 reinterpret_cast<const float4*>(x + k)[1], wf);
   }
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(~0u, acc, o);
   return acc;
+}
+
+// Column `col` of w x for one row x of 1024, by one warp (every lane gets it): the weight row is
+// fetched before the programmatic wait (the kernel's trigger and wait are here), x after.
+__device__ inline float column(const bf16* w, int col, const float* x) {
+  Row<4> r;
+  fetch_row(w, col, r);
+  pdl_trigger();
+  pdl_wait();
+  return finish_row(r, x);
 }
 
 // y = W x for one row x of 1024 (one warp a column, eight columns a block); the k and v columns
@@ -540,6 +562,29 @@ constexpr const char* kModeName[] = {"after the grid",     "after counters",
                                      "packed fast 16",     "packed fast 16, 16 warps",
                                      "packed fast 8",      "4 + early exit"};
 
+// The full layer's MLP (its norms left out): act = silu(x . wg) * (x . wu), one warp a column of
+// kF; then x <- 0.5 * (x + tanh(act . wd)), one warp a column of 1024 over kF (11 chunks a lane).
+__global__ void __launch_bounds__(256)
+    gate_up_kernel(const bf16* wg, const bf16* wu, const float* x, float* act) {
+  const int col = blockIdx.x * 8 + threadIdx.x / 32;
+  Row<4> g, u;
+  fetch_row(wg, col, g);
+  fetch_row(wu, col, u);
+  pdl_trigger();
+  pdl_wait();
+  const float a = finish_row(g, x), c = finish_row(u, x);
+  if (threadIdx.x % 32 == 0) act[col] = a / (1.f + expf(-a)) * c;
+}
+__global__ void __launch_bounds__(256) down_kernel(const bf16* w, const float* act, float* y) {
+  const int col = blockIdx.x * 8 + threadIdx.x / 32;
+  Row<probe::kF / 256> r;
+  fetch_row(w, col, r);
+  pdl_trigger();
+  pdl_wait();
+  const float acc = finish_row(r, act);
+  if (threadIdx.x % 32 == 0) y[col] = 0.5f * (y[col] + tanhf(acc));
+}
+
 Operand op4(float* p, int64_t d1, int64_t d2, int64_t s1, int64_t s2) {
   Operand o;
   o.data = reinterpret_cast<char*>(p);
@@ -565,7 +610,10 @@ int main() {
   CK(cudaMemcpy(kv_all, init.data(), init.size() * 4, cudaMemcpyHostToDevice));
   for (int l = 0; l < kLayers; ++l)
     layers.push_back({b.weight(static_cast<size_t>(kQkvCols) * 1024), b.weight(1024 * 1024),
-                      kv_all + (2 * l) * cache, kv_all + (2 * l + 1) * cache});
+                      kv_all + (2 * l) * cache, kv_all + (2 * l + 1) * cache,
+                      b.weight(static_cast<size_t>(kF) * 1024),
+                      b.weight(static_cast<size_t>(kF) * 1024),
+                      b.weight(static_cast<size_t>(kF) * 1024)});
   float *x, *attn;
   CK(cudaMalloc(&x, 1024 * 4));
   CK(cudaMalloc(&attn, 1024 * 4));
@@ -591,6 +639,7 @@ int main() {
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
   const dim3 cluster(1, kSplits, 1), cluster4(1, 4, 1), cluster8(1, 8, 1);
+  bool full = false;  // five launches a layer (with gate/up and down), as the engine's step
   auto step = [&](Mode mode, int pos) {
     for (const Layer& l : layers) {
       Attention a;
@@ -702,6 +751,10 @@ int main() {
           break;
       }
       launch(o_kernel, 1024 / 8, 256, 0, nullptr, true, s, l.wo, attn, x);
+      if (full) {
+        launch(gate_up_kernel, kF / 8, 256, 0, nullptr, true, s, l.wg, l.wu, x, b.act);
+        launch(down_kernel, 1024 / 8, 256, 0, nullptr, true, s, l.wd, b.act, x);
+      }
     }
   };
   auto capture = [&](Mode mode, int pos) {
@@ -762,6 +815,19 @@ int main() {
           s, [&] { CK(cudaGraphLaunch(exec, s)); }, 500);
       printf("position %4d, attention %-22s: %6.1f us a step (12 x q/k/v, attention, o_proj)\n",
              pos, kModeName[m], us);
+      CK(cudaGraphExecDestroy(exec));
+    }
+  // The same forms in the engine's layer shape: five launches a layer (q/k/v, attention,
+  // o_proj, gate/up, down), so the kernels after attention hold SM slots as in the step.
+  full = true;
+  for (int pos : {200, 3000})
+    for (Mode m :
+         {kGrid, kEmptyCluster, kEmptyPlain, kNoAttention, kEarlyExit, kFast4Exit, kPackedFast16}) {
+      cudaGraphExec_t exec = capture(m, pos);
+      const double us = step_us(
+          s, [&] { CK(cudaGraphLaunch(exec, s)); }, 300);
+      printf("full layers, position %4d, attention %-22s: %6.1f us a step (12 x 5 launches)\n", pos,
+             kModeName[m], us);
       CK(cudaGraphExecDestroy(exec));
     }
   return 0;
