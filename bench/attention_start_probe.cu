@@ -158,6 +158,16 @@ __device__ inline void prefetch_head_split(const Attention& a, int h, int pos, i
       reinterpret_cast<const float*>(a.v.data) + hk * a.v.stride[1] + j0 * kE, bytes);
 }
 
+// Key j's score against q by a group of G lanes (each holding one float4 of both): the dot
+// product summed over the group, scaled; -inf for a key past the split (every lane calls it).
+template <int G>
+__device__ inline float group_score(float4 q, float4 k, bool valid, float scale) {
+  float t = valid ? q.x * k.x + q.y * k.y + q.z * k.z + q.w * k.w : 0.f;
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+  return valid ? t * scale : -INFINITY;
+}
+
 // decode_block with one rescale a pass: the group's kU keys are scored, their maximum taken,
 // the running sums rescaled once, then each key's weight added (a shorter dependent chain than
 // one online-softmax step a key), with kU keys a group in flight.
@@ -193,10 +203,7 @@ __device__ inline inplace::cuda::decode::BlockPartial decode_block_fast(const At
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const int64_t j = jb + u * kGroups;
-      float t = j < j1 ? q.x * kv[u].x + q.y * kv[u].y + q.z * kv[u].z + q.w * kv[u].w : 0.f;
-#pragma unroll
-      for (int o = G / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-      s[u] = j < j1 ? t * scale : -INFINITY;
+      s[u] = group_score<G>(q, kv[u], j < j1, scale);
       mx = fmaxf(mx, s[u]);
     }
     const float c = __expf(m - mx);
@@ -211,26 +218,7 @@ __device__ inline inplace::cuda::decode::BlockPartial decode_block_fast(const At
     }
     m = mx;
   }
-  __shared__ float sm[kGroups], sl[kGroups];
-  __shared__ float4 sacc[kGroups][G];
-  if (lane == 0) sm[g] = m, sl[g] = l;
-  sacc[g][lane] = acc;
-  __syncthreads();
-  BlockPartial r{-FLT_MAX, 0.f, make_float4(0.f, 0.f, 0.f, 0.f)};
-  if (threadIdx.x < G) {
-#pragma unroll
-    for (int w = 0; w < kGroups; ++w)
-      if (sl[w] > 0.f) r.m = fmaxf(r.m, sm[w]);
-#pragma unroll
-    for (int w = 0; w < kGroups; ++w) {
-      if (sl[w] == 0.f) continue;
-      const float c = __expf(sm[w] - r.m);
-      r.l += sl[w] * c;
-      const float4 x = sacc[w][threadIdx.x];
-      r.o.x += x.x * c, r.o.y += x.y * c, r.o.z += x.z * c, r.o.w += x.w * c;
-    }
-  }
-  return r;
+  return merge_groups<G, W>(m, l, acc);
 }
 
 // attention.cu's decode kernel at head dim 64 over keys 0..pos in clusters of kCl splits, its
@@ -391,12 +379,7 @@ __global__ void __launch_bounds__(32 * kW)
         const int64_t j = jb + u * kGroups;
 #pragma unroll
         for (int p = 0; p < P; ++p) {
-          float t = j < j1
-                        ? q[p].x * kv[u].x + q[p].y * kv[u].y + q[p].z * kv[u].z + q[p].w * kv[u].w
-                        : 0.f;
-#pragma unroll
-          for (int o = kG / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-          sc[u][p] = j < j1 ? t * scale : -INFINITY;
+          sc[u][p] = group_score<kG>(q[p], kv[u], j < j1, scale);
           mx[p] = fmaxf(mx[p], sc[u][p]);
         }
       }
@@ -424,13 +407,8 @@ __global__ void __launch_bounds__(32 * kW)
         const int64_t j = jb + u * kGroups;
 #pragma unroll
         for (int p = 0; p < P; ++p) {
-          float t = j < j1
-                        ? q[p].x * kv[u].x + q[p].y * kv[u].y + q[p].z * kv[u].z + q[p].w * kv[u].w
-                        : 0.f;
-#pragma unroll
-          for (int o = kG / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+          const float sc = group_score<kG>(q[p], kv[u], j < j1, scale);
           if (j >= j1) continue;
-          const float sc = t * scale;
           const float m_new = fmaxf(m[p], sc);
           const float c = __expf(m[p] - m_new), pe = __expf(sc - m_new);
           l[p] = l[p] * c + pe;
@@ -767,68 +745,60 @@ int main() {
     CK(cudaGraphDestroy(g));
     return exec;
   };
-  // The check: one step each way from the same x; the last layer's attention and x must match.
-  std::vector<float> got[2][2];
-  for (int counted = 0; counted < 2; ++counted) {
+  // One step of `mode` at position 200 from the same x and caches: the last layer's attention
+  // output and x.
+  auto one_step = [&](Mode mode) {
     CK(cudaMemcpy(x, ones.data(), 1024 * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(kv_all, init.data(), init.size() * 4, cudaMemcpyHostToDevice));
-    cudaGraphExec_t exec = capture(counted ? kCounted : kGrid, 200);
+    cudaGraphExec_t exec = capture(mode, 200);
     CK(cudaGraphLaunch(exec, s));
     CK(cudaStreamSynchronize(s));
-    got[counted][0].resize(1024);
-    got[counted][1].resize(1024);
-    CK(cudaMemcpy(got[counted][0].data(), attn, 1024 * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(got[counted][1].data(), x, 1024 * 4, cudaMemcpyDeviceToHost));
+    std::vector<float> out(2048);
+    CK(cudaMemcpy(out.data(), attn, 1024 * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(out.data() + 1024, x, 1024 * 4, cudaMemcpyDeviceToHost));
     CK(cudaGraphExecDestroy(exec));
-  }
+    return out;
+  };
+  // Microseconds a step of `mode` at `pos`, the graph captured once and replayed `reps` times.
+  auto time_step = [&](Mode mode, int pos, int reps) {
+    cudaGraphExec_t exec = capture(mode, pos);
+    const double us = step_us(
+        s, [&] { CK(cudaGraphLaunch(exec, s)); }, reps);
+    CK(cudaGraphExecDestroy(exec));
+    return us;
+  };
+  // The check: one step each way; the last layer's attention and x must match to the bit.
+  const std::vector<float> grid = one_step(kGrid), counted = one_step(kCounted);
   int diff = 0;
-  for (int t = 0; t < 2; ++t)
-    for (int i = 0; i < 1024; ++i)
-      diff += got[0][t][i] != got[1][t][i] || !std::isfinite(got[0][t][i]);
+  for (int i = 0; i < 2048; ++i) diff += grid[i] != counted[i] || !std::isfinite(grid[i]);
   printf(
       "check: counters against the grid wait, one step at position 200: %d of 2048 values "
       "differ%s\n",
       diff, diff ? " FAILED" : "");
-  // The variants that compute (one block a head, clusters of 4 and 8) are checked against the
-  // grid wait's attention loosely (another split order rounds differently).
+  // The other forms that compute are checked against the grid wait's attention loosely (another
+  // split order rounds differently).
   for (int mi = kOneBlock; mi < kModes; ++mi) {
     const Mode m = static_cast<Mode>(mi);
-    CK(cudaMemcpy(x, ones.data(), 1024 * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemcpy(kv_all, init.data(), init.size() * 4, cudaMemcpyHostToDevice));
-    cudaGraphExec_t exec = capture(m, 200);
-    CK(cudaGraphLaunch(exec, s));
-    CK(cudaStreamSynchronize(s));
-    std::vector<float> v(1024);
-    CK(cudaMemcpy(v.data(), attn, 1024 * 4, cudaMemcpyDeviceToHost));
+    const std::vector<float> v = one_step(m);
     double worst = 0;
-    for (int i = 0; i < 1024; ++i) worst = std::fmax(worst, std::fabs(v[i] - got[0][0][i]));
+    for (int i = 0; i < 1024; ++i) worst = std::fmax(worst, std::fabs(v[i] - grid[i]));
     printf("check: %s against the grid wait: max |diff| %.2e%s\n", kModeName[m], worst,
            worst < 1e-4 ? "" : " FAILED");
-    CK(cudaGraphExecDestroy(exec));
   }
   for (int pos : {200, 1000, 3000})
     for (int mi = kGrid; mi < kModes; ++mi) {
       const Mode m = static_cast<Mode>(mi);
       if ((m == kOneBlock || m == kPackedOne) && pos > 1000) continue;
-      cudaGraphExec_t exec = capture(m, pos);
-      const double us = step_us(
-          s, [&] { CK(cudaGraphLaunch(exec, s)); }, 500);
       printf("position %4d, attention %-22s: %6.1f us a step (12 x q/k/v, attention, o_proj)\n",
-             pos, kModeName[m], us);
-      CK(cudaGraphExecDestroy(exec));
+             pos, kModeName[m], time_step(m, pos, 500));
     }
   // The same forms in the engine's layer shape: five launches a layer (q/k/v, attention,
   // o_proj, gate/up, down), so the kernels after attention hold SM slots as in the step.
   full = true;
   for (int pos : {200, 3000})
     for (Mode m :
-         {kGrid, kEmptyCluster, kEmptyPlain, kNoAttention, kEarlyExit, kFast4Exit, kPackedFast16}) {
-      cudaGraphExec_t exec = capture(m, pos);
-      const double us = step_us(
-          s, [&] { CK(cudaGraphLaunch(exec, s)); }, 300);
+         {kGrid, kEmptyCluster, kEmptyPlain, kNoAttention, kEarlyExit, kFast4Exit, kPackedFast16})
       printf("full layers, position %4d, attention %-22s: %6.1f us a step (12 x 5 launches)\n", pos,
-             kModeName[m], us);
-      CK(cudaGraphExecDestroy(exec));
-    }
+             kModeName[m], time_step(m, pos, 300));
   return 0;
 }

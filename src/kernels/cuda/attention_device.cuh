@@ -53,6 +53,36 @@ struct BlockPartial {
   float4 o;
 };
 
+// The groups of a block merged in shared memory: each group's running max m, sum l and
+// unnormalised output acc (one float4 of the head dim a lane) into the block's BlockPartial,
+// returned by threads < G. Every thread of the block calls it.
+template <int G, int W>
+__device__ inline BlockPartial merge_groups(float m, float l, float4 acc) {
+  constexpr int kGroups = 32 * W / G;
+  const int g = threadIdx.x / G, lane = threadIdx.x % G;
+  __shared__ float sm[kGroups], sl[kGroups];
+  __shared__ float4 sacc[kGroups][G];
+  if (lane == 0) {
+    sm[g] = m;
+    sl[g] = l;
+  }
+  sacc[g][lane] = acc;
+  __syncthreads();
+  BlockPartial r{-FLT_MAX, 0.f, make_float4(0.f, 0.f, 0.f, 0.f)};
+  if (threadIdx.x < G) {
+    for (int w = 0; w < kGroups; ++w)
+      if (sl[w] > 0.f) r.m = fmaxf(r.m, sm[w]);
+    for (int w = 0; w < kGroups; ++w) {
+      if (sl[w] == 0.f) continue;
+      const float c = __expf(sm[w] - r.m);
+      r.l += sl[w] * c;
+      const float4 x = sacc[w][threadIdx.x];
+      r.o.x += x.x * c, r.o.y += x.y * c, r.o.z += x.z * c, r.o.w += x.w * c;
+    }
+  }
+  return r;
+}
+
 template <int G, int W>
 __device__ inline BlockPartial decode_block(const Attention& a, int64_t row, int64_t j0,
                                             int64_t j1) {
@@ -105,28 +135,7 @@ __device__ inline BlockPartial decode_block(const Attention& a, int64_t row, int
       m = m_new;
     }
   }
-  // Merge the groups of this block in shared memory.
-  __shared__ float sm[kGroups], sl[kGroups];
-  __shared__ float4 sacc[kGroups][G];
-  if (lane == 0) {
-    sm[g] = m;
-    sl[g] = l;
-  }
-  sacc[g][lane] = acc;
-  __syncthreads();
-  BlockPartial r{-FLT_MAX, 0.f, make_float4(0.f, 0.f, 0.f, 0.f)};
-  if (threadIdx.x < G) {
-    for (int w = 0; w < kGroups; ++w)
-      if (sl[w] > 0.f) r.m = fmaxf(r.m, sm[w]);
-    for (int w = 0; w < kGroups; ++w) {
-      if (sl[w] == 0.f) continue;
-      const float c = __expf(sm[w] - r.m);
-      r.l += sl[w] * c;
-      const float4 x = sacc[w][threadIdx.x];
-      r.o.x += x.x * c, r.o.y += x.y * c, r.o.z += x.z * c, r.o.w += x.w * c;
-    }
-  }
-  return r;
+  return merge_groups<G, W>(m, l, acc);
 }
 
 // out[b, h, i, 4t..4t+4) = o / L (0 when no key was seen), written by thread t < G.
