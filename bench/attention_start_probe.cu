@@ -17,7 +17,7 @@
 // is timed at positions 200, 1000 and 3000 (docs/performance.md, "Attention inside the chain").
 // Last, a few forms are timed in the engine's layer shape, five launches a layer (gate/up with
 // silu * mul and down + residual after o_proj, their norms left out): whether the kernels after
-// attention, holding SM slots while they wait, hide what a form saves (not yet run).
+// attention, holding SM slots while they wait, hide what a form saves.
 // Not part of the build; on a machine with an sm_90 GPU:
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90a -Isrc -Iinclude \
 //     bench/attention_start_probe.cu -o attention_start_probe && ./attention_start_probe
@@ -156,16 +156,6 @@ __device__ inline void prefetch_head_split(const Attention& a, int h, int pos, i
       reinterpret_cast<const float*>(a.k.data) + hk * a.k.stride[1] + j0 * kE, bytes);
   inplace::cuda::prefetch_l2(
       reinterpret_cast<const float*>(a.v.data) + hk * a.v.stride[1] + j0 * kE, bytes);
-}
-
-// Key j's score against q by a group of G lanes (each holding one float4 of both): the dot
-// product summed over the group, scaled; -inf for a key past the split (every lane calls it).
-template <int G>
-__device__ inline float group_score(float4 q, float4 k, bool valid, float scale) {
-  float t = valid ? q.x * k.x + q.y * k.y + q.z * k.z + q.w * k.w : 0.f;
-#pragma unroll
-  for (int o = G / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-  return valid ? t * scale : -INFINITY;
 }
 
 // decode_block with one rescale a pass: the group's kU keys are scored, their maximum taken,

@@ -249,7 +249,7 @@ void launch_decode(const Attention& a, int64_t rows, int splits, cudaStream_t s)
   // SMs by load (several may share one) instead of spread one an SM. A decode step at s_max 4096
   // on the H200, three runs each: 0.269-0.270 against 0.276 ms at position 200, 0.325-0.326
   // against 0.328-0.329 at 3000 (the default policy measured as spread).
-  static const bool allowed = [] {
+  static const bool configured = [] {
     IP_CUDA_CHECK(cudaFuncSetAttribute(decode_attention_kernel<G, kDecodeWarps>,
                                        cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                   "attention clusters");
@@ -259,7 +259,7 @@ void launch_decode(const Attention& a, int64_t rows, int splits, cudaStream_t s)
                   "attention cluster scheduling");
     return true;
   }();
-  (void)allowed;
+  (void)configured;
   const int c = std::min(splits, kMaxClusterSplits);
   launch_pdl_cluster(decode_attention_kernel<G, kDecodeWarps>, dim3(static_cast<unsigned>(rows), c),
                      32 * kDecodeWarps, dim3(1, c, 1), s, a, kMinKeys);

@@ -83,6 +83,16 @@ __device__ inline BlockPartial merge_groups(float m, float l, float4 acc) {
   return r;
 }
 
+// Key j's score against q by a group of G lanes (each holding one float4 of both): the dot
+// product summed over the group, scaled; -inf for a key past the split (every lane calls it).
+template <int G>
+__device__ inline float group_score(float4 q, float4 k, bool valid, float scale) {
+  float t = valid ? q.x * k.x + q.y * k.y + q.z * k.z + q.w * k.w : 0.f;
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+  return valid ? t * scale : -INFINITY;
+}
+
 template <int G, int W>
 __device__ inline BlockPartial decode_block(const Attention& a, int64_t row, int64_t j0,
                                             int64_t j1) {
@@ -115,13 +125,7 @@ __device__ inline BlockPartial decode_block(const Attention& a, int64_t row, int
       }
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t j = jb + u * kGroups;
-      float t = j < j1 ? q.x * kv[u].x + q.y * kv[u].y + q.z * kv[u].z + q.w * kv[u].w : 0.f;
-#pragma unroll
-      for (int o = G / 2; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-      s[u] = j < j1 ? t * scale : -INFINITY;
-    }
+    for (int u = 0; u < kUnroll; ++u) s[u] = group_score<G>(q, kv[u], jb + u * kGroups < j1, scale);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       if (s[u] == -INFINITY) continue;
