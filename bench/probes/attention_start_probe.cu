@@ -1,4 +1,4 @@
-// A standalone probe of when decode attention may start (docs/cuda.md, "Not yet"): issue 11's
+// A standalone probe of when decode attention may start (docs/performance-history.md): issue 11's
 // q/k/v product (1536 columns of 1024, bf16, with the k and v columns also written to the cache
 // row of the position), then the decode attention of attention.cu (16 heads over 4 kv heads of
 // 64, one 16-block cluster a head, attention_device.cuh's block walk and merge), then o_proj
@@ -14,13 +14,14 @@
 //   that skip their work or exit, a merge through global partials, GQA-packed blocks (a key
 //   scored against the 4 heads that share it), and one rescale a pass (4 or 8 keys a group).
 // Each form's results are first checked against the grid wait's on the same inputs, then each
-// is timed at positions 200, 1000 and 3000 (docs/performance.md, "Attention inside the chain").
+// is timed at positions 200, 1000 and 3000 (docs/performance-history.md, "Attention
+// inside the chain").
 // Last, a few forms are timed in the engine's layer shape, five launches a layer (gate/up with
 // silu * mul and down + residual after o_proj, their norms left out): whether the kernels after
 // attention, holding SM slots while they wait, hide what a form saves.
-// Not part of the build; on a machine with an sm_90 GPU:
+// Built by -DINPLACE_BUILD_PROBES=ON (bench/probes/README.md), or alone, on an sm_90 GPU:
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90a -Isrc -Iinclude \
-//     bench/attention_start_probe.cu -o attention_start_probe && ./attention_start_probe
+//     bench/probes/attention_start_probe.cu -o attention_start_probe && ./attention_start_probe
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

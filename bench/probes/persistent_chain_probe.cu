@@ -1,8 +1,9 @@
-// A standalone probe of the one-kernel decode step's best case (docs/performance.md, "One kernel
-// a step"): issue 11's GEMV chain (12 layers x {q/k/v + norm, o_proj + residual, gate/up + norm
-// + silu*mul, down_proj + residual}, then the LM head + norm; bf16 weights, one input row,
-// 304 MB; no attention) as ONE cooperative kernel, one block of 16 warps an SM, a grid barrier
-// between products, against the HBM read bandwidth measured in the same run:
+// A standalone probe of the one-kernel decode step's best case (docs/performance-history.md,
+// "Fewer links: what the measurements say"): issue 11's GEMV chain (12 layers x {q/k/v + norm,
+// o_proj + residual, gate/up + norm + silu*mul, down_proj + residual}, then the LM head + norm;
+// bf16 weights, one input row, 304 MB; no attention) as ONE cooperative kernel, one block of 16
+// warps an SM, a grid barrier between products, against the HBM read bandwidth measured in the
+// same run:
 //   barrier   the tasks do nothing: what the chain of 49 grid barriers costs alone;
 //   staged    a warp holds its rows of the next product in registers (up to 16 16-byte chunks a
 //             lane: four 1024-long rows, two SwiGLU row pairs, one 2816-long row) and issues
@@ -16,9 +17,9 @@
 // would gain with every row of a product in flight across the barrier. The per-product chain
 // after the barrier is the engine's: x (and the norm weight) read from L2, the norm's sum of
 // squares taken in the product's pass, a warp reduction, the epilogue.
-// Not part of the build; on a machine with an sm_90 GPU:
+// Built by -DINPLACE_BUILD_PROBES=ON (bench/probes/README.md), or alone, on an sm_90 GPU:
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90a -Isrc -Iinclude \
-//     bench/persistent_chain_probe.cu -o persistent_chain_probe && ./persistent_chain_probe
+//     bench/probes/persistent_chain_probe.cu -o persistent_chain_probe && ./persistent_chain_probe
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

@@ -1,6 +1,6 @@
 // A standalone probe of a one-kernel decode step whose weights stream without waiting for the
-// barriers (docs/performance.md, "Fewer links: what the measurements say"). It times issue 11's
-// GEMV chain (12 layers x {q/k/v + norm, o_proj + residual, gate/up + norm + silu*mul,
+// barriers (docs/performance-history.md, "Fewer links: what the measurements say"). It times
+// issue 11's GEMV chain (12 layers x {q/k/v + norm, o_proj + residual, gate/up + norm + silu*mul,
 // down_proj + residual}, then the LM head + norm; bf16 weights, one input row, 304 MB; no
 // attention) as ONE cooperative kernel of one block an SM. Each block has:
 //   - a loader warp (one thread) that bulk-copies the block's weight rows of every product, in
@@ -14,9 +14,9 @@
 // SwiGLU's pair of weights). Against persistent_chain_probe.cu's register-staged kernel
 // (219.6 us on the H200), the PDL launch chain (208 us) and the HBM floor (69.8 us), it answers
 // how close a step whose weight stream never stops can come to the floor.
-// Not part of the build; on a machine with an sm_90 GPU:
+// Built by -DINPLACE_BUILD_PROBES=ON (bench/probes/README.md), or alone, on an sm_90 GPU:
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90a -Isrc -Iinclude \
-//     bench/streaming_chain_probe.cu -o streaming_chain_probe && ./streaming_chain_probe
+//     bench/probes/streaming_chain_probe.cu -o streaming_chain_probe && ./streaming_chain_probe
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 

@@ -1,5 +1,5 @@
 // A standalone probe of what bounds a decode step made of one launch per product on a GPU
-// (docs/performance.md, "What a launch-per-product step is made of"). It replays, in a CUDA
+// (docs/performance-history.md, "What a launch-per-product step is made of"). It replays, in a CUDA
 // graph, the GEMV chain of issue 11's model (12 layers x {q/k/v + norm, o_proj + residual,
 // gate/up + norm + silu*mul, down_proj + residual}, then the LM head + norm; bf16 weights, one
 // input row, 304 MB) and times it against the HBM read bandwidth measured in the same run:
@@ -11,9 +11,10 @@
 // each with programmatic dependent launches on and off, A also without its norms and with a bulk
 // L2 prefetch of the weights of the product two ahead. `--timeline` prints, for A over three
 // layers, when each kernel's first block started, when its last block's wait returned and when
-// its last block ended (%globaltimer). Not part of the build; on a machine with an sm_90 GPU:
+// its last block ended (%globaltimer). Built by -DINPLACE_BUILD_PROBES=ON (bench/probes/README.md),
+// or alone, on an sm_90 GPU:
 //   nvcc -O3 -std=c++20 --expt-relaxed-constexpr -arch=sm_90a -Isrc -Iinclude \
-//     bench/pdl_chain_probe.cu -o pdl_chain_probe && ./pdl_chain_probe
+//     bench/probes/pdl_chain_probe.cu -o pdl_chain_probe && ./pdl_chain_probe
 #include "kernels/cuda/gemv_device.cuh"
 #include "probe_common.cuh"
 
