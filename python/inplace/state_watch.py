@@ -6,8 +6,8 @@ The engine binds the module's parameters and buffers once, at compile, and holds
 (``m.k_cache = torch.zeros(...)``, ``m.proj.weight.data = w``) with one of the same shape, dtype
 and device is bound in its place; one converted or reshaped (``m.double()``), or gone, is
 refused with an ``InputError`` naming it, before anything runs. Names that shared one memory at
-compile (tied weights) must still share it. The check is one attribute walk and a key
-comparison per state tensor.
+compile (tied weights) must still share it. Per call, the check is a dict lookup and a key
+comparison per state tensor (about half a microsecond each); a change takes the full walk.
 """
 import torch
 
@@ -65,6 +65,7 @@ class StateWatch:
         self._kinds = kinds
         self._error = error
         self._entries = []
+        self._fast = None
         if module is None:
             return
         for target in bound:
@@ -78,10 +79,13 @@ class StateWatch:
         # binding) must keep sharing it.
         primaries = list(self._entries)
         names = [(t, v) for t, v in state.items() if t not in bound]
+        self._kinds = dict(kinds)
         for prefix, mod in module.named_modules(remove_duplicate=False):
-            for store in (mod._parameters, mod._buffers):
-                names += [(prefix + "." + n if prefix else n, v) for n, v in store.items()
-                          if v is not None]
+            for kind, store in (("parameter", mod._parameters), ("buffer", mod._buffers)):
+                for n, v in store.items():
+                    if v is not None:
+                        names.append((prefix + "." + n if prefix else n, v))
+                        self._kinds.setdefault(names[-1][0], kind)
         seen = set(bound)
         for name, t in names:
             if name in seen:
@@ -95,6 +99,45 @@ class StateWatch:
                     continue
                 self._entries.append(_Entry(name, t, tied))
 
+        self._fast = self._index()
+
+    def _index(self):
+        """The records of the fast check: each module on the way to a state tensor as its
+        parent holds it, and each tensor in its owner's dict. None where a name is held
+        elsewhere (a plain attribute): every call then takes the full walk."""
+        links, tensors = {}, []
+        for e in self._entries:
+            parent = self._module
+            for a in e.atoms[:-1]:
+                modules = parent.__dict__.get("_modules")
+                child = modules.get(a) if modules is not None else None
+                if child is None or a in parent.__dict__:
+                    return None
+                links[(id(parent), a)] = (modules, a, child)
+                parent = child
+            leaf, d = e.atoms[-1], parent.__dict__
+            stores = [d.get(k) for k in ("_parameters", "_buffers")]
+            store = next((x for x in stores if x is not None and leaf in x), None)
+            if store is None or leaf in d:
+                return None
+            tensors.append((store, leaf, e.seen) + e.key)
+        return list(links.values()), tensors
+
+    def _unchanged(self):
+        """The fast check: every module and tensor where it was at the last sync, unchanged."""
+        if self._fast is None:
+            return False
+        links, tensors = self._fast
+        for modules, name, child in links:
+            if modules.get(name) is not child:
+                return False
+        for store, name, seen, ptr, shape, stride, dtype in tensors:
+            t = store.get(name)
+            if (t is not seen or t.data_ptr() != ptr or t.shape != shape or t.dtype is not dtype
+                    or t.stride() != stride):
+                return False
+        return True
+
     def _fetch(self, atoms):
         obj = self._module
         for a in atoms:
@@ -107,6 +150,8 @@ class StateWatch:
     def sync(self, state, rebind):
         """Follows every replaced tensor: ``state[target]`` becomes the module's tensor and
         ``rebind(target, tensor)`` binds it. Raises before binding anything it refuses."""
+        if self._unchanged():
+            return
         changed = []
         for e in self._entries:
             try:
@@ -116,7 +161,14 @@ class StateWatch:
             if cur is not e.seen or _key(cur) != e.key:
                 changed.append((e, cur))
         if not changed:
+            self._fast = self._index()
             return
+        # A name tied to a replaced tensor must follow it, whether or not it changed itself.
+        moved = {e.name for e, _ in changed}
+        listed = {id(e) for e, _ in changed}
+        for e in self._entries:
+            if e.tied_to in moved and id(e) not in listed:
+                changed.append((e, e.seen))
         refused = [why for why in (self._refusal(e, cur) for e, cur in changed) if why]
         if refused:  # everything checked before anything is bound
             raise self._error("; ".join(refused))
@@ -126,6 +178,7 @@ class StateWatch:
                     rebind(e.name, cur)
                 state[e.name] = cur
             e.seen, e.key = cur, _key(cur)
+        self._fast = self._index()
 
     def _refusal(self, e, cur):
         """Why the module's tensor `cur` under e's name cannot be bound, or None."""

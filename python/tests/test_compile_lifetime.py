@@ -162,6 +162,35 @@ class ModuleStateFollowed(CompileCase):
             compiled(torch.ones(1, 4), torch.tensor([0]))
 
 
+class Tied(nn.Module if torch is not None else object):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4, bias=False)
+        self.b = nn.Linear(4, 4, bias=False)
+        self.b.weight = self.a.weight
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+@requires_extension
+class TiedWeights(CompileCase):
+    def test_tied_weights_follow_together_or_are_refused_untied(self):
+        m = Tied()
+        compiled = inplace.compile(m, (torch.ones(1, 4),))
+        x = torch.randn(1, 4)
+        m.a.weight.data = torch.randn(4, 4)  # both names see it
+        with torch.no_grad():
+            self.assertSame(compiled(x), m(x), "retied output")
+        m.a.weight = nn.Parameter(torch.randn(4, 4))  # untied: the engine has one memory
+        with self.assertRaisesRegex(inplace.InputError, "parameter 'b.weight' was one tensor "
+                                    "with 'a.weight' at compile"):
+            compiled(x)
+        m.b.weight = m.a.weight
+        with torch.no_grad():
+            self.assertSame(compiled(x), m(x), "tied again")
+
+
 class TwoCaches(nn.Module if torch is not None else object):
     def __init__(self):
         super().__init__()
