@@ -7,6 +7,7 @@ the module's own tensors: what ``forward`` writes into them persists, and they r
 attributes of the compiled module under their own names.
 """
 import json
+import operator
 import os
 
 import torch
@@ -139,7 +140,6 @@ def _input_name(key, names, what):
 def _int64(value, what):
     """``value`` as an int64 (the engine's integer), else an InputError saying ``what`` it is."""
     try:
-        import operator
         v = operator.index(value)
     except TypeError:
         raise InputError("%s is %r, not an integer" % (what, value)) from None
