@@ -26,8 +26,10 @@ class InputError(ValueError):
 
 
 def _to_capsule(t):
-    if t.requires_grad:
-        t = t.detach()
+    # Always an alias of its own: the capsule holds the tensor object it is given, and
+    # `x.data = y` on that object would free the memory the engine (or a result viewing it)
+    # still reads. detach() shares the memory, not the object.
+    t = t.detach()
     if t.dtype == torch.bool:  # torch 1.13 has no DLPack bool: cross as uint8, same bytes
         return (dlpack.to_dlpack(t.view(torch.uint8)), True)
     return (dlpack.to_dlpack(t), False)

@@ -32,6 +32,11 @@ def transpose(x):
     return x.t()
 
 
+def double(y):
+    """Reads every element of y in the engine (the read ASan checks)."""
+    return y.contiguous() * 2
+
+
 @requires_extension
 class ResultsKeepInputsAlive(CompileCase):
     def test_a_view_of_a_dropped_input_still_reads_its_values(self):
@@ -43,6 +48,23 @@ class ResultsKeepInputsAlive(CompileCase):
         del x
         gc.collect()
         keep = churn((3, 4), 7.0)
+        self.assertTrue(torch.equal(got, want), got)
+        reader = inplace.compile(double, (torch.zeros(4, 3),))
+        self.assertTrue(torch.equal(reader(got), want * 2))  # the engine's read, checked by ASan
+        del keep
+
+    def test_a_view_outlives_the_input_data_being_replaced(self):
+        # `x.data = y` frees x's memory unless something else holds it: the result does, as
+        # eager's view does. The engine then reads the view (a read ASan checks).
+        compiled = inplace.compile(transpose, (torch.zeros(3, 4),))
+        reader = inplace.compile(double, (torch.zeros(4, 3),))
+        x = torch.arange(12.0).reshape(3, 4)
+        want = x.t().clone()
+        got = compiled(x)
+        x.data = torch.zeros(1)
+        gc.collect()
+        keep = churn((3, 4), 7.0)
+        self.assertTrue(torch.equal(reader(got), want * 2))
         self.assertTrue(torch.equal(got, want), got)
         del keep
 
@@ -189,6 +211,33 @@ class TiedWeights(CompileCase):
         m.b.weight = m.a.weight
         with torch.no_grad():
             self.assertSame(compiled(x), m(x), "tied again")
+
+
+class WeightView(nn.Module if torch is not None else object):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("w", torch.arange(6.0).reshape(2, 3))
+
+    def forward(self, x):
+        return x + 1, self.w.t()
+
+
+@requires_extension
+class StateViews(CompileCase):
+    def test_a_view_of_a_buffer_outlives_its_replacement(self):
+        m = WeightView()
+        compiled = inplace.compile(m, (torch.zeros(2),))
+        _, got = compiled(torch.zeros(2))
+        want = m.w.t().clone()
+        m.w.data = torch.full((2, 3), -1.0)  # eager's view keeps the old memory; so does ours
+        gc.collect()
+        keep = churn((2, 3), 7.0)
+        self.assertTrue(torch.equal(got, want), got)
+        reader = inplace.compile(double, (torch.zeros(3, 2),))
+        self.assertTrue(torch.equal(reader(got), want * 2))
+        _, now = compiled(torch.zeros(2))  # and the next call reads the new buffer
+        self.assertTrue(torch.equal(now, torch.full((3, 2), -1.0)), now)
+        del keep
 
 
 class TwoCaches(nn.Module if torch is not None else object):
