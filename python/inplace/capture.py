@@ -114,7 +114,9 @@ def _lift_get_attrs(gm, module, prefix=""):
             else:
                 ctx = gm.graph.inserting_after(anchor)
             with ctx:
-                ph = gm.graph.placeholder(target.replace(".", "_"))
+                name = target.replace(".", "_")
+                # nn.Sequential's "0.weight": a placeholder is a Python argument name.
+                ph = gm.graph.placeholder(name if name.isidentifier() else "p_" + name)
             ph.meta = copy.copy(node.meta)
             anchor = ph
             by_target[target] = ph

@@ -7,6 +7,7 @@ the module's own tensors: what ``forward`` writes into them persists, and they r
 attributes of the compiled module under their own names.
 """
 import json
+import operator
 import os
 
 import torch
@@ -14,6 +15,7 @@ import torch.utils.dlpack as dlpack
 
 from . import _native
 from .capture import capture, rebuild
+from .state_watch import StateWatch
 
 __all__ = ["CompiledProgram", "InputError", "compile"]
 
@@ -24,8 +26,10 @@ class InputError(ValueError):
 
 
 def _to_capsule(t):
-    if t.requires_grad:
-        t = t.detach()
+    # Always an alias of its own: the capsule holds the tensor object it is given, and
+    # `x.data = y` on that object would free the memory the engine (or a result viewing it)
+    # still reads. detach() shares the memory, not the object.
+    t = t.detach()
     if t.dtype == torch.bool:  # torch 1.13 has no DLPack bool: cross as uint8, same bytes
         return (dlpack.to_dlpack(t.view(torch.uint8)), True)
     return (dlpack.to_dlpack(t), False)
@@ -48,6 +52,25 @@ def _as_tensor(value, name, device=None):
         return torch.tensor(value, dtype=torch.float32, device=device)
     raise InputError("input '%s': expected a tensor or a Python number, got %s"
                      % (name, type(value).__name__))
+
+
+def _refuse_grad_leaves(written, tensors, names, written_state=(), state=None):
+    """Eager torch refuses to write in place into a leaf that requires grad (or a view of
+    one) while grad mode is on; so does the compiled program, before anything is written."""
+    if not torch.is_grad_enabled():
+        return
+    what = [("input '%s'" % names[k], tensors[k]) for k in written]
+    what += [("state '%s'" % t, state[t]) for t in written_state]
+    for name, t in what:
+        if not t.requires_grad:
+            continue
+        base = t._base if t._base is not None else t
+        if base.is_leaf:
+            raise InputError(
+                "%s is %sa leaf tensor that requires grad, and the program writes it in place, "
+                "which torch refuses (\"a leaf Variable that requires grad is being used in an "
+                "in-place operation\"): pass a tensor that does not require grad, or call under "
+                "torch.no_grad()" % (name, "a view of " if t is not base else ""))
 
 
 def _engine_device(device, examples, names, state):
@@ -101,6 +124,32 @@ def _stream_of(device):
     return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
 
 
+_INT64 = (-2**63, 2**63 - 1)
+
+
+def _input_name(key, names, what):
+    """An input named by name or index, as ``what`` ("value_ranges") names it in errors."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        if not 0 <= key < len(names):
+            raise InputError("%s: input index %d is out of range (%d inputs)"
+                             % (what, key, len(names)))
+        return names[key]
+    if key not in names:
+        raise InputError("%s: no input '%s' (inputs: %s)" % (what, key, ", ".join(names)))
+    return key
+
+
+def _int64(value, what):
+    """``value`` as an int64 (the engine's integer), else an InputError saying ``what`` it is."""
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise InputError("%s is %r, not an integer" % (what, value)) from None
+    if not _INT64[0] <= v <= _INT64[1]:
+        raise InputError("%s is %d, outside int64 [%d, %d]" % (what, v, _INT64[0], _INT64[1]))
+    return v
+
+
 def _dynamic_list(dynamic, names):
     """{input: {dim: max}} or [(input, dim, max)] -> [(name, dim, max)]."""
     if not dynamic:
@@ -108,9 +157,29 @@ def _dynamic_list(dynamic, names):
     out = []
     items = dynamic.items() if isinstance(dynamic, dict) else [(i, {d: m}) for i, d, m in dynamic]
     for key, dims in items:
-        name = names[key] if isinstance(key, int) else key
+        name = _input_name(key, names, "dynamic")
         for dim, bound in dims.items():
-            out.append((name, int(dim), int(bound)))
+            out.append((name, _int64(dim, "dynamic: input '%s': the dim" % name),
+                        _int64(bound, "dynamic: input '%s': the bound of dim %s" % (name, dim))))
+    return out
+
+
+def _ranges_list(value_ranges, names):
+    """{input: (lo, hi)} -> [(name, lo, hi)]: int64 bounds, lo <= hi."""
+    out = []
+    for key, bounds in dict(value_ranges or {}).items():
+        name = _input_name(key, names, "value_ranges")
+        try:
+            lo, hi = bounds
+        except (TypeError, ValueError):
+            raise InputError("value_ranges: input '%s': expected (lo, hi), got %r"
+                             % (name, bounds)) from None
+        lo = _int64(lo, "value_ranges: input '%s': the lower bound" % name)
+        hi = _int64(hi, "value_ranges: input '%s': the upper bound" % name)
+        if lo > hi:
+            raise InputError("value_ranges: input '%s': the lower bound %d is above the upper "
+                             "bound %d" % (name, lo, hi))
+        out.append((name, lo, hi))
     return out
 
 
@@ -120,12 +189,7 @@ def _mutated_list(mutated, names):
         return []
     out = []
     for key, output in dict(mutated).items():
-        if isinstance(key, int):
-            if not 0 <= key < len(names):
-                raise InputError("mutated_inputs: input index %d is out of range (%d inputs)"
-                                 % (key, len(names)))
-            key = names[key]
-        out.append((key, int(output)))
+        out.append((_input_name(key, names, "mutated_inputs"), int(output)))
     return out
 
 
@@ -141,6 +205,12 @@ class CompiledProgram(torch.nn.Module):
         self._names = list(native.user_input_names)
         self._device = torch.device(native.device)
         self._state = dict(captured.state)  # target -> the module's own tensor
+        kinds = {e.get("target"): e.get("kind") for e in
+                 (captured.doc.get("signature") or {}).get("inputs", []) if e.get("target")}
+        self._watch = StateWatch(module, self._state, kinds,
+                                 list(dict.fromkeys(native.state_bindings.values())), InputError)
+        self._written = list(native.written_user_inputs)
+        self._written_state = [t for t in native.written_state if t in self._state]
         self._expected = {}  # name -> (shape, dtype, dynamic dims)
         dyn = {}
         for name, dim, bound in dynamic:
@@ -215,8 +285,21 @@ class CompiledProgram(torch.nn.Module):
         if len(args) != len(self._names):
             raise TypeError("the program takes %d inputs (%s), got %d"
                             % (len(self._names), ", ".join(self._names), len(args)))
+        self._watch.sync(self._state, self._rebind)  # replaced state: bound, or refused
         tensors = [self._check(i, a) for i, a in enumerate(args)]
-        results = self._native.call([_to_capsule(t) for t in tensors], _stream_of(self._device))
+        _refuse_grad_leaves(self._written, tensors, self._names, self._written_state,
+                            self._state)
+        try:
+            results = self._native.call([_to_capsule(t) for t in tensors],
+                                        _stream_of(self._device))
+        except _native.load().Error as e:
+            state = [t for t in self._native.partly_updated if t in self._state]
+            if not state:
+                raise
+            raise type(e)("%s [python: the module's %s; restore it in place and call "
+                          "compiled.reset(), or assign a restored tensor to the module, which "
+                          "the next call binds]" % (e, ", ".join("'%s'" % t for t in state))
+                          ) from None
         leaves = []
         for r in results:
             if type(r) is int:
@@ -228,6 +311,24 @@ class CompiledProgram(torch.nn.Module):
         for i in self._captured.scalar_outputs:
             leaves[i] = leaves[i].item()
         return _rebuild(self._captured.out_spec, leaves)
+
+    def _rebind(self, target, tensor):
+        self._native.rebind_state(target, _to_capsule(tensor))
+
+    # ---- recovery
+    def reset(self):
+        """Accepts the module state a failed call left partly updated (the call's error names
+        it): restore it in place first (``m.k_cache.zero_()``), or assign a restored tensor to
+        the module attribute instead, which the next call binds. Until one of the two, every
+        call is refused naming the partly updated state."""
+        self._native.reset()
+
+    @property
+    def partly_updated(self):
+        """The inputs (names) and module state (targets) a failed call left partly updated,
+        until they are bound anew (an input at every call, the module's state when replaced)
+        or ``reset()`` is called."""
+        return list(self._native.partly_updated)
 
     # ---- introspection
     @property
@@ -306,8 +407,7 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     dev = _engine_device(device, example_inputs, names, captured.state)
     examples = [_as_tensor(x, n, dev) for x, n in zip(example_inputs, names)]
     dyn = _dynamic_list(dynamic, names)
-    ranges = [(names[k] if isinstance(k, int) else k, int(lo), int(hi))
-              for k, (lo, hi) in dict(value_ranges or {}).items()]
+    ranges = _ranges_list(value_ranges, names)
     native = C.compile_graph(
         json.dumps(captured.doc, allow_nan=False), os.getcwd(),
         [_to_capsule(t) for t in examples],
@@ -339,8 +439,7 @@ def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dyn
     dev = _engine_device(device, example_inputs, names, state)
     examples = [_as_tensor(x, n, dev) for x, n in zip(example_inputs, names)]
     dyn = _dynamic_list(dynamic, names)
-    ranges = [(names[k] if isinstance(k, int) else k, int(lo), int(hi))
-              for k, (lo, hi) in dict(value_ranges or {}).items()]
+    ranges = _ranges_list(value_ranges, names)
     native = C.compile_graph(json.dumps(graph, allow_nan=False), base_dir,
                              [_to_capsule(t) for t in examples],
                              {t: _to_capsule(v) for t, v in state.items()}, alias,

@@ -14,8 +14,8 @@ import torch
 
 from . import _native
 from .capture import capture
-from .compiled import (InputError, _as_tensor, _from_result, _rebuild, _stream_of, _Text,
-                       _to_capsule)
+from .compiled import (InputError, _as_tensor, _from_result, _rebuild, _refuse_grad_leaves,
+                       _stream_of, _Text, _to_capsule)
 from .fx_export import _dumps
 from .safetensors_io import read_safetensors, read_safetensors_metadata, write_safetensors
 
@@ -69,6 +69,8 @@ class LoadedProgram:
         self._bindings = list(native.user_input_names)
         self.device = torch.device(native.device)
         self._state_by_target = {t: state[b] for b, t in state_targets.items()}
+        self._written = [k for k in native.written_user_inputs if self._bindings[k] not in state]
+        self._partly = []  # state bindings a failed call left partly updated, until reset()
 
     @property
     def input_names(self):
@@ -89,6 +91,11 @@ class LoadedProgram:
     def get_buffer(self, target):
         return self._state_by_target[target]
 
+    def reset(self):
+        """Accepts the state a failed call left partly updated (restored in place, or not)."""
+        self._partly = []
+        self._native.reset()
+
     def __call__(self, *args):
         if len(args) != len(self._names):
             raise TypeError("the program takes %d inputs (%s), got %d"
@@ -97,7 +104,19 @@ class LoadedProgram:
         tensors = []
         for b in self._bindings:
             tensors.append(self.state[b] if b in self.state else given[b])
-        results = self._native.call([_to_capsule(t) for t in tensors], _stream_of(self.device))
+        _refuse_grad_leaves(self._written, tensors, self._bindings)
+        if self._partly:
+            # The state is bound anew at every call: the refusal the engine keeps for a
+            # context's own bindings is kept here.
+            raise _native.load().Error(
+                "[call] a failed call left the state %s partly updated; restore it (.state) "
+                "and call reset()" % ", ".join("'%s'" % b for b in self._partly))
+        try:
+            results = self._native.call([_to_capsule(t) for t in tensors],
+                                        _stream_of(self.device))
+        except _native.load().Error:
+            self._partly = [b for b in self._native.partly_updated if b in self.state]
+            raise
         leaves = []
         for r in results:
             if type(r) is int:

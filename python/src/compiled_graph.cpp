@@ -1,5 +1,7 @@
 #include "compiled_graph.h"
 
+#include <set>
+
 #include "compiler/exported_program.h"
 #include "core/device_allocator.h"
 #include "ir/export_signature.h"
@@ -168,6 +170,48 @@ std::vector<CallResult> CompiledGraph::call(const std::vector<Tensor>& user_inpu
     if (!outs[j].same_view(dst)) copy_into(dst, outs[j]);
   }
   return results;
+}
+
+void CompiledGraph::rebind_state(const std::string& target, const Tensor& t) {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  auto it = state_.find(target);
+  IP_CHECK(it != state_.end(), kNotFound, "[rebind] no state '", target, "' in this program");
+  for (size_t i = 0; i < sources_.size(); ++i)
+    if (sources_[i].user_input < 0 && sources_[i].state_target == target)
+      ctx_->bind_input(static_cast<int>(i), t);
+  it->second = t;
+}
+
+void CompiledGraph::reset() {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  ctx_->reset();
+}
+
+std::vector<std::string> CompiledGraph::partly_updated() const {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  std::vector<std::string> out;
+  for (int i : ctx_->partly_updated())
+    out.push_back(sources_[i].user_input >= 0 ? user_names_[sources_[i].user_input]
+                                              : sources_[i].state_target);
+  return out;
+}
+
+std::vector<int> CompiledGraph::written_user_inputs() const {
+  std::set<int> out;
+  for (int i : engine_->mutated_inputs())
+    if (sources_[i].user_input >= 0) out.insert(sources_[i].user_input);
+  for (const Sink& s : sinks_)
+    if (s.user_input >= 0) out.insert(s.user_input);
+  return {out.begin(), out.end()};
+}
+
+std::vector<std::string> CompiledGraph::written_state() const {
+  std::set<std::string> out;
+  for (int i : engine_->mutated_inputs())
+    if (sources_[i].user_input < 0) out.insert(sources_[i].state_target);
+  for (const Sink& s : sinks_)
+    if (!s.user_output && s.user_input < 0) out.insert(s.state_target);
+  return {out.begin(), out.end()};
 }
 
 int CompiledGraph::num_user_outputs() const {

@@ -37,6 +37,19 @@ class CompiledGraph {
   // engine the kernels are enqueued on `stream` (a cudaStream_t; the caller's torch stream).
   std::vector<CallResult> call(const std::vector<Tensor>& user_inputs, void* stream = nullptr);
 
+  // Binds `t` where the state entry `target` was bound (a parameter or buffer the caller
+  // replaced: same shape and dtype, checked by the binding); the entry then holds `t`. A
+  // binding a failed call left partly updated is usable again once rebound.
+  void rebind_state(const std::string& target, const Tensor& t);
+  // Accepts the state a failed call left partly updated (ExecutionContext::reset).
+  void reset();
+  // What a failed call left partly updated: user input names and state targets.
+  std::vector<std::string> partly_updated() const;
+  // What the engine writes: user inputs (indices) and state entries (targets), in place or
+  // written back.
+  std::vector<int> written_user_inputs() const;
+  std::vector<std::string> written_state() const;
+
   const Engine& engine() const { return *engine_; }
   std::shared_ptr<const Engine> engine_ptr() const { return engine_; }
   const std::vector<std::string>& user_input_names() const { return user_names_; }
@@ -80,7 +93,7 @@ class CompiledGraph {
   std::vector<std::string> user_names_;
   std::vector<Sink> sinks_;
   // Python threads share one compiled program (and its context): calls run one at a time.
-  std::mutex call_mutex_;
+  mutable std::mutex call_mutex_;
 };
 
 }  // namespace inplace::python

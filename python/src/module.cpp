@@ -103,6 +103,18 @@ PYBIND11_MODULE(_C, m) {
             return out;
           },
           py::arg("inputs"), py::arg("stream") = 0)
+      .def(
+          "rebind_state",
+          [](CompiledGraph& self, const std::string& target, const py::tuple& tensor) {
+            Tensor t = tensor_arg(tensor, "state '" + target + "'");
+            py::gil_scoped_release release;
+            self.rebind_state(target, t);
+          },
+          py::arg("target"), py::arg("tensor"))
+      .def("reset", &CompiledGraph::reset, py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("partly_updated", &CompiledGraph::partly_updated)
+      .def_property_readonly("written_user_inputs", &CompiledGraph::written_user_inputs)
+      .def_property_readonly("written_state", &CompiledGraph::written_state)
       .def_property_readonly("device",
                              [](const CompiledGraph& self) { return self.engine().device().str(); })
       .def_property_readonly("user_input_names", &CompiledGraph::user_input_names)

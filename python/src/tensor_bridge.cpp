@@ -84,11 +84,12 @@ Tensor tensor_from_dlpack(const pybind11::capsule& capsule, const std::string& w
            "[python] ", what, ": not an unused DLPack capsule");
   auto* managed = static_cast<DLManagedTensor*>(capsule.get_pointer());
   const DLTensor& dl = managed->dl_tensor;
-  // Read everything, then release the producer's reference (the torch tensor lives on in the
-  // caller) and mark the capsule used so its destructor does not release it again.
+  // The capsule is marked used at once: from here on the producer's reference (which keeps the
+  // torch tensor's memory alive) is ours, released by `release` on a refusal or handed to the
+  // tensor's storage below.
+  PyCapsule_SetName(capsule.ptr(), kUsedCapsuleName);
   auto release = [&] {
     if (managed->deleter) managed->deleter(managed);
-    PyCapsule_SetName(capsule.ptr(), kUsedCapsuleName);
   };
   Device device;
   if (dl.device.device_type == kDLCUDA) {
@@ -118,13 +119,19 @@ Tensor tensor_from_dlpack(const pybind11::capsule& capsule, const std::string& w
   std::optional<Shape> strides;
   if (dl.strides) strides = Shape(dl.strides, dl.strides + dl.ndim);
   void* data = static_cast<char*>(dl.data) + dl.byte_offset;
-  Tensor t;
-  if (numel_of(shape) == 0)
-    t = Tensor::empty(shape, dtype, device);  // no memory to share (torch may give a null pointer)
-  else
-    t = Tensor::borrow(data, shape, dtype, strides, device);
-  release();
-  return t;
+  if (numel_of(shape) == 0) {
+    release();
+    return Tensor::empty(shape, dtype, device);  // no memory to share (torch may give null)
+  }
+  // The storage owns the producer's reference: torch's memory lives as long as any tensor
+  // viewing it (a bound input, a result that is a view of it, a capsule handed back to torch).
+  std::shared_ptr<const void> owner(managed, [](const void* p) {
+    auto* m = static_cast<DLManagedTensor*>(const_cast<void*>(p));
+    if (m->deleter) m->deleter(m);
+  });
+  Tensor view = Tensor::borrow(data, shape, dtype, strides, device);
+  return Tensor(Storage::borrow(data, view.storage()->nbytes(), std::move(owner), device), 0, shape,
+                view.strides(), dtype);
 }
 
 pybind11::capsule tensor_to_dlpack(const Tensor& t) {

@@ -12,9 +12,12 @@
 namespace inplace::python {
 
 // A view of the capsule's memory (shape, strides, offset as the tensor has them). The capsule
-// is marked used and its owner released: the caller keeps the torch tensor alive while the
-// result is in use. `as_dtype` reinterprets same-width elements (torch 1.13 has no DLPack bool,
-// so bool tensors cross as uint8). `what` names the tensor in errors ("input 'cache'").
+// is marked used and its producer reference moves into the result's storage: the torch
+// tensor's memory lives until the last inplace tensor viewing it (a bound input, a result that
+// is a view of it) is gone, whatever the caller drops meanwhile. The producer's deleter may then
+// run without the GIL (torch's does not need it). `as_dtype` reinterprets same-width elements
+// (torch 1.13 has no DLPack bool, so bool tensors cross as uint8). `what` names the tensor in
+// errors ("input 'cache'").
 Tensor tensor_from_dlpack(const pybind11::capsule& capsule, const std::string& what,
                           std::optional<DType> as_dtype = std::nullopt);
 

@@ -31,6 +31,11 @@ class Models(CompileCase):
         self.check(Step(), (torch.randn(2, 6), torch.randn(2, 8)),
                    [(torch.randn(2, 6), torch.randn(2, 8)) for _ in range(2)])
 
+    def test_sequential_whose_state_names_start_with_digits(self):
+        # "0.weight" is no Python argument name: the placeholder is renamed, the state kept.
+        self.check(nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)), (torch.randn(2, 4),),
+                   [(torch.randn(2, 4),)])
+
     def test_gru_cell_alone_unbatched(self):
         self.check(nn.GRUCell(4, 5), (torch.randn(4), torch.randn(5)), [(torch.randn(4), torch.randn(5))])
 
