@@ -45,7 +45,8 @@ TEST(EngineFileLimits, HugePlaceholderIsRefusedWhenSavedNotWhenLoaded) {
   auto g = b.build();
   const int64_t n = int64_t{1} << 31;
   CompiledProgram cp = compile(*g, {Tensor::meta({n, n}, DType::kFloat32)});
-  expect_save_refused(*cp.engine, "binding has too many elements [2147483648,2147483648]");
+  expect_save_refused(*cp.engine,
+                      "input binding 'x' has too many elements [2147483648,2147483648]");
 }
 
 TEST(EngineFileLimits, EnginesWithinTheLimitsStillSave) {

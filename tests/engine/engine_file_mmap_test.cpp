@@ -105,7 +105,7 @@ TEST(EngineFileMmap, MappedLoadEqualsBytesLoadAndPointsIntoTheFile) {
   for (size_t k = 0; k < mapped->plan().constants.size(); ++k) {
     const Tensor& m = mapped->plan().constants[k];
     const Tensor& c = copied->plan().constants[k];
-    EXPECT_FALSE(m.storage()->owned()) << "a mapped weight is the file's bytes, not a copy";
+    EXPECT_FALSE(m.storage()->owned()) << "a loaded weight views the file's bytes, no 2nd copy";
     EXPECT_TRUE(c.storage()->owned()) << "a weight loaded from bytes is a copy";
     EXPECT_EQ(reinterpret_cast<uintptr_t>(m.data_ptr()) % 64, 0u);
     EXPECT_TRUE(tensor_equal(m, c, 0));
@@ -192,7 +192,7 @@ TEST(EngineFileMmap, ProgramFileWeightsAreMappedOnceForEveryMethod) {
 TEST(MappedFile, RefusesWhatIsNotARegularFile) {
   try {
     MappedFile::open(::testing::TempDir(), "test");
-    ADD_FAILURE() << "a directory was mapped";
+    ADD_FAILURE() << "a directory was read";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("a directory"), std::string::npos) << e.what();
   }
