@@ -36,8 +36,9 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, cons
   const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   g.mapped = (size + page - 1) / page * page;
   void* p = ::mmap(nullptr, g.mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const int map_err = errno;
   IP_CHECK(p != MAP_FAILED, kIO, "[", tag, "] cannot allocate ", size, " bytes to read '", path,
-           "': ", std::strerror(errno));
+           "': ", std::strerror(map_err));
   g.p = p;
   // No MADV_HUGEPAGE: with the kernel's default defrag it stalls on compaction (medium's 634 MB
   // took 0.2-2.3 s against a steady 0.25-0.4 s without it).
@@ -48,15 +49,17 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, cons
     // read() moves at most about 2 GiB a call on Linux; ask for less so every call is whole.
     const size_t want = std::min<size_t>(size - done, size_t{1} << 30);
     ssize_t n = ::pread(g.fd, dst + done, want, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    IP_CHECK(n >= 0, kIO, "[", tag, "] cannot read '", path, "': ", std::strerror(errno));
+    const int read_err = errno;
+    if (n < 0 && read_err == EINTR) continue;
+    IP_CHECK(n >= 0, kIO, "[", tag, "] cannot read '", path, "': ", std::strerror(read_err));
     IP_CHECK(n > 0, kIO, "[", tag, "] '", path, "' changed while being read: ", size,
              " bytes when opened, ", done, " when read (truncated by another process?)");
     done += static_cast<size_t>(n);
   }
   // Read-only from here: a stray write faults instead of changing a loaded engine's weights.
-  IP_CHECK(::mprotect(p, g.mapped, PROT_READ) == 0, kIO, "[", tag, "] cannot protect the ", size,
-           " bytes read from '", path, "': ", std::strerror(errno));
+  const int protect_err = ::mprotect(p, g.mapped, PROT_READ) == 0 ? 0 : errno;
+  IP_CHECK(protect_err == 0, kIO, "[", tag, "] cannot protect the ", size, " bytes read from '",
+           path, "': ", std::strerror(protect_err));
   std::unique_ptr<const MappedFile> out(
       new MappedFile(static_cast<const char*>(p), size, g.mapped, path));
   g.p = nullptr;  // owned by `out` now
