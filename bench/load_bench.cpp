@@ -1,7 +1,8 @@
 // Loading a saved engine or program file (e.g. `inplace demo --save FILE`): the checksum's
 // speed on the file's bytes in memory (XXH3-64, what files use since engine ABI 3, next to the
-// FNV-1a 64 they used before), then the load itself, memory-mapped (load_program_or_engine)
-// and from bytes read into memory first (the way loading worked before). Best of `reps`.
+// FNV-1a 64 they used before), then the load itself (load_program_or_engine: the file read into
+// private memory that the weights view) and from bytes read into a string first (every weight
+// copied out of it again). Best of `reps`.
 //
 //   build/bench/load_bench FILE [reps]
 #include <chrono>
@@ -60,11 +61,11 @@ int main(int argc, char** argv) {
   std::printf("%s: %.1f MB\n", path.c_str(), gb * 1e3);
   std::printf("checksum XXH3-64: %.1f ms, %.1f GB/s\n", xxh * 1e3, gb / xxh);
   std::printf("checksum FNV-1a 64 (before): %.1f ms, %.2f GB/s\n", fnv * 1e3, gb / fnv);
-  const double map_only = best_of(reps, [&] {
+  const double read_only = best_of(reps, [&] {
     auto file = MappedFile::open(path, "load_bench");
     sink = sink + checksum64(file->bytes());
   });
-  const double mapped = best_of(reps, [&] { load_program_or_engine(path); });
+  const double loaded = best_of(reps, [&] { load_program_or_engine(path); });
   const double copied = best_of(reps, [&] {
     const std::string b = read_regular_file(path, "load_bench");
     if (is_engine_file(b))
@@ -73,8 +74,8 @@ int main(int argc, char** argv) {
       deserialize_program(b, path);
   });
   std::printf(
-      "map + checksum: %.1f ms; load memory-mapped: %.1f ms; read into memory, then load "
-      "(copies): %.1f ms\n",
-      map_only * 1e3, mapped * 1e3, copied * 1e3);
+      "read into private memory + checksum: %.1f ms; load from the path: %.1f ms; read into a "
+      "string, then load (copies the weights again): %.1f ms\n",
+      read_only * 1e3, loaded * 1e3, copied * 1e3);
   return 0;
 }

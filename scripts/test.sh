@@ -22,5 +22,5 @@ stage "ThreadSanitizer build + concurrency tests"
 stage "fuzzing the engine file loader"
 FUZZ_SECONDS=${FUZZ_SECONDS:-60} ./scripts/fuzz.sh engine_file engine_file_fields
 stage "fuzzing the graph JSON, safetensors and program file loaders"
-FUZZ_SECONDS=${FUZZ_SECONDS_OTHERS:-30} ./scripts/fuzz.sh graph_json safetensors program_file
+FUZZ_SECONDS=${FUZZ_SECONDS_OTHERS:-30} ./scripts/fuzz.sh graph_json safetensors program_file loaded_file
 stage "all passed"

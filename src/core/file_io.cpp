@@ -61,6 +61,19 @@ class File {
   off_t size_ = 0;
 };
 
+// Makes a rename in the folder of `path` durable (best effort: a folder that cannot be opened or
+// synced, as on some network file systems, leaves the rename as the kernel has it).
+void sync_parent_dir(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  (void)::fsync(fd);
+  ::close(fd);
+}
+
 }  // namespace
 
 void check_regular_file(const std::string& path, const char* tag) {
@@ -105,12 +118,16 @@ void write_file_atomically(const std::string& path, const char* tag,
     ::unlink(tmp.c_str());
     throw;
   }
-  int err = ::close(fd) != 0 ? errno : 0;
+  // fsync before the rename: after a crash the path holds the old file or the whole new one,
+  // never a renamed file whose data had not reached the disk.
+  int err = ::fsync(fd) != 0 ? errno : 0;
+  if (::close(fd) != 0 && !err) err = errno;
   if (!err && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
   if (err) {
     ::unlink(tmp.c_str());
     IP_FAIL(kIO, "[", tag, "] cannot write '", path, "': ", std::strerror(err));
   }
+  sync_parent_dir(path);
 }
 
 void check_output_file(const std::string& path, const char* tag) {

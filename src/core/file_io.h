@@ -19,9 +19,10 @@ std::string read_regular_file(const std::string& path, const char* tag);
 // An open read-only descriptor on a regular file (checked as above) and its size; the caller
 // closes it.
 int open_regular_file(const std::string& path, const char* tag, size_t* size);
-// Writes `path` through a temporary file in the same folder, renamed over it once `write` has
-// written every byte into the sink: a file that a loaded engine still maps is replaced, never
-// truncated under it, and a failed write (an exception from `write` included) leaves no file.
+// Writes `path` through a temporary file in the same folder (`<path>.tmp.<pid>.<n>`), fsynced and
+// renamed over it once `write` has written every byte into the sink: a reader that has the old
+// file open sees the old file whole, never a truncated or half-written one, and a failed write
+// (an exception from `write` included) leaves the old file (or none) and no temporary.
 void write_file_atomically(const std::string& path, const char* tag,
                            const std::function<void(FileSink&)>& write);
 // For a file about to be written: throws when `path` exists and is not a regular file.

@@ -293,6 +293,21 @@ std::string serialize_mutated_inputs(const Engine& e) {
 }
 
 namespace {
+// An engine the loader would refuse is never written: the PLAN field is read back with the
+// loader's own reader (read_plan: every limit on ranks, sizes, strides, offsets, counts and the
+// arena, in one place), so `compile -o` fails, naming what is out of range, instead of writing
+// a file that `run` refuses (a placeholder of shape [2^31, 2^31] passes 2^50 elements).
+void check_loadable(const std::string& plan_bytes, const Engine& e) {
+  Plan back;
+  try {
+    Reader r(plan_bytes, str_cat("engine '", e.name(), "'"), "field PLAN");
+    engine_file::read_plan(r, &back);
+  } catch (const Error& err) {
+    IP_FAIL(kUnsupported, "[engine_file] cannot save engine '", e.name(),
+            "': loading would refuse it (", err.what(), ")");
+  }
+}
+
 void write_engine(FileSink& out, const Engine& e, bool with_weights) {
   Writer w;
   w.raw(kEngineFileMagic, 8);
@@ -300,6 +315,7 @@ void write_engine(FileSink& out, const Engine& e, bool with_weights) {
   w.u32(kEngineFileFieldCount);
   Writer plan;
   engine_file::write_plan(plan, e.plan());
+  check_loadable(plan.bytes(), e);
   const std::string fields[] = {e.name(),
                                 e.device().str(),
                                 plan.bytes(),
@@ -403,6 +419,7 @@ std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const s
 }
 
 std::shared_ptr<const Engine> load_engine(const std::string& path) {
+  // The file's bytes in private memory: whatever happens to the file later, the weights stay.
   std::shared_ptr<const MappedFile> file = MappedFile::open(path, "engine_file");
   return deserialize_engine(file->bytes(), path, nullptr, file);
 }

@@ -36,6 +36,8 @@ const char* engine_file_field_name(uint32_t field);
 
 // `with_weights = false` leaves WEIGHTS empty: a program file stores every method's weights once
 // and hands them back to deserialize_engine as `external`.
+// Both refuse (kUnsupported) an engine the loader would refuse (its PLAN read back with the
+// loader's reader). save_engine writes a temporary next to `path` and renames it over `path`.
 std::string serialize_engine(const Engine& engine, bool with_weights = true);
 void save_engine(const Engine& engine, const std::string& path);
 // Weights an engine file without WEIGHTS takes from elsewhere, in its constant order.
@@ -46,12 +48,13 @@ struct ExternalWeights {
 // `label` names the source in errors (a path, or "<memory>"). With `external`, the file's
 // WEIGHTS must be empty and the plan's constants are `external` (checked like stored ones).
 // Weights are copied out of `bytes`, unless `keep_alive` owns them: then (64-byte aligned in
-// memory, as a mapped file's are) the weights point into `bytes`, which must stay unchanged
+// memory, as a loaded file's are) the weights point into `bytes`, which must stay unchanged
 // while `keep_alive` lives, and hold it.
 std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const std::string& label,
                                                  const ExternalWeights* external = nullptr,
                                                  std::shared_ptr<const void> keep_alive = nullptr);
-// Maps the file (core/mapped_file.h) and loads it; the weights point into the mapping.
+// Reads the file once into private read-only memory (core/mapped_file.h) and loads it; the
+// weights point into that memory, so the file may change or vanish afterwards.
 std::shared_ptr<const Engine> load_engine(const std::string& path);
 
 // XXH3-64 over `bytes` (core/checksum.h): the file's trailing checksum covers every byte before

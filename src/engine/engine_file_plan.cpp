@@ -230,15 +230,17 @@ void write_bindings(Writer& w, const std::vector<Binding>& bs) {
   }
 }
 
-std::vector<Binding> read_bindings(Reader& r, const char* item) {
-  uint64_t n = r.count(item, 13);
+// `side` is "input" or "output" (errors name the binding: "input binding 'x' has ...").
+std::vector<Binding> read_bindings(Reader& r, const char* items, const char* side) {
+  uint64_t n = r.count(items, 13);
   std::vector<Binding> out(n);
   for (Binding& b : out) {
     b.name = r.str("binding name");
     b.shape = r.shape("binding shape");
     b.dtype = r.dtype("binding dtype");
-    check_shape(r, b.shape, "binding");
-    check_extent(r, b.shape, contiguous_strides(b.shape), 0, "binding");
+    const std::string what = str_cat(side, " binding '", b.name, "'");
+    check_shape(r, b.shape, what.c_str());
+    check_extent(r, b.shape, contiguous_strides(b.shape), 0, what.c_str());
     b.dynamic_dims = r.shape("binding dynamic dims");
     for (int64_t d : b.dynamic_dims)
       if (d < 0 || d >= static_cast<int64_t>(b.shape.size()))
@@ -357,8 +359,8 @@ void write_plan(Writer& w, const Plan& plan) {
 }
 
 void read_plan(Reader& r, Plan* plan) {
-  plan->inputs = read_bindings(r, "input bindings");
-  plan->outputs = read_bindings(r, "output bindings");
+  plan->inputs = read_bindings(r, "input bindings", "input");
+  plan->outputs = read_bindings(r, "output bindings", "output");
   uint64_t nsteps = r.count("steps", 41);
   plan->steps.resize(nsteps);
   for (uint64_t q = 0; q < nsteps; ++q) {

@@ -1,8 +1,9 @@
 // Writes graph JSON version 1: one node per line so diffs and reviews stay readable.
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
+#include "core/file_io.h"
+#include "core/file_sink.h"
 #include "frontend/graph_json.h"
 #include "frontend/json_util.h"
 #include "frontend/safetensors.h"
@@ -154,12 +155,9 @@ std::string write_with(const Graph& graph, const std::map<std::string, Json>& co
   return out;
 }
 
+// Through a temporary file renamed over `path` (core/file_io.h), as every writer here.
 void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  IP_CHECK(f.good(), kIO, "[graph_json] cannot open '", path, "' for writing");
-  f << text;
-  f.close();
-  IP_CHECK(!f.fail(), kIO, "[graph_json] writing '", path, "' failed");
+  write_file_atomically(path, "graph_json", [&](FileSink& out) { out.write(text); });
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 #include "frontend/json_util.h"
 
-#include <set>
+#include <algorithm>
 #include <vector>
 
 #include "core/error.h"
@@ -30,15 +30,16 @@ class StrictSax {
   bool string(Json::string_t& v) { return put(Json(std::move(v))); }
   bool binary(Json::binary_t& v) { return put(Json::binary(std::move(v))); }
   bool start_object(std::size_t) {
-    open_.push_back({put_ref(Json::object()), {}});
+    open_.push_back({put_ref(Json::object()), false});
     return true;
   }
   bool key(Json::string_t& k) {
-    if (!open_.back().keys.insert(k).second && duplicate_.empty()) duplicate_ = k;
-    key_ = k;
+    if (repeated(open_.back(), k) && duplicate_.empty()) duplicate_ = k;
+    key_ = std::move(k);
     return true;
   }
   bool end_object() {
+    check_large(open_.back());
     open_.pop_back();
     return true;
   }
@@ -61,8 +62,38 @@ class StrictSax {
  private:
   struct Open {
     Json* value;
-    std::set<std::string> keys;  // objects only
+    bool large;  // an object of more than kSearchUpTo keys: checked for repeats when it closes
   };
+  static constexpr size_t kSearchUpTo = 16;
+
+  // Is `k` already a key of the open object? Searched while the object is small; a larger one
+  // is checked once, when it closes, by sorting its keys: O(n log n), where a search per key
+  // (and ordered_json's own lookup) is O(n^2).
+  static bool repeated(Open& o, const std::string& k) {
+    const Json::object_t& m = o.value->get_ref<const Json::object_t&>();
+    if (o.large || m.size() >= kSearchUpTo) {
+      o.large = true;
+      return false;
+    }
+    for (const auto& [key, value] : m)
+      if (key == k) return true;
+    return false;
+  }
+  // The first key that a closing large object holds twice, if any.
+  void check_large(const Open& o) {
+    if (!o.large || !duplicate_.empty()) return;
+    const Json::object_t& m = o.value->get_ref<const Json::object_t&>();
+    std::vector<const std::string*> keys;
+    keys.reserve(m.size());
+    for (const auto& [key, value] : m) keys.push_back(&key);
+    std::sort(keys.begin(), keys.end(),
+              [](const std::string* a, const std::string* b) { return *a < *b; });
+    for (size_t i = 1; i < keys.size(); ++i)
+      if (*keys[i] == *keys[i - 1]) {
+        duplicate_ = *keys[i];
+        return;
+      }
+  }
   bool put(Json v) {
     put_ref(std::move(v));
     return true;
@@ -78,9 +109,10 @@ class StrictSax {
       top.push_back(std::move(v));
       return &top.back();
     }
-    Json& slot = top[key_];
-    slot = std::move(v);
-    return &slot;
+    // Keys are checked for repeats in key(): append, rather than top[key_], which searches the
+    // ordered object's keys one by one (quadratic over a large safetensors header).
+    append_new_key(top, std::move(key_), std::move(v));
+    return &top.get_ref<Json::object_t&>().back().second;
   }
 
   Json& root_;
@@ -111,6 +143,11 @@ Json parse_strict(const std::string& text, const char* tag, const std::string& l
   IP_CHECK(sax.duplicate().empty(), kParse, "[", tag, "] ", label, ": key '", sax.duplicate(),
            "' appears twice in one object");
   return j;
+}
+
+void append_new_key(Json& object, std::string key, Json value) {
+  Json::object_t& m = object.get_ref<Json::object_t&>();
+  static_cast<Json::object_t::Container&>(m).emplace_back(std::move(key), std::move(value));
 }
 
 std::string integer_literal(const Json& j) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/file_io.h"
+#include "core/file_sink.h"
 #include "frontend/json_util.h"
 
 namespace inplace {
@@ -199,28 +200,32 @@ std::map<std::string, Tensor> read_safetensors_bytes(const std::string& bytes,
   return read_from(src, label, metadata);
 }
 
-std::string write_safetensors_bytes(const std::map<std::string, Tensor>& tensors,
-                                    const std::map<std::string, std::string>& metadata) {
+namespace {
+
+// The header text (padded so the data starts 8-byte aligned, as the reference writer does) and
+// the tensors' contiguous forms, in key order.
+std::string header_text(const std::map<std::string, Tensor>& tensors,
+                        const std::map<std::string, std::string>& metadata,
+                        std::vector<Tensor>* contiguous) {
   Json header = Json::object();
   if (!metadata.empty()) {
     Json m = Json::object();
-    for (const auto& [k, v] : metadata) m[k] = v;
-    header["__metadata__"] = std::move(m);
+    for (const auto& [k, v] : metadata) json_util::append_new_key(m, k, v);
+    json_util::append_new_key(header, "__metadata__", std::move(m));
   }
-  std::vector<Tensor> contiguous;
   uint64_t offset = 0;
   for (const auto& [key, t] : tensors) {
     IP_CHECK(key != "__metadata__", kInvalidArgument,
              "[safetensors] '__metadata__' is reserved and cannot name a tensor");
     IP_CHECK(t.defined() && !t.is_meta(), kInvalidArgument, "[safetensors] tensor '", key,
              "' has no data (undefined or meta tensor) and cannot be written");
-    contiguous.push_back(t.contiguous());
+    contiguous->push_back(t.contiguous());
     Json e = Json::object();
     e["dtype"] = safetensors_dtype_code(t.dtype());
     e["shape"] = t.shape();
     e["data_offsets"] = {offset, offset + t.nbytes()};
     offset += t.nbytes();
-    header[key] = std::move(e);
+    json_util::append_new_key(header, key, std::move(e));  // std::map keys: each new
   }
   std::string text;
   try {
@@ -228,13 +233,19 @@ std::string write_safetensors_bytes(const std::map<std::string, Tensor>& tensors
   } catch (const Json::exception& e) {
     IP_FAIL(kInvalidArgument, "[safetensors] cannot encode the header: ", e.what());
   }
-  // Pad with spaces so the data starts 8-byte aligned, as the reference writer does.
   text.append((8 - (8 + text.size()) % 8) % 8, ' ');
   std::string out;
-  out.reserve(8 + text.size() + offset);
   uint64_t n = text.size();
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
-  out += text;
+  return out + text;
+}
+
+}  // namespace
+
+std::string write_safetensors_bytes(const std::map<std::string, Tensor>& tensors,
+                                    const std::map<std::string, std::string>& metadata) {
+  std::vector<Tensor> contiguous;
+  std::string out = header_text(tensors, metadata, &contiguous);
   for (const Tensor& t : contiguous)
     if (t.nbytes() > 0) out.append(static_cast<const char*>(t.data_ptr()), t.nbytes());
   return out;
@@ -243,13 +254,14 @@ std::string write_safetensors_bytes(const std::map<std::string, Tensor>& tensors
 void write_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   check_output_file(path, "safetensors");
-  std::string bytes = write_safetensors_bytes(tensors, metadata);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  IP_CHECK(f.good(), kIO, "[safetensors] cannot open '", path,
-           "' for writing: ", std::strerror(errno));
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  f.close();
-  IP_CHECK(!f.fail(), kIO, "[safetensors] writing '", path, "' failed");
+  std::vector<Tensor> contiguous;
+  const std::string head = header_text(tensors, metadata, &contiguous);
+  // Through a temporary file renamed over `path`: a reader of the old file never sees it change.
+  write_file_atomically(path, "safetensors", [&](FileSink& out) {
+    out.write(head);
+    for (const Tensor& t : contiguous)
+      if (t.nbytes() > 0) out.write(t.data_ptr(), t.nbytes());
+  });
 }
 
 }  // namespace inplace

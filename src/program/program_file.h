@@ -33,7 +33,8 @@ void save_program(const Program& program, const std::string& path);
 std::shared_ptr<const Program> deserialize_program(
     std::string_view bytes, const std::string& label,
     std::shared_ptr<const void> keep_alive = nullptr);
-// Maps the file; the weights point into the mapping (core/mapped_file.h).
+// Reads the file once into private read-only memory that the weights point into
+// (core/mapped_file.h): the file may change or vanish afterwards.
 std::shared_ptr<const Program> load_program(const std::string& path);
 bool is_program_file(std::string_view bytes);
 

@@ -137,6 +137,18 @@ TEST(EngineFileWriteSet, WriteOutsideItsBufferIsRefused) {
   EXPECT_TRUE(mentions(load_error(with_plan(c, plan)), {kLabel, "reaches past its input buffer"}));
 }
 
+// The check is per binding, not per region (docs/engine-format.md, "A mutated input is wholly
+// at the file's mercy"): a step redirected anywhere inside a declared-mutated, aliased input
+// loads, while the same redirect into a read-only input or past the binding is refused above.
+TEST(EngineFileWriteSet, AMutatedInputIsWritableAnywhereWithinIt) {
+  Crafted c = crafted(true);
+  Plan plan = c.plan;
+  Step* s = scratch_step(plan);
+  ASSERT_NE(s, nullptr) << c.cp.engine->describe();
+  s->outs[0] = TensorRef{{BufferKind::kInput, 0}, 0, {4, 4}, {4, 1}, DType::kFloat32};  // state
+  EXPECT_NO_THROW(deserialize_engine(with_plan(c, plan), kLabel));
+}
+
 TEST(EngineFileWriteSet, MisalignedArenaSlotIsRefused) {
   // Fuzzer finding (regress-arena-slot-misaligned.inplace): a slot at an odd byte offset put a
   // float tensor at a misaligned address.

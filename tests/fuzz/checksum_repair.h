@@ -22,8 +22,8 @@ void try_as_given_and_repaired(const uint8_t* data, size_t size, Attempt attempt
   }
 }
 
-// `bytes` in a 64-byte aligned buffer that the result owns, as a mapped file's bytes are: loading
-// with it as keep_alive makes the weights views of it (the memory-mapped load's path).
+// `bytes` in a 64-byte aligned buffer that the result owns, as a loaded file's bytes are: loading
+// with it as keep_alive makes the weights views of it (the path of a file loaded from a path).
 inline std::shared_ptr<const char> aligned_copy(const std::string& bytes) {
   const size_t n = (bytes.size() + 63) / 64 * 64 + 64;
   char* p = static_cast<char*>(std::aligned_alloc(64, n));

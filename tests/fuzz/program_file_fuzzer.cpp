@@ -2,7 +2,7 @@
 // inplace::Error — never crash, leak or trip a sanitizer. Each input is tried as given and with
 // its trailing checksum repaired, so mutations reach the field decoders (the state table, the
 // method list, each embedded engine file); loaded both copying its weights and viewing them in
-// place (the path of a memory-mapped file).
+// place (the path of a file loaded from its path).
 #include "checksum_repair.h"
 #include "program/program_file.h"
 
