@@ -21,7 +21,8 @@ def fresh(*shapes):
 # The engine returns every result (C++: normalize spreads them into outputs); the Python side
 # rebuilds the result from capture._out_spec, which still counts such a node as one leaf.
 # Expected to fail until _out_spec expands a node whose value is a tuple or list (max.dim,
-# sort, topk, unbind) into one index per result; then remove this marker.
+# sort, topk, unbind) or a torch.Size (x.size(), x.shape) into one index per result; then
+# remove this marker.
 _until_out_spec_expands = unittest.expectedFailure
 
 
@@ -54,6 +55,16 @@ class MultiResultReturned(CompileCase):
             return x.sort(-1)
 
         self.check(f, fresh((3, 5)), [fresh((3, 5))])
+
+
+@requires_extension
+class SizesReturned(CompileCase):
+    def test_one_size(self):
+        self.check(lambda x: x.size(0), fresh((3, 5)), [fresh((3, 5))])
+
+    @_until_out_spec_expands
+    def test_a_size_list_and_a_tensor(self):
+        self.check(lambda x: (x.size(), x * 2), fresh((3, 5)), [fresh((3, 5))])
 
 
 @requires_extension
