@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <set>
 
 namespace inplace {
@@ -72,10 +73,22 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   EngineOptions eo;
   eo.alias = options.alias;
   eo.device = options.device;
-  for (const auto& d : options.dynamic_dims)
+  // Each dim and each range once: a second one would silently win over the first.
+  std::map<std::pair<std::string, int64_t>, int64_t> dims_seen;
+  for (const auto& d : options.dynamic_dims) {
+    auto [it, fresh] = dims_seen.try_emplace({d.input, d.dim}, d.max);
+    IP_CHECK(fresh, kInvalidArgument, "[compile] --dynamic: dim ", d.dim, " of input '", d.input,
+             "' is given twice (max ", it->second, " and ", d.max, "); give it once");
     eo.dynamic_dims.push_back({input_of(d.input, "--dynamic"), d.dim, d.max});
-  for (const auto& r : options.value_ranges)
+  }
+  std::map<std::string, std::pair<int64_t, int64_t>> ranges_seen;
+  for (const auto& r : options.value_ranges) {
+    auto [it, fresh] = ranges_seen.try_emplace(r.input, r.lo, r.hi);
+    IP_CHECK(fresh, kInvalidArgument, "[compile] --value-range: input '", r.input,
+             "' is given two ranges ([", it->second.first, ", ", it->second.second, "] and [", r.lo,
+             ", ", r.hi, "]); give one");
     eo.value_ranges.push_back({input_of(r.input, "--value-range"), r.lo, r.hi});
+  }
   // Shapes the passes see: dynamic dims at their maximum.
   for (size_t i = 0; i < ph.size(); ++i) {
     Shape shape = example_inputs[i].shape();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 
 #include "engine/binding_checks.h"
 #include "engine/op_meta.h"
@@ -10,6 +11,24 @@
 #include "interpreter/interpreter.h"
 
 namespace inplace {
+
+namespace {
+
+// A call's own output buffer on the host, not zero-filled: the kernels write every element of
+// the call's results, so a dynamic output planned at a large bound costs only the pages its
+// extent touches (a 3-row call of a 2^28-row bound neither fills nor keeps 4 GiB).
+Tensor fresh_output_buffer(int64_t nbytes) {
+  constexpr size_t kAlignment = 64;
+  size_t rounded = (static_cast<size_t>(nbytes) + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, std::max(rounded, kAlignment));
+  IP_CHECK(p != nullptr, kOutOfRange, "[execute] cannot allocate an output buffer of ", nbytes,
+           " bytes");
+  std::shared_ptr<void> owner(p, std::free);
+  return Tensor(Storage::borrow(p, static_cast<size_t>(nbytes), owner, Device::cpu()), 0, {nbytes},
+                {1}, DType::kUInt8);
+}
+
+}  // namespace
 
 ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
     : engine_(std::move(engine)), device_(engine_->device()) {
@@ -209,7 +228,7 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
     else if (reuse)
       out_buffers[k] = reused_outputs_[k];
     else
-      out_buffers[k] = Tensor::empty({plan.output_buffer_bytes[k]}, DType::kUInt8, device_);
+      out_buffers[k] = fresh_output_buffer(plan.output_buffer_bytes[k]);
     output_storage_[k]->rebind(out_buffers[k].nbytes() ? out_buffers[k].data_ptr() : nullptr,
                                static_cast<size_t>(plan.output_buffer_bytes[k]));
   }

@@ -4,7 +4,10 @@
 
 namespace inplace {
 
-std::vector<Tensor> result_metas(const OpDef& op, const Args& args) {
+std::vector<Tensor> result_metas(const OpDef& op, const Args& given) {
+  bool numbers = false;
+  Args read_as_one = number_operands_as(op, given, 1, &numbers);
+  const Args& args = numbers ? read_as_one : given;
   if (op.infer) return op.infer(args);
   std::vector<Value> leaves;
   flatten_value(op.eager(args), &leaves);

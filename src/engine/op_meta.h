@@ -3,10 +3,14 @@
 #pragma once
 #include <vector>
 
+#include "engine/number_operands.h"
 #include "ops/registry.h"
 
 namespace inplace {
 
+// A tensor passed for a number (a 0-d tensor t in torch.full((2,), t) or x.add(y, alpha=t)) is
+// an operand the kernel reads on every call; over metas it has no value, so shape rules read
+// it as 1 (the plan builder checks that the shapes do not depend on it).
 std::vector<Tensor> result_metas(const OpDef& op, const Args& args);
 // The value a view op returns on metas (a tensor or a list of views).
 Value view_metas(const OpDef& op, const Args& args);

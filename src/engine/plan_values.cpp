@@ -245,7 +245,7 @@ BVal PlanValues::evaluate(CallInfo& ci) {
       return view_call(ci, view_metas(*ci.op, ci.args));
     if (ci.op->maybe_view && ci.op->infer && static_contiguous_view(ci))
       return view_call(ci, view_metas(*ci.op, ci.args));
-    if (ci.op->infer) return compute_call(ci, ci.op->infer(ci.args), StepKind::kOut);
+    if (ci.op->infer) return compute_call(ci, infer_results(ci), StepKind::kOut);
     // Eager-only ops: casts (a view when nothing changes) and advanced indexing.
     Value result = ci.op->eager(ci.args);
     // Their result is a view when it is the argument itself (type_as to the same dtype).
@@ -270,6 +270,28 @@ BVal PlanValues::evaluate(CallInfo& ci) {
     if (std::string(e.what()).rfind("[compile]", 0) == 0) throw;
     return fail(e);
   }
+}
+
+std::vector<Tensor> PlanValues::infer_results(const CallInfo& ci) const {
+  std::vector<Tensor> metas = result_metas(*ci.op, ci.args);
+  bool numbers = false;
+  Args read_as_two = number_operands_as(*ci.op, ci.args, 2, &numbers);
+  if (!numbers) return metas;
+  IP_CHECK(st_.options.device.is_cpu(), kUnsupported, "[compile] node '", ci.node->name, "': op '",
+           ci.op->schema.full_name(),
+           "' takes a tensor for a number, which its kernel reads on the host; an engine on ",
+           st_.options.device.str(), " needs a Python number or an integer input there");
+  // A tensor passed for a number is read by the kernel on every call: the results' shapes
+  // and dtypes must be the same whatever it holds.
+  std::vector<Tensor> other = ci.op->infer(read_as_two);
+  bool same = other.size() == metas.size();
+  for (size_t k = 0; same && k < metas.size(); ++k)
+    same = other[k].shape() == metas[k].shape() && other[k].dtype() == metas[k].dtype();
+  IP_CHECK(same, kUnsupported, "[compile] node '", ci.node->name, "': the shape of op '",
+           ci.op->schema.full_name(),
+           "' depends on the value of a tensor passed for a number, which an engine reads only "
+           "when it runs; pass a Python number or an integer input");
+  return metas;
 }
 
 BVal PlanValues::metadata_call(CallInfo& ci) {

@@ -57,6 +57,8 @@ class PlanValues {
   int32_t new_scalar(SymExpr e, std::string name, SymRange range, int64_t example);
   int32_t new_dyn() { return st_.plan.num_dyn++; }
   BVal metadata_call(CallInfo& ci);
+  // The op's result metas; a tensor passed for a number must not change them (refused).
+  std::vector<Tensor> infer_results(const CallInfo& ci) const;
   bool static_contiguous_view(const CallInfo& ci) const;
   bool scalar_arithmetic(CallInfo& ci, BVal* out);
   BVal view_call(CallInfo& ci, const Value& result);

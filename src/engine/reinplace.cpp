@@ -3,6 +3,7 @@
 // reads the value it overwrites afterwards; otherwise it is computed into a temporary and
 // copied in once the old value is dead. A mutation is never dropped.
 #include <algorithm>
+#include <unordered_set>
 
 #include "engine/build_state.h"
 
@@ -88,9 +89,10 @@ bool can_overwrite(const BuildState& st, BufferId old, int p, const TensorRef& o
 // The chain of values ending in `last`, each computed from its predecessor as `self`
 // (c1 = slice_scatter(cache, ..); c2 = slice_scatter(c1, ..)), earliest first.
 std::vector<int> self_chain(const BuildState& st, int last) {
-  std::vector<int> chain{last};
+  std::vector<int> chain{last};  // latest first until the end (a chain may be 20,000 long)
+  std::unordered_set<int> seen{last};
   while (true) {
-    const ValueBuffer& v = st.values[chain.front()];
+    const ValueBuffer& v = st.values[chain.back()];
     const Step& step = st.plan.steps[v.producer];
     if (!(writes_over_self(step.op) || is_elementwise(step.op)) || step.tensors.empty()) break;
     const TensorSlot& self = step.tensors[0];
@@ -98,9 +100,10 @@ std::vector<int> self_chain(const BuildState& st, int last) {
     int prev = self.ref.buffer.index;
     const ValueBuffer& pv = st.values[prev];
     if (pv.placed || !is_full(self.ref, pv.nbytes) || pv.nbytes != v.nbytes) break;
-    if (std::find(chain.begin(), chain.end(), prev) != chain.end()) break;
-    chain.insert(chain.begin(), prev);
+    if (!seen.insert(prev).second) break;
+    chain.push_back(prev);
   }
+  std::reverse(chain.begin(), chain.end());
   return chain;
 }
 

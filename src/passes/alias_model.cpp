@@ -1,5 +1,7 @@
 #include "passes/alias_model.h"
 
+#include <algorithm>
+
 namespace inplace {
 
 namespace {
@@ -23,12 +25,27 @@ const ResolvedCall& AliasTracker::call(const Node* n) const {
 }
 
 bool AliasTracker::is_whole(const Node* n) const {
-  const AliasInfo& a = info(n);
-  if (a.kind == AliasInfo::Kind::kRoot) return true;
-  if (a.kind != AliasInfo::Kind::kView || a.base == nullptr) return false;
-  for (const ViewStep& s : a.steps)
-    if (s.kind != ViewStep::Kind::kIdentity) return false;
-  return is_whole(a.base);
+  for (;;) {  // a loop: views of views are as deep as the program is long
+    const AliasInfo& a = info(n);
+    if (a.kind == AliasInfo::Kind::kRoot) return true;
+    if (a.kind != AliasInfo::Kind::kView || a.base == nullptr) return false;
+    for (const ViewStep& s : a.steps)
+      if (s.kind != ViewStep::Kind::kIdentity) return false;
+    n = a.base;
+  }
+}
+
+AliasInfo AliasTracker::alias_of(Node* target, int parent_arg) const {
+  // x = x.add_(1), repeated: each result aliases the chain's first value directly, so that no
+  // walk over aliases (writes, reads of current values) is deeper than one link.
+  const AliasInfo& t = info(target);
+  bool identity = t.kind == AliasInfo::Kind::kView && t.parent == t.base && !t.absolute &&
+                  t.no_inverse.empty() &&
+                  std::all_of(t.steps.begin(), t.steps.end(), [](const ViewStep& s) {
+                    return s.kind == ViewStep::Kind::kIdentity;
+                  });
+  Node* to = identity ? t.parent : target;
+  return view_of(to, parent_arg, to, {ViewStep::identity()}, "");
 }
 
 int AliasTracker::new_root(Root::Kind kind, std::string name, Node* origin) {
@@ -98,8 +115,7 @@ void AliasTracker::record_call(Node* node) {
   if (op.kind == OpKind::kMutating) {
     int a = op.schema.returns.size() == 1 ? op.schema.aliased_arg_of_return(0) : -1;
     if (a >= 0 && tracked(rc.args[a])) {
-      Node* target = rc.args[a].node;
-      info_[node] = view_of(target, a, target, {ViewStep::identity()}, "");
+      info_[node] = alias_of(rc.args[a].node, a);
     } else if (a >= 0 || op.schema.returns.empty()) {
       info_[node] = AliasInfo{};
     } else {

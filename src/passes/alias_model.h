@@ -49,6 +49,8 @@ class AliasTracker {
  private:
   int new_root(Root::Kind kind, std::string name, Node* origin);
   void record_call(Node* node);
+  // The result of an in-place op on `target` (argument `parent_arg`): `target` as it is.
+  AliasInfo alias_of(Node* target, int parent_arg) const;
   AliasInfo view_of(Node* parent, int parent_arg, Node* base, std::vector<ViewStep> steps,
                     std::string no_inverse) const;
 

@@ -11,6 +11,7 @@ void Functionalizer::run() {
   for (Node* n : graph_.nodes()) {
     cursor_ = n;
     em_ = std::make_unique<Emitter>(graph_, n);
+    inferred_ = 0;
     process(n);
   }
   em_.reset();
@@ -33,12 +34,16 @@ Node* Functionalizer::emit(const std::string& target, std::vector<Value> args,
 
 Node* Functionalizer::emitted(Node* n) {
   if (!em_->made(n) || metas_.has(n)) return n;
-  // Every node emitted so far, in order: an inverse may emit helpers (a narrow's wrapped start)
-  // before the node it returns.
-  for (Node* e : em_->emitted()) {
-    if (metas_.has(e)) continue;
-    std::optional<Value> m = infer_node_meta(graph_, *e, metas_, options_);
-    if (m) metas_.set(e, std::move(*m));
+  // Every node emitted since the last call, in order: an inverse may emit helpers (a narrow's
+  // wrapped start) before the node it returns. Never from the start again: a write through a
+  // chain of views emits as many nodes as the chain is long.
+  const std::vector<Node*>& emitted = em_->emitted();
+  while (inferred_ < emitted.size()) {
+    Node* e = emitted[inferred_++];
+    if (!metas_.has(e)) {
+      std::optional<Value> m = infer_node_meta(graph_, *e, metas_, options_);
+      if (m) metas_.set(e, std::move(*m));
+    }
     if (e == n) break;
   }
   return n;
@@ -72,7 +77,7 @@ Node* Functionalizer::replay(Node* orig, Node* parent_now) {
   return emit(target, std::move(args), orig->kwargs, orig->name);
 }
 
-Node* Functionalizer::current(Node* orig) {
+Node* Functionalizer::up_to_date(Node* orig) {
   const AliasInfo& a = tracker_.info(orig);
   switch (a.kind) {
     case AliasInfo::Kind::kOther: {
@@ -85,26 +90,48 @@ Node* Functionalizer::current(Node* orig) {
     case AliasInfo::Kind::kContainer:
       break;
   }
-  ValueState& st = values_[orig];
-  int version = roots_[a.root].version;
-  if (st.current && st.version == version) return st.current;
-  Node* now;
-  if (a.absolute && a.steps[0].params[2].kind == Value::Kind::kInt) {
-    // as_strided addresses its root's storage: replay it on the root's (contiguous) value.
-    ViewStep s = a.steps[0];
-    for (Value& p : s.params) p = creation_value(orig, p);
-    now = emitted(emit_forward(*em_, s, strided_base(a.base)));
-  } else {
-    Node* parent_now = current(a.parent);
-    bool identity = a.kind == AliasInfo::Kind::kView && a.parent == a.base &&
-                    std::all_of(a.steps.begin(), a.steps.end(), [](const ViewStep& s) {
-                      return s.kind == ViewStep::Kind::kIdentity;
-                    });
-    now = identity ? parent_now : replay(orig, parent_now);
+  auto it = values_.find(orig);
+  if (it != values_.end() && it->second.current && it->second.version == roots_[a.root].version)
+    return it->second.current;
+  return nullptr;
+}
+
+bool Functionalizer::replays_on_root(const AliasInfo& a) {
+  return a.absolute && a.steps[0].params[2].kind == Value::Kind::kInt;
+}
+
+Node* Functionalizer::current(Node* orig) {
+  // Up the chain of views to the first value that is up to date, then each view replayed on
+  // its parent's current value on the way back down. A loop, not recursion: a chain of views
+  // is as deep as the program is long.
+  std::vector<Node*> stale;
+  Node* now = nullptr;
+  for (Node* n = orig;;) {
+    if ((now = up_to_date(n))) break;
+    stale.push_back(n);
+    const AliasInfo& a = tracker_.info(n);
+    if (replays_on_root(a)) break;  // as_strided starts from the root, not its parent
+    n = a.parent;
   }
-  ValueState& st2 = values_[orig];  // replay may have grown the map
-  st2.current = now;
-  st2.version = version;
+  for (auto v = stale.rbegin(); v != stale.rend(); ++v) {
+    Node* view = *v;
+    const AliasInfo& a = tracker_.info(view);
+    if (replays_on_root(a)) {
+      // as_strided addresses its root's storage: replay it on the root's (contiguous) value.
+      ViewStep s = a.steps[0];
+      for (Value& p : s.params) p = creation_value(view, p);
+      now = emitted(emit_forward(*em_, s, strided_base(a.base)));
+    } else {
+      bool identity = a.kind == AliasInfo::Kind::kView && a.parent == a.base &&
+                      std::all_of(a.steps.begin(), a.steps.end(), [](const ViewStep& s) {
+                        return s.kind == ViewStep::Kind::kIdentity;
+                      });
+      now = identity ? now : replay(view, now);
+    }
+    ValueState& st = values_[view];
+    st.current = now;
+    st.version = roots_[a.root].version;
+  }
   return now;
 }
 
@@ -134,32 +161,40 @@ void Functionalizer::rewrite_uses(Node* n) {
 }
 
 void Functionalizer::write(Node* orig, Node* value) {
-  const AliasInfo& a = tracker_.info(orig);
-  if (a.kind == AliasInfo::Kind::kRoot) {
-    RootState& r = roots_[a.root];
-    r.current = value;
-    ++r.version;
-    if (em_->made(value) && !value->meta.attrs.count("modified_root")) {
-      graph_.rename(value, graph_.unique_name(tracker_.root(a.root).name + "_modified"));
-      value->meta.attrs["modified_root"] = tracker_.root(a.root).name;
+  // From the written view down to its root, scattering the value back one view at a time. A
+  // loop, not recursion: a chain of views is as deep as the program is long.
+  std::vector<std::pair<Node*, Node*>> views;  // each view written and the value it now holds
+  for (;;) {
+    const AliasInfo& a = tracker_.info(orig);
+    if (a.kind == AliasInfo::Kind::kRoot) {
+      RootState& r = roots_[a.root];
+      r.current = value;
+      ++r.version;
+      if (em_->made(value) && !value->meta.attrs.count("modified_root")) {
+        graph_.rename(value, graph_.unique_name(tracker_.root(a.root).name + "_modified"));
+        value->meta.attrs["modified_root"] = tracker_.root(a.root).name;
+      }
+      for (auto [view, now] : views) {
+        ValueState& st = values_[view];
+        st.current = now;
+        st.version = r.version;
+      }
+      return;
     }
-    return;
+    IP_CHECK(a.kind == AliasInfo::Kind::kView, kUnsupported, "[inplace_to_out_of_place] node '",
+             cursor_->name, "' writes into '", orig->name,
+             "', which is not a tensor whose storage the program can trace");
+    IP_CHECK(a.no_inverse.empty(), kUnsupported, "[inplace_to_out_of_place] node '", cursor_->name,
+             "' writes through the view '", orig->name, "': ", a.no_inverse);
+    Node* base_now = current(a.base);
+    std::vector<ViewStep> steps = a.steps;
+    for (ViewStep& s : steps)
+      for (Value& p : s.params) p = creation_value(a.parent, creation_value(orig, p));
+    std::vector<Node*> chain = forward_chain(base_now, steps);
+    views.emplace_back(orig, value);
+    value = scatter_back(steps, chain, value, meta(a.base));
+    orig = a.base;
   }
-  IP_CHECK(a.kind == AliasInfo::Kind::kView, kUnsupported, "[inplace_to_out_of_place] node '",
-           cursor_->name, "' writes into '", orig->name,
-           "', which is not a tensor whose storage the program can trace");
-  IP_CHECK(a.no_inverse.empty(), kUnsupported, "[inplace_to_out_of_place] node '", cursor_->name,
-           "' writes through the view '", orig->name, "': ", a.no_inverse);
-  Node* base_now = current(a.base);
-  std::vector<ViewStep> steps = a.steps;
-  for (ViewStep& s : steps)
-    for (Value& p : s.params) p = creation_value(a.parent, creation_value(orig, p));
-  std::vector<Node*> chain = forward_chain(base_now, steps);
-  Node* m = scatter_back(steps, chain, value, meta(a.base));
-  write(a.base, m);
-  ValueState& st = values_[orig];
-  st.current = value;
-  st.version = roots_[a.root].version;
 }
 
 std::vector<Node*> Functionalizer::forward_chain(Node* base, const std::vector<ViewStep>& steps) {

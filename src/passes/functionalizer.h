@@ -32,6 +32,8 @@ class Functionalizer {
 
   // ---- values (functionalizer.cpp) ----
   Node* current(Node* orig);
+  Node* up_to_date(Node* orig);  // the current value when no replay is needed, else null
+  static bool replays_on_root(const AliasInfo& a);  // as_strided at a known offset
   void rewrite_uses(Node* n);  // every reference in n's arguments -> its current value
   // `orig` (a tensor value of the input program) now holds `value`.
   void write(Node* orig, Node* value);
@@ -79,6 +81,7 @@ class Functionalizer {
   std::map<const Node*, std::vector<std::pair<Node*, Node*>>> seen_;
   Node* cursor_ = nullptr;  // the node being processed; new nodes go before it
   std::unique_ptr<Emitter> em_;
+  size_t inferred_ = 0;  // em_'s emitted nodes whose metas emitted() has worked out
   std::vector<Node*> erase_;
 };
 

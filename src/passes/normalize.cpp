@@ -94,6 +94,38 @@ void rewrite_getattr(Node& n) {
   }
 }
 
+// A node whose value is a tuple or list (max.dim, sort, topk, unbind) returned as it is: each
+// item becomes an output of its own through a getitem node, so the outputs are counted and
+// ordered as eager flattens them (output.<i>), whatever path runs the graph.
+void spread_sequence_outputs(Graph& graph, Node* out, Value& v, MetaTable& metas) {
+  if (v.is_sequence()) {
+    for (Value& item : v.items) spread_sequence_outputs(graph, out, item, metas);
+    return;
+  }
+  if (!v.is_node()) return;
+  const Value* m = metas.find(v.node);
+  size_t count = 0;
+  if (m && m->is_sequence()) {
+    count = m->items.size();
+  } else if (!m && v.node->is_call()) {
+    const OpDef& op = *resolve_node(*v.node).op;
+    if (op.schema.returns.size() > 1) count = op.schema.returns.size();
+  }
+  if (count == 0) return;
+  const Value seq = m ? *m : Value::none();
+  Node* source = v.node;
+  std::vector<Value> items;
+  for (size_t k = 0; k < count; ++k) {
+    Node* g = graph.insert_before(out, NodeOp::kCallFunction, "_operator.getitem",
+                                  {ref(source), Value::integer(static_cast<int64_t>(k))}, {},
+                                  source->name + "_" + std::to_string(k));
+    if (m) metas.set(g, seq.items[k]);
+    items.push_back(ref(g));
+  }
+  v = Value::tuple(std::move(items));
+  for (Value& item : v.items) spread_sequence_outputs(graph, out, item, metas);
+}
+
 class NormalizePass : public Pass {
  public:
   std::string name() const override { return "normalize"; }
@@ -136,6 +168,8 @@ class NormalizePass : public Pass {
         n->args = std::move(args);
         n->kwargs = std::move(kwargs);
       }
+      if (n->op == NodeOp::kOutput)
+        for (Value& a : n->args) spread_sequence_outputs(graph, n, a, metas);
       std::optional<Value> m = infer_node_meta(graph, *n, metas, ctx.options);
       if (m) metas.set(n, std::move(*m));
     }

@@ -33,11 +33,12 @@ Node* Emitter::call(const std::string& target, std::vector<Value> args,
   Node* n = graph_.insert_before(before_, NodeOp::kCallFunction, target, std::move(args),
                                  std::move(kwargs), name_hint);
   emitted_.push_back(n);
+  made_.insert(n);
   return n;
 }
 
 bool Emitter::made(const Node* n) const {
-  return std::find(emitted_.begin(), emitted_.end(), n) != emitted_.end();
+  return made_.count(n) != 0;
 }
 
 }  // namespace inplace

@@ -1,6 +1,7 @@
 // What the passes ask of the op registry about a node, and a helper to emit new nodes.
 #pragma once
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/graph.h"
@@ -40,6 +41,7 @@ class Emitter {
   Graph& graph_;
   Node* before_;
   std::vector<Node*> emitted_;
+  std::unordered_set<const Node*> made_;  // emitted_ as a set (a chain of views emits many)
 };
 
 inline Value ref(Node* n) {

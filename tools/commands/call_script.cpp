@@ -1,6 +1,7 @@
 #include "call_script.h"
 
 #include <filesystem>
+#include <map>
 
 #include "core/error.h"
 #include "core/file_io.h"
@@ -15,6 +16,9 @@ std::vector<ScriptEntry> read_call_script(const std::string& path) {
            json_util::type_name(doc));
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   std::vector<ScriptEntry> out;
+  // How each session was first named: 1 and "1" would name one session, so a script that
+  // mixes them is refused rather than merging two sessions its author meant apart.
+  std::map<std::string, std::pair<bool, size_t>> spelled;  // session -> (an integer, entry)
   for (size_t i = 0; i < doc.size(); ++i) {
     const Json& e = doc[i];
     auto fail = [&](const std::string& why) {
@@ -35,6 +39,14 @@ std::vector<ScriptEntry> read_call_script(const std::string& path) {
       fail("\"session\" must be a string or an integer");
     if (s.session.empty() || s.session.find_first_of(". \t\n") != std::string::npos)
       fail("session name '" + s.session + "' must be non-empty without '.' or spaces");
+    const bool integer = !e["session"].is_string();
+    auto [first, fresh] = spelled.try_emplace(s.session, integer, i);
+    if (!fresh && first->second.first != integer)
+      fail(str_cat("session ", integer ? s.session : "\"" + s.session + "\"", " is ",
+                   integer ? "an integer" : "a string", " here but ",
+                   integer ? "the string \"" + s.session + "\"" : "the integer " + s.session,
+                   " in entry ", first->second.second,
+                   "; 1 and \"1\" would be one session: spell each session one way"));
     if (e.contains("reset")) {
       if (!e["reset"].is_boolean() || !e["reset"].get<bool>()) fail("\"reset\" must be true");
       if (e.contains("method") || e.contains("inputs"))

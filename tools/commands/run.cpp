@@ -2,8 +2,8 @@
 // Replays a script of calls (call_script.h) on a program's sessions, created on first use. The
 // runner plays the caller: it holds each session's caller-owned state (from the call's inputs
 // file when given there, else the tensor it already holds, else the stored initial value) and
-// passes it to every call. OUT holds call.<i>.output.<j> for every call and
-// session.<S>.state.<name> for every state entry of every session at the end.
+// passes it to every call. OUT holds call.<i>.output.<j> (its value when call i returned) for
+// every call and session.<S>.state.<name> for every state entry of every session at the end.
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -98,7 +98,10 @@ int run_run(const std::vector<std::string>& args) {
       throw Error(err.code(), str_cat("[run] ", calls_path, ": entry ", i, " (session ", e.session,
                                       ", method ", e.method, "): ", err.what()));
     }
-    for (size_t j = 0; j < outs.size(); ++j) results[str_cat("call.", i, ".output.", j)] = outs[j];
+    // A copy now: an output may be a view of session state (cache[:, :, 0:2]) or a buffer the
+    // context reuses, which later calls and resets overwrite; call.<i> is its value at call i.
+    for (size_t j = 0; j < outs.size(); ++j)
+      results[str_cat("call.", i, ".output.", j)] = outs[j].to_device(Device::cpu());
   }
   for (const std::string& name : order) {
     ScriptSession& s = sessions.at(name);
