@@ -33,6 +33,14 @@ def configs():
     yield "qwen2", tf.Qwen2Config(hidden_size=64, intermediate_size=128, num_attention_heads=4,
                                   num_key_value_heads=2, **common)
     yield "gpt2", tf.GPT2Config(vocab_size=128, n_embd=64, n_layer=2, n_head=4, n_positions=MAX_CACHE)
+    yield "mistral", tf.MistralConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                                      num_key_value_heads=2, pad_token_id=0, **common)
+    # Phi-3: fused qkv_proj and gate_up_proj; Gemma: GeGLU, scaled embedding, (1 + w) RMSNorm.
+    yield "phi3", tf.Phi3Config(hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                                num_key_value_heads=2, pad_token_id=0, bos_token_id=1,
+                                eos_token_id=2, **common)
+    yield "gemma", tf.GemmaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                                  num_key_value_heads=2, head_dim=16, pad_token_id=0, **common)
 
 
 def exportable(model):

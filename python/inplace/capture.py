@@ -38,9 +38,31 @@ class Captured:
         self.graph_module = graph_module
 
 
+class _SizeSpec(list):
+    """The spec of a returned torch.Size: its items are ints."""
+
+
 def _out_spec(value, counter):
     """The output value with every node replaced by its flat index (C++ flatten order)."""
     if isinstance(value, torch.fx.Node):
+        kind, metas = value.meta.get("type"), value.meta.get("tensor_meta")
+        if (isinstance(kind, type) and issubclass(kind, (tuple, list)) and kind is not torch.Size
+                and isinstance(metas, (tuple, list))):
+            # A multi-result op returned as it is (max.dim, sort, topk, unbind): one output per
+            # result, as the C++ side flattens it.
+            items = []
+            for _ in metas:
+                counter.append(value)
+                items.append(len(counter) - 1)
+            return kind(items)
+        if kind is torch.Size and value.args and isinstance(value.args[0], torch.fx.Node):
+            # x.size() / x.shape: one int output per dim (0-d tensors, made ints below).
+            source = value.args[0].meta.get("tensor_meta")
+            items = []
+            for _ in range(len(source.shape) if source is not None else 0):
+                counter.append(value)
+                items.append(len(counter) - 1)
+            return _SizeSpec(items)
         counter.append(value)
         return len(counter) - 1
     if isinstance(value, (tuple, list)):
@@ -52,6 +74,8 @@ def _out_spec(value, counter):
 def rebuild(spec, leaves):
     if isinstance(spec, int):
         return leaves[spec]
+    if isinstance(spec, _SizeSpec):
+        return torch.Size(int(leaves[s]) for s in spec)
     return type(spec)(rebuild(s, leaves) for s in spec)
 
 

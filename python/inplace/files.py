@@ -13,7 +13,7 @@ import os
 import torch
 
 from . import _native
-from .capture import capture
+from .capture import _SizeSpec, capture
 from .compiled import (InputError, _as_tensor, _from_result, _rebuild, _refuse_grad_leaves,
                        _stream_of, _Text, _to_capsule)
 from .fx_export import _dumps
@@ -27,6 +27,8 @@ _STATE_SUFFIX = ".state.safetensors"
 def _spec_to_json(spec):
     if isinstance(spec, int):
         return spec
+    if isinstance(spec, _SizeSpec):
+        return {"size": [_spec_to_json(s) for s in spec]}
     if isinstance(spec, (tuple, list)):
         return {"tuple" if isinstance(spec, tuple) else "list": [_spec_to_json(s) for s in spec]}
     return None  # a torch.export TreeSpec: saved flat
@@ -37,6 +39,8 @@ def _spec_from_json(j):
         return j
     if "tuple" in j:
         return tuple(_spec_from_json(s) for s in j["tuple"])
+    if "size" in j:
+        return _SizeSpec(_spec_from_json(s) for s in j["size"])
     return [_spec_from_json(s) for s in j["list"]]
 
 

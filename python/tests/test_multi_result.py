@@ -13,42 +13,26 @@ from compile_harness import CompileCase, requires_extension, torch
 if torch is not None:
     import inplace
 
-
 def fresh(*shapes):
     return tuple(torch.randn(*s) for s in shapes)
 
-
-# The engine returns every result (C++: normalize spreads them into outputs); the Python side
-# rebuilds the result from capture._out_spec, which still counts such a node as one leaf.
-# Expected to fail until _out_spec expands a node whose value is a tuple or list (max.dim,
-# sort, topk, unbind) or a torch.Size (x.size(), x.shape) into one index per result; then
-# remove this marker.
-_until_out_spec_expands = unittest.expectedFailure
-
-
 @requires_extension
 class MultiResultReturned(CompileCase):
-    @_until_out_spec_expands
     def test_max_dim(self):
         self.check(lambda x: torch.max(x, -1), fresh((3, 5)), [fresh((3, 5))])
 
-    @_until_out_spec_expands
     def test_sort(self):
         self.check(lambda x: x.sort(-1), fresh((3, 5)), [fresh((3, 5))])
 
-    @_until_out_spec_expands
     def test_topk(self):
         self.check(lambda x: torch.topk(x, 2), fresh((3, 5)), [fresh((3, 5))])
 
-    @_until_out_spec_expands
     def test_unbind(self):
         self.check(lambda x: torch.unbind(x, 0), fresh((3, 5)), [fresh((3, 5))])
 
-    @_until_out_spec_expands
     def test_a_tuple_around_max(self):
         self.check(lambda x: (torch.max(x, -1),), fresh((3, 5)), [fresh((3, 5))])
 
-    @_until_out_spec_expands
     def test_after_an_in_place_write(self):
         def f(x):
             x.add_(1.0)
@@ -56,16 +40,13 @@ class MultiResultReturned(CompileCase):
 
         self.check(f, fresh((3, 5)), [fresh((3, 5))])
 
-
 @requires_extension
 class SizesReturned(CompileCase):
     def test_one_size(self):
         self.check(lambda x: x.size(0), fresh((3, 5)), [fresh((3, 5))])
 
-    @_until_out_spec_expands
     def test_a_size_list_and_a_tensor(self):
         self.check(lambda x: (x.size(), x * 2), fresh((3, 5)), [fresh((3, 5))])
-
 
 @requires_extension
 class DeepChain(CompileCase):
@@ -97,7 +78,6 @@ class DeepChain(CompileCase):
         self.assertTrue(torch.equal(got, want))
         self.assertTrue(torch.equal(x, want))
 
-
 @requires_extension
 class NumberAsTensor(CompileCase):
     def test_zero_dim_float_tensor_as_a_scalar_argument(self):
@@ -106,7 +86,6 @@ class NumberAsTensor(CompileCase):
 
         self.check(f, (torch.randn(2), torch.tensor(0.5)),
                    [(torch.randn(2), torch.tensor(v)) for v in (-3.25, 0.0, 7.0)])
-
 
 if __name__ == "__main__":
     unittest.main()
