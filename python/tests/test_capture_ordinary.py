@@ -122,6 +122,24 @@ class OrdinaryCode(CompileCase):
     def test_tensor_constants_in_a_function_body(self):
         self.check(with_constants, (torch.randn(2, 3),), [(torch.randn(2, 3),)])
 
+    def test_module_constant_and_a_parameter_replaced_after_compiling(self):
+        class Scaled(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(3, 3)
+
+            def forward(self, x):
+                B, T = x.shape
+                return self.lin(x).view(B * T) * torch.arange(B * T)
+
+        m = Scaled()
+        compiled = self.check(m, (torch.randn(2, 3),), [(torch.randn(2, 3),)])
+        self.assertEqual(compiled.captured_by, "make_fx")
+        m.lin.weight = nn.Parameter(torch.randn(3, 3))  # followed at the next call
+        x = torch.randn(2, 3)
+        with torch.no_grad():
+            self.assertSame(compiled(x), m(x), "after the replacement")
+
     def test_cache_positions_stay_runtime_inputs(self):
         m = CachedAttention()
         pos = lambda p: torch.arange(p, p + 2)  # noqa: E731
