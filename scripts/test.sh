@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test, what CI runs: a clang-format check of the tree (scripts/format_check.sh), the
-# Release build's test suite (CTest), then the same suite built with AddressSanitizer +
+# Release build's test suite (CTest) and a consumer project built against its install tree
+# (tests/install_consumer), then the same suite built with AddressSanitizer +
 # UndefinedBehaviorSanitizer, then the concurrency tests under ThreadSanitizer, then the loader
 # fuzzers (engine files 60 s, keeping the checksum valid 60 s, graph JSON, safetensors and
 # program files 30 s each). Exits non-zero on any failure or finding.
@@ -14,6 +15,8 @@ stage "clang-format check"
 stage "release build + tests"
 ./scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j"$(nproc)"
+stage "install tree + a consumer project (find_package(inplace) alone)"
+./tests/install_consumer/run.sh
 [ "${INPLACE_QUICK:-0}" = 1 ] && exit 0
 stage "ASan + UBSan build + tests"
 ./scripts/sanitize.sh

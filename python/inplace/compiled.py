@@ -383,6 +383,46 @@ class _Text(str):
         return str(self)
 
 
+def _capture_with(how, module_or_fn, example_inputs):
+    if how == "make_fx":
+        from .capture_concrete import capture_concrete
+        return capture_concrete(module_or_fn, example_inputs)
+    if how not in ("default", "torch.export", "torch.fx"):
+        raise ValueError("capture_with: expected 'torch.export', 'torch.fx' or 'make_fx', got %r"
+                         % (how,))
+    return capture(module_or_fn, example_inputs, prefer_export=how != "torch.fx")
+
+
+def _concrete_applies(example_inputs, dynamic):
+    """Tracing at the examples' shapes (make_fx) is the fallback where it changes nothing the
+    caller asked for: every input a tensor (a number would be baked in) and no dynamic dim (a
+    size would be)."""
+    from .capture_concrete import has_make_fx
+    return (has_make_fx() and not dynamic
+            and all(isinstance(x, torch.Tensor) for x in example_inputs))
+
+
+def _symbolic_then_concrete(build):
+    """Symbolic capture first (it keeps sizes and integer inputs as runtime values); where it
+    cannot capture the program, or the engine refuses what it captured (shape arithmetic on
+    traced sizes), the program is traced again at the examples' shapes."""
+    try:
+        return build("default")
+    except InputError:  # the caller's arguments: the same under any capture
+        raise
+    except Exception as first:  # noqa: BLE001 - any refusal: try the concrete trace
+        try:
+            return build("make_fx")
+        except Exception as second:  # noqa: BLE001
+            if isinstance(first, _native.load().Error):  # the engine refused: its words first
+                first.add_note("inplace: tracing at the examples' shapes failed too: %s: %s"
+                               % (type(second).__name__, second))
+                raise first
+            second.add_note("inplace: symbolic tracing failed first: %s: %s"
+                            % (type(first).__name__, first))
+            raise second from None
+
+
 def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, value_ranges=None,
             alias=True, capture_with=None, device=None):
     """Compiles ``module_or_fn`` for inputs like ``example_inputs`` and returns a
@@ -392,7 +432,8 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     value of an input (written into its memory). ``dynamic``: {input name or index: {dim: max}},
     bounded dynamic dims (memory planned at max). ``value_ranges``: {input: (lo, hi)}, the values
     an integer input may take. ``alias=False`` builds the copy-back engine. ``capture_with``:
-    "torch.export" or "torch.fx" (default: torch.export where torch has it). ``device``: "cpu"
+    "torch.export", "torch.fx" or "make_fx" (default: torch.export where torch has it, else
+    torch.fx, then make_fx at the examples' shapes where that fails; see capture_concrete.py). ``device``: "cpu"
     or "cuda[:N]" (default: where the example inputs and the module's state are; they must all
     be there). On cuda, calls enqueue the kernels on torch's current stream without waiting.
     """
@@ -400,19 +441,26 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     if isinstance(example_inputs, (torch.Tensor, int, float)):
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs)
-    prefer_export = capture_with != "torch.fx"
     _precheck_devices(module_or_fn, example_inputs, device)
-    captured = capture(module_or_fn, example_inputs, prefer_export=prefer_export)
-    names = captured.user_names
-    dev = _engine_device(device, example_inputs, names, captured.state)
-    examples = [_as_tensor(x, n, dev) for x, n in zip(example_inputs, names)]
-    dyn = _dynamic_list(dynamic, names)
-    ranges = _ranges_list(value_ranges, names)
-    native = C.compile_graph(
-        json.dumps(captured.doc, allow_nan=False), os.getcwd(),
-        [_to_capsule(t) for t in examples],
-        {t: _to_capsule(v) for t, v in captured.state.items()},
-        alias, _mutated_list(mutated_inputs, names), dyn, ranges, str(dev))
+
+    def build(how):
+        captured = _capture_with(how, module_or_fn, example_inputs)
+        names = captured.user_names
+        dev = _engine_device(device, example_inputs, names, captured.state)
+        examples = [_as_tensor(x, n, dev) for x, n in zip(example_inputs, names)]
+        dyn = _dynamic_list(dynamic, names)
+        ranges = _ranges_list(value_ranges, names)
+        native = C.compile_graph(
+            json.dumps(captured.doc, allow_nan=False), os.getcwd(),
+            [_to_capsule(t) for t in examples],
+            {t: _to_capsule(v) for t, v in captured.state.items()},
+            alias, _mutated_list(mutated_inputs, names), dyn, ranges, str(dev))
+        return captured, native, examples, dyn
+
+    if capture_with is not None or not _concrete_applies(example_inputs, dynamic):
+        captured, native, examples, dyn = build(capture_with or "default")
+    else:
+        captured, native, examples, dyn = _symbolic_then_concrete(build)
     module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else None
     metas = [(tuple(t.shape), t.dtype) for t in examples]
     return CompiledProgram(native, module, captured, dyn, metas)
