@@ -23,6 +23,10 @@ std::unique_ptr<Pass> make_lift_mutated_buffers_pass();
 // options.input_metas); an input whose shape is unknown is left alone.
 std::unique_ptr<Pass> make_kv_cache_update_pass();
 
+// drop_identity_casts: x.to(dtype) / _to_copy(x, dtype) with x already of that dtype (and
+// nothing else asked) is x, when only calls read it.
+std::unique_ptr<Pass> make_drop_identity_casts_pass();
+
 // canonicalize_repeat_kv: scaled_dot_product_attention over repeat_kv(k) and repeat_kv(v)
 // (unsqueeze, expand, reshape) becomes attention over k and v with enable_gqa=True.
 std::unique_ptr<Pass> make_canonicalize_repeat_kv_pass();
