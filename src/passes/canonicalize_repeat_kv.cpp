@@ -14,19 +14,38 @@ namespace inplace {
 
 namespace {
 
+// n past the ops that leave its value as it is: clone, and a slice or expand to the same shape
+// (make_fx writes `x[:, :, None, :, :]` as full slices around the unsqueeze).
+Node* past_identities(const MetaTable& metas, Node* n) {
+  for (;;) {
+    const std::string op = op_name(n);
+    if (n->args.empty() || !n->args[0].is_node()) return n;
+    Node* in = n->args[0].node;
+    const Tensor* a = metas.tensor(n);
+    const Tensor* b = metas.tensor(in);
+    const bool same = a && b && a->shape() == b->shape() && a->dtype() == b->dtype();
+    const bool full_slice = op == "slice" && n->args.size() >= 4 &&
+                            n->args[2].kind == Value::Kind::kInt && n->args[2].i == 0 &&
+                            (n->args.size() < 5 || n->args[4].kind == Value::Kind::kInt) &&
+                            (n->args.size() < 5 || n->args[4].i == 1);
+    if (!same || !(op == "clone" || op == "alias" || op == "expand" || full_slice)) return n;
+    n = in;
+  }
+}
+
 // The kv-head tensor k_kv and the repeat r when `x` is repeat_kv(k_kv, r) of a 4-D k_kv.
 Node* repeated_kv(const MetaTable& metas, Node* x, int64_t* r) {
   const std::string rn = op_name(x);
   if ((rn != "reshape" && rn != "view" && rn != "_unsafe_view") || x->args.empty() ||
       !x->args[0].is_node())
     return nullptr;
-  Node* ex = x->args[0].node;
+  Node* ex = past_identities(metas, x->args[0].node);
   if (op_name(ex) != "expand" || ex->args.empty() || !ex->args[0].is_node()) return nullptr;
-  Node* un = ex->args[0].node;
+  Node* un = past_identities(metas, ex->args[0].node);
   if (op_name(un) != "unsqueeze" || un->args.size() < 2 || !un->args[0].is_node() ||
       un->args[1].kind != Value::Kind::kInt || !(un->args[1].i == 2 || un->args[1].i == -3))
     return nullptr;
-  Node* kv = un->args[0].node;
+  Node* kv = past_identities(metas, un->args[0].node);
   const Tensor* k = metas.tensor(kv);
   const Tensor* e = metas.tensor(ex);
   const Tensor* o = metas.tensor(x);

@@ -27,6 +27,11 @@ std::unique_ptr<Pass> make_kv_cache_update_pass();
 // nothing else asked) is x, when only calls read it.
 std::unique_ptr<Pass> make_drop_identity_casts_pass();
 
+// recognize_attention: softmax((q @ k^T) * c masked_fill(~mask, -inf)) @ v over 4-D float32
+// operands (make_fx's bmm decomposition) becomes scaled_dot_product_attention(q, k, v, mask,
+// scale=c).
+std::unique_ptr<Pass> make_recognize_attention_pass();
+
 // canonicalize_repeat_kv: scaled_dot_product_attention over repeat_kv(k) and repeat_kv(v)
 // (unsqueeze, expand, reshape) becomes attention over k and v with enable_gqa=True.
 std::unique_ptr<Pass> make_canonicalize_repeat_kv_pass();

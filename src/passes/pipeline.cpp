@@ -34,6 +34,7 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   passes.push_back(make_lift_mutated_buffers_pass());
   passes.push_back(make_kv_cache_update_pass());
   passes.push_back(make_drop_identity_casts_pass());
+  passes.push_back(make_recognize_attention_pass());
   passes.push_back(make_canonicalize_repeat_kv_pass());
   passes.push_back(make_attend_filled_prefix_pass());
   passes.push_back(make_fuse_weight_casts_pass());
@@ -60,8 +61,8 @@ std::vector<std::string> pass_names(const std::vector<std::unique_ptr<Pass>>& pa
 
 namespace {
 // Rewrites that only make the program faster: leaving one out keeps it correct.
-const char* const kOptionalRewrites[] = {"drop_identity_casts", "canonicalize_repeat_kv",
-                                         "attend_filled_prefix"};
+const char* const kOptionalRewrites[] = {"drop_identity_casts", "recognize_attention",
+                                         "canonicalize_repeat_kv", "attend_filled_prefix"};
 
 bool is_optional_rewrite(const std::string& name) {
   for (const char* r : kOptionalRewrites)

@@ -58,7 +58,7 @@ std::optional<int64_t> arange_start(const ResolvedCall& rc) {
 bool is_view_like(const std::string& name) {
   return name == "unsqueeze" || name == "view" || name == "reshape" || name == "squeeze" ||
          name == "expand" || name == "alias" || name == "clone" || name == "_unsafe_view" ||
-         name == "contiguous";
+         name == "contiguous" || name == "slice";
 }
 
 }  // namespace

@@ -7,6 +7,9 @@
 // weigh exactly 0) in another blocking.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "compiler/rewrite_differential.h"
 #include "frontend/graph_json.h"
 #include "ir/builder.h"
@@ -65,6 +68,50 @@ TEST(PrefixAttention, Qwen2FixtureAttendsOverTheFilledPrefix) {
 }
 TEST(PrefixAttention, Gpt2FixtureAttendsOverTheFilledPrefix) {
   expect_fixture("gpt2", 2);
+}
+
+// python/bench/hf_style_cpu.py's module (2 layers, d_model 64, 4 heads, 2 kv heads, s_max 32)
+// as inplace.compile captures it under torch 1.13 (make_fx): attention written out (bmm over
+// views, masked_fill(~mask, -inf), _softmax, bmm) with repeat_kv as full slices, unsqueeze,
+// expand, clone. recognize_attention makes it attention, and the prefix rewrite follows.
+std::string make_fx_fixture() {
+  std::ifstream in(std::string(INPLACE_SOURCE_DIR) +
+                   "/tests/compiler/fixtures/hf_style_make_fx.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+const std::vector<std::string> kAttentionRewrites = {
+    "recognize_attention", "canonicalize_repeat_kv", "attend_filled_prefix"};
+
+TEST(PrefixAttention, MakeFxAttentionIsRecognizedAndAttendsOverThePrefix) {
+  auto g = read_graph_json_string(make_fx_fixture(), "hf_style_make_fx");
+  std::string plan =
+      expect_rewrite_exact(*g, draw(*g, 5, 99), draws_across(*g, 32), kAttentionRewrites, kTol);
+  EXPECT_EQ(count_of(plan, "[cache_position + 1]"), 4) << plan;
+  EXPECT_EQ(count_of(plan, "= bmm("), 1) << plan;    // the rotary table's inv_freq @ position only
+  EXPECT_EQ(count_of(plan, "= clone("), 0) << plan;  // no repeat_kv copy of a cache
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 32), kTol), 6);
+}
+
+TEST(PrefixAttention, MakeFxNearMissesAreNotAttention) {
+  // A finite fill is not -inf: masked keys would weigh exp(-1e4 - max), not 0.
+  std::string finite = make_fx_fixture();
+  for (size_t at; (at = finite.find(R"({"float":"-inf"})")) != std::string::npos;)
+    finite.replace(at, 16, "-10000.0");
+  // A softmax over another dim is not attention's.
+  std::string other_dim = make_fx_fixture();
+  for (size_t at; (at = other_dim.find(R"("},-1,false])")) != std::string::npos;)
+    other_dim.replace(at, 12, R"("},2,false])");
+  for (const std::string& text : {finite, other_dim}) {
+    auto g = read_graph_json_string(text, "near_miss");
+    std::string plan =
+        expect_rewrite_exact(*g, draw(*g, 5, 99), draws_across(*g, 32), kAttentionRewrites, kTol);
+    EXPECT_EQ(count_of(plan, "= scaled_dot_product_attention("), 0) << plan;
+    EXPECT_EQ(count_of(plan, "= bmm("), 5) << plan;
+    EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 32), kTol), 6);
+  }
 }
 
 // The mask a hand-built decode step attends under.
