@@ -105,10 +105,12 @@ class AttendFilledPrefixPass : public Pass {
     Emitter e(g, n);
     Node* end = e.call("aten.add.Tensor", {ref(keep->core), Value::integer(keep->offset + 1)}, {},
                        n->name + "_prefix_end");
+    // cache[:, :, :end], as the built-in model's graph spells it (meta inference keeps the
+    // last dim of such a prefix, so the fusions after attention still see their shapes).
     auto prefix = [&](Node* cache, const char* what) {
-      return e.call("aten.slice.Tensor",
-                    {ref(cache), Value::integer(2), Value::integer(0), ref(end), Value::integer(1)},
-                    {}, n->name + what);
+      Value all = Value::slice(Value::none(), Value::none(), Value::none());
+      Value index = Value::tuple({all, all, Value::slice(Value::none(), ref(end), Value::none())});
+      return e.call("_operator.getitem", {ref(cache), index}, {}, n->name + what);
     };
     Node* kp = prefix(k, "_key_prefix");
     Node* vp = prefix(v, "_value_prefix");

@@ -40,7 +40,7 @@ TEST(HfNormRotary, LlamaFixtureReachesRmsNormAndRotary) {
     std::string plan = expect_rewrite_exact(*g, draws[0], draws, {"drop_identity_casts"}, kTol);
     EXPECT_EQ(count_of(plan, "= rms_norm("), 5) << plan;  // 2 per layer and the final norm
     EXPECT_EQ(count_of(plan, "= pow."), 0) << plan;
-    EXPECT_GE(count_of(plan, "= rotary_embedding("), 2) << plan;
+    EXPECT_EQ(count_of(plan, "= rotary_embedding("), 4) << plan;  // q and k per layer
     EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, kTol), 5);
   }
 }

@@ -92,6 +92,9 @@ TEST(PrefixAttention, MakeFxAttentionIsRecognizedAndAttendsOverThePrefix) {
   EXPECT_EQ(count_of(plan, "[cache_position + 1]"), 4) << plan;
   EXPECT_EQ(count_of(plan, "= bmm("), 1) << plan;    // the rotary table's inv_freq @ position only
   EXPECT_EQ(count_of(plan, "= clone("), 0) << plan;  // no repeat_kv copy of a cache
+  // And the norms and rotary embeddings after the first attention still fuse.
+  EXPECT_EQ(count_of(plan, "= rms_norm("), 5) << plan;
+  EXPECT_EQ(count_of(plan, "= rotary_embedding("), 4) << plan;
   EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 32), kTol), 6);
 }
 
