@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test, what CI runs: a clang-format check of the tree (scripts/format_check.sh), the
-# Release build's test suite (CTest), then the same suite built with AddressSanitizer +
-# UndefinedBehaviorSanitizer, then the concurrency tests under ThreadSanitizer, then the loader
+# layer check (scripts/layer_check.sh: no include runs back up a layer), the Release build's
+# test suite (CTest), then the same suite built with AddressSanitizer + UndefinedBehaviorSanitizer,
+# then the concurrency tests under ThreadSanitizer, then the loader
 # fuzzers (engine files 60 s, keeping the checksum valid 60 s, graph JSON, safetensors and
 # program files 30 s each). Exits non-zero on any failure or finding.
 # INPLACE_QUICK=1 runs only the first stage (for the edit-build-test loop).
@@ -11,6 +12,8 @@ stage() { echo; echo "=== $* ($(date +%T))"; }
 stage "clang-format check"
 ./scripts/setup.sh
 ./scripts/format_check.sh
+stage "layer check"
+./scripts/layer_check.sh
 stage "release build + tests"
 ./scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j"$(nproc)"
