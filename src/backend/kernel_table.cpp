@@ -14,10 +14,10 @@ namespace {
 void register_declared_out_kernels(KernelTable& table) {
   for (const OpDef* op : Registry::get().all()) {
     if (!op->out || table.find(*op, DeviceType::kCpu)) continue;
-    table.add(DeviceType::kCpu, op->schema.full_name(),
-              [op](const Args& args, const std::vector<Tensor>& outs, const KernelContext&) {
-                op->out(args, outs);
-              });
+    table.add_one(DeviceType::kCpu, *op,
+                  [op](const Args& args, const std::vector<Tensor>& outs, const KernelContext&) {
+                    op->out(args, outs);
+                  });
   }
 }
 
@@ -49,6 +49,10 @@ void KernelTable::add(DeviceType device, const std::string& name, Kernel kernel,
     devices_[static_cast<int>(device)].kernels[op] = kernel;
     if (supports) devices_[static_cast<int>(device)].supports[op] = supports;
   }
+}
+
+void KernelTable::add_one(DeviceType device, const OpDef& op, Kernel kernel) {
+  devices_[static_cast<int>(device)].kernels[&op] = std::move(kernel);
 }
 
 void KernelTable::add_eager(DeviceType device, const std::string& name, EagerKernel kernel) {

@@ -87,6 +87,8 @@ class KernelTable {
 
   // Registers `kernel` for every overload of `name` ("add") or for one ("add.Tensor").
   void add(DeviceType device, const std::string& name, Kernel kernel, Supports supports = {});
+  // `kernel` for `op` alone (not its other overloads).
+  void add_one(DeviceType device, const OpDef& op, Kernel kernel);
   // An eager kernel for every overload of `name` (or for one).
   void add_eager(DeviceType device, const std::string& name, EagerKernel kernel);
   // A pair kernel for every overload of `name` (registered with add before).

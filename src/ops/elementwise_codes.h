@@ -153,6 +153,8 @@ inline constexpr BinaryDecl kBinaryOps[] = {
     {"__rpow__", "pow", BinaryOp::kPow, 1, 0, -1, -1},
     {"maximum", "maximum", BinaryOp::kMaximum, 0, 1, -1, -1},
     {"minimum", "minimum", BinaryOp::kMinimum, 0, 1, -1, -1},
+    {"max.other", "maximum", BinaryOp::kMaximum, 0, 1, -1, -1},  // torch.max(a, b)
+    {"min.other", "minimum", BinaryOp::kMinimum, 0, 1, -1, -1},
     {"bitwise_and", "bitwise_and", BinaryOp::kBitwiseAnd, 0, 1, -1, -1},
     {"bitwise_or", "bitwise_or", BinaryOp::kBitwiseOr, 0, 1, -1, -1},
     {"bitwise_xor", "bitwise_xor", BinaryOp::kBitwiseXor, 0, 1, -1, -1},
