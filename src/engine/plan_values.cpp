@@ -662,7 +662,10 @@ BVal PlanValues::compute_call(CallInfo& ci, std::vector<Tensor> metas, StepKind 
     const Tensor& m = metas[k];
     const Shape& bshape = bounds[k].shape();
     ValueBuffer vb;
-    vb.nbytes = numel_of(bshape) * static_cast<int64_t>(dtype_size(m.dtype()));
+    IP_CHECK(!__builtin_mul_overflow(numel_of(bshape), static_cast<int64_t>(dtype_size(m.dtype())),
+                                     &vb.nbytes),
+             kUnsupported, "[compile] node '", ci.node->name, "': a result of shape ",
+             shape_str(bshape), " ", dtype_name(m.dtype()), " has more bytes than 64 bits count");
     vb.producer = step_index;
     BVal l;
     l.v = Value::from_tensor(Tensor::meta(m.shape(), m.dtype()));
