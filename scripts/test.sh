@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test, what CI runs: a clang-format check of the tree (scripts/format_check.sh), the
-# Release build's test suite (CTest) and a consumer project built against its install tree
+# layer check (scripts/layer_check.sh: no include runs back up a layer), the Release build's
+# test suite (CTest) and a consumer project built against its install tree
 # (tests/install_consumer), then the same suite built with AddressSanitizer +
 # UndefinedBehaviorSanitizer, then the concurrency tests under ThreadSanitizer, then the loader
 # fuzzers (engine files 60 s, keeping the checksum valid 60 s, graph JSON, safetensors and
@@ -12,6 +13,8 @@ stage() { echo; echo "=== $* ($(date +%T))"; }
 stage "clang-format check"
 ./scripts/setup.sh
 ./scripts/format_check.sh
+stage "layer check"
+./scripts/layer_check.sh
 stage "release build + tests"
 ./scripts/build.sh
 ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j"$(nproc)"

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/eager_call.h"
+#include "backend/kernel_table.h"
 #include "core/tensor.h"
 #include "core/value.h"
 #include "ops/registry.h"
@@ -81,11 +83,18 @@ inline Value Sl(Value a, Value b, Value c) {
   return Value::slice(a, b, c);
 }
 
-// Resolves `target` (any FX spelling) and runs its eager kernel.
+// `op`'s cpu kernel from the kernel table into planned results (the engine's path).
+inline void cpu_out(const OpDef& op, const Args& args, const std::vector<Tensor>& outs) {
+  const Kernel* kernel = KernelTable::get().find(op, DeviceType::kCpu);
+  ASSERT_NE(kernel, nullptr) << op.schema.full_name() << " has a cpu kernel";
+  (*kernel)(args, outs, KernelContext{});
+}
+
+// Resolves `target` (any FX spelling) and runs it eagerly (backend/eager_call.h).
 inline Value call(const std::string& target, std::vector<Value> args,
                   std::vector<std::pair<std::string, Value>> kwargs = {}) {
   ResolvedCall rc = resolve_call(target, args, kwargs, "test");
-  return rc.op->eager(rc.args);
+  return eager_call(*rc.op, rc.args);
 }
 inline Tensor call_t(const std::string& target, std::vector<Value> args,
                      std::vector<std::pair<std::string, Value>> kwargs = {}) {

@@ -3,8 +3,11 @@
 //   compile   -> compile_program({{"prefill", &g1, ex1}, {"decode", &g2, ex2}})
 //   save/load -> save_program(*program, "p.inplace"), load_program("p.inplace")
 //   run       -> auto s = program->new_session(); s->run("decode", {{"token", t}, {"pos", p}});
+//   generate  -> s->generate(prompt_ids, {.max_new_tokens = 32})
 #pragma once
 
+#include "program/generate.h"
+#include "program/method_from_export.h"
 #include "program/program.h"
 #include "program/program_compile.h"
 #include "program/program_file.h"

@@ -10,6 +10,7 @@ from .fx_export import (ExportError, ExportResult, FullTracer, export_graph, gra
                         read_outputs, target_name, trace, write_inputs)
 from .compiled import CompiledProgram, InputError, compile, compile_graph
 from .files import LoadedProgram, export, load, save
+from .program import GenerateResult, Program, Session, compile_program, load_program
 from . import _native
 
 
@@ -25,7 +26,8 @@ def __getattr__(name):
 
 
 __all__ = [
-    "CompiledProgram", "ExportError", "ExportResult", "FullTracer", "InputError", "LoadedProgram",
+    "CompiledProgram", "ExportError", "GenerateResult", "Program", "Session", "compile_program",
+    "load_program", "ExportResult", "FullTracer", "InputError", "LoadedProgram",
     "compile", "compile_graph", "export", "export_graph", "graph_to_json", "load", "native", "read_outputs",
     "save", "target_name", "trace", "write_inputs", "read_safetensors",
     "read_safetensors_metadata", "write_safetensors",

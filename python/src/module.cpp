@@ -9,6 +9,7 @@
 #include "engine/engine_file.h"
 #include "frontend/graph_json.h"
 #include "ir/export_signature.h"
+#include "program_bindings.h"
 #include "tensor_bridge.h"
 
 namespace py = pybind11;
@@ -19,10 +20,7 @@ using inplace::python::CompiledGraph;
 namespace {
 
 Tensor tensor_arg(const py::handle& pair, const std::string& what) {
-  auto t = pair.cast<py::tuple>();
-  bool is_bool = t[1].cast<bool>();
-  return python::tensor_from_dlpack(t[0].cast<py::capsule>(), what,
-                                    is_bool ? std::optional<DType>(DType::kBool) : std::nullopt);
+  return python::tensor_from_pair(pair, what);
 }
 
 std::vector<Tensor> tensor_list(const py::list& items, const std::vector<std::string>& names) {
@@ -38,7 +36,7 @@ std::vector<Tensor> tensor_list(const py::list& items, const std::vector<std::st
 py::object result_object(const CallResult& r) {
   if (r.user_input >= 0) return py::int_(r.user_input);
   if (!r.state_target.empty()) return py::str(r.state_target);
-  return py::make_tuple(python::tensor_to_dlpack(r.fresh), r.fresh.dtype() == DType::kBool);
+  return python::tensor_to_pair(r.fresh);
 }
 
 std::unique_ptr<CompiledGraph> compile_graph(const std::string& json, const std::string& base_dir,
@@ -158,6 +156,7 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("load_engine",
         [](const std::string& path) { return std::make_unique<CompiledGraph>(load_engine(path)); });
+  python::bind_programs(m);
   m.def("graph_text", [](const std::string& json, const std::string& base_dir) {
     return read_graph_json_string(json, base_dir, "<python>")->to_string();
   });

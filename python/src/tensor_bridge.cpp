@@ -159,4 +159,15 @@ pybind11::capsule tensor_to_dlpack(const Tensor& t) {
   });
 }
 
+Tensor tensor_from_pair(const pybind11::handle& pair, const std::string& what) {
+  auto t = pair.cast<pybind11::tuple>();
+  bool is_bool = t[1].cast<bool>();
+  return tensor_from_dlpack(t[0].cast<pybind11::capsule>(), what,
+                            is_bool ? std::optional<DType>(DType::kBool) : std::nullopt);
+}
+
+pybind11::tuple tensor_to_pair(const Tensor& t) {
+  return pybind11::make_tuple(tensor_to_dlpack(t), t.dtype() == DType::kBool);
+}
+
 }  // namespace inplace::python

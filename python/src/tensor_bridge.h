@@ -25,4 +25,9 @@ Tensor tensor_from_dlpack(const pybind11::capsule& capsule, const std::string& w
 // tensors are described as uint8 (the Python side views them back as bool).
 pybind11::capsule tensor_to_dlpack(const Tensor& t);
 
+// Tensors cross as (capsule, is_bool) pairs (torch 1.13 has no DLPack bool): the pair's tensor,
+// and a tensor as such a pair.
+Tensor tensor_from_pair(const pybind11::handle& pair, const std::string& what);
+pybind11::tuple tensor_to_pair(const Tensor& t);
+
 }  // namespace inplace::python

@@ -8,16 +8,17 @@ namespace inplace {
 
 namespace {
 
-void register_cpu_kernels(KernelTable& table) {
+// The ops whose cpu compute still sits in their declaration (OpDef::out): wrapped until their
+// family's kernels move to src/kernels/cpu (TODO issue 28 step 1; scripts/layer_check.sh lists
+// them). A kernel registered by the cpu backend wins.
+void register_declared_out_kernels(KernelTable& table) {
   for (const OpDef* op : Registry::get().all()) {
-    if (!op->out) continue;
-    table.add(DeviceType::kCpu, op->schema.full_name(),
-              [op](const Args& args, const std::vector<Tensor>& outs, const KernelContext&) {
-                op->out(args, outs);
-              });
+    if (!op->out || table.find(*op, DeviceType::kCpu)) continue;
+    table.add_one(DeviceType::kCpu, *op,
+                  [op](const Args& args, const std::vector<Tensor>& outs, const KernelContext&) {
+                    op->out(args, outs);
+                  });
   }
-  table.add_copy(DeviceType::kCpu, [](const Args& args, const std::vector<Tensor>& outs,
-                                      const KernelContext&) { outs[0].copy_from(args[0].tensor); });
 }
 
 }  // namespace
@@ -25,7 +26,8 @@ void register_cpu_kernels(KernelTable& table) {
 const KernelTable& KernelTable::get() {
   static const KernelTable table = [] {
     KernelTable t;
-    register_cpu_kernels(t);
+    register_cpu_backend(t);
+    register_declared_out_kernels(t);
 #ifdef INPLACE_WITH_CUDA
     register_cuda_backend(t);
 #endif
@@ -47,6 +49,27 @@ void KernelTable::add(DeviceType device, const std::string& name, Kernel kernel,
     devices_[static_cast<int>(device)].kernels[op] = kernel;
     if (supports) devices_[static_cast<int>(device)].supports[op] = supports;
   }
+}
+
+void KernelTable::add_one(DeviceType device, const OpDef& op, Kernel kernel) {
+  devices_[static_cast<int>(device)].kernels[&op] = std::move(kernel);
+}
+
+void KernelTable::add_eager(DeviceType device, const std::string& name, EagerKernel kernel) {
+  const Registry& registry = Registry::get();
+  std::vector<const OpDef*> ops;
+  if (const OpDef* one = registry.find(name); one && name.find('.') != std::string::npos)
+    ops.push_back(one);
+  else
+    ops = registry.overloads(name);
+  IP_ASSERT(!ops.empty(), "eager kernels are registered for registered ops");
+  for (const OpDef* op : ops) devices_[static_cast<int>(device)].eager[op] = kernel;
+}
+
+const EagerKernel* KernelTable::find_eager(const OpDef& op, DeviceType device) const {
+  const auto& eager = devices_[static_cast<int>(device)].eager;
+  auto it = eager.find(&op);
+  return it == eager.end() ? nullptr : &it->second;
 }
 
 void KernelTable::add_pair(DeviceType device, const std::string& name, PairKernel kernel) {

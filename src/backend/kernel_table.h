@@ -1,9 +1,9 @@
 // The kernel table: compute keyed by (op, device), the model of ExecuTorch's kernel registry
 // and ggml's backend interface. src/ops holds schemas, shape rules and properties; compute is
-// registered here per device: the cpu entries are the ops' out kernels, a GPU backend adds its
-// own from src/kernels/<device>/. Kernels are resolved once, when an engine is built or loaded
-// (Engine::kernel), never per call. An op with no kernel for an engine's device is refused at
-// compile time; nothing falls back to another device.
+// registered here per device, each backend from its own folder: the cpu's from src/kernels/cpu
+// (register_cpu_backend), a GPU's from src/kernels/<device>/. Kernels are resolved once, when an
+// engine is built or loaded (Engine::kernel), never per call. An op with no kernel for an engine's
+// device is refused at compile time; nothing falls back to another device.
 #pragma once
 #include <array>
 #include <functional>
@@ -72,17 +72,25 @@ struct StepCall {
 constexpr int kMaxEpilogueWrites = 2;
 using WritesKernel = std::function<bool(const StepCall& product, const StepCall* writes, int n)>;
 
+// An op whose result is not planned ahead (a cast that returns self when nothing changes, a
+// mutating copy_ / fill_): computes and returns it as OpDef::eager would (on the cpu only).
+using EagerKernel = std::function<Value(const Args&)>;
+
 // For a kernel that covers only some argument forms: "" when it runs `args` (tensors are
 // metas), else what it does not support. Asked once per step when an engine is built.
 using Supports = std::function<std::string(const Args&)>;
 
 class KernelTable {
  public:
-  // Built once at start-up: the cpu kernels from the registry, then each compiled-in backend.
+  // Built once at start-up: the cpu backend, then each compiled-in backend.
   static const KernelTable& get();
 
   // Registers `kernel` for every overload of `name` ("add") or for one ("add.Tensor").
   void add(DeviceType device, const std::string& name, Kernel kernel, Supports supports = {});
+  // `kernel` for `op` alone (not its other overloads).
+  void add_one(DeviceType device, const OpDef& op, Kernel kernel);
+  // An eager kernel for every overload of `name` (or for one).
+  void add_eager(DeviceType device, const std::string& name, EagerKernel kernel);
   // A pair kernel for every overload of `name` (registered with add before).
   void add_pair(DeviceType device, const std::string& name, PairKernel kernel);
   // A kernel for a step of `product` followed by steps of `write` (every overload of each).
@@ -92,6 +100,7 @@ class KernelTable {
   void add_copy(DeviceType device, Kernel kernel);
 
   const Kernel* find(const OpDef& op, DeviceType device) const;
+  const EagerKernel* find_eager(const OpDef& op, DeviceType device) const;
   const Supports* supports(const OpDef& op, DeviceType device) const;  // null: every form
   const PairKernel* find_pair(const OpDef& op, DeviceType device) const;
   const Kernel* copy_kernel(DeviceType device) const;
@@ -103,6 +112,7 @@ class KernelTable {
  private:
   struct PerDevice {
     std::unordered_map<const OpDef*, Kernel> kernels;
+    std::unordered_map<const OpDef*, EagerKernel> eager;
     std::unordered_map<const OpDef*, Supports> supports;
     std::unordered_map<const OpDef*, PairKernel> pairs;
     std::map<std::pair<const OpDef*, const OpDef*>, WritesKernel> epilogue_writes;
@@ -113,6 +123,9 @@ class KernelTable {
 
 // Whether this build serves `device` and the machine has it; when not, `why` says which.
 bool device_available(Device device, std::string* why = nullptr);
+
+// src/kernels/cpu: registers the cpu kernels (cpu_backend.cpp).
+void register_cpu_backend(KernelTable& table);
 
 #ifdef INPLACE_WITH_CUDA
 // src/kernels/cuda: registers the cuda allocator and kernels.

@@ -198,7 +198,7 @@ void validate_plan(const Plan& plan) {
   for (const Step& s : plan.steps) {
     IP_CHECK(s.kind == StepKind::kCopy || s.op != nullptr, kCorrupt, "[plan] step '", s.node,
              "' has no op");
-    IP_CHECK(s.kind != StepKind::kOut || s.op->out != nullptr, kCorrupt, "[plan] step '", s.node,
+    IP_CHECK(s.kind != StepKind::kOut || s.op->infer != nullptr, kCorrupt, "[plan] step '", s.node,
              "' needs an out kernel that op '", s.op ? s.op->schema.full_name() : "?",
              "' does not have");
     IP_CHECK(s.kind != StepKind::kCopy || (s.tensors.size() == 1 && s.outs.size() == 1), kCorrupt,

@@ -49,7 +49,7 @@ Engine::Engine(Plan plan, std::string name) : plan_(std::move(plan)), name_(std:
                  device.str(), "' has no copy kernel");
         break;
       case StepKind::kEager:
-        // The cpu runs these through op.eager; another device needs a kernel for them.
+        // The cpu runs these through eager_call; another device needs a kernel for them.
         if (device.is_cpu()) break;
         kernels_[q] = table.find(*s.op, device.type);
         IP_CHECK(kernels_[q] != nullptr, kUnsupported, "[engine] node '", s.node, "': op '",

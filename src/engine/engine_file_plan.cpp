@@ -3,6 +3,7 @@
 // without checking (operand paths, arena slots, extents) on top of validate_plan.
 #include <limits>
 
+#include "backend/eager_call.h"
 #include "engine/engine_file_codec.h"
 #include "engine/number_operands.h"
 
@@ -417,7 +418,7 @@ void read_plan(Reader& r, Plan* plan) {
       r.fail(str_cat("step '", s.node, "' has ", s.args.size(), " arguments for op '", op,
                      "' which takes ", s.op->schema.args.size()));
     if (s.kind == StepKind::kOut && s.op && s.op->infer) check_out_results(r, s);
-    if (s.kind == StepKind::kEager && s.op && !s.op->eager)
+    if (s.kind == StepKind::kEager && s.op && !has_eager(*s.op))
       r.fail(str_cat("step '", s.node, "' needs an eager kernel op '", op, "' lacks"));
   }
   uint64_t nscalars = r.count("scalars", 12);

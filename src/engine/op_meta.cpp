@@ -1,5 +1,6 @@
 #include "engine/op_meta.h"
 
+#include "backend/eager_call.h"
 #include "interpreter/interpreter.h"
 
 namespace inplace {
@@ -10,7 +11,7 @@ std::vector<Tensor> result_metas(const OpDef& op, const Args& given) {
   const Args& args = numbers ? read_as_one : given;
   if (op.infer) return op.infer(args);
   std::vector<Value> leaves;
-  flatten_value(op.eager(args), &leaves);
+  flatten_value(eager_call(op, args), &leaves);
   std::vector<Tensor> out;
   for (const Value& l : leaves) {
     IP_CHECK(l.is_tensor(), kUnsupported, "[", op.schema.full_name(), "] returns a ", l.kind_name(),
@@ -21,7 +22,7 @@ std::vector<Tensor> result_metas(const OpDef& op, const Args& given) {
 }
 
 Value view_metas(const OpDef& op, const Args& args) {
-  return op.eager(args);
+  return eager_call(op, args);
 }
 
 Value* leaf_at(std::vector<Value>& args, const std::vector<int>& path) {

@@ -51,8 +51,8 @@ struct TensorSlot {
 };
 
 enum class StepKind : uint8_t {
-  kOut,    // op->out(args, outs): writes into planned results
-  kEager,  // op->eager(args), results copied into planned buffers
+  kOut,    // the kernel table's kernel: writes into planned results
+  kEager,  // eager_call(op, args), results copied into planned buffers
   kCopy,   // outs[0].copy_from(args[0]): write-back of a mutated value
   kView,   // no kernel: recomputes views of dynamic operands in the refresh (outs are views)
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "backend/eager_call.h"
 #include "engine/op_meta.h"
 #include "interpreter/interpreter.h"
 #include "ops/index_spec.h"
@@ -247,7 +248,7 @@ BVal PlanValues::evaluate(CallInfo& ci) {
       return view_call(ci, view_metas(*ci.op, ci.args));
     if (ci.op->infer) return compute_call(ci, infer_results(ci), StepKind::kOut);
     // Eager-only ops: casts (a view when nothing changes) and advanced indexing.
-    Value result = ci.op->eager(ci.args);
+    Value result = eager_call(*ci.op, ci.args);
     // Their result is a view when it is the argument itself (type_as to the same dtype).
     int base = std::max(0, ci.op->schema.aliased_arg_of_return(0));
     if (result.is_tensor() && !advanced && ci.args[base].is_tensor()) {
@@ -298,7 +299,7 @@ BVal PlanValues::metadata_call(CallInfo& ci) {
   IP_CHECK(ci.ints.empty(), kUnsupported, "[compile] node '", ci.node->name,
            "': the size of a runtime dim is not supported");
   const BVal& b = *ci.inputs.at(0);
-  Value r = ci.op->eager(ci.args);
+  Value r = eager_call(*ci.op, ci.args);
   if (b.dyn < 0) return literal(r);
   const std::string& name = ci.op->schema.name;
   const Tensor& t = b.v.tensor;
@@ -661,7 +662,10 @@ BVal PlanValues::compute_call(CallInfo& ci, std::vector<Tensor> metas, StepKind 
     const Tensor& m = metas[k];
     const Shape& bshape = bounds[k].shape();
     ValueBuffer vb;
-    vb.nbytes = numel_of(bshape) * static_cast<int64_t>(dtype_size(m.dtype()));
+    IP_CHECK(!__builtin_mul_overflow(numel_of(bshape), static_cast<int64_t>(dtype_size(m.dtype())),
+                                     &vb.nbytes),
+             kUnsupported, "[compile] node '", ci.node->name, "': a result of shape ",
+             shape_str(bshape), " ", dtype_name(m.dtype()), " has more bytes than 64 bits count");
     vb.producer = step_index;
     BVal l;
     l.v = Value::from_tensor(Tensor::meta(m.shape(), m.dtype()));

@@ -3,6 +3,7 @@
 #include <map>
 #include <vector>
 
+#include "backend/eager_call.h"
 #include "ops/registry.h"
 
 namespace inplace {
@@ -79,7 +80,7 @@ RunOutput run_eager(const Graph& graph, const std::map<std::string, Value>& inpu
         for (const auto& [k, v] : n->kwargs) kwargs.emplace_back(k, substitute(v, env));
         ResolvedCall rc = resolve_call(n->target, args, kwargs, n->name);
         try {
-          env[n] = rc.op->eager(rc.args);
+          env[n] = eager_call(*rc.op, rc.args);
         } catch (const Error& e) {
           std::string msg = e.what();
           if (msg.rfind("[node ", 0) == 0) throw;

@@ -38,6 +38,31 @@ std::string operand_str(const Operand& o) {
   return o.scalar.is_bool() ? "bool" : (o.scalar.is_int() ? "int" : "float");
 }
 
+BinaryOp div_mode(const std::vector<Value>& args, int index) {
+  if (index < 0 || args[index].is_none()) return BinaryOp::kDiv;
+  const std::string& mode = args[index].as_string("div");
+  if (mode == "trunc") return BinaryOp::kDivTrunc;
+  if (mode == "floor") return BinaryOp::kDivFloor;
+  IP_FAIL(kInvalidArgument,
+          "[div] expected rounding_mode to be one of None, 'trunc', or 'floor' but found '", mode,
+          "'");
+}
+
+UnaryOp gelu_kind(const Value& approximate) {
+  const std::string& a = approximate.as_string("gelu");
+  if (a == "none") return UnaryOp::kGelu;
+  if (a == "tanh") return UnaryOp::kGeluTanh;
+  IP_FAIL(kInvalidArgument, "[gelu] approximate must be 'none' or 'tanh', got '", a, "'");
+}
+
+ClampArgs clamp_args(const std::vector<Value>& args, const char* op, int lo, int hi) {
+  ClampArgs c;
+  c.self = Operand(args[0].as_tensor(op));
+  if (lo >= 0 && !args[lo].is_none()) c.lo = operand(args[lo], op);
+  if (hi >= 0 && !args[hi].is_none()) c.hi = operand(args[hi], op);
+  return c;
+}
+
 }  // namespace elementwise
 
 void register_elementwise_ops(Registry& r) {

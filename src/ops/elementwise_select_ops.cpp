@@ -25,21 +25,17 @@ void register_where(Registry& r) {
     return std::vector<Tensor>{
         Tensor::meta(broadcast_shape({&c, &a, &b}, "where"), result_type({&a, &b}))};
   };
-  auto out = [](const Args& args, const std::vector<Tensor>& res) {
-    cpu::where(res[0], args[0].as_tensor("where"), operand(args[1], "where"),
-               operand(args[2], "where"));
-  };
-  r.add_out("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", infer, out);
-  r.add_out("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor", infer, out);
-  r.add_out("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", infer, out);
-  r.add_out("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor", infer, out);
+  r.add_out("where.self(Tensor condition, Tensor self, Tensor other) -> Tensor", infer, nullptr);
+  r.add_out("where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor", infer,
+            nullptr);
+  r.add_out("where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", infer,
+            nullptr);
+  r.add_out("where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor", infer, nullptr);
 }
 
 // ---- clamp(self, min, max)
 
-struct Clamp {
-  Operand self;
-  std::optional<Operand> lo, hi;
+struct Clamp : ClampArgs {
   Shape shape;
   DType dtype = DType::kFloat32;
 };
@@ -47,9 +43,7 @@ struct Clamp {
 // lo_index / hi_index: argument positions, -1 when the op has no such bound.
 Clamp bind_clamp(const Args& args, const char* op, int lo_index, int hi_index) {
   Clamp c;
-  c.self = Operand(args[0].as_tensor(op));
-  if (lo_index >= 0 && !args[lo_index].is_none()) c.lo = operand(args[lo_index], op);
-  if (hi_index >= 0 && !args[hi_index].is_none()) c.hi = operand(args[hi_index], op);
+  static_cast<ClampArgs&>(c) = clamp_args(args, op, lo_index, hi_index);
   IP_CHECK(c.lo || c.hi, kInvalidArgument, "[", op,
            "] at least one of 'min' or 'max' must not be None");
   // A missing bound is stood in for by self, which changes neither shape nor dtype.
@@ -71,10 +65,7 @@ void add_clamp(Registry& r, const std::string& schema, const char* op, int lo_in
         Clamp c = bind_clamp(args, op, lo_index, hi_index);
         return std::vector<Tensor>{Tensor::meta(c.shape, c.dtype)};
       },
-      [=](const Args& args, const std::vector<Tensor>& out) {
-        Clamp c = bind_clamp(args, op, lo_index, hi_index);
-        cpu::clamp(out[0], c.self, c.lo, c.hi);
-      });
+      nullptr);
 }
 
 void register_clamp(Registry& r) {
@@ -114,12 +105,8 @@ void register_masked_fill(Registry& r) {
     return std::vector<Tensor>{
         Tensor::meta(broadcast_shapes(self.shape(), mask.shape(), "masked_fill"), self.dtype())};
   };
-  auto out = [](const Args& args, const std::vector<Tensor>& res) {
-    cpu::where(res[0], args[1].as_tensor("masked_fill"), operand(args[2], "masked_fill"),
-               Operand(args[0].as_tensor("masked_fill")));
-  };
-  r.add_out("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", infer, out);
-  r.add_out("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", infer, out);
+  r.add_out("masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", infer, nullptr);
+  r.add_out("masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", infer, nullptr);
   r.add_inplace("masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
                 "masked_fill.Scalar");
   r.add_inplace("masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)",

@@ -1,5 +1,6 @@
-// Unary ops: neg abs, float math (sqrt rsqrt exp log ... sigmoid), activations (relu gelu silu),
-// rounding, bitwise_not and logical_not, each with its in-place form.
+// Unary ops: neg abs, float math (sqrt rsqrt exp log ... sigmoid), activations (relu gelu silu
+// hardswish), rounding, bitwise_not and logical_not, each with its in-place form. The ops and
+// their codes are the rows of kUnaryOps (ops/elementwise_codes.h).
 #include <string>
 
 #include "ops/elementwise_ops.h"
@@ -8,17 +9,7 @@ namespace inplace::elementwise {
 
 namespace {
 
-using cpu::UnaryOp;
-
-// How a unary op's result dtype follows its input's.
-enum class Rule : uint8_t {
-  kNoBool,     // same dtype; bool is an error (neg, abs, relu)
-  kFloat,      // integers and bool promote to float32 (sqrt, exp, sigmoid, ...)
-  kFloatOnly,  // floating inputs only (gelu, silu)
-  kRounding,   // same dtype, integers pass through, bool is an error
-  kIntegral,   // integers and bool only (bitwise_not)
-  kToBool,     // bool result (logical_not)
-};
+using Rule = UnaryRule;
 
 DType unary_dtype(const char* op, Rule rule, DType in) {
   switch (rule) {
@@ -47,8 +38,8 @@ DType unary_dtype(const char* op, Rule rule, DType in) {
   return in;
 }
 
-// Registers name(self) and, when torch has one, name_(self) computed through it.
-void add_unary(Registry& r, const char* op, UnaryOp kind, Rule rule, bool inplace = true) {
+// Declares name(self) and name_(self) computed through it (kernels: kUnaryOps' code).
+void add_unary(Registry& r, const char* op, Rule rule) {
   const std::string n = op;
   r.add_out(
       n + "(Tensor self) -> Tensor",
@@ -56,21 +47,13 @@ void add_unary(Registry& r, const char* op, UnaryOp kind, Rule rule, bool inplac
         const Tensor& x = args[0].as_tensor(op);
         return std::vector<Tensor>{Tensor::meta(x.shape(), unary_dtype(op, rule, x.dtype()))};
       },
-      [op, kind](const Args& args, const std::vector<Tensor>& out) {
-        cpu::unary(kind, out[0], args[0].as_tensor(op));
-      });
-  if (inplace) r.add_inplace(n + "_(Tensor(a!) self) -> Tensor(a!)", n);
-}
-
-UnaryOp gelu_kind(const Value& approximate) {
-  const std::string& a = approximate.as_string("gelu");
-  if (a == "none") return UnaryOp::kGelu;
-  if (a == "tanh") return UnaryOp::kGeluTanh;
-  IP_FAIL(kInvalidArgument, "[gelu] approximate must be 'none' or 'tanh', got '", a, "'");
+      nullptr);
+  r.add_inplace(n + "_(Tensor(a!) self) -> Tensor(a!)", n);
 }
 
 // torch.nn.functional.relu(input, inplace=False) and silu: FX records the `inplace` keyword.
-// inplace=False is the functional op (with infer/out, so engines compute it allocation-free);
+// inplace=False is the functional op (with infer and n's kernels, so engines compute it
+// allocation-free);
 // eager honours inplace=True by writing the input like relu_. The schema cannot say the write
 // is conditional, so a normalize pass must rewrite inplace=True calls to relu_ / silu_.
 void add_functional_spelling(Registry& r, const char* op) {
@@ -80,43 +63,14 @@ void add_functional_spelling(Registry& r, const char* op) {
   OpDef def;
   def.schema = Schema::parse(n + ".nn_functional(Tensor self, bool inplace=False) -> Tensor");
   def.infer = plain->infer;
-  def.out = plain->out;
-  const Registry* reg = &r;
-  def.eager = [n, reg](const Args& args) {
-    const OpDef* target = reg->find(args[1].as_bool(n.c_str()) ? n + "_" : n);
-    IP_ASSERT(target != nullptr, "'" + n + "' and '" + n + "_' are registered");
-    return target->eager(Args{args[0]});
-  };
+  // Eagerly, the interpreter runs n or n_ by the inplace flag (an nn_functional overload).
   r.add(std::move(def));
 }
 
 }  // namespace
 
 void register_unary_ops(Registry& r) {
-  add_unary(r, "neg", UnaryOp::kNeg, Rule::kNoBool);
-  add_unary(r, "abs", UnaryOp::kAbs, Rule::kNoBool);
-  add_unary(r, "relu", UnaryOp::kRelu, Rule::kNoBool);
-  add_unary(r, "sqrt", UnaryOp::kSqrt, Rule::kFloat);
-  add_unary(r, "rsqrt", UnaryOp::kRsqrt, Rule::kFloat);
-  add_unary(r, "exp", UnaryOp::kExp, Rule::kFloat);
-  add_unary(r, "log", UnaryOp::kLog, Rule::kFloat);
-  add_unary(r, "log2", UnaryOp::kLog2, Rule::kFloat);
-  add_unary(r, "log1p", UnaryOp::kLog1p, Rule::kFloat);
-  add_unary(r, "expm1", UnaryOp::kExpm1, Rule::kFloat);
-  add_unary(r, "sin", UnaryOp::kSin, Rule::kFloat);
-  add_unary(r, "cos", UnaryOp::kCos, Rule::kFloat);
-  add_unary(r, "tan", UnaryOp::kTan, Rule::kFloat);
-  add_unary(r, "tanh", UnaryOp::kTanh, Rule::kFloat);
-  add_unary(r, "erf", UnaryOp::kErf, Rule::kFloat);
-  add_unary(r, "sigmoid", UnaryOp::kSigmoid, Rule::kFloat);
-  add_unary(r, "reciprocal", UnaryOp::kReciprocal, Rule::kFloat);
-  add_unary(r, "silu", UnaryOp::kSilu, Rule::kFloatOnly);
-  add_unary(r, "floor", UnaryOp::kFloor, Rule::kRounding);
-  add_unary(r, "ceil", UnaryOp::kCeil, Rule::kRounding);
-  add_unary(r, "round", UnaryOp::kRound, Rule::kRounding);
-  add_unary(r, "trunc", UnaryOp::kTrunc, Rule::kRounding);
-  add_unary(r, "bitwise_not", UnaryOp::kBitwiseNot, Rule::kIntegral);
-  add_unary(r, "logical_not", UnaryOp::kLogicalNot, Rule::kToBool);
+  for (const UnaryDecl& d : kUnaryOps) add_unary(r, d.name, d.rule);
 
   r.add_out(
       "gelu(Tensor self, *, str approximate='none') -> Tensor",
@@ -126,13 +80,12 @@ void register_unary_ops(Registry& r) {
         return std::vector<Tensor>{
             Tensor::meta(x.shape(), unary_dtype("gelu", Rule::kFloatOnly, x.dtype()))};
       },
-      [](const Args& args, const std::vector<Tensor>& out) {
-        cpu::unary(gelu_kind(args[1]), out[0], args[0].as_tensor("gelu"));
-      });
+      nullptr);
   r.add_inplace("gelu_(Tensor(a!) self, *, str approximate='none') -> Tensor(a!)", "gelu");
 
   add_functional_spelling(r, "relu");
   add_functional_spelling(r, "silu");
+  add_functional_spelling(r, "hardswish");
 
   const std::pair<const char*, const char*> kAliases[] = {
       {"__neg__", "neg"},        {"negative", "neg"},    {"negative_", "neg_"},
@@ -141,9 +94,9 @@ void register_unary_ops(Registry& r) {
       {"fix", "trunc"},          {"fix_", "trunc_"},
   };
   for (const auto& [spelling, name] : kAliases) r.add_alias(spelling, name);
-  r.tag({"neg", "abs", "sqrt", "rsqrt", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu",
-         "gelu", "silu", "logical_not"},
-        kPointwise);
+  for (const UnaryDecl& d : kUnaryOps)
+    if (d.pointwise_tag) r.tag({d.name}, kPointwise);
+  r.tag({"gelu"}, kPointwise);
 }
 
 }  // namespace inplace::elementwise

@@ -86,13 +86,7 @@ void add_activation(Registry& r, const std::string& name, const std::string& par
                              ", bool inplace=False) -> Tensor");
   def.infer = infer;
   def.out = out;
-  const Registry* reg = &r;
-  def.eager = [name, reg](const Args& a) {
-    const bool inplace = a.back().as_bool(name.c_str());
-    const OpDef* target = reg->find(inplace ? name + "_" : name);
-    IP_ASSERT(target != nullptr, "'" + name + "' and '" + name + "_' are registered");
-    return target->eager(Args(a.begin(), a.end() - 1));
-  };
+  // Eagerly, the interpreter runs name or name_ by the inplace flag (an nn_functional overload).
   r.add(std::move(def));
 }
 

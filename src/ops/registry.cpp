@@ -42,8 +42,9 @@ const Registry& Registry::get() {
 void Registry::add(OpDef def) {
   std::string full = def.schema.full_name();
   IP_ASSERT(!defs_.count(full), "op '" + full + "' is registered once");
-  IP_ASSERT(def.eager != nullptr, "op '" + full + "' has an eager kernel");
-  IP_ASSERT((def.infer == nullptr) == (def.out == nullptr), "op '" + full + "' has infer iff out");
+  // An op computes through a backend's kernel (infer: planned results; else an eager kernel),
+  // through its twin (in place), or is a view / metadata function of its own (eager).
+  IP_ASSERT(def.out == nullptr || def.infer != nullptr, "op '" + full + "' has infer with out");
   if (def.kind == OpKind::kFunctional && !def.schema.mutated_args().empty())
     def.kind = OpKind::kMutating;
   auto owned = std::make_unique<OpDef>(std::move(def));
@@ -67,18 +68,7 @@ void Registry::add_out(const std::string& text, InferFn infer, OutFn out) {
   OpDef def;
   def.schema = Schema::parse(text);
   def.infer = std::move(infer);
-  def.out = std::move(out);
-  const Schema& schema = def.schema;
-  InferFn inf = def.infer;
-  OutFn o = def.out;
-  def.eager = [schema, inf, o](const Args& args) {
-    std::vector<Tensor> metas = inf(args);
-    std::vector<Tensor> results;
-    results.reserve(metas.size());
-    for (const Tensor& m : metas) results.push_back(Tensor::empty(m.shape(), m.dtype()));
-    o(args, results);
-    return pack_results(schema, std::move(results));
-  };
+  def.out = std::move(out);  // TODO(issue 28 step 1): null once every family's kernels moved
   add(std::move(def));
 }
 
@@ -104,24 +94,6 @@ void Registry::add_inplace(const std::string& text, const std::string& functiona
   def.functional = functional;
   auto muts = def.schema.mutated_args();
   IP_ASSERT(!muts.empty(), "in-place op '" + def.schema.full_name() + "' marks an argument (a!)");
-  int self_index = muts[0];
-  std::string name = def.schema.full_name();
-  const Registry* reg = this;
-  def.eager = [reg, functional, self_index, name](const Args& args) {
-    const OpDef* twin = reg->find(functional);
-    IP_ASSERT(twin != nullptr, "functional twin '" + functional + "' of '" + name + "' exists");
-    const Tensor& self = args[self_index].as_tensor(name.c_str());
-    Value r = twin->eager(args);
-    const Tensor& res = r.as_tensor(name.c_str());
-    IP_CHECK(can_cast(res.dtype(), self.dtype()), kDTypeMismatch, "[", name, "] result type ",
-             dtype_name(res.dtype()), " can't be cast to the desired output type ",
-             dtype_name(self.dtype()));
-    IP_CHECK(res.shape() == self.shape(), kShapeMismatch, "[", name, "] output with shape ",
-             shape_str(self.shape()), " doesn't match the broadcast shape ",
-             shape_str(res.shape()));
-    self.copy_from(res);
-    return args[self_index];
-  };
   add(std::move(def));
 }
 

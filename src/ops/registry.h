@@ -15,12 +15,14 @@ namespace inplace {
 
 // Arguments bound positionally to the schema (defaults filled in).
 using Args = std::vector<Value>;
-// Runs the op eagerly: allocates its results (a Tensor, a tuple, a list, a number or None).
-// Mutating ops write their mutated arguments; view ops return views sharing storage.
+// Runs the op eagerly: its results (a Tensor, a tuple, a list, a number or None). An op's own
+// eager function is a view or metadata function (no compute); compute sits in the backends'
+// kernels (backend/kernel_table.h) and backend/eager_call.h runs any op eagerly on the cpu.
 using EagerFn = std::function<Value(const Args&)>;
 // Shape/dtype work only: result metas (Tensor::meta) from arguments whose tensors may be metas.
 using InferFn = std::function<std::vector<Tensor>(const Args&)>;
-// Computes into pre-allocated results (the engine's allocation-free path).
+// Computes into pre-allocated results. TODO(issue 28 step 1): the families whose cpu compute has
+// not yet moved to src/kernels/cpu still set it; the kernel table wraps it.
 using OutFn = std::function<void(const Args&, const std::vector<Tensor>&)>;
 
 enum class OpKind : uint8_t {
@@ -51,9 +53,9 @@ struct OpDef {
   // Mutating ops: the out-of-place twin ("add.Tensor") whose result is the new value of the
   // first mutated argument; empty when there is none.
   std::string functional;
-  EagerFn eager;
-  InferFn infer;  // optional
-  OutFn out;      // optional; present together with infer
+  EagerFn eager;  // views and metadata ops (size, dim), and not yet moved families; else null
+  InferFn infer;  // the shape/dtype rule of an op whose results are planned
+  OutFn out;      // optional, with infer (see OutFn)
   // Results whose shape depends on data (boolean-mask indexing): no static plan.
   bool dynamic_shape = false;
   // reshape, flatten, _unsafe_view: the result is a view of self when self's strides allow
@@ -67,12 +69,13 @@ class Registry {
   static const Registry& get();
 
   void add(OpDef def);
-  // Registers `schema` (with infer + out) and derives eager from them.
+  // Registers `schema` with its shape/dtype rule (out: see OutFn; null for a moved family).
   void add_out(const std::string& schema, InferFn infer, OutFn out);
+  // An op without planned results: `eager` null when a backend's eager kernel computes it.
   void add_eager(const std::string& schema, EagerFn eager);
   void add_view(const std::string& schema, EagerFn view);
-  // Registers a mutating op whose new value of `self` is `functional`'s result: eager runs the
-  // twin, then writes its result into self (checking the cast like torch).
+  // Registers a mutating op whose new value of `self` is `functional`'s result: eagerly the
+  // twin runs, then its result is written into self (checking the cast like torch).
   void add_inplace(const std::string& schema, const std::string& functional);
   // Adds `tags` to every overload of each op in `names` (registered before; asserted).
   void tag(std::initializer_list<const char*> names, uint32_t tags);

@@ -12,6 +12,10 @@ namespace inplace {
 // streaming GEMV's rows, cpu::kGemvMaxRows); a prompt keeps its matmul.
 constexpr int64_t kDecodeMaxRows = 4;
 
+// drop_eval_dropout: dropout with train=False (or p == 0) is the identity: its readers read its
+// input and the node goes (no copy, no kernel on any device). A returned dropout stays.
+std::unique_ptr<Pass> make_drop_eval_dropout_pass();
+
 // lift_mutated_buffers: each mutated buffer (input index >= num_placeholders) becomes a
 // placeholder after the existing ones, so input index i is the i-th placeholder (and the
 // engine's i-th input binding). Its shape and dtype are the buffer constant's.

@@ -31,6 +31,7 @@ std::vector<std::string> functionalization_pass_names() {
 
 std::vector<std::unique_ptr<Pass>> engine_passes() {
   std::vector<std::unique_ptr<Pass>> passes;
+  passes.push_back(make_drop_eval_dropout_pass());
   passes.push_back(make_lift_mutated_buffers_pass());
   passes.push_back(make_kv_cache_update_pass());
   passes.push_back(make_drop_identity_casts_pass());

@@ -16,6 +16,9 @@
 
 namespace inplace {
 
+struct GenerateOptions;
+struct GenerateResult;
+
 class Session {
  public:
   explicit Session(std::shared_ptr<const Program> program);
@@ -28,6 +31,9 @@ class Session {
   // caller-owned state it uses (updated in place: same storage, same address); unknown or
   // missing names are errors listing the method's inputs. Returns the method's outputs.
   std::vector<Tensor> run(const std::string& method, const std::map<std::string, Tensor>& inputs);
+  // The prompt through `prefill`, then `decode` per new token, sampled on the host, with no
+  // caller code in the loop (generate.h; the methods' convention: docs/programs.md).
+  GenerateResult generate(const std::vector<int64_t>& prompt, const GenerateOptions& options);
   // Restores every runtime-owned state to its initial value (in place: addresses are kept)
   // and makes a session refused after a failed call usable again.
   void reset();

@@ -52,10 +52,10 @@ TEST(DeviceSeam, TensorsAndStorageKnowTheirDevice) {
   EXPECT_FALSE(moved.same_storage(t));
 }
 
-TEST(DeviceSeam, CpuKernelsAreTheOpsOutKernels) {
+TEST(DeviceSeam, EveryPlannedOpHasACpuKernel) {
   const KernelTable& table = KernelTable::get();
   for (const OpDef* op : Registry::get().all())
-    EXPECT_EQ(table.find(*op, DeviceType::kCpu) != nullptr, static_cast<bool>(op->out))
+    EXPECT_EQ(table.find(*op, DeviceType::kCpu) != nullptr, static_cast<bool>(op->infer))
         << op->schema.full_name();
   EXPECT_NE(table.copy_kernel(DeviceType::kCpu), nullptr);
 }

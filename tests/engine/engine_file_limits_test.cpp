@@ -43,10 +43,26 @@ TEST(EngineFileLimits, HugePlaceholderIsRefusedWhenSavedNotWhenLoaded) {
   Node* x = b.placeholder("x");
   b.output(arg::tuple({b.call_function("torch.mul", {x, 2.0})}));
   auto g = b.build();
-  const int64_t n = int64_t{1} << 31;
+  // 2^52 elements: past the loader's 2^50, yet its bytes fit 64 bits, so it compiles.
+  const int64_t n = int64_t{1} << 26;
   CompiledProgram cp = compile(*g, {Tensor::meta({n, n}, DType::kFloat32)});
-  expect_save_refused(*cp.engine,
-                      "input binding 'x' has too many elements [2147483648,2147483648]");
+  expect_save_refused(*cp.engine, "input binding 'x' has too many elements [67108864,67108864]");
+}
+
+TEST(EngineFileLimits, AResultWhoseBytesOverflowIsRefusedAtCompile) {
+  GraphBuilder b("huger");
+  Node* x = b.placeholder("x");
+  b.output(arg::tuple({b.call_function("torch.mul", {x, 2.0})}));
+  auto g = b.build();
+  const int64_t n = int64_t{1} << 31;  // [2^31, 2^31] float32: 2^64 bytes
+  try {
+    compile(*g, {Tensor::meta({n, n}, DType::kFloat32)});
+    ADD_FAILURE() << "compiled a result of 2^64 bytes";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported) << e.what();
+    EXPECT_NE(std::string(e.what()).find("more bytes than 64 bits count"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(EngineFileLimits, EnginesWithinTheLimitsStillSave) {

@@ -15,6 +15,8 @@ const std::vector<Command>& commands() {
       {"inspect", "print an engine or program file: methods, bindings, aliased I/O, state",
        &run_inspect},
       {"run", "replay a script of calls on a program's sessions (--calls CALLS.json)", &run_run},
+      {"generate", "generate tokens from a program (prefill, then decode per token)",
+       &run_generate},
       {"compare", "compare two safetensors files tensor by tensor", &run_compare},
       {"ops", "list the supported ops: schema and how an engine runs each", &run_ops},
       {"demo", "decode with the built-in Llama-style model (caches written in place)", &run_demo},

@@ -22,6 +22,7 @@ int run_compile(const std::vector<std::string>& args);
 int run_inspect(const std::vector<std::string>& args);
 int run_ops(const std::vector<std::string>& args);
 int run_run(const std::vector<std::string>& args);
+int run_generate(const std::vector<std::string>& args);
 // `compile --method NAME=GRAPH.json ...` (compile_program.cpp).
 int run_compile_program(const std::vector<std::string>& methods,
                         const std::vector<std::string>& dynamic,

@@ -1,45 +1,25 @@
-// Elementwise CPU kernels: broadcasting unary, binary and ternary maps over strided tensors.
-// The op layer (ops/elementwise_*) picks the result dtype with torch's promotion rules and
-// checks what a user can get wrong; these kernels convert each input to the compute dtype
-// (as TensorIterator does), compute in opmath (float for half types) and write into `out`,
-// which may be strided and may be the very same view as an input.
+// Elementwise CPU kernels: broadcasting unary, binary and ternary maps over strided tensors,
+// registered into the kernel table by elementwise_kernels.cpp. The op layer (ops/elementwise_*)
+// picks the result dtype with torch's promotion rules and checks what a user can get wrong; these
+// kernels convert each input to the compute dtype (as TensorIterator does), compute in opmath
+// (float for half types) and write into `out`, which may be strided and may be the very same view
+// as an input.
 #pragma once
 #include <optional>
-#include <utility>
 
 #include "core/scalar.h"
 #include "core/tensor.h"
+#include "ops/elementwise_args.h"
 
 namespace inplace::cpu {
 
-// A kernel input: a tensor, or a Python number (a wrapped scalar, never materialised).
-struct Operand {
-  Tensor tensor;  // undefined for a number
-  Scalar scalar;
-
-  Operand() = default;
-  Operand(Tensor t) : tensor(std::move(t)) {}  // NOLINT: either form reads naturally
-  Operand(Scalar s) : scalar(s) {}             // NOLINT
-  bool is_tensor() const { return tensor.defined(); }
-};
+// The operand and the op codes are the neutral ones every backend reads (ops/elementwise_args.h).
+using elementwise::Operand;
+using inplace::BinaryOp;
+using inplace::CompareOp;
+using inplace::UnaryOp;
 
 // ---- binary arithmetic (elementwise_binary.cpp): out's dtype is the compute dtype.
-enum class BinaryOp : uint8_t {
-  kAdd,  // a + alpha * b
-  kSub,  // a - alpha * b
-  kMul,
-  kDiv,        // true division (floating out)
-  kDivTrunc,   // rounding_mode='trunc'
-  kDivFloor,   // rounding_mode='floor', floor_divide
-  kRemainder,  // Python %: sign of the divisor
-  kFmod,       // C fmod: sign of the dividend
-  kPow,
-  kMaximum,  // NaN-propagating
-  kMinimum,
-  kBitwiseAnd,
-  kBitwiseOr,
-  kBitwiseXor,
-};
 // `name` prefixes errors a kernel can still raise (integer division by zero).
 void binary(BinaryOp op, const Tensor& out, const Operand& a, const Operand& b, Scalar alpha,
             const char* name);
@@ -48,39 +28,10 @@ void binary(BinaryOp op, const Tensor& out, const Operand& a, const Operand& b, 
 void pow_scalar(const Tensor& out, const Tensor& base, Scalar exponent);
 
 // ---- comparison and logical (elementwise_compare.cpp): out is bool.
-enum class CompareOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr, kXor };
 // Comparisons convert both sides to `compute`; logical ops test each side for != 0.
 void compare(CompareOp op, const Tensor& out, const Operand& a, const Operand& b, DType compute);
 
 // ---- unary math (elementwise_unary.cpp): `in` is converted to out's dtype first.
-enum class UnaryOp : uint8_t {
-  kNeg,
-  kAbs,
-  kSqrt,
-  kRsqrt,
-  kExp,
-  kLog,
-  kLog2,
-  kLog1p,
-  kExpm1,
-  kSin,
-  kCos,
-  kTan,
-  kTanh,
-  kErf,
-  kSigmoid,
-  kRelu,
-  kGelu,      // approximate='none'
-  kGeluTanh,  // approximate='tanh'
-  kSilu,
-  kReciprocal,
-  kFloor,
-  kCeil,
-  kRound,  // half to even, as torch.round
-  kTrunc,
-  kBitwiseNot,
-  kLogicalNot,  // out is bool
-};
 void unary(UnaryOp op, const Tensor& out, const Tensor& in);
 // silu over n contiguous float32 values, exactly as unary(kSilu) computes them (y may be x).
 void silu_f32(const float* x, float* y, int64_t n);

@@ -1,5 +1,6 @@
 // Unary math and activations. Floating functions run in opmath (float for half types); the
 // input is converted into `out` first when its dtype differs, so no temporary is allocated.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <type_traits>
@@ -108,6 +109,11 @@ void unary_typed(UnaryOp op, const Tensor& out, const Tensor& in) {
       return run_float([](M x) { return x / (M(1) + std::exp(-x)); });
     case UnaryOp::kReciprocal:
       return run_float([](M x) { return M(1) / x; });
+    case UnaryOp::kHardswish:  // as torch's cpu kernel: NaN stays NaN
+      return run_float([](M x) {
+        const M t = static_cast<M>(x + M(3));
+        return static_cast<M>(x * std::min<M>(std::max<M>(t, M(0)), M(6)) / M(6));
+      });
     case UnaryOp::kGelu:
       if constexpr (kFloat) {
         return run([](M x) {

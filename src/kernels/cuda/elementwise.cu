@@ -1,9 +1,11 @@
 // Elementwise CUDA kernels: strided, broadcasting maps with the cpu kernels' conversions
-// (kernels/cpu/elementwise.h): inputs converted to the compute type, results stored in out's
-// dtype. One kernel per compute type; the op is a uniform runtime switch (cheap to compile).
+// (kernels/cpu/elementwise.h), numbered by the neutral op codes (ops/elementwise_codes.h): inputs
+// converted to the compute type, results stored in out's dtype. One kernel per compute type; the op
+// is a uniform runtime switch (cheap to compile).
 #include <type_traits>
 
 #include "kernels/cuda/device_common.cuh"
+#include "ops/elementwise_codes.h"
 
 namespace inplace::cuda {
 
@@ -40,21 +42,21 @@ __device__ T m_fmod(T a, T b) {
 template <typename T>
 __device__ T binary_op(int op, T a, T b, T alpha) {
   constexpr bool kInt = std::is_integral_v<T>;
-  switch (op) {
-    case 0:
+  switch (static_cast<BinaryOp>(op)) {
+    case BinaryOp::kAdd:
       return a + alpha * b;
-    case 1:
+    case BinaryOp::kSub:
       return a - alpha * b;
-    case 2:
+    case BinaryOp::kMul:
       return a * b;
-    case 3:
+    case BinaryOp::kDiv:
       return a / b;
-    case 4:  // trunc
+    case BinaryOp::kDivTrunc:  // trunc
       if constexpr (kInt)
         return b == 0 ? T(0) : a / b;
       else
         return trunc(a / b);
-    case 5:  // floor
+    case BinaryOp::kDivFloor:  // floor
       if constexpr (kInt) {
         if (b == 0) return T(0);
         T q = a / b;
@@ -62,7 +64,7 @@ __device__ T binary_op(int op, T a, T b, T alpha) {
       } else {
         return m_floor(a / b);
       }
-    case 6: {  // Python remainder
+    case BinaryOp::kRemainder: {  // Python remainder
       if constexpr (kInt) {
         if (b == 0) return T(0);
         T r = a % b;
@@ -72,12 +74,12 @@ __device__ T binary_op(int op, T a, T b, T alpha) {
         return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
       }
     }
-    case 7:
+    case BinaryOp::kFmod:
       if constexpr (kInt)
         return b == 0 ? T(0) : a % b;
       else
         return m_fmod(a, b);
-    case 8:
+    case BinaryOp::kPow:
       if constexpr (kInt) {
         T r = 1;
         for (T e = b; e > 0; --e) r *= a;
@@ -87,23 +89,25 @@ __device__ T binary_op(int op, T a, T b, T alpha) {
       } else {
         return pow(a, b);
       }
-    case 9:
+    case BinaryOp::kMaximum:
       if constexpr (!kInt)
         if (a != a || b != b) return a != a ? a : b;
       return a > b ? a : b;
-    case 10:
+    case BinaryOp::kMinimum:
       if constexpr (!kInt)
         if (a != a || b != b) return a != a ? a : b;
       return a < b ? a : b;
-    case 11:
+    case BinaryOp::kBitwiseAnd:
       if constexpr (kInt) return a & b;
       return T(0);
-    case 12:
+    case BinaryOp::kBitwiseOr:
       if constexpr (kInt) return a | b;
       return T(0);
-    case 13:
+    case BinaryOp::kBitwiseXor:
       if constexpr (kInt) return a ^ b;
       return T(0);
+    default:
+      break;
   }
   return T(0);
 }
@@ -111,55 +115,55 @@ __device__ T binary_op(int op, T a, T b, T alpha) {
 template <typename T>
 __device__ T unary_op(int op, T x, bool out_bool) {
   if constexpr (std::is_integral_v<T>) {
-    switch (op) {
-      case 0:
+    switch (static_cast<UnaryOp>(op)) {
+      case UnaryOp::kNeg:
         return -x;
-      case 1:
+      case UnaryOp::kAbs:
         return x < 0 ? -x : x;
-      case 15:
+      case UnaryOp::kRelu:
         return x > 0 ? x : T(0);
-      case 24:  // bitwise_not; on bool a logical not
+      case UnaryOp::kBitwiseNot:  // bitwise_not; on bool a logical not
         return out_bool ? T(x == 0) : ~x;
-      case 25:
+      case UnaryOp::kLogicalNot:
         return T(x == 0);
       default:  // rounding of integers
         return x;
     }
   } else {
-    switch (op) {
-      case 0:
+    switch (static_cast<UnaryOp>(op)) {
+      case UnaryOp::kNeg:
         return -x;
-      case 1:
+      case UnaryOp::kAbs:
         return x < T(0) ? -x : x;
-      case 2:
+      case UnaryOp::kSqrt:
         IP_MATH(sqrt, x);
-      case 3:
+      case UnaryOp::kRsqrt:
         IP_MATH(rsqrt, x);
-      case 4:
+      case UnaryOp::kExp:
         return m_exp(x);
-      case 5:
+      case UnaryOp::kLog:
         return m_log(x);
-      case 6:
+      case UnaryOp::kLog2:
         IP_MATH(log2, x);
-      case 7:
+      case UnaryOp::kLog1p:
         IP_MATH(log1p, x);
-      case 8:
+      case UnaryOp::kExpm1:
         IP_MATH(expm1, x);
-      case 9:
+      case UnaryOp::kSin:
         IP_MATH(sin, x);
-      case 10:
+      case UnaryOp::kCos:
         IP_MATH(cos, x);
-      case 11:
+      case UnaryOp::kTan:
         IP_MATH(tan, x);
-      case 12:
+      case UnaryOp::kTanh:
         IP_MATH(tanh, x);
-      case 13:
+      case UnaryOp::kErf:
         IP_MATH(erf, x);
-      case 14:
+      case UnaryOp::kSigmoid:
         return T(1) / (T(1) + m_exp(-x));
-      case 15:
+      case UnaryOp::kRelu:
         return x > T(0) ? x : (x != x ? x : T(0));
-      case 16: {
+      case UnaryOp::kGelu: {
         T e;
         if constexpr (std::is_same_v<T, float>)
           e = erff(x * T(0.70710678118654752440));
@@ -167,7 +171,7 @@ __device__ T unary_op(int op, T x, bool out_bool) {
           e = erf(x * T(0.70710678118654752440));
         return T(0.5) * x * (T(1) + e);
       }
-      case 17: {
+      case UnaryOp::kGeluTanh: {
         const T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
         T th;
         if constexpr (std::is_same_v<T, float>)
@@ -176,20 +180,28 @@ __device__ T unary_op(int op, T x, bool out_bool) {
           th = tanh(inner);
         return T(0.5) * x * (T(1) + th);
       }
-      case 18:
+      case UnaryOp::kSilu:
         return x / (T(1) + m_exp(-x));
-      case 19:
+      case UnaryOp::kReciprocal:
         return T(1) / x;
-      case 20:
+      case UnaryOp::kFloor:
         return m_floor(x);
-      case 21:
+      case UnaryOp::kCeil:
         IP_MATH(ceil, x);
-      case 22:
+      case UnaryOp::kRound:
         IP_MATH(rint, x);
-      case 23:
+      case UnaryOp::kTrunc:
         IP_MATH(trunc, x);
-      case 25:
+      case UnaryOp::kHardswish: {  // as the cpu's: min(max(x + 3, 0), 6) with NaN kept
+        T t = x + T(3);
+        t = t < T(0) ? T(0) : t;
+        t = T(6) < t ? T(6) : t;
+        return x * t / T(6);
+      }
+      case UnaryOp::kLogicalNot:
         return T(x == T(0));
+      default:
+        break;
     }
     return x;
   }
@@ -197,24 +209,24 @@ __device__ T unary_op(int op, T x, bool out_bool) {
 
 template <typename T>
 __device__ bool compare_op(int op, T a, T b) {
-  switch (op) {
-    case 0:
+  switch (static_cast<CompareOp>(op)) {
+    case CompareOp::kEq:
       return a == b;
-    case 1:
+    case CompareOp::kNe:
       return a != b;
-    case 2:
+    case CompareOp::kLt:
       return a < b;
-    case 3:
+    case CompareOp::kLe:
       return a <= b;
-    case 4:
+    case CompareOp::kGt:
       return a > b;
-    case 5:
+    case CompareOp::kGe:
       return a >= b;
-    case 6:
+    case CompareOp::kAnd:
       return a != T(0) && b != T(0);
-    case 7:
+    case CompareOp::kOr:
       return a != T(0) || b != T(0);
-    case 8:
+    case CompareOp::kXor:
       return (a != T(0)) != (b != T(0));
   }
   return false;

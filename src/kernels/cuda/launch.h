@@ -44,10 +44,10 @@ int64_t numel(const Operand& o);
 void copy_cast(const Operand& out, const Operand& src, void* stream);
 void fill(const Operand& out, Scalar value, void* stream);
 void binary(int op, const Operand& out, const Operand& a, const Operand& b, Scalar alpha,
-            void* stream);                                                // op: cpu::BinaryOp
-void unary(int op, const Operand& out, const Operand& in, void* stream);  // op: cpu::UnaryOp
+            void* stream);                                                // op: BinaryOp
+void unary(int op, const Operand& out, const Operand& in, void* stream);  // op: UnaryOp
 void compare(int op, const Operand& out, const Operand& a, const Operand& b, DType compute,
-             void* stream);  // op: cpu::CompareOp
+             void* stream);  // op: CompareOp (ops/elementwise_codes.h numbers them all)
 void where(const Operand& out, const Operand& cond, const Operand& a, const Operand& b,
            void* stream);
 

@@ -1,0 +1,258 @@
+"""Programs and sessions in process: several methods (``prefill``, ``decode``) of one PyTorch
+module compiled into one program over shared state, run by sessions.
+
+``inplace.compile_program(module, methods={"prefill": (examples, dynamic), "decode": (examples,)})``
+captures each method (the module's method of that name when its class defines one, else its
+``forward`` at those example shapes), compiles them together and returns a ``Program``: the
+module's parameters are its weights, held once (the module's own tensors, never copied); every
+buffer a method writes (a key/value cache) is state, named by its dotted name
+(``layers.0.k_cache``), whose initial value is the buffer's value at compile time (a copy).
+``program.new_session()`` gives a ``Session`` holding its own state at fixed addresses;
+``session.run("decode", ids, pos)`` (or ``session.decode(ids, pos)``) calls a method on torch
+tensors, ``session.state(name)`` is the live state as a torch tensor over the session's memory
+(no copy), ``session.reset()`` restores the initial values in place, and ``session.generate``
+runs prefill and a decode loop with no Python in it. ``program.save(path)`` writes a program
+file (weights once, the state's initial values); ``inplace.load_program(path)`` reads one.
+docs/programs.md describes the model.
+"""
+import json
+import os
+
+import torch
+
+from . import _native
+from .compiled import (InputError, _as_tensor, _capture_with, _concrete_applies, _dynamic_list,
+                       _from_result, _ranges_list, _rebuild, _Text, _to_capsule)
+
+__all__ = ["GenerateResult", "Program", "Session", "compile_program", "load_program"]
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+           "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
+           "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool}
+
+
+def _method_spec(name, spec):
+    """(examples, dynamic, value_ranges, entry) from a tuple ``(examples[, dynamic])`` or a dict
+    with the keys examples, dynamic, value_ranges and entry (the module method to capture)."""
+    if isinstance(spec, dict):
+        unknown = set(spec) - {"examples", "dynamic", "value_ranges", "entry"}
+        if unknown or "examples" not in spec:
+            raise InputError("method '%s': expected the keys examples (required), dynamic, "
+                             "value_ranges, entry; got %s" % (name, sorted(spec)))
+        return (spec["examples"], spec.get("dynamic"), spec.get("value_ranges"),
+                spec.get("entry"))
+    if not isinstance(spec, (tuple, list)) or not 1 <= len(spec) <= 2:
+        raise InputError("method '%s': expected (examples,) or (examples, dynamic), got %r"
+                         % (name, type(spec).__name__))
+    return spec[0], spec[1] if len(spec) > 1 else None, None, None
+
+
+def _entry_root(module, name, entry):
+    """The module to capture for method ``name``: the module itself when it runs ``forward``,
+    else a shallow copy (the same parameters and buffers, so the same dotted names) whose
+    forward is the named method of its class."""
+    target = entry or (name if name != "forward" and callable(getattr(type(module), name, None))
+                       and not hasattr(torch.nn.Module, name) else "forward")
+    if target == "forward":
+        return module
+    fn = getattr(type(module), target, None)
+    if not callable(fn):
+        raise InputError("method '%s': %s has no method '%s'" % (name, type(module).__name__, target))
+    import copy
+    root = copy.copy(module)
+    root.__class__ = type(type(module).__name__, (type(module),), {"forward": fn})
+    return root
+
+
+def _capture_method(root, examples, dynamic):
+    try:
+        return _capture_with("default", root, examples)
+    except InputError:
+        raise
+    except Exception:  # noqa: BLE001 - symbolic tracing failed: at the examples' shapes
+        if not _concrete_applies(examples, dynamic):
+            raise
+        return _capture_with("make_fx", root, examples)
+
+
+def compile_program(module, methods, *, name=None, caller_owned=(), device=None):
+    """Compiles the methods of ``module`` into one Program (see the module docstring).
+
+    ``methods``: {method name: (examples,) | (examples, dynamic) | {"examples", "dynamic",
+    "value_ranges", "entry"}}; ``dynamic`` as for ``inplace.compile`` ({input: {dim: max}}: one
+    prefill for every prompt length up to max). ``caller_owned``: buffers (dotted names) the
+    caller passes by name on every call instead of the session holding them. Programs run on
+    the cpu for now (``device`` "cpu" or None).
+    """
+    if not isinstance(module, torch.nn.Module):
+        raise InputError("compile_program takes an nn.Module, got %s" % type(module).__name__)
+    if not methods:
+        raise InputError("compile_program: no methods")
+    C = _native.load()
+    dev = torch.device(device or "cpu")
+    snapshots = {}  # buffer memory -> one copy: the initial value every method shares
+    native_methods, specs, names = [], {}, {}
+    buffers = {id(b) for _, b in module.named_buffers()}
+    for mname, spec in methods.items():
+        examples, dynamic, ranges, entry = _method_spec(mname, spec)
+        if isinstance(examples, (torch.Tensor, int, float)):
+            examples = (examples,)
+        examples = tuple(examples)
+        captured = _capture_method(_entry_root(module, mname, entry), examples, dynamic)
+        user = captured.user_names
+        tensors = [_as_tensor(x, n, dev) for x, n in zip(examples, user)]
+        state = {}
+        for target, t in captured.state.items():
+            if id(t) in buffers:  # a buffer: its value now, not what the module does later
+                t = snapshots.setdefault(id(t), t.detach().clone())
+            state[target] = _to_capsule(t)
+        native_methods.append((mname, json.dumps(captured.doc, allow_nan=False), os.getcwd(),
+                               [_to_capsule(t) for t in tensors], state,
+                               _dynamic_list(dynamic, user), _ranges_list(ranges, user)))
+        specs[mname] = (captured.out_spec, captured.scalar_outputs)
+        names[mname] = user
+    native = C.compile_program(name or type(module).__name__, native_methods,
+                               list(caller_owned), str(dev))
+    return Program(native, specs, names)
+
+
+def load_program(path):
+    """A program file (``Program.save``), or an engine file as a one-method program
+    ``forward``. Loaded methods return their outputs flat: one tensor, or a tuple."""
+    return Program(_native.load().load_program(os.fspath(path)), {}, {})
+
+
+class Program:
+    """Methods over one state table and one copy of the weights; immutable, shared by sessions."""
+
+    def __init__(self, native, specs, user_names):
+        self._native = native
+        self._specs = specs
+        self._inputs = {m: native.method_inputs(m) for m in native.methods}
+        # Positional order: the captured user inputs (the method's own argument order).
+        self._order = {m: list(user_names.get(m) or [i[0] for i in self._inputs[m] if not i[4]])
+                       for m in native.methods}
+
+    @property
+    def name(self):
+        return self._native.name
+
+    @property
+    def methods(self):
+        return list(self._native.methods)
+
+    @property
+    def state_names(self):
+        return [s[0] for s in self._native.state]
+
+    def input_names(self, method):
+        """The inputs a call of ``method`` takes: positional ones first, then caller-owned state."""
+        return [i[0] for i in self._inputs[self._method(method)]]
+
+    @property
+    def weight_bytes(self):
+        return self._native.weight_bytes
+
+    def describe(self):
+        return _Text(self._native.describe())
+
+    def save(self, path):
+        self._native.save(os.fspath(path))
+
+    def new_session(self):
+        return Session(self, self._native.new_session())
+
+    def _method(self, method):
+        if method not in self._inputs:
+            raise InputError("program '%s' has no method '%s'; its methods are %s"
+                             % (self.name, method, ", ".join("'%s'" % m for m in self._inputs)))
+        return method
+
+    def __repr__(self):
+        return "<inplace.Program %s: methods %s, state %s>" % (
+            self.name, ", ".join(self.methods), ", ".join(self.state_names) or "(none)")
+
+
+class Session:
+    """One conversation: its own state (fixed addresses, across calls and ``reset()``), one
+    call at a time. ``session.<method>(...)`` is ``session.run("<method>", ...)``."""
+
+    def __init__(self, program, native):
+        self.program = program
+        self._native = native
+
+    def run(self, method, *args, **kwargs):
+        p = self.program
+        method = p._method(method)
+        order, inputs = p._order[method], p._inputs[method]
+        if len(args) > len(order):
+            raise TypeError("method '%s' takes %d positional inputs (%s), got %d"
+                            % (method, len(order), ", ".join(order), len(args)))
+        given = dict(zip(order, args))
+        for k, v in kwargs.items():
+            if k in given:
+                raise TypeError("method '%s': input '%s' given twice" % (method, k))
+            given[k] = v
+        dtypes = {i[0]: _DTYPES.get(i[2]) for i in inputs}
+        tensors = {}
+        for k, v in given.items():
+            if not isinstance(v, torch.Tensor) and k in dtypes and dtypes[k] is not None:
+                v = torch.tensor(v, dtype=dtypes[k])
+            tensors[k] = _to_capsule(_as_tensor(v, k))
+        leaves = [_from_result(r) for r in self._native.run(method, tensors)]
+        spec = p._specs.get(method)
+        if spec is None:
+            return leaves[0] if len(leaves) == 1 else tuple(leaves)
+        out_spec, scalars = spec
+        for i in scalars:
+            leaves[i] = leaves[i].item()
+        return _rebuild(out_spec, leaves)
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name not in self.program._inputs:
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self.run(name, *args, **kwargs)
+
+    def reset(self):
+        """Every runtime-owned state back to its initial value, in place (addresses kept)."""
+        self._native.reset()
+
+    def state(self, name):
+        """The live state ``name`` as a torch tensor over the session's memory (no copy): it
+        sees every later call, and keeps the memory alive."""
+        return _from_result(self._native.state(name))
+
+    def states(self):
+        return {n: self.state(n) for n, _, _, owner in self.program._native.state
+                if owner == "runtime"}
+
+    def generate(self, prompt_ids, max_new_tokens, *, temperature=0.0, top_k=0, top_p=1.0,
+                 seed=0, stop_tokens=(), callback=None, start_position=0):
+        """Prefill ``prompt_ids`` then decode up to ``max_new_tokens`` tokens in C++ (the GIL
+        released; ``callback(token)`` called with it held as each token comes, returning False
+        to stop). Greedy at temperature 0 or top_k 1, else sampled (top_k, top_p) from a
+        generator seeded by ``seed``. Returns a GenerateResult: tokens, stopped_by,
+        time_to_first_token_s, tokens_per_second. The methods' convention: docs/programs.md."""
+        if isinstance(prompt_ids, torch.Tensor):
+            prompt_ids = prompt_ids.reshape(-1).tolist()
+        r = self._native.generate([int(t) for t in prompt_ids], int(max_new_tokens),
+                                  float(temperature), int(top_k), float(top_p), int(seed),
+                                  [int(t) for t in stop_tokens], callback, int(start_position))
+        return GenerateResult(**r)
+
+
+class GenerateResult:
+    """What ``Session.generate`` returns."""
+
+    def __init__(self, tokens, stopped_by, prompt_tokens, time_to_first_token_s,
+                 tokens_per_second):
+        self.tokens = list(tokens)
+        self.stopped_by = stopped_by
+        self.prompt_tokens = prompt_tokens
+        self.time_to_first_token_s = time_to_first_token_s
+        self.tokens_per_second = tokens_per_second
+
+    def __repr__(self):
+        return ("GenerateResult(tokens=%s, stopped_by=%r, time_to_first_token_s=%.4f, "
+                "tokens_per_second=%.1f)" % (self.tokens, self.stopped_by,
+                                             self.time_to_first_token_s, self.tokens_per_second))

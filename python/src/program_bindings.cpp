@@ -1,0 +1,226 @@
+// inplace._C.Program and inplace._C.Session: compile_program() over methods captured in the
+// torch.export form (state placeholders become the module's attributes: parameters the
+// weights, written buffers the state), sessions called by method name on torch tensors
+// (DLPack both ways, never copied: an output or a state read shares the session's memory and
+// keeps it alive), and generate() with the GIL released in the loop.
+#include "program_bindings.h"
+
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+
+#include "frontend/graph_json.h"
+#include "ir/export_signature.h"
+#include "program/generate.h"
+#include "program/method_from_export.h"
+#include "program/program_compile.h"
+#include "program/program_file.h"
+#include "program/session.h"
+#include "tensor_bridge.h"
+
+namespace py = pybind11;
+
+namespace inplace::python {
+
+namespace {
+
+struct PyProgram {
+  std::shared_ptr<const Program> program;
+};
+
+struct PySession {
+  std::shared_ptr<const Program> program;
+  std::unique_ptr<Session> session;
+};
+
+std::vector<std::tuple<std::string, int64_t, int64_t>> triples(const py::list& items) {
+  std::vector<std::tuple<std::string, int64_t, int64_t>> out;
+  for (auto item : items) {
+    auto t = item.cast<py::tuple>();
+    out.emplace_back(t[0].cast<std::string>(), t[1].cast<int64_t>(), t[2].cast<int64_t>());
+  }
+  return out;
+}
+
+// methods: [(name, graph json, base_dir, [user input pairs], {target: pair}, dynamic, ranges)].
+PyProgram compile_methods(const std::string& name, const py::list& methods,
+                          const std::vector<std::string>& caller_owned, const std::string& device) {
+  Device dev = Device::parse(device);
+  IP_CHECK(dev.is_cpu(), kInvalidArgument,
+           "[compile_program] programs run on the cpu for now, "
+           "not ",
+           device, " (sessions hold their state on the host)");
+  std::vector<std::unique_ptr<Graph>> graphs;
+  std::vector<MethodSource> sources;
+  for (auto item : methods) {
+    auto m = item.cast<py::tuple>();
+    MethodSource src;
+    src.name = m[0].cast<std::string>();
+    std::unique_ptr<Graph> captured = read_graph_json_string(
+        m[1].cast<std::string>(), m[2].cast<std::string>(), "<method " + src.name + ">");
+    std::vector<std::string> names = user_input_names(*captured);
+    auto inputs = m[3].cast<py::list>();
+    for (size_t k = 0; k < inputs.size(); ++k)
+      src.example_inputs.push_back(tensor_from_pair(
+          inputs[k], str_cat("method '", src.name, "': input '",
+                             k < names.size() ? names[k] : std::to_string(k), "'")));
+    State state;
+    for (auto s : m[4].cast<py::dict>()) {
+      std::string target = s.first.cast<std::string>();
+      state[target] = tensor_from_pair(s.second, "state '" + target + "'");
+    }
+    for (const auto& [input, dim, bound] : triples(m[5].cast<py::list>()))
+      src.options.dynamic_dims.push_back({input, dim, bound});
+    for (const auto& [input, lo, hi] : triples(m[6].cast<py::list>()))
+      src.options.value_ranges.push_back({input, lo, hi});
+    src.options.device = dev;
+    graphs.push_back(state_as_attributes(*captured, state));
+    src.graph = graphs.back().get();
+    sources.push_back(std::move(src));
+  }
+  ProgramOptions options;
+  options.name = name;
+  options.caller_owned = caller_owned;
+  py::gil_scoped_release release;
+  return {compile_program(sources, options)};
+}
+
+py::list method_inputs(const Program& p, const std::string& method) {
+  const Method& m = p.method(method);
+  py::list out;
+  for (int i : m.call_inputs) {
+    const Binding& b = m.engine->inputs()[i];
+    out.append(py::make_tuple(b.name, b.shape, dtype_name(b.dtype), b.dynamic_dims,
+                              m.state_of_input[i] >= 0));
+  }
+  return out;
+}
+
+py::list state_entries(const Program& p) {
+  py::list out;
+  for (const StateEntry& s : p.state().entries())
+    out.append(py::make_tuple(s.name, s.shape, dtype_name(s.dtype), ownership_name(s.ownership)));
+  return out;
+}
+
+py::list run_method(PySession& self, const std::string& method, const py::dict& inputs) {
+  std::map<std::string, Tensor> ts;
+  for (auto item : inputs) {
+    std::string name = item.first.cast<std::string>();
+    ts[name] = tensor_from_pair(item.second, str_cat("method '", method, "': input '", name, "'"));
+  }
+  std::vector<Tensor> outs;
+  {
+    py::gil_scoped_release release;
+    outs = self.session->run(method, ts);
+  }
+  py::list out;
+  for (const Tensor& t : outs) out.append(tensor_to_pair(t));
+  return out;
+}
+
+py::dict generate(PySession& self, const std::vector<int64_t>& prompt, int64_t max_new_tokens,
+                  double temperature, int64_t top_k, double top_p, uint64_t seed,
+                  const std::vector<int64_t>& stop_tokens, const py::object& callback,
+                  int64_t start_position) {
+  GenerateOptions options;
+  options.max_new_tokens = max_new_tokens;
+  options.sampling = {temperature, top_k, top_p, seed};
+  options.stop_tokens = stop_tokens;
+  options.start_position = start_position;
+  // The callback runs with the GIL held; an exception in it stops the loop and is raised here.
+  std::unique_ptr<py::error_already_set> raised;
+  if (!callback.is_none())
+    options.on_token = [&](int64_t token) {
+      py::gil_scoped_acquire acquire;
+      try {
+        py::object r = callback(token);
+        return r.is_none() || r.cast<bool>();
+      } catch (py::error_already_set& e) {
+        raised = std::make_unique<py::error_already_set>(std::move(e));
+        return false;
+      }
+    };
+  GenerateResult r;
+  {
+    py::gil_scoped_release release;
+    r = self.session->generate(prompt, options);
+  }
+  if (raised) throw std::move(*raised);
+  py::dict out;
+  out["tokens"] = r.tokens;
+  out["stopped_by"] = r.stopped_by;
+  out["prompt_tokens"] = r.prompt_tokens;
+  out["time_to_first_token_s"] = r.time_to_first_token_s;
+  out["tokens_per_second"] = r.tokens_per_second;
+  return out;
+}
+
+}  // namespace
+
+void bind_programs(py::module_& m) {
+  py::class_<PySession>(m, "Session")
+      .def("run", &run_method, py::arg("method"), py::arg("inputs"))
+      .def(
+          "reset", [](PySession& self) { self.session->reset(); },
+          py::call_guard<py::gil_scoped_release>())
+      .def(
+          "state",
+          [](const PySession& self, const std::string& name) {
+            return tensor_to_pair(self.session->state(name));
+          },
+          py::arg("name"))
+      .def_property_readonly("refused_reason",
+                             [](const PySession& self) { return self.session->refused_reason(); })
+      .def("generate", &generate, py::arg("prompt"), py::arg("max_new_tokens"),
+           py::arg("temperature"), py::arg("top_k"), py::arg("top_p"), py::arg("seed"),
+           py::arg("stop_tokens"), py::arg("callback"), py::arg("start_position"));
+
+  py::class_<PyProgram>(m, "Program")
+      .def_property_readonly("name", [](const PyProgram& self) { return self.program->name(); })
+      .def_property_readonly("methods",
+                             [](const PyProgram& self) {
+                               std::vector<std::string> names;
+                               for (const Method& mt : self.program->methods())
+                                 names.push_back(mt.name);
+                               return names;
+                             })
+      .def(
+          "method_inputs",
+          [](const PyProgram& self, const std::string& method) {
+            return method_inputs(*self.program, method);
+          },
+          py::arg("method"))
+      .def("num_outputs",
+           [](const PyProgram& self, const std::string& method) {
+             return self.program->method(method).engine->original_output_count();
+           })
+      .def_property_readonly("state",
+                             [](const PyProgram& self) { return state_entries(*self.program); })
+      .def_property_readonly("weight_bytes",
+                             [](const PyProgram& self) { return self.program->weight_bytes(); })
+      .def_property_readonly("num_weights",
+                             [](const PyProgram& self) { return self.program->weights().size(); })
+      .def("describe", [](const PyProgram& self) { return self.program->describe(); })
+      .def("check_generate", [](const PyProgram& self) { check_generate_methods(*self.program); })
+      .def(
+          "save",
+          [](const PyProgram& self, const std::string& path) { save_program(*self.program, path); },
+          py::arg("path"), py::call_guard<py::gil_scoped_release>())
+      .def("new_session", [](const PyProgram& self) {
+        return PySession{self.program, self.program->new_session()};
+      });
+
+  m.def("compile_program", &compile_methods, py::arg("name"), py::arg("methods"),
+        py::arg("caller_owned") = std::vector<std::string>(), py::arg("device") = "cpu");
+  m.def(
+      "load_program",
+      [](const std::string& path) {
+        py::gil_scoped_release release;
+        return PyProgram{load_program_or_engine(path)};
+      },
+      py::arg("path"));
+}
+
+}  // namespace inplace::python

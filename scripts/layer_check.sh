@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Fails when an include runs back up a layer (docs/extending.md, "Layers"): a file of src/ops
+# (op declarations) including from src/kernels, or a file of src/kernels (.cpp .h .cu .cuh)
+# including from src/engine. The files that still do are listed below, each with the issue step
+# that removes it; a listed file that no longer includes is reported so the list shrinks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# TODO(issue 28 step 1): these op families still compute on the cpu in their declaration; their
+# kernels move to src/kernels/cpu as the elementwise family's did (kernels/cpu/registration.h).
+OPS_INCLUDING_KERNELS=(
+  src/ops/conv_ops.cpp src/ops/creation_ops.cpp src/ops/einsum_ops.cpp src/ops/index_spec.cpp
+  src/ops/indexing_index_ops.cpp src/ops/indexing_mask_ops.cpp src/ops/indexing_scatter_ops.cpp
+  src/ops/indexing_view_scatter_ops.cpp src/ops/kv_cache_ops.cpp
+  src/ops/linear_lowp_fused_ops.cpp src/ops/linear_lowp_norm_ops.cpp src/ops/linear_lowp_ops.cpp
+  src/ops/matrix_batch_ops.cpp src/ops/matrix_ops.cpp src/ops/nn_ops.cpp
+  src/ops/pointwise_extra_ops.cpp src/ops/reduction_ops.cpp src/ops/rotary_ops.cpp
+  src/ops/scan_ops.cpp src/ops/sort_ops.cpp
+)
+# TODO(issue 28 step 3): the device scalars' bytecode evaluator reads the plan's symbolic
+# programs from engine/symbolic.h until the plan's data sits below the backends.
+KERNELS_INCLUDING_ENGINE=(src/kernels/cuda/runtime.cu)
+
+status=0
+# check RULE DIR PATTERN EXCEPTIONS...: every file of DIR with an include matching PATTERN must
+# be an exception; every exception must still match.
+check() {
+  local rule=$1 dir=$2 pattern=$3
+  shift 3
+  local -A allowed=()
+  for f in "$@"; do allowed[$f]=1; done
+  local found
+  found=$(grep -rlE --include='*.cpp' --include='*.h' --include='*.cu' --include='*.cuh' \
+    "^\s*#\s*include\s+\"$pattern" "$dir" | sort || true)
+  for f in $found; do
+    if [ -z "${allowed[$f]:-}" ]; then
+      echo "[layers] $f: $rule"
+      grep -nE "^\s*#\s*include\s+\"$pattern" "$f" | sed 's/^/    /'
+      status=1
+    fi
+  done
+  for f in "$@"; do
+    if ! grep -qE "^\s*#\s*include\s+\"$pattern" "$f" 2>/dev/null; then
+      echo "[layers] $f no longer breaks '$rule': remove it from the exceptions in $0"
+      status=1
+    fi
+  done
+}
+
+check "src/ops declares ops and includes nothing from src/kernels" src/ops 'kernels/' \
+  "${OPS_INCLUDING_KERNELS[@]}"
+check "src/kernels includes nothing from src/engine" src/kernels 'engine/' \
+  "${KERNELS_INCLUDING_ENGINE[@]}"
+
+if [ $status -eq 0 ]; then
+  echo "[layers] no include runs back up (${#OPS_INCLUDING_KERNELS[@]} + ${#KERNELS_INCLUDING_ENGINE[@]} known exceptions)"
+fi
+exit $status

@@ -1,0 +1,15 @@
+// The cpu backend's registration: every kernel family of src/kernels/cpu, called once when the
+// kernel table is built, as register_cuda_backend does for src/kernels/cuda.
+#include "backend/kernel_table.h"
+#include "kernels/cpu/registration.h"
+
+namespace inplace {
+
+void register_cpu_backend(KernelTable& table) {
+  cpu::register_elementwise_kernels(table);
+  // dst <- src, broadcast and cast: the engine's copy-back step.
+  table.add_copy(DeviceType::kCpu, [](const Args& args, const std::vector<Tensor>& outs,
+                                      const KernelContext&) { outs[0].copy_from(args[0].tensor); });
+}
+
+}  // namespace inplace

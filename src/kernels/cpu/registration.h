@@ -1,0 +1,10 @@
+// The cpu kernel families, each registering its ops into the kernel table (one file each), as
+// kernels/cuda/registration.h lists the CUDA ones.
+#pragma once
+#include "backend/kernel_table.h"
+
+namespace inplace::cpu {
+
+void register_elementwise_kernels(KernelTable& table);  // elementwise_kernels.cpp
+
+}  // namespace inplace::cpu
