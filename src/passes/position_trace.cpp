@@ -55,6 +55,13 @@ std::optional<int64_t> arange_start(const ResolvedCall& rc) {
   return start;
 }
 
+bool holds_node(const Value& v) {
+  if (v.is_node()) return true;
+  for (const Value& item : v.items)
+    if (holds_node(item)) return true;
+  return false;
+}
+
 bool is_view_like(const std::string& name) {
   return name == "unsqueeze" || name == "view" || name == "reshape" || name == "squeeze" ||
          name == "expand" || name == "alias" || name == "clone" || name == "_unsafe_view" ||
