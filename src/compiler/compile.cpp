@@ -61,6 +61,7 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   po.verbose = options.verbose;
   po.merge_sibling_linears = options.merge_sibling_linears.value_or(!options.device.is_cpu());
   po.fuse_norm_prologues = options.fuse_norm_prologues.value_or(!options.device.is_cpu());
+  po.skip_passes = options.skip_passes;
   po.mutated_inputs = resolve_mutated_inputs(graph, options);
   auto input_of = [&](const std::string& name, const char* option) {
     for (size_t i = 0; i < ph.size(); ++i)

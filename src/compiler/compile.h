@@ -23,6 +23,9 @@ struct CompileOptions {
   // The fuse_norm_prologues pass (an RMSNorm inside the product it feeds): by default on for GPU
   // engines only.
   std::optional<bool> fuse_norm_prologues;
+  // Rewrites left out by name (differential tests of one rewrite: the graph with and without
+  // it); only the optional rewrites of engine_passes() may be named.
+  std::vector<std::string> skip_passes;
   // User-declared aliasing (`--mutated-input IN=OUT`): the input by name (placeholder or
   // buffer target) or as "input.<i>", and the flat output that is its new value; the engine
   // writes that output into the input's memory.

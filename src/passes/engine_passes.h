@@ -27,6 +27,24 @@ std::unique_ptr<Pass> make_lift_mutated_buffers_pass();
 // options.input_metas); an input whose shape is unknown is left alone.
 std::unique_ptr<Pass> make_kv_cache_update_pass();
 
+// drop_identity_casts: x.to(dtype) / _to_copy(x, dtype) with x already of that dtype (and
+// nothing else asked) is x, when only calls read it.
+std::unique_ptr<Pass> make_drop_identity_casts_pass();
+
+// recognize_attention: softmax((q @ k^T) * c masked_fill(~mask, -inf)) @ v over 4-D float32
+// operands (make_fx's bmm decomposition) becomes scaled_dot_product_attention(q, k, v, mask,
+// scale=c).
+std::unique_ptr<Pass> make_recognize_attention_pass();
+
+// canonicalize_repeat_kv: scaled_dot_product_attention over repeat_kv(k) and repeat_kv(v)
+// (unsqueeze, expand, reshape) becomes attention over k and v with enable_gqa=True.
+std::unique_ptr<Pass> make_canonicalize_repeat_kv_pass();
+
+// attend_filled_prefix: attention over a whole cache written at position p under the mask
+// `arange(s_max) + c <= p + b` becomes attention over cache[:, :, :p + b - c + 1] without the
+// mask, when the mask provably keeps exactly that prefix (the pass's file says when).
+std::unique_ptr<Pass> make_attend_filled_prefix_pass();
+
 // fuse_weight_casts: linear(x, w.to(float32)) with w a bfloat16 constant becomes
 // inplace.linear_bf16_weight(x, w), which reads the bf16 weight directly (float32 compute).
 std::unique_ptr<Pass> make_fuse_weight_casts_pass();

@@ -38,11 +38,11 @@ class FuseRmsNormPass : public Pass {
       if (op_name(n) == "mul") muls.push_back(n);
     for (Node* y : muls) {
       if (y->args.size() < 2 || !y->args[0].is_node() || !y->args[1].is_node()) continue;
-      // y = w * t or t * w, w a 1-D constant.
+      // y = w * t or t * w, w 1-D: a constant or an input (an exported model's parameter).
       for (size_t wi : {size_t{0}, size_t{1}}) {
         Node* w = y->args[wi].node;
         Node* t = sole_input(g, y, 1 - wi, "mul");
-        if (w->op != NodeOp::kGetAttr || t == nullptr || t->args.size() < 2) continue;
+        if (t == nullptr || t->args.size() < 2) continue;
         if (!t->args[0].is_node()) continue;
         Node* x = t->args[0].node;
         Node* r = sole_input(g, t, 1, "rsqrt");
@@ -59,24 +59,24 @@ class FuseRmsNormPass : public Pass {
           continue;
         // Float32 x and weight (the chain's result dtype is then the fused op's), the weight one
         // value per element of x's last dim (checked again by rms_norm's shape rule).
-        auto wc = g.constants.find(w->target);
-        if (wc == g.constants.end() || wc->second.dtype() != DType::kFloat32 ||
-            wc->second.dim() != 1 || dtypes.of(x) != DType::kFloat32)
+        const Tensor* wm = metas.tensor(w);
+        if (!wm || wm->dtype() != DType::kFloat32 || wm->dim() != 1 ||
+            dtypes.of(x) != DType::kFloat32)
           continue;
+        const int64_t d = wm->size(0);
         const Tensor* xm = metas.tensor(x);
-        if (xm && (xm->dim() < 1 || xm->size(-1) != wc->second.size(0))) continue;
+        if (xm && (xm->dim() < 1 || xm->size(-1) != d)) continue;
         const Value& dims = m->args[1];  // the mean over the last dim only
-        std::vector<int64_t> d;
+        std::vector<int64_t> over;
         if (dims.is_sequence())
-          for (const Value& v : dims.items) d.push_back(v.kind == Value::Kind::kInt ? v.i : -99);
+          for (const Value& v : dims.items) over.push_back(v.kind == Value::Kind::kInt ? v.i : -99);
         else if (dims.kind == Value::Kind::kInt)
-          d.push_back(dims.i);
-        if (d.size() != 1 || !(d[0] == -1 || (xm && d[0] == xm->dim() - 1))) continue;
-        Node* fused = g.insert_before(
-            y, NodeOp::kCallFunction, "aten.rms_norm.default",
-            {Value::node_ref(x), Value::int_list({wc->second.size(0)}), Value::node_ref(w),
-             Value::floating(a->args[1].as_double("fuse_rms_norm"))},
-            {}, y->name + "_rms_norm");
+          over.push_back(dims.i);
+        if (over.size() != 1 || !(over[0] == -1 || (xm && over[0] == xm->dim() - 1))) continue;
+        Node* fused = g.insert_before(y, NodeOp::kCallFunction, "aten.rms_norm.default",
+                                      {Value::node_ref(x), Value::int_list({d}), Value::node_ref(w),
+                                       Value::floating(a->args[1].as_double("fuse_rms_norm"))},
+                                      {}, y->name + "_rms_norm");
         fused->meta = y->meta;
         g.replace_all_uses_with(y, fused);
         g.erase_all({y, t, r, a, m, p});

@@ -1,5 +1,6 @@
 // fuse_rotary (an engine pass): Hugging Face's apply_rotary_pos_emb,
 //   x * cos + cat(-x[..., d/2:], x[..., :d/2], -1) * sin
+// (the halves as getitem or, as torch.export records them, aten.slice of the last dim)
 // becomes one rotary_embedding(x, cos, sin) step instead of five (neg, cat, two muls, add),
 // none of their temporaries written. Only float32 chains whose intermediates nothing else reads
 // are fused; the kernel does the chain's float operations in its order (bit-identical).
@@ -22,27 +23,34 @@ bool int_is(const Value& v, int64_t want) {
   return v.kind == Value::Kind::kInt && v.i == want;
 }
 
-// x[..., a:b] with a step of 1; start/stop as ints (-1 for None).
-bool last_dim_slice(const Node* n, const Node* x, int64_t* start, int64_t* stop) {
-  if (op_name(n) != "getitem" || n->args.size() != 2 || !n->args[0].is_node() ||
-      n->args[0].node != x)
-    return false;
+bool slice_bound(const Value& v, int64_t* out) {
+  if (v.is_none()) {
+    *out = -1;
+    return true;
+  }
+  if (v.kind != Value::Kind::kInt || v.i < 0) return false;
+  *out = v.i;
+  return true;
+}
+
+// x[..., a:b] with a step of 1, as getitem or as aten.slice along the last dim (`last` is x's
+// last dim when known, else -1); start/stop as ints (-1 for None).
+bool last_dim_slice(const Node* n, const Node* x, int64_t last, int64_t* start, int64_t* stop) {
+  if (n->args.empty() || !n->args[0].is_node() || n->args[0].node != x) return false;
+  if (op_name(n) == "slice") {
+    if (n->args.size() < 4 || n->args[1].kind != Value::Kind::kInt) return false;
+    if (!(n->args[1].i == -1 || (last >= 0 && n->args[1].i == last))) return false;
+    if (n->args.size() > 4 && !(n->args[4].is_none() || int_is(n->args[4], 1))) return false;
+    return slice_bound(n->args[2], start) && slice_bound(n->args[3], stop);
+  }
+  if (op_name(n) != "getitem" || n->args.size() != 2) return false;
   const Value& idx = n->args[1];
   if (!idx.is_sequence() || idx.items.size() != 2 || idx.items[0].kind != Value::Kind::kEllipsis)
     return false;
   const Value& s = idx.items[1];
   if (s.kind != Value::Kind::kSlice || s.items.size() != 3) return false;
   if (!(s.items[2].is_none() || int_is(s.items[2], 1))) return false;
-  auto bound = [](const Value& v, int64_t* out) {
-    if (v.is_none()) {
-      *out = -1;
-      return true;
-    }
-    if (v.kind != Value::Kind::kInt || v.i < 0) return false;
-    *out = v.i;
-    return true;
-  };
-  return bound(s.items[0], start) && bound(s.items[1], stop);
+  return slice_bound(s.items[0], start) && slice_bound(s.items[1], stop);
 }
 
 class FuseRotaryPass : public Pass {
@@ -74,15 +82,16 @@ class FuseRotaryPass : public Pass {
       if (!neg || neg->args.empty() || !neg->args[0].is_node() || !first.is_node()) continue;
       Node* x2 = neg->args[0].node;  // x[..., h:]
       Node* x1 = first.node;         // x[..., :h]
-      int64_t s1, e1, s2, e2;
-      if (g.users(x2).size() != 1 || g.users(x1).size() != 1 || !last_dim_slice(x1, x, &s1, &e1) ||
-          !last_dim_slice(x2, x, &s2, &e2))
-        continue;
       // h is half the last dim of cos (static: the rotary tables are indexed by the positions);
       // x's shape may be per call after a runtime-extent slice, its last dim is not.
       const Tensor* cm = metas.tensor(cos);
       const Tensor* sm = metas.tensor(sin);
       const Tensor* xm = metas.tensor(x);
+      const int64_t last = xm ? xm->dim() - 1 : -1;
+      int64_t s1, e1, s2, e2;
+      if (g.users(x2).size() != 1 || g.users(x1).size() != 1 ||
+          !last_dim_slice(x1, x, last, &s1, &e1) || !last_dim_slice(x2, x, last, &s2, &e2))
+        continue;
       if (!cm || !sm || cm->dim() < 1 || cm->size(-1) % 2 != 0 || sm->dim() < 1 ||
           sm->size(-1) != cm->size(-1) || (xm && (xm->dim() < 1 || xm->size(-1) != cm->size(-1))))
         continue;

@@ -24,6 +24,9 @@ struct PassOptions {
   bool merge_sibling_linears = false;
   // fuse_norm_prologues runs (compile() sets it for GPU engines; see the pass).
   bool fuse_norm_prologues = false;
+  // Rewrites that run_passes leaves out, by name: each must be an optional
+  // rewrite (pipeline.cpp's list); a differential test compiles with and without one.
+  std::vector<std::string> skip_passes;
 };
 
 struct PassContext {

@@ -1,5 +1,6 @@
 #include "passes/pipeline.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
@@ -33,6 +34,10 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   passes.push_back(make_drop_eval_dropout_pass());
   passes.push_back(make_lift_mutated_buffers_pass());
   passes.push_back(make_kv_cache_update_pass());
+  passes.push_back(make_drop_identity_casts_pass());
+  passes.push_back(make_recognize_attention_pass());
+  passes.push_back(make_canonicalize_repeat_kv_pass());
+  passes.push_back(make_attend_filled_prefix_pass());
   passes.push_back(make_fuse_weight_casts_pass());
   passes.push_back(make_fuse_rms_norm_pass());
   passes.push_back(make_fuse_rotary_pass());
@@ -56,6 +61,22 @@ std::vector<std::string> pass_names(const std::vector<std::unique_ptr<Pass>>& pa
 }
 
 namespace {
+// Rewrites that only make the program faster: leaving one out keeps it correct.
+const char* const kOptionalRewrites[] = {"drop_identity_casts", "recognize_attention",
+                                         "canonicalize_repeat_kv", "attend_filled_prefix"};
+
+bool is_optional_rewrite(const std::string& name) {
+  for (const char* r : kOptionalRewrites)
+    if (name == r) return true;
+  return false;
+}
+
+std::string optional_rewrite_names() {
+  std::string out;
+  for (const char* r : kOptionalRewrites) out += (out.empty() ? "" : ", ") + std::string(r);
+  return out;
+}
+
 std::string join_names(const std::vector<std::unique_ptr<Pass>>& passes) {
   std::string out;
   for (const auto& p : passes) out += (out.empty() ? "" : ", ") + p->name();
@@ -72,10 +93,16 @@ void run_passes(const std::vector<std::unique_ptr<Pass>>& passes, Graph& graph, 
     IP_CHECK(known, kInvalidArgument, "[passes] unknown pass '", *wanted,
              "'; passes are: ", join_names(passes));
   }
+  for (const std::string& skip : ctx.options.skip_passes)
+    IP_CHECK(is_optional_rewrite(skip), kInvalidArgument, "[passes] '", skip,
+             "' cannot be skipped; the optional rewrites are: ", optional_rewrite_names());
   std::ostream& log = ctx.log ? *ctx.log : std::cerr;
   std::ostream& out = options.print_to ? *options.print_to : std::cout;
   graph.verify();
   for (const auto& pass : passes) {
+    if (std::find(ctx.options.skip_passes.begin(), ctx.options.skip_passes.end(), pass->name()) !=
+        ctx.options.skip_passes.end())
+      continue;
     auto start = std::chrono::steady_clock::now();
     pass->run(graph, ctx);
     double ms =

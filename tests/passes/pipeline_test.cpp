@@ -24,15 +24,21 @@ TEST(Pipeline, PassesRunInTheDocumentedOrder) {
 }
 
 TEST(Pipeline, EnginePassesFollowFunctionalization) {
-  EXPECT_EQ(pass_names(engine_passes()),
-            (std::vector<std::string>{
-                "drop_eval_dropout", "lift_mutated_buffers", "kv_cache_update", "fuse_weight_casts",
-                "fuse_rms_norm", "fuse_rotary", "fuse_linear_epilogues", "merge_sibling_linears",
-                "fuse_norm_prologues", "fuse_rotary_epilogues"}));
+  EXPECT_EQ(
+      pass_names(engine_passes()),
+      (std::vector<std::string>{
+          "drop_eval_dropout", "lift_mutated_buffers", "kv_cache_update", "drop_identity_casts",
+          "recognize_attention", "canonicalize_repeat_kv", "attend_filled_prefix",
+          "fuse_weight_casts", "fuse_rms_norm", "fuse_rotary", "fuse_linear_epilogues",
+          "merge_sibling_linears", "fuse_norm_prologues", "fuse_rotary_epilogues"}));
   std::vector<std::string> all = functionalization_pass_names();
   all.push_back("drop_eval_dropout");
   all.push_back("lift_mutated_buffers");
   all.push_back("kv_cache_update");
+  all.push_back("drop_identity_casts");
+  all.push_back("recognize_attention");
+  all.push_back("canonicalize_repeat_kv");
+  all.push_back("attend_filled_prefix");
   all.push_back("fuse_weight_casts");
   all.push_back("fuse_rms_norm");
   all.push_back("fuse_rotary");

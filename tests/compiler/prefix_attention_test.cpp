@@ -1,0 +1,266 @@
+// attend_filled_prefix and canonicalize_repeat_kv, each proved against the graph without it:
+// the Hugging Face fixtures (tests/frontend/fixtures/hf) and small hand-built graphs are compiled
+// with and without the rewrites and run on fresh inputs at every position of the cache. The
+// rewritten form attends over cache[:, :, :pos+1] (a runtime extent in the plan); near misses
+// (a mask that is not the causal prefix, another position, a key index along another dim) keep
+// the masked form. Tolerance 1e-5: the prefix form sums the same nonzero terms (masked keys
+// weigh exactly 0) in another blocking.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "compiler/rewrite_differential.h"
+#include "frontend/graph_json.h"
+#include "ir/builder.h"
+
+namespace inplace::testing {
+namespace {
+
+constexpr double kTol = 1e-5;
+const std::vector<std::string> kRewrites = {"canonicalize_repeat_kv", "attend_filled_prefix"};
+
+// One value per placeholder: `pos` for every position input, ids below 128, other ints 0,
+// seeded floats in [-1, 1] (weights and cache contents).
+std::vector<Tensor> draw(const Graph& g, int64_t pos, uint32_t seed) {
+  std::vector<Tensor> inputs;
+  for (Node* p : g.placeholders()) {
+    const Shape& shape = *p->meta.shape;
+    if (*p->meta.dtype != DType::kInt64) {
+      inputs.push_back(seeded_uniform(shape, seed * 131 + static_cast<uint32_t>(inputs.size())));
+      continue;
+    }
+    Tensor t = Tensor::zeros(shape, DType::kInt64);
+    const bool position = p->name.find("pos") != std::string::npos;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.data<int64_t>()[i] = position ? pos : p->name == "input_ids" ? (seed * 37 + i) % 128 : 0;
+    inputs.push_back(t);
+  }
+  return inputs;
+}
+
+std::vector<std::vector<Tensor>> draws_across(const Graph& g, int64_t s_max) {
+  std::vector<std::vector<Tensor>> out;
+  for (int64_t pos = 0; pos < s_max; pos += 7) out.push_back(draw(g, pos, 3 + pos));
+  out.push_back(draw(g, s_max - 1, 1));
+  return out;
+}
+
+void expect_fixture(const std::string& model, int layers) {
+  auto g = read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" +
+                           model + ".json");
+  std::string plan =
+      expect_rewrite_exact(*g, draw(*g, 5, 99), draws_across(*g, 64), kRewrites, kTol);
+  // Each layer's key and value caches are sliced at the position's runtime extent, and no
+  // attention reads a mask.
+  EXPECT_EQ(count_of(plan, "[view, refresh only]"), 2 * layers) << plan;
+  EXPECT_EQ(count_of(plan, "[cache_position + 1]"), 2 * layers) << plan;
+  EXPECT_EQ(lines_with(plan, "= scaled_dot_product_attention(", ":bool"), 0) << plan;
+  // And the compiled program still equals the eager interpreter on the unrewritten graph.
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 64), kTol), 11);
+}
+
+TEST(PrefixAttention, LlamaFixtureAttendsOverTheFilledPrefix) {
+  expect_fixture("llama", 2);
+}
+TEST(PrefixAttention, Qwen2FixtureAttendsOverTheFilledPrefix) {
+  expect_fixture("qwen2", 2);
+}
+TEST(PrefixAttention, Gpt2FixtureAttendsOverTheFilledPrefix) {
+  expect_fixture("gpt2", 2);
+}
+
+// python/bench/hf_style_cpu.py's module (2 layers, d_model 64, 4 heads, 2 kv heads, s_max 32)
+// as inplace.compile captures it under torch 1.13 (make_fx): attention written out (bmm over
+// views, masked_fill(~mask, -inf), _softmax, bmm) with repeat_kv as full slices, unsqueeze,
+// expand, clone. recognize_attention makes it attention, and the prefix rewrite follows.
+std::string make_fx_fixture() {
+  std::ifstream in(std::string(INPLACE_SOURCE_DIR) +
+                   "/tests/compiler/fixtures/hf_style_make_fx.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+const std::vector<std::string> kAttentionRewrites = {
+    "recognize_attention", "canonicalize_repeat_kv", "attend_filled_prefix"};
+
+TEST(PrefixAttention, MakeFxAttentionIsRecognizedAndAttendsOverThePrefix) {
+  auto g = read_graph_json_string(make_fx_fixture(), "hf_style_make_fx");
+  std::string plan =
+      expect_rewrite_exact(*g, draw(*g, 5, 99), draws_across(*g, 32), kAttentionRewrites, kTol);
+  EXPECT_EQ(count_of(plan, "[cache_position + 1]"), 4) << plan;
+  EXPECT_EQ(count_of(plan, "= bmm("), 1) << plan;    // the rotary table's inv_freq @ position only
+  EXPECT_EQ(count_of(plan, "= clone("), 0) << plan;  // no repeat_kv copy of a cache
+  // And the norms and rotary embeddings after the first attention still fuse.
+  EXPECT_EQ(count_of(plan, "= rms_norm("), 5) << plan;
+  EXPECT_EQ(count_of(plan, "= rotary_embedding("), 4) << plan;
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 32), kTol), 6);
+}
+
+TEST(PrefixAttention, MakeFxNearMissesAreNotAttention) {
+  // A finite fill is not -inf: masked keys would weigh exp(-1e4 - max), not 0.
+  std::string finite = make_fx_fixture();
+  for (size_t at; (at = finite.find(R"({"float":"-inf"})")) != std::string::npos;)
+    finite.replace(at, 16, "-10000.0");
+  // A softmax over another dim is not attention's.
+  std::string other_dim = make_fx_fixture();
+  for (size_t at; (at = other_dim.find(R"("},-1,false])")) != std::string::npos;)
+    other_dim.replace(at, 12, R"("},2,false])");
+  for (const std::string& text : {finite, other_dim}) {
+    auto g = read_graph_json_string(text, "near_miss");
+    std::string plan =
+        expect_rewrite_exact(*g, draw(*g, 5, 99), draws_across(*g, 32), kAttentionRewrites, kTol);
+    EXPECT_EQ(count_of(plan, "= scaled_dot_product_attention("), 0) << plan;
+    EXPECT_EQ(count_of(plan, "= bmm("), 5) << plan;
+    EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 32), kTol), 6);
+  }
+}
+
+// The mask a hand-built decode step attends under.
+enum class MaskForm {
+  kLe,             // arange(s) <= pos: the causal prefix (rewritten)
+  kGeSwapped,      // pos >= arange(s) (rewritten)
+  kLtNext,         // arange(s) < pos + 1 (rewritten)
+  kOffsetKeys,     // arange(s) + 0 <= arange(1) + pos, views between (rewritten)
+  kLt,             // arange(s) < pos: the own position masked too (kept)
+  kGe,             // arange(s) >= pos: not a prefix (kept)
+  kOtherPosition,  // arange(s) <= pos2, another input than the write position (kept)
+  kHeadsDim,       // the index runs along the heads dim, not the keys (kept)
+};
+
+constexpr int64_t kS = 16;
+
+// q [1,4,1,8]; caches [1,2,S,8] written at pos by index_copy_; attention with repeat_kv
+// (unsqueeze, expand, reshape) or enable_gqa under `form`.
+std::unique_ptr<Graph> decode_step(MaskForm form, bool repeat_kv) {
+  GraphBuilder b("decode_step");
+  auto ph = [&](const char* name, Shape s, DType t) {
+    return b.set_meta(b.placeholder(name), s, t);
+  };
+  Node* q = ph("q", {1, 4, 1, 8}, DType::kFloat32);
+  Node* k = ph("k", {1, 2, 1, 8}, DType::kFloat32);
+  Node* v = ph("v", {1, 2, 1, 8}, DType::kFloat32);
+  Node* kc = ph("k_cache", {1, 2, kS, 8}, DType::kFloat32);
+  Node* vc = ph("v_cache", {1, 2, kS, 8}, DType::kFloat32);
+  Node* pos = ph("pos", {1}, DType::kInt64);
+  Node* pos2 = ph("pos2", {1}, DType::kInt64);
+  auto call = [&](const char* target, std::vector<Arg> args, KwArgs kw = {}) {
+    return b.call_function(target, std::move(args), std::move(kw));
+  };
+  Node* kw = call("aten.index_copy_.default", {kc, 2, pos, k});
+  Node* vw = call("aten.index_copy_.default", {vc, 2, pos, v});
+  Node* keys =
+      call("aten.view.default", {call("aten.arange.default", {kS}), arg::ints({1, 1, 1, kS})});
+  auto at = [&](Node* p) { return call("aten.view.default", {p, arg::ints({1, 1, 1, 1})}); };
+  Node* mask = nullptr;
+  switch (form) {
+    case MaskForm::kLe:
+      mask = call("aten.le.Tensor", {keys, at(pos)});
+      break;
+    case MaskForm::kGeSwapped:
+      mask = call("aten.ge.Tensor", {at(pos), keys});
+      break;
+    case MaskForm::kLtNext:
+      mask = call("aten.lt.Tensor", {keys, at(call("aten.add.Tensor", {pos, 1}))});
+      break;
+    case MaskForm::kOffsetKeys: {
+      Node* shifted = call("aten.add.Tensor", {call("aten.arange.default", {kS}), 0});
+      Node* qpos = call("aten.add.Tensor", {call("aten.arange.default", {1}), pos});
+      Node* kidx = call(
+          "aten.unsqueeze.default",
+          {call("aten.unsqueeze.default", {call("aten.unsqueeze.default", {shifted, 0}), 0}), 0});
+      mask = call("aten.expand.default",
+                  {call("aten.le.Tensor", {kidx, at(qpos)}), arg::ints({1, -1, 1, kS})});
+      break;
+    }
+    case MaskForm::kLt:
+      mask = call("aten.lt.Tensor", {keys, at(pos)});
+      break;
+    case MaskForm::kGe:
+      mask = call("aten.ge.Tensor", {keys, at(pos)});
+      break;
+    case MaskForm::kOtherPosition:
+      mask = call("aten.le.Tensor", {keys, at(pos2)});
+      break;
+    case MaskForm::kHeadsDim: {
+      Node* heads =
+          call("aten.view.default", {call("aten.arange.default", {4}), arg::ints({1, 4, 1, 1})});
+      mask = call("aten.expand.default",
+                  {call("aten.le.Tensor", {heads, at(pos)}), arg::ints({1, 4, 1, kS})});
+      break;
+    }
+  }
+  auto repeat = [&](Node* c) {
+    Node* u = call("aten.unsqueeze.default", {c, 2});
+    Node* e = call("aten.expand.default", {u, arg::ints({1, 2, 2, kS, 8})});
+    return call("aten.reshape.default", {e, arg::ints({1, 4, kS, 8})});
+  };
+  Node* o = repeat_kv ? call("aten.scaled_dot_product_attention.default",
+                             {q, repeat(kw), repeat(vw), mask}, {{"scale", 0.3}})
+                      : call("aten.scaled_dot_product_attention.default", {q, kw, vw, mask},
+                             {{"scale", 0.3}, {"enable_gqa", true}});
+  b.output(arg::tuple({o}));
+  return b.build();
+}
+
+// Runs the step at every position (pos2 one ahead for kOtherPosition, and, for the forms that
+// mask the own position, from 1 so that no row is all -inf).
+void expect_step(MaskForm form, bool repeat_kv, bool rewritten) {
+  auto g = decode_step(form, repeat_kv);
+  std::vector<std::vector<Tensor>> draws;
+  for (int64_t p = 1; p < kS; ++p) {
+    std::vector<Tensor> d = draw(*g, p, static_cast<uint32_t>(p));
+    d[6].data<int64_t>()[0] = form == MaskForm::kOtherPosition ? (p + 3) % kS : p;
+    draws.push_back(d);
+  }
+  if (form != MaskForm::kLt) draws.push_back(draw(*g, 0, 7));
+  std::string plan = expect_rewrite_exact(*g, draws[0], draws, kRewrites, kTol);
+  EXPECT_EQ(count_of(plan, "[pos + 1]"), rewritten ? 2 : 0) << plan;
+  EXPECT_EQ(lines_with(plan, "= scaled_dot_product_attention(", ":bool"), rewritten ? 0 : 1)
+      << plan;
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, kTol),
+            static_cast<int>(draws.size()));
+}
+
+TEST(PrefixAttention, CausalPrefixFormsAreRewritten) {
+  for (bool repeat_kv : {true, false}) {
+    SCOPED_TRACE(repeat_kv ? "repeat_kv" : "enable_gqa");
+    expect_step(MaskForm::kLe, repeat_kv, true);
+    expect_step(MaskForm::kGeSwapped, repeat_kv, true);
+    expect_step(MaskForm::kLtNext, repeat_kv, true);
+    expect_step(MaskForm::kOffsetKeys, repeat_kv, true);
+  }
+}
+
+TEST(PrefixAttention, NearMissesKeepTheMask) {
+  expect_step(MaskForm::kLt, true, false);
+  expect_step(MaskForm::kGe, true, false);
+  expect_step(MaskForm::kOtherPosition, true, false);
+  expect_step(MaskForm::kHeadsDim, true, false);
+}
+
+TEST(PrefixAttention, RepeatKvBecomesGroupedAttention) {
+  // The mask is not a prefix, so only the repeat_kv copy goes: no reshape of the cache is left.
+  auto g = decode_step(MaskForm::kGe, true);
+  std::vector<std::vector<Tensor>> draws;
+  for (int64_t p = 0; p < kS; p += 3) draws.push_back(draw(*g, p, static_cast<uint32_t>(p) + 1));
+  std::string with = expect_rewrite_exact(*g, draws[0], draws, {"canonicalize_repeat_kv"}, kTol);
+  EXPECT_EQ(count_of(with, "= reshape("), 0) << with;
+  CompiledOnce without(*g, draws[0], [] {
+    CompileOptions o;
+    o.skip_passes = {"canonicalize_repeat_kv"};
+    return o;
+  }());
+  EXPECT_EQ(count_of(without.plan(), "= reshape("), 2) << without.plan();
+}
+
+TEST(PrefixAttention, OnlyOptionalRewritesCanBeSkipped) {
+  auto g = decode_step(MaskForm::kLe, false);
+  CompileOptions o;
+  o.skip_passes = {"kv_cache_update"};
+  EXPECT_THROW(compile(*g, draw(*g, 1, 1), o), Error);
+}
+
+}  // namespace
+}  // namespace inplace::testing
