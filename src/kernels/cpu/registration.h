@@ -6,5 +6,8 @@
 namespace inplace::cpu {
 
 void register_elementwise_kernels(KernelTable& table);  // elementwise_kernels.cpp
+void register_kv_cache_kernels(KernelTable& table);     // kv_cache_update.cpp
+void register_rotary_kernels(KernelTable& table);       // rotary.cpp
+void register_linear_lowp_kernels(KernelTable& table);  // linear_lowp.cpp
 
 }  // namespace inplace::cpu

@@ -4,6 +4,7 @@
 // when the engine placed the result on self (the same view).
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
+#include "ops/kv_cache_args.h"
 
 namespace inplace::cuda {
 
@@ -128,7 +129,8 @@ void index_copy_kernel(const Args& a, const std::vector<Tensor>& outs, const Ker
 }  // namespace
 
 IndexMap kv_cache_map(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  const Tensor& update = a[1].tensor;
+  using namespace kv_cache;
+  const Tensor& update = a[kUpdate].tensor;
   const Tensor& out = outs[0];
   IndexMap m;
   m.values = operand(update);
@@ -136,18 +138,18 @@ IndexMap kv_cache_map(const Args& a, const std::vector<Tensor>& outs, const Kern
   m.unit = out.stride(2);
   m.extent = out.size(2);
   const Shape& shape = update.shape();
-  if (!a[2].is_none()) {
+  if (!a[kStart].is_none()) {
     m.coord_dim = 2;
-    if (a[2].is_tensor()) {
-      const Tensor& start = a[2].tensor;
+    if (a[kStart].is_tensor()) {
+      const Tensor& start = a[kStart].tensor;
       m.index = strided_at(start, shape, -1);
       for (int d = 0; d < 4; ++d) m.index.stride[d] = 0;
       if (start.numel() > 1) m.index.stride[0] = start.stride(start.dim() - 1);
     } else {
-      m.index = number(a[2].as_scalar("kv_cache_update"));
+      m.index = number(a[kStart].as_scalar("kv_cache_update"));
     }
   } else {
-    const Tensor& index = a[3].tensor;
+    const Tensor& index = a[kIndex].tensor;
     m.index = strided_at(index, shape, -1);
     for (int d = 0; d < 4; ++d) m.index.stride[d] = 0;
     m.index.stride[2] = index.stride(index.dim() - 1);
@@ -160,15 +162,15 @@ namespace {
 
 void kv_cache_update_kernel(const Args& a, const std::vector<Tensor>& outs,
                             const KernelContext& ctx) {
-  copy_self(a[0].tensor, outs[0], ctx.stream);
+  copy_self(a[kv_cache::kCache].tensor, outs[0], ctx.stream);
   index_write(kv_cache_map(a, outs, ctx), ctx.stream);
 }
 
 // A layer's k and v cache writes in one launch (the engine pairs the two steps).
 void kv_cache_update_pair(const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
                           const Args& a2, const std::vector<Tensor>& o2, const KernelContext& c2) {
-  copy_self(a1[0].tensor, o1[0], c1.stream);
-  copy_self(a2[0].tensor, o2[0], c2.stream);
+  copy_self(a1[kv_cache::kCache].tensor, o1[0], c1.stream);
+  copy_self(a2[kv_cache::kCache].tensor, o2[0], c2.stream);
   index_write_pair(kv_cache_map(a1, o1, c1), kv_cache_map(a2, o2, c2), c1.stream);
 }
 
