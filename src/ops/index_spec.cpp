@@ -129,8 +129,8 @@ IndexEntry entry_from(const Value& written, const char* op) {
     }
     case Value::Kind::kTensor: {
       const Tensor& t = v.tensor;
-      const bool mask = cpu::is_mask_dtype(t.dtype());
-      IP_CHECK(mask || cpu::is_index_dtype(t.dtype()), kDTypeMismatch, "[", op,
+      const bool mask = is_mask_dtype(t.dtype());
+      IP_CHECK(mask || is_index_dtype(t.dtype()), kDTypeMismatch, "[", op,
                "] tensors used as indices must be long, int, byte or bool tensors, got ",
                dtype_name(t.dtype()));
       if (t.dim() == 0) {
@@ -184,7 +184,7 @@ IndexSpec parse_index(const Value& index, int64_t self_dim, const char* op) {
   int64_t specified = 0, ellipses = 0;
   for (const IndexEntry& e : spec.entries) {
     if (e.kind == Kind::kTensor) {
-      specified += cpu::is_mask_dtype(e.tensor.dtype()) ? e.tensor.dim() : 1;
+      specified += is_mask_dtype(e.tensor.dtype()) ? e.tensor.dim() : 1;
     } else if (e.kind == Kind::kInt || e.kind == Kind::kSlice) {
       ++specified;
     } else if (e.kind == Kind::kEllipsis) {
@@ -219,7 +219,7 @@ IndexSpec parse_index(const Value& index, int64_t self_dim, const char* op) {
         break;
       case Kind::kTensor:
         e.self_dim = sdim;
-        e.span = cpu::is_mask_dtype(e.tensor.dtype()) ? e.tensor.dim() : 1;
+        e.span = is_mask_dtype(e.tensor.dtype()) ? e.tensor.dim() : 1;
         sdim += e.span;
         vdim += e.span;
         break;
@@ -250,7 +250,7 @@ BasicIndexed apply_basic_index(const Tensor& self, const IndexSpec& spec, const 
                  "] an index is only known at run time: ", e.raw.to_string());
         if (e.tensor.defined() && !e.dynamic) i = e.tensor.item().to_int();
         if (!e.dynamic)
-          i = cpu::wrap_index(i, size, e.self_dim, op);
+          i = wrap_index(i, size, e.self_dim, op);
         else
           i = 0;  // shape work on metas: any index gives the same shape
         r.view = r.view.select(vd, i);

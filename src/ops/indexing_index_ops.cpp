@@ -53,7 +53,7 @@ std::vector<Tensor> index_put_infer(const Args& a, const char* op) {
   // A meta mask leaves the indexed shape unknown until run time; check what we can.
   bool meta_mask = false;
   for (const Tensor& t : index_list(a[1], op))
-    meta_mask |= t.defined() && t.is_meta() && cpu::is_mask_dtype(t.dtype());
+    meta_mask |= t.defined() && t.is_meta() && is_mask_dtype(t.dtype());
   if (!meta_mask) check_put(plan_index(self, a[1], op), values, op);
   return {Tensor::meta(self.shape(), self.dtype())};
 }

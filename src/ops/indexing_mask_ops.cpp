@@ -12,7 +12,7 @@ cpu::AdvancedIndex plan_embedding(const Tensor& weight, const Tensor& indices,
                                   std::optional<int64_t> padding_idx, const char* op) {
   IP_CHECK(weight.dim() == 2, kInvalidArgument, "[", op, "] 'weight' must be 2-D, got shape ",
            shape_str(weight.shape()));
-  cpu::check_index_dtype(indices, op, "indices");
+  check_index_dtype(indices, op, "indices");
   if (padding_idx) {
     // Only gradients use padding_idx; torch still validates it.
     int64_t n = weight.shape()[0];
@@ -48,7 +48,7 @@ void register_mask_ops(Registry& r) {
       [](const Args& a) {
         const Tensor self = tensor_arg(a[0], "masked_scatter");
         const Tensor mask = tensor_arg(a[1], "masked_scatter");
-        IP_CHECK(cpu::is_mask_dtype(mask.dtype()), kDTypeMismatch,
+        IP_CHECK(is_mask_dtype(mask.dtype()), kDTypeMismatch,
                  "[masked_scatter] expected a bool mask, got ", dtype_name(mask.dtype()));
         Shape shape = broadcast_shapes(self.shape(), mask.shape(), "masked_scatter");
         return std::vector<Tensor>{Tensor::meta(shape, self.dtype())};

@@ -53,9 +53,4 @@ Tensor masked_select(const Tensor& self, const Tensor& mask, const char* op);
 // to self) is true.
 void masked_scatter(const Tensor& self, const Tensor& mask, const Tensor& source, const char* op);
 
-// bool or uint8 (torch still treats uint8 index tensors as masks).
-inline bool is_mask_dtype(DType t) {
-  return t == DType::kBool || t == DType::kUInt8;
-}
-
 }  // namespace inplace::cpu

@@ -5,6 +5,8 @@
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
 #include "ops/kv_cache_args.h"
+#include "ops/scatter_args.h"
+#include "ops/view_scatter_args.h"
 
 namespace inplace::cuda {
 
@@ -86,7 +88,7 @@ void gather_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelC
   const Tensor& self = a[0].tensor;
   const Tensor& out = outs[0];
   if (self.dim() == 0) return copy_cast(operand(out), operand(self, out.shape()), ctx.stream);
-  const int64_t dim = wrap_dim(a[1].as_int("gather"), self.dim(), "gather");
+  const int64_t dim = gather_dim(self, a);
   IndexMap m;
   m.values = operand(out);
   m.strided = strided_at(self, out.shape(), dim);
@@ -177,22 +179,10 @@ void kv_cache_update_pair(const Args& a1, const std::vector<Tensor>& o1, const K
 // slice_scatter / select_scatter: self into out, then src into out's region.
 Kernel view_scatter(bool select) {
   return [=](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-    const char* op = select ? "select_scatter" : "slice_scatter";
     const Tensor& out = outs[0];
     copy_self(a[0].tensor, out, ctx.stream);
-    const int64_t dim = wrap_dim(a[2].as_int(op), out.dim(), op);
-    Tensor region;
-    if (select) {
-      int64_t index = a[3].as_int(op);
-      if (index < 0) index += out.size(dim);
-      region = out.select(dim, index);
-    } else {
-      auto bound = [&](const Value& v) -> std::optional<int64_t> {
-        if (v.is_none()) return std::nullopt;
-        return v.as_int(op);
-      };
-      region = out.slice(dim, bound(a[3]), bound(a[4]), a[5].as_int(op));
-    }
+    const Tensor region = indexing::view_scatter_region(
+        select ? indexing::ViewScatter::kSelect : indexing::ViewScatter::kSlice, out, a);
     copy_cast(operand(region), operand(a[1].tensor, region.shape()), ctx.stream);
   };
 }
