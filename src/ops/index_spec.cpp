@@ -5,6 +5,7 @@
 #include "ir/node.h"
 #include "kernels/cpu/index_common.h"
 #include "kernels/cpu/index_kernels.h"
+#include "ops/advanced_index.h"
 
 namespace inplace {
 
@@ -293,7 +294,7 @@ BasicIndexed apply_basic_index(const Tensor& self, const IndexSpec& spec, const 
 namespace {
 struct Planned {
   BasicIndexed basic;
-  cpu::AdvancedIndex ai;
+  AdvancedIndex ai;
 };
 
 Planned plan(const Tensor& self, const Value& index, const char* op) {
@@ -302,8 +303,8 @@ Planned plan(const Tensor& self, const Value& index, const char* op) {
   p.basic = apply_basic_index(self, spec, op);
   if (p.basic.indices.empty()) return p;
   const Shape& vs = p.basic.view.shape();
-  std::vector<Tensor> expanded = cpu::expand_index_masks(vs, p.basic.indices, op);
-  p.ai = cpu::plan_advanced_index(vs, expanded, op, &p.basic.self_dims);
+  std::vector<Tensor> expanded = expand_index_masks(vs, p.basic.indices, op);
+  p.ai = plan_advanced_index(vs, expanded, op, &p.basic.self_dims);
   return p;
 }
 }  // namespace
