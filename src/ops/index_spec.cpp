@@ -3,9 +3,7 @@
 #include <algorithm>
 
 #include "ir/node.h"
-#include "kernels/cpu/index_common.h"
-#include "kernels/cpu/index_kernels.h"
-#include "ops/advanced_index.h"
+#include "ops/index_args.h"
 
 namespace inplace {
 
@@ -291,14 +289,8 @@ BasicIndexed apply_basic_index(const Tensor& self, const IndexSpec& spec, const 
   return r;
 }
 
-namespace {
-struct Planned {
-  BasicIndexed basic;
-  AdvancedIndex ai;
-};
-
-Planned plan(const Tensor& self, const Value& index, const char* op) {
-  Planned p;
+PlannedIndex plan_tensor_index(const Tensor& self, const Value& index, const char* op) {
+  PlannedIndex p;
   IndexSpec spec = parse_index(index, self.dim(), op);
   p.basic = apply_basic_index(self, spec, op);
   if (p.basic.indices.empty()) return p;
@@ -307,19 +299,17 @@ Planned plan(const Tensor& self, const Value& index, const char* op) {
   p.ai = plan_advanced_index(vs, expanded, op, &p.basic.self_dims);
   return p;
 }
-}  // namespace
 
 Tensor getitem_tensor(const Tensor& self, const Value& index) {
-  Planned p = plan(self, index, "getitem");
+  PlannedIndex p = plan_tensor_index(self, index, "getitem");
   if (p.basic.indices.empty()) return p.basic.view;
-  if (self.is_meta()) return Tensor::meta(p.ai.result_shape, self.dtype());
-  Tensor out = Tensor::empty(p.ai.result_shape, self.dtype());
-  cpu::index_gather(p.basic.view, p.ai, out, "getitem");
-  return out;
+  IP_CHECK(self.is_meta(), kInternal,
+           "[getitem] an advanced index of a tensor's data is gathered by the cpu kernel "
+           "(eager_call), not by the op's view function");
+  return Tensor::meta(p.ai.result_shape, self.dtype());
 }
 
-void setitem_tensor(const Tensor& self, const Value& index, const Tensor& value) {
-  Planned p = plan(self, index, "setitem");
+Tensor setitem_value(const Tensor& self, const PlannedIndex& p, const Tensor& value) {
   // torch drops the value's leading size-1 dims before broadcasting (x[0] = v of shape [1, n]).
   Shape vs = value.shape();
   size_t lead = 0;
@@ -335,12 +325,8 @@ void setitem_tensor(const Tensor& self, const Value& index, const Tensor& value)
     IP_CHECK(fits, kShapeMismatch, "[setitem] value of shape ", shape_str(value.shape()),
              " cannot be broadcast to the indexed shape ", shape_str(dst.shape()), " of self ",
              shape_str(self.shape()));
-    if (self.is_meta() || value.is_meta()) return;
-    cpu::copy_region(dst, v);
-    return;
   }
-  if (self.is_meta() || value.is_meta()) return;
-  cpu::index_put(p.basic.view, p.ai, v, /*accumulate=*/false, "setitem");
+  return v;
 }
 
 }  // namespace inplace
