@@ -91,23 +91,25 @@ Shape masked_scatter_shape(const Args& a) {
 }
 
 AdvancedIndex embedding_plan(const Args& a) {
-  return plan_embedding(a[0].as_tensor("embedding"), a[1].as_tensor("embedding"), std::nullopt,
-                        "embedding");
+  return plan_embedding(a[kEmbedding.weight].as_tensor("embedding"),
+                        a[kEmbedding.indices].as_tensor("embedding"), std::nullopt, "embedding");
 }
 
 AdvancedIndex embedding_functional_plan(const Args& a) {
   const char* op = "embedding";
   IP_CHECK(a[3].is_none(), kUnsupported,
            "[embedding] max_norm renormalizes weight in place and is not supported");
-  return plan_embedding(a[1].as_tensor(op), a[0].as_tensor(op), opt_int(a[2], op), op);
+  const EmbeddingOperands e = kEmbeddingFunctional;
+  return plan_embedding(a[e.weight].as_tensor(op), a[e.indices].as_tensor(op), opt_int(a[2], op),
+                        op);
 }
 
 AdvancedIndex embedding_bf16_plan(const Args& a) {
   const char* op = "embedding_bf16_weight";
-  const Tensor& w = a[1].as_tensor(op);
+  const Tensor& w = a[kEmbeddingFunctional.weight].as_tensor(op);
   IP_CHECK(w.dtype() == DType::kBFloat16, kDTypeMismatch, "[", op,
            "] expected a bfloat16 weight, got ", dtype_name(w.dtype()));
-  return plan_embedding(w, a[0].as_tensor(op), std::nullopt, op);
+  return plan_embedding(w, a[kEmbeddingFunctional.indices].as_tensor(op), std::nullopt, op);
 }
 
 }  // namespace inplace::indexing

@@ -34,6 +34,12 @@ Shape masked_scatter_shape(const Args& a);
 // The embeddings' tables and plans: embedding(weight, indices, ...),
 // embedding_functional(input, weight, padding_idx, max_norm, ...) and
 // embedding_bf16_weight(input, weight).
+// Where each reads its table and its indices.
+struct EmbeddingOperands {
+  int weight, indices;
+};
+inline constexpr EmbeddingOperands kEmbedding{0, 1};            // embedding
+inline constexpr EmbeddingOperands kEmbeddingFunctional{1, 0};  // embedding_functional, _bf16
 AdvancedIndex embedding_plan(const Args& a);
 AdvancedIndex embedding_functional_plan(const Args& a);
 AdvancedIndex embedding_bf16_plan(const Args& a);

@@ -122,18 +122,20 @@ void register_masks(KernelTable& t) {
 
 void register_embeddings(KernelTable& t) {
   t.add(kCpu, "embedding", [](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
-    index_gather(a[0].as_tensor("embedding"), indexing::embedding_plan(a), out[0], "embedding");
+    index_gather(a[indexing::kEmbedding.weight].as_tensor("embedding"), indexing::embedding_plan(a),
+                 out[0], "embedding");
   });
   t.add(kCpu, "embedding_functional",
         [](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
           const AdvancedIndex ai = indexing::embedding_functional_plan(a);
-          index_gather(a[1].as_tensor("embedding"), ai, out[0], "embedding");
+          index_gather(a[indexing::kEmbeddingFunctional.weight].as_tensor("embedding"), ai, out[0],
+                       "embedding");
         });
   t.add(kCpu, "embedding_bf16_weight",
         [](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
           const Tensor rows = Tensor::empty(out[0].shape(), DType::kBFloat16);
-          index_gather(a[1].tensor, indexing::embedding_bf16_plan(a), rows,
-                       "embedding_bf16_weight");
+          index_gather(a[indexing::kEmbeddingFunctional.weight].tensor,
+                       indexing::embedding_bf16_plan(a), rows, "embedding_bf16_weight");
           out[0].copy_from(rows);
         });
 }

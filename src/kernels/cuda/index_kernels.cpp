@@ -4,6 +4,7 @@
 // when the engine placed the result on self (the same view).
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
+#include "ops/index_ops_args.h"
 #include "ops/kv_cache_args.h"
 #include "ops/scatter_args.h"
 #include "ops/view_scatter_args.h"
@@ -255,17 +256,16 @@ void register_index_kernels(KernelTable& t) {
   t.add(C, "gather", gather_kernel);
   t.add(C, "embedding",
         [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-          embedding_kernel(a[0].tensor, a[1].tensor, outs[0], ctx);
+          constexpr indexing::EmbeddingOperands e = indexing::kEmbedding;
+          embedding_kernel(a[e.weight].tensor, a[e.indices].tensor, outs[0], ctx);
         });
-  t.add(C, "embedding_functional",
-        [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-          embedding_kernel(a[1].tensor, a[0].tensor, outs[0], ctx);
-        });
-  // The gather widens the bf16 rows as it stores them (the kernel converts to out's dtype).
-  t.add(C, "embedding_bf16_weight",
-        [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-          embedding_kernel(a[1].tensor, a[0].tensor, outs[0], ctx);
-        });
+  // The bf16 table's gather widens the rows as it stores them (the kernel converts to out's
+  // dtype).
+  for (const char* name : {"embedding_functional", "embedding_bf16_weight"})
+    t.add(C, name, [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+      constexpr indexing::EmbeddingOperands e = indexing::kEmbeddingFunctional;
+      embedding_kernel(a[e.weight].tensor, a[e.indices].tensor, outs[0], ctx);
+    });
   t.add(C, "index_copy", index_copy_kernel);
   t.add(C, "kv_cache_update", kv_cache_update_kernel);
   t.add_pair(C, "kv_cache_update", kv_cache_update_pair);
