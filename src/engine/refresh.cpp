@@ -8,7 +8,7 @@
 #include "engine/execution_context.h"
 #include "engine/op_meta.h"
 #include "interpreter/interpreter.h"
-#include "kernels/cpu/kv_cache_update.h"
+#include "ops/kv_cache_args.h"
 
 namespace inplace {
 
@@ -84,11 +84,6 @@ TensorRef ExecutionContext::current(const TensorRef& r) const {
 
 void ExecutionContext::check_positions() {
   const Plan& plan = engine_->plan();
-  auto operand = [](const Value& v) {
-    if (v.is_none()) return Tensor();
-    if (v.is_tensor()) return v.tensor;
-    return Tensor::scalar(v.as_scalar("kv_cache_update"), DType::kInt64);
-  };
   // On a GPU the cache-update kernel reads the positions from device memory itself and writes
   // no row outside the cache (see docs/cuda.md); the host never reads them.
   if (!device_.is_cpu()) return;
@@ -96,7 +91,7 @@ void ExecutionContext::check_positions() {
     const Step& s = plan.steps[q];
     const std::vector<Value>& a = step_args_[q];
     try {
-      cpu::kv_cache_positions(a[0].tensor, a[1].tensor, operand(a[2]), operand(a[3]));
+      kv_cache::positions(a);
     } catch (const Error& e) {
       std::string binding =
           s.writes_binding.empty() ? "" : str_cat(" writing binding '", s.writes_binding, "'");

@@ -3,8 +3,7 @@
 #include <algorithm>
 
 #include "ir/node.h"
-#include "kernels/cpu/index_common.h"
-#include "kernels/cpu/index_kernels.h"
+#include "ops/index_args.h"
 
 namespace inplace {
 
@@ -129,8 +128,8 @@ IndexEntry entry_from(const Value& written, const char* op) {
     }
     case Value::Kind::kTensor: {
       const Tensor& t = v.tensor;
-      const bool mask = cpu::is_mask_dtype(t.dtype());
-      IP_CHECK(mask || cpu::is_index_dtype(t.dtype()), kDTypeMismatch, "[", op,
+      const bool mask = is_mask_dtype(t.dtype());
+      IP_CHECK(mask || is_index_dtype(t.dtype()), kDTypeMismatch, "[", op,
                "] tensors used as indices must be long, int, byte or bool tensors, got ",
                dtype_name(t.dtype()));
       if (t.dim() == 0) {
@@ -184,7 +183,7 @@ IndexSpec parse_index(const Value& index, int64_t self_dim, const char* op) {
   int64_t specified = 0, ellipses = 0;
   for (const IndexEntry& e : spec.entries) {
     if (e.kind == Kind::kTensor) {
-      specified += cpu::is_mask_dtype(e.tensor.dtype()) ? e.tensor.dim() : 1;
+      specified += is_mask_dtype(e.tensor.dtype()) ? e.tensor.dim() : 1;
     } else if (e.kind == Kind::kInt || e.kind == Kind::kSlice) {
       ++specified;
     } else if (e.kind == Kind::kEllipsis) {
@@ -219,7 +218,7 @@ IndexSpec parse_index(const Value& index, int64_t self_dim, const char* op) {
         break;
       case Kind::kTensor:
         e.self_dim = sdim;
-        e.span = cpu::is_mask_dtype(e.tensor.dtype()) ? e.tensor.dim() : 1;
+        e.span = is_mask_dtype(e.tensor.dtype()) ? e.tensor.dim() : 1;
         sdim += e.span;
         vdim += e.span;
         break;
@@ -250,7 +249,7 @@ BasicIndexed apply_basic_index(const Tensor& self, const IndexSpec& spec, const 
                  "] an index is only known at run time: ", e.raw.to_string());
         if (e.tensor.defined() && !e.dynamic) i = e.tensor.item().to_int();
         if (!e.dynamic)
-          i = cpu::wrap_index(i, size, e.self_dim, op);
+          i = wrap_index(i, size, e.self_dim, op);
         else
           i = 0;  // shape work on metas: any index gives the same shape
         r.view = r.view.select(vd, i);
@@ -290,35 +289,27 @@ BasicIndexed apply_basic_index(const Tensor& self, const IndexSpec& spec, const 
   return r;
 }
 
-namespace {
-struct Planned {
-  BasicIndexed basic;
-  cpu::AdvancedIndex ai;
-};
-
-Planned plan(const Tensor& self, const Value& index, const char* op) {
-  Planned p;
+PlannedIndex plan_tensor_index(const Tensor& self, const Value& index, const char* op) {
+  PlannedIndex p;
   IndexSpec spec = parse_index(index, self.dim(), op);
   p.basic = apply_basic_index(self, spec, op);
   if (p.basic.indices.empty()) return p;
   const Shape& vs = p.basic.view.shape();
-  std::vector<Tensor> expanded = cpu::expand_index_masks(vs, p.basic.indices, op);
-  p.ai = cpu::plan_advanced_index(vs, expanded, op, &p.basic.self_dims);
+  std::vector<Tensor> expanded = expand_index_masks(vs, p.basic.indices, op);
+  p.ai = plan_advanced_index(vs, expanded, op, &p.basic.self_dims);
   return p;
 }
-}  // namespace
 
 Tensor getitem_tensor(const Tensor& self, const Value& index) {
-  Planned p = plan(self, index, "getitem");
+  PlannedIndex p = plan_tensor_index(self, index, "getitem");
   if (p.basic.indices.empty()) return p.basic.view;
-  if (self.is_meta()) return Tensor::meta(p.ai.result_shape, self.dtype());
-  Tensor out = Tensor::empty(p.ai.result_shape, self.dtype());
-  cpu::index_gather(p.basic.view, p.ai, out, "getitem");
-  return out;
+  IP_CHECK(self.is_meta(), kInternal,
+           "[getitem] an advanced index of a tensor's data is gathered by the cpu kernel "
+           "(eager_call), not by the op's view function");
+  return Tensor::meta(p.ai.result_shape, self.dtype());
 }
 
-void setitem_tensor(const Tensor& self, const Value& index, const Tensor& value) {
-  Planned p = plan(self, index, "setitem");
+Tensor setitem_value(const Tensor& self, const PlannedIndex& p, const Tensor& value) {
   // torch drops the value's leading size-1 dims before broadcasting (x[0] = v of shape [1, n]).
   Shape vs = value.shape();
   size_t lead = 0;
@@ -334,12 +325,8 @@ void setitem_tensor(const Tensor& self, const Value& index, const Tensor& value)
     IP_CHECK(fits, kShapeMismatch, "[setitem] value of shape ", shape_str(value.shape()),
              " cannot be broadcast to the indexed shape ", shape_str(dst.shape()), " of self ",
              shape_str(self.shape()));
-    if (self.is_meta() || value.is_meta()) return;
-    cpu::copy_region(dst, v);
-    return;
   }
-  if (self.is_meta() || value.is_meta()) return;
-  cpu::index_put(p.basic.view, p.ai, v, /*accumulate=*/false, "setitem");
+  return v;
 }
 
 }  // namespace inplace

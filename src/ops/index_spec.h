@@ -16,6 +16,7 @@
 
 #include "core/tensor.h"
 #include "core/value.h"
+#include "ops/advanced_index.h"
 
 namespace inplace {
 
@@ -85,10 +86,20 @@ struct BasicIndexed {
 };
 BasicIndexed apply_basic_index(const Tensor& self, const IndexSpec& spec, const char* op);
 
-// self[index]: a view for a basic index, else a fresh tensor (a meta one when self is a meta).
+// Steps 1 and 2 planned for a tensor self: the basic view, and the advanced index over it (masks
+// expanded; none when basic.indices is empty).
+struct PlannedIndex {
+  BasicIndexed basic;
+  AdvancedIndex ai;
+};
+PlannedIndex plan_tensor_index(const Tensor& self, const Value& index, const char* op);
+
+// self[index] where no data is gathered: a view for a basic index, a meta for an advanced index
+// of a meta self (shape work). The cpu kernel (kernels/cpu/getitem.cpp) gathers the rest.
 Tensor getitem_tensor(const Tensor& self, const Value& index);
-// self[index] = value: value (leading size-1 dims dropped) broadcast to the indexed shape and
-// cast to self's dtype.
-void setitem_tensor(const Tensor& self, const Value& index, const Tensor& value);
+// self[index] = value: the value to write, its leading size-1 dims dropped (as torch); for a
+// basic index, checked to broadcast to the indexed view. The cpu kernel writes it, cast to
+// self's dtype.
+Tensor setitem_value(const Tensor& self, const PlannedIndex& p, const Tensor& value);
 
 }  // namespace inplace

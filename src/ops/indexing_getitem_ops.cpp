@@ -42,23 +42,8 @@ Value getitem(const Args& a) {
     IP_FAIL(kNotFound, "[getitem] key '", key, "' not in dict");
   }
   IP_CHECK(self.is_tensor(), kInvalidArgument, "[getitem] cannot index a ", self.kind_name());
+  // No data gathered here (views and metas); the cpu kernel gathers an advanced index.
   return Value::from_tensor(getitem_tensor(self.tensor, index));
-}
-
-Value setitem(const Args& a) {
-  const Tensor& self = a[0].as_tensor("setitem");
-  const Value& value = a[2];
-  Tensor v;
-  if (value.is_number()) {
-    v = Tensor::scalar(value.as_scalar("setitem"),
-                       self.dtype());  // Python numbers take self's dtype
-  } else {
-    IP_CHECK(value.is_tensor(), kInvalidArgument, "[setitem] can't assign a ", value.kind_name(),
-             " to a tensor");
-    v = value.tensor;
-  }
-  setitem_tensor(self, a[1], v);
-  return Value::none();
 }
 
 // builtins.getattr(x, name), as torch.fx records attribute reads: the named fields of the
@@ -110,7 +95,8 @@ void register_getitem_ops(Registry& r) {
   get.kind = OpKind::kView;
   get.eager = getitem;
   r.add(std::move(get));
-  add_mutating(r, "setitem(Tensor(a!) self, Any index, Any value) -> ()", "", setitem);
+  // setitem writes on the cpu through its eager kernel (kernels/cpu/getitem.cpp).
+  add_mutating(r, "setitem(Tensor(a!) self, Any index, Any value) -> ()", "", nullptr);
   OpDef attr;
   attr.schema = Schema::parse("getattr(Any(a) self, str name) -> Any(a)");
   attr.kind = OpKind::kView;

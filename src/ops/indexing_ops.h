@@ -1,18 +1,15 @@
-// The indexing op family's registration pieces and the argument helpers they share.
+// The indexing op family's registration pieces (the argument helpers they share with the
+// kernels: ops/index_args.h).
 #pragma once
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "ops/index_args.h"
 #include "ops/registry.h"
 
 namespace inplace::indexing {
 
-// A "Tensor" argument; a Python number becomes a 0-dim tensor of `number_dtype` (or of the
-// number's own default dtype when none is given).
-Tensor tensor_arg(const Value& v, const char* op, std::optional<DType> number_dtype = {});
-// aten's Tensor?[]: None -> undefined, ints and lists -> int64 tensors.
-std::vector<Tensor> index_list(const Value& v, const char* op);
 // Registers a mutating op whose eager writes self directly (no copy through the twin);
 // `functional` names the out-of-place twin for the functionalization pass.
 void add_mutating(Registry& r, const std::string& schema, const std::string& functional,

@@ -1,19 +1,21 @@
 // rotary_embedding(x, cos, sin): x * cos + rotate_half(x) * sin in one step (float32), what the
 // fuse_rotary pass rewrites Hugging Face's apply_rotary_pos_emb chain into.
 #include "core/error.h"
-#include "kernels/cpu/rotary.h"
 #include "ops/registry.h"
+#include "ops/rotary_args.h"
 
 namespace inplace {
 
+namespace rotary {
+
 namespace {
-
 constexpr const char* kOp = "rotary_embedding";
+}  // namespace
 
-Shape check(const Args& a) {
-  const Tensor& x = a[0].as_tensor(kOp);
-  const Tensor& c = a[1].as_tensor(kOp);
-  const Tensor& s = a[2].as_tensor(kOp);
+Shape result_shape(const Args& a) {
+  const Tensor& x = a[kX].as_tensor(kOp);
+  const Tensor& c = a[kCos].as_tensor(kOp);
+  const Tensor& s = a[kSin].as_tensor(kOp);
   for (const Tensor* t : {&x, &c, &s})
     IP_CHECK(t->dtype() == DType::kFloat32 && t->dim() >= 1, kDTypeMismatch, "[", kOp,
              "] expects float32 tensors of at least one dim, got ", dtype_name(t->dtype()), " ",
@@ -26,16 +28,15 @@ Shape check(const Args& a) {
   return out;
 }
 
-}  // namespace
+}  // namespace rotary
 
 void register_rotary_ops(Registry& r) {
   r.add_out(
       "rotary_embedding(Tensor x, Tensor cos, Tensor sin) -> Tensor",
-      [](const Args& a) { return std::vector<Tensor>{Tensor::meta(check(a), DType::kFloat32)}; },
-      [](const Args& a, const std::vector<Tensor>& out) {
-        check(a);
-        cpu::rotary_embedding(a[0].tensor, a[1].tensor, a[2].tensor, out[0]);
-      });
+      [](const Args& a) {
+        return std::vector<Tensor>{Tensor::meta(rotary::result_shape(a), DType::kFloat32)};
+      },
+      nullptr);
 }
 
 }  // namespace inplace

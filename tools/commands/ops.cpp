@@ -26,7 +26,8 @@ const char* engine_form(const OpDef& op) {
     case OpKind::kFunctional:
       break;
   }
-  return op.out ? "out" : "eager";
+  // Planned results and a cpu kernel in the table (the cpu's kernels register there).
+  return op.infer && KernelTable::get().find(op, DeviceType::kCpu) ? "out" : "eager";
 }
 
 bool has_kernel(const OpDef& op, DeviceType device) {

@@ -7,6 +7,13 @@ namespace inplace {
 
 void register_cpu_backend(KernelTable& table) {
   cpu::register_elementwise_kernels(table);
+  cpu::register_kv_cache_kernels(table);
+  cpu::register_rotary_kernels(table);
+  cpu::register_linear_lowp_kernels(table);
+  cpu::register_getitem_kernels(table);
+  cpu::register_index_kernels(table);
+  cpu::register_scatter_kernels(table);
+  cpu::register_view_scatter_kernels(table);
   // dst <- src, broadcast and cast: the engine's copy-back step.
   table.add_copy(DeviceType::kCpu, [](const Args& args, const std::vector<Tensor>& outs,
                                       const KernelContext&) { outs[0].copy_from(args[0].tensor); });

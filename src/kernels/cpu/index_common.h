@@ -1,30 +1,15 @@
-// Pieces every indexing kernel shares: reading integer index tensors, bounds errors in one
-// wording, and a copy that moves whole rows with memcpy when it can (the KV-cache hot path).
+// Pieces every indexing kernel shares: reading integer index tensors (their dtypes and bounds
+// errors: ops/index_args.h), and a copy that moves whole rows with memcpy when it can (the KV-cache
+// hot path).
 #pragma once
 #include <cstdint>
 #include <cstring>
 
 #include "core/strided_loop.h"
 #include "core/tensor.h"
+#include "ops/index_args.h"
 
 namespace inplace::cpu {
-
-// Integer dtypes accepted as index tensors (masks are bool/uint8 and handled apart).
-inline bool is_index_dtype(DType t) {
-  return t == DType::kInt64 || t == DType::kInt32;
-}
-
-// Checks that `t` is an int64/int32 index tensor; `op` names the caller.
-void check_index_dtype(const Tensor& t, const char* op, const char* what = "index");
-
-// Wraps a possibly negative index into [0, size) or throws
-// "[op] index 5 is out of bounds for dimension 0 with size 3".
-[[noreturn]] void throw_index_out_of_bounds(const char* op, int64_t index, int64_t dim,
-                                            int64_t size);
-inline int64_t wrap_index(int64_t v, int64_t size, int64_t dim, const char* op) {
-  if (v < -size || v >= size) throw_index_out_of_bounds(op, v, dim, size);
-  return v < 0 ? v + size : v;
-}
 
 // Calls f.template operator()<I>() with I the C++ type of an int64/int32 index tensor.
 template <typename F>

@@ -1,6 +1,10 @@
+// The cpu kernel of rotary_embedding, registered into the kernel table; its arguments are read
+// as every backend reads them (ops/rotary_args.h).
 #include "kernels/cpu/rotary.h"
 
 #include "core/strided_loop.h"
+#include "kernels/cpu/registration.h"
+#include "ops/rotary_args.h"
 
 namespace inplace::cpu {
 
@@ -38,6 +42,15 @@ void rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin, con
           }
         }
       });
+}
+
+void register_rotary_kernels(KernelTable& table) {
+  table.add(DeviceType::kCpu, "rotary_embedding",
+            [](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
+              rotary::result_shape(a);  // the operands' check, as the shape rule
+              rotary_embedding(a[rotary::kX].tensor, a[rotary::kCos].tensor, a[rotary::kSin].tensor,
+                               out[0]);
+            });
 }
 
 }  // namespace inplace::cpu

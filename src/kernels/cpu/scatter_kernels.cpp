@@ -5,24 +5,10 @@
 
 #include "core/strided_loop.h"
 #include "kernels/cpu/index_common.h"
+#include "kernels/cpu/registration.h"
+#include "ops/index_args.h"
 
 namespace inplace::cpu {
-
-ScatterReduce parse_scatter_reduce(const std::string& name, bool two, const char* op) {
-  if (!two) {
-    if (name == "add") return ScatterReduce::kSum;
-    if (name == "multiply") return ScatterReduce::kProd;
-    IP_FAIL(kInvalidArgument, "[", op, "] reduce argument must be either add or multiply, got '",
-            name, "'");
-  }
-  if (name == "sum") return ScatterReduce::kSum;
-  if (name == "prod") return ScatterReduce::kProd;
-  if (name == "mean") return ScatterReduce::kMean;
-  if (name == "amax") return ScatterReduce::kMax;
-  if (name == "amin") return ScatterReduce::kMin;
-  IP_FAIL(kInvalidArgument, "[", op,
-          "] reduce argument must be one of sum, prod, mean, amax, amin, got '", name, "'");
-}
 
 namespace {
 
@@ -31,24 +17,7 @@ Tensor at_least_1d(const Tensor& t) {
   return t.defined() && t.dim() == 0 ? t.unsqueeze(0) : t;
 }
 
-void check_rank(const Tensor& index, const Tensor& b, const char* b_name, const char* op) {
-  IP_CHECK(std::max<int64_t>(index.dim(), 1) == std::max<int64_t>(b.dim(), 1), kShapeMismatch, "[",
-           op, "] index ", shape_str(index.shape()), " must have as many dims as ", b_name, " ",
-           shape_str(b.shape()));
-}
-
 }  // namespace
-
-Shape check_gather(const Tensor& self, int64_t dim, const Tensor& index, const char* op) {
-  check_index_dtype(index, op);
-  check_rank(index, self, "self", op);
-  const Tensor s = at_least_1d(self), i = at_least_1d(index);
-  for (int64_t d = 0; d < s.dim(); ++d)
-    IP_CHECK(d == dim || i.shape()[d] <= s.shape()[d], kShapeMismatch, "[", op, "] index ",
-             shape_str(index.shape()), " is larger than self ", shape_str(self.shape()),
-             " at dimension ", d, " (only dimension ", dim, " may differ)");
-  return index.shape();
-}
 
 void gather(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& out,
             const char* op) {
@@ -71,22 +40,6 @@ void gather(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& 
           });
     });
   });
-}
-
-void check_scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
-                   const char* op) {
-  check_index_dtype(index, op);
-  check_rank(index, self, "self", op);
-  if (src.defined()) check_rank(index, src, "src", op);
-  const Tensor s = at_least_1d(self), i = at_least_1d(index), v = at_least_1d(src);
-  for (int64_t d = 0; d < s.dim(); ++d) {
-    IP_CHECK(d == dim || i.shape()[d] <= s.shape()[d], kShapeMismatch, "[", op, "] index ",
-             shape_str(index.shape()), " is larger than self ", shape_str(self.shape()),
-             " at dimension ", d, " (only dimension ", dim, " may differ)");
-    IP_CHECK(!src.defined() || i.shape()[d] <= v.shape()[d], kShapeMismatch, "[", op, "] index ",
-             shape_str(index.shape()), " is larger than src ", shape_str(src.shape()),
-             " at dimension ", d);
-  }
 }
 
 namespace {
@@ -242,6 +195,51 @@ void scatter_reduce_two(const Tensor& self, int64_t dim, const Tensor& index, co
                       }
                     });
   });
+}
+
+namespace {
+
+void run_scatter(const Tensor& target, const ScatterCall& c, ScatterForm form, const char* op) {
+  if (form == ScatterForm::kReduceTwo)
+    scatter_reduce_two(target, c.dim, c.index, c.src, c.reduce, c.include_self, op);
+  else
+    scatter(target, c.dim, c.index, c.src, c.value, c.reduce, op);
+}
+
+// The functional overload (a copy of self, then the writes) and its in-place form name_ (the
+// writes into self, run directly).
+void add_scatter(KernelTable& t, ScatterForm form, const std::string& name,
+                 const std::string& overload) {
+  const std::string ov = overload.empty() ? "" : "." + overload;
+  t.add(DeviceType::kCpu, name + ov,
+        [form, name](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
+          const ScatterCall c = read_scatter_call(a, form, name.c_str());
+          copy_region(out[0], c.self);
+          run_scatter(out[0], c, form, name.c_str());
+        });
+  const std::string name_ = name + "_";
+  t.add_eager(DeviceType::kCpu, name_ + ov, [form, name_](const Args& a) {
+    const ScatterCall c = read_scatter_call(a, form, name_.c_str());
+    run_scatter(a[0].as_tensor(name_.c_str()), c, form, name_.c_str());
+    return a[0];
+  });
+}
+
+}  // namespace
+
+void register_scatter_kernels(KernelTable& table) {
+  table.add(DeviceType::kCpu, "gather",
+            [](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
+              const Tensor self = indexing::tensor_arg(a[0], "gather");
+              gather(self, gather_dim(self, a), indexing::tensor_arg(a[2], "gather"), out[0],
+                     "gather");
+            });
+  add_scatter(table, ScatterForm::kSrc, "scatter", "src");
+  add_scatter(table, ScatterForm::kValue, "scatter", "value");
+  add_scatter(table, ScatterForm::kReduce, "scatter", "reduce");
+  add_scatter(table, ScatterForm::kValueReduce, "scatter", "value_reduce");
+  add_scatter(table, ScatterForm::kAdd, "scatter_add", "");
+  add_scatter(table, ScatterForm::kReduceTwo, "scatter_reduce", "two");
 }
 
 }  // namespace inplace::cpu

@@ -4,6 +4,10 @@
 // when the engine placed the result on self (the same view).
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
+#include "ops/index_ops_args.h"
+#include "ops/kv_cache_args.h"
+#include "ops/scatter_args.h"
+#include "ops/view_scatter_args.h"
 
 namespace inplace::cuda {
 
@@ -85,7 +89,7 @@ void gather_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelC
   const Tensor& self = a[0].tensor;
   const Tensor& out = outs[0];
   if (self.dim() == 0) return copy_cast(operand(out), operand(self, out.shape()), ctx.stream);
-  const int64_t dim = wrap_dim(a[1].as_int("gather"), self.dim(), "gather");
+  const int64_t dim = gather_dim(self, a);
   IndexMap m;
   m.values = operand(out);
   m.strided = strided_at(self, out.shape(), dim);
@@ -128,7 +132,8 @@ void index_copy_kernel(const Args& a, const std::vector<Tensor>& outs, const Ker
 }  // namespace
 
 IndexMap kv_cache_map(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  const Tensor& update = a[1].tensor;
+  using namespace kv_cache;
+  const Tensor& update = a[kUpdate].tensor;
   const Tensor& out = outs[0];
   IndexMap m;
   m.values = operand(update);
@@ -136,18 +141,18 @@ IndexMap kv_cache_map(const Args& a, const std::vector<Tensor>& outs, const Kern
   m.unit = out.stride(2);
   m.extent = out.size(2);
   const Shape& shape = update.shape();
-  if (!a[2].is_none()) {
+  if (!a[kStart].is_none()) {
     m.coord_dim = 2;
-    if (a[2].is_tensor()) {
-      const Tensor& start = a[2].tensor;
+    if (a[kStart].is_tensor()) {
+      const Tensor& start = a[kStart].tensor;
       m.index = strided_at(start, shape, -1);
       for (int d = 0; d < 4; ++d) m.index.stride[d] = 0;
       if (start.numel() > 1) m.index.stride[0] = start.stride(start.dim() - 1);
     } else {
-      m.index = number(a[2].as_scalar("kv_cache_update"));
+      m.index = number(a[kStart].as_scalar("kv_cache_update"));
     }
   } else {
-    const Tensor& index = a[3].tensor;
+    const Tensor& index = a[kIndex].tensor;
     m.index = strided_at(index, shape, -1);
     for (int d = 0; d < 4; ++d) m.index.stride[d] = 0;
     m.index.stride[2] = index.stride(index.dim() - 1);
@@ -160,37 +165,25 @@ namespace {
 
 void kv_cache_update_kernel(const Args& a, const std::vector<Tensor>& outs,
                             const KernelContext& ctx) {
-  copy_self(a[0].tensor, outs[0], ctx.stream);
+  copy_self(a[kv_cache::kCache].tensor, outs[0], ctx.stream);
   index_write(kv_cache_map(a, outs, ctx), ctx.stream);
 }
 
 // A layer's k and v cache writes in one launch (the engine pairs the two steps).
 void kv_cache_update_pair(const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
                           const Args& a2, const std::vector<Tensor>& o2, const KernelContext& c2) {
-  copy_self(a1[0].tensor, o1[0], c1.stream);
-  copy_self(a2[0].tensor, o2[0], c2.stream);
+  copy_self(a1[kv_cache::kCache].tensor, o1[0], c1.stream);
+  copy_self(a2[kv_cache::kCache].tensor, o2[0], c2.stream);
   index_write_pair(kv_cache_map(a1, o1, c1), kv_cache_map(a2, o2, c2), c1.stream);
 }
 
 // slice_scatter / select_scatter: self into out, then src into out's region.
 Kernel view_scatter(bool select) {
   return [=](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-    const char* op = select ? "select_scatter" : "slice_scatter";
     const Tensor& out = outs[0];
     copy_self(a[0].tensor, out, ctx.stream);
-    const int64_t dim = wrap_dim(a[2].as_int(op), out.dim(), op);
-    Tensor region;
-    if (select) {
-      int64_t index = a[3].as_int(op);
-      if (index < 0) index += out.size(dim);
-      region = out.select(dim, index);
-    } else {
-      auto bound = [&](const Value& v) -> std::optional<int64_t> {
-        if (v.is_none()) return std::nullopt;
-        return v.as_int(op);
-      };
-      region = out.slice(dim, bound(a[3]), bound(a[4]), a[5].as_int(op));
-    }
+    const Tensor region = indexing::view_scatter_region(
+        select ? indexing::ViewScatter::kSelect : indexing::ViewScatter::kSlice, out, a);
     copy_cast(operand(region), operand(a[1].tensor, region.shape()), ctx.stream);
   };
 }
@@ -263,17 +256,16 @@ void register_index_kernels(KernelTable& t) {
   t.add(C, "gather", gather_kernel);
   t.add(C, "embedding",
         [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-          embedding_kernel(a[0].tensor, a[1].tensor, outs[0], ctx);
+          constexpr indexing::EmbeddingOperands e = indexing::kEmbedding;
+          embedding_kernel(a[e.weight].tensor, a[e.indices].tensor, outs[0], ctx);
         });
-  t.add(C, "embedding_functional",
-        [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-          embedding_kernel(a[1].tensor, a[0].tensor, outs[0], ctx);
-        });
-  // The gather widens the bf16 rows as it stores them (the kernel converts to out's dtype).
-  t.add(C, "embedding_bf16_weight",
-        [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-          embedding_kernel(a[1].tensor, a[0].tensor, outs[0], ctx);
-        });
+  // The bf16 table's gather widens the rows as it stores them (the kernel converts to out's
+  // dtype).
+  for (const char* name : {"embedding_functional", "embedding_bf16_weight"})
+    t.add(C, name, [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+      constexpr indexing::EmbeddingOperands e = indexing::kEmbeddingFunctional;
+      embedding_kernel(a[e.weight].tensor, a[e.indices].tensor, outs[0], ctx);
+    });
   t.add(C, "index_copy", index_copy_kernel);
   t.add(C, "kv_cache_update", kv_cache_update_kernel);
   t.add_pair(C, "kv_cache_update", kv_cache_update_pair);

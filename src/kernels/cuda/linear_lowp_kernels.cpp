@@ -5,12 +5,14 @@
 // fuse_norm_prologues), whose arguments are (x, norm_weight, eps, then the product's own).
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
+#include "ops/kv_cache_args.h"
+#include "ops/linear_lowp_args.h"
 
 namespace inplace::cuda {
 
 namespace {
 
-constexpr const char* kOp = "linear_bf16_weight";
+using namespace linear_lowp;
 
 // x as rows of unit stride along k, each row `stride` apart; false when it is not.
 bool rows_of(const Tensor& x, int64_t k, int64_t* stride) {
@@ -36,8 +38,8 @@ bool rows_of(const Tensor& x, int64_t k, int64_t* stride) {
 // The product's operands as a GemvBf16 (epilogue kNone; pointers only when `data`): "" or why
 // the kernel cannot run them.
 std::string operands(const Args& a, const Tensor& y, GemvBf16* g, bool data = true) {
-  const Tensor& x = a[0].tensor;
-  const Tensor& w = a[1].tensor;
+  const Tensor& x = a[kInput].tensor;
+  const Tensor& w = a[kWeight].tensor;
   int64_t stride = 0;
   if (!w.is_contiguous()) return "a weight that is not contiguous";
   if (!rows_of(x, w.size(1), &stride)) return "an input whose rows are not evenly strided";
@@ -58,13 +60,14 @@ std::string operands(const Args& a, const Tensor& y, GemvBf16* g, bool data = tr
 // The product's operands, checked before the result exists (a contiguous float32 result).
 std::string supports_product(const Args& a) {
   GemvBf16 g;
-  Shape out(a[0].tensor.shape().begin(), a[0].tensor.shape().end() - 1);
-  out.push_back(a[1].tensor.size(0));
+  Shape out(a[kInput].tensor.shape().begin(), a[kInput].tensor.shape().end() - 1);
+  out.push_back(a[kWeight].tensor.size(0));
   return operands(a, Tensor::meta(out, DType::kFloat32), &g, /*data=*/false);
 }
 
 std::string supports(const Args& a) {
-  if (!a[2].is_none() && !a[2].tensor.is_contiguous()) return "a bias that is not contiguous";
+  if (!a[kBias].is_none() && !a[kBias].tensor.is_contiguous())
+    return "a bias that is not contiguous";
   return supports_product(a);
 }
 
@@ -72,13 +75,13 @@ std::string supports_add(const Args& a) {
   std::string why = supports(a);
   if (!why.empty()) return why;
   int64_t stride = 0;
-  if (!rows_of(a[3].tensor, a[1].tensor.size(0), &stride))
+  if (!rows_of(a[kResidual].tensor, a[kWeight].tensor.size(0), &stride))
     return "a residual whose rows are not evenly strided";
   return "";
 }
 
 std::string supports_swiglu(const Args& a) {
-  if (!a[2].tensor.is_contiguous()) return "an up weight that is not contiguous";
+  if (!a[kUpWeight].tensor.is_contiguous()) return "an up weight that is not contiguous";
   return supports_product(a);
 }
 
@@ -89,8 +92,8 @@ void check_operands(const std::string& why, const char* op, const Tensor& x) {
 
 GemvBf16 linear(const Args& a, const std::vector<Tensor>& outs) {
   GemvBf16 g;
-  check_operands(operands(a, outs[0], &g), kOp, a[0].tensor);
-  if (!a[2].is_none()) g.bias = static_cast<const float*>(a[2].tensor.data_ptr());
+  check_operands(operands(a, outs[0], &g), kLinear, a[kInput].tensor);
+  if (!a[kBias].is_none()) g.bias = static_cast<const float*>(a[kBias].tensor.data_ptr());
   return g;
 }
 
@@ -100,12 +103,12 @@ void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ct
 
 void run_add(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   GemvBf16 g;
-  check_operands(operands(a, outs[0], &g), "linear_bf16_weight_add", a[0].tensor);
-  if (!a[2].is_none()) g.bias = static_cast<const float*>(a[2].tensor.data_ptr());
+  check_operands(operands(a, outs[0], &g), kLinearAdd, a[kInput].tensor);
+  if (!a[kBias].is_none()) g.bias = static_cast<const float*>(a[kBias].tensor.data_ptr());
   int64_t stride = 0;
-  IP_CHECK(rows_of(a[3].tensor, g.n, &stride), kUnsupported,
-           "[cuda] linear_bf16_weight_add: a residual whose rows are not evenly strided");
-  if (g.rows > 0 && g.n > 0) g.residual = static_cast<const float*>(a[3].tensor.data_ptr());
+  IP_CHECK(rows_of(a[kResidual].tensor, g.n, &stride), kUnsupported, "[cuda] ", kLinearAdd,
+           ": a residual whose rows are not evenly strided");
+  if (g.rows > 0 && g.n > 0) g.residual = static_cast<const float*>(a[kResidual].tensor.data_ptr());
   g.residual_stride = stride;
   g.epilogue = GemvEpilogue::kResidual;
   gemv_bf16(g, ctx.stream);
@@ -113,43 +116,44 @@ void run_add(const Args& a, const std::vector<Tensor>& outs, const KernelContext
 
 GemvBf16 swiglu(const Args& a, const std::vector<Tensor>& outs, const char* op) {
   GemvBf16 g;
-  check_operands(operands(a, outs[0], &g), op, a[0].tensor);
-  if (g.rows > 0 && g.n > 0) g.w2 = a[2].tensor.data_ptr();
+  check_operands(operands(a, outs[0], &g), op, a[kInput].tensor);
+  if (g.rows > 0 && g.n > 0) g.w2 = a[kUpWeight].tensor.data_ptr();
   g.epilogue = GemvEpilogue::kSwiGLU;
   return g;
 }
 
 void run_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  gemv_bf16(swiglu(a, outs, "swiglu_bf16_weight"), ctx.stream);
+  gemv_bf16(swiglu(a, outs, kSwiglu), ctx.stream);
 }
 
-// The norm prologue: (x, norm_weight, eps, w, w2 or bias) as the product's (x, w, w2 or bias).
+// The norm prologue: (x, norm_weight, eps, w, w2 or bias) as the product's (x, w, w2 or bias);
+// the kernel normalises the rows it reads.
 Args product_args(const Args& a) {
-  return {a[0], a[3], a[4]};
+  return linear_lowp::product_args(a[kInput], a);
 }
 
 // The linear form's rotary epilogue (cos, sin, rotary_cols), when rotary_cols > 0.
 bool has_rotary(const Args& a) {
-  return a.size() >= 8 && a[7].as_int("rms_norm_linear_bf16_weight") > 0;
+  return rotary_cols(a) > 0;
 }
 
 std::string supports_rotary(const Args& a) {
   if (!has_rotary(a)) return "";
-  const Tensor& c = a[5].tensor;
-  const Tensor& s = a[6].tensor;
-  const int64_t d = c.dim() ? c.size(-1) : 0, cols = a[7].i;
+  const Tensor& c = a[kCos].tensor;
+  const Tensor& s = a[kSin].tensor;
+  const int64_t d = c.dim() ? c.size(-1) : 0, cols = a[kRotaryCols].i;
   if (d == 0 || d % 8 != 0 || c.numel() != d || s.numel() != d || c.stride(-1) != 1 ||
       s.stride(-1) != 1 || c.dtype() != DType::kFloat32 || s.dtype() != DType::kFloat32)
     return "a rotary table that is not a float32 row of a head dim divisible by 8";
-  if (cols % d != 0 || cols > a[3].tensor.size(0))
+  if (cols % d != 0 || cols > a[kProductWeight].tensor.size(0))
     return "rotary columns that are not whole heads of the product";
   return "";
 }
 
 std::string supports_norm(const Args& a) {
-  const Tensor& nw = a[1].tensor;
+  const Tensor& nw = a[kNormWeight].tensor;
   if (!nw.is_contiguous() || nw.dtype() != DType::kFloat32 || nw.dim() != 1 ||
-      nw.size(0) != a[0].tensor.size(-1))
+      nw.size(0) != a[kInput].tensor.size(-1))
     return "a norm weight that is not a contiguous float32 [k]";
   return "";
 }
@@ -161,23 +165,24 @@ std::string supports_norm_linear(const Args& a) {
 }
 
 void add_norm(const Args& a, GemvBf16* g) {
-  if (g->rows > 0 && g->n > 0) g->norm_w = static_cast<const float*>(a[1].tensor.data_ptr());
-  g->eps = static_cast<float>(a[2].as_double("rms_norm"));
+  if (g->rows > 0 && g->n > 0)
+    g->norm_w = static_cast<const float*>(a[kNormWeight].tensor.data_ptr());
+  g->eps = static_cast<float>(a[kEps].as_double("rms_norm"));
 }
 
 GemvBf16 norm_linear(const Args& a, const std::vector<Tensor>& outs) {
   const Args p = product_args(a);
   GemvBf16 g;
-  check_operands(operands(p, outs[0], &g), "rms_norm_linear_bf16_weight", a[0].tensor);
-  if (!p[2].is_none()) g.bias = static_cast<const float*>(p[2].tensor.data_ptr());
+  check_operands(operands(p, outs[0], &g), kNormLinear, a[kInput].tensor);
+  if (!p[kBias].is_none()) g.bias = static_cast<const float*>(p[kBias].tensor.data_ptr());
   add_norm(a, &g);
   if (has_rotary(a)) {
-    IP_CHECK(supports_rotary(a).empty(), kUnsupported,
-             "[cuda] rms_norm_linear_bf16_weight: ", supports_rotary(a));
-    g.cos = static_cast<const float*>(a[5].tensor.data_ptr());
-    g.sin = static_cast<const float*>(a[6].tensor.data_ptr());
-    g.rot_cols = a[7].i;
-    g.rot_d = a[5].tensor.size(-1);
+    IP_CHECK(supports_rotary(a).empty(), kUnsupported, "[cuda] ", kNormLinear, ": ",
+             supports_rotary(a));
+    g.cos = static_cast<const float*>(a[kCos].tensor.data_ptr());
+    g.sin = static_cast<const float*>(a[kSin].tensor.data_ptr());
+    g.rot_cols = a[kRotaryCols].i;
+    g.rot_d = a[kCos].tensor.size(-1);
   }
   return g;
 }
@@ -187,7 +192,7 @@ void run_norm_linear(const Args& a, const std::vector<Tensor>& outs, const Kerne
 }
 
 void run_norm_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  GemvBf16 g = swiglu(product_args(a), outs, "rms_norm_swiglu_bf16_weight");
+  GemvBf16 g = swiglu(product_args(a), outs, kNormSwiglu);
   add_norm(a, &g);
   gemv_bf16(g, ctx.stream);
 }
@@ -197,7 +202,8 @@ void run_norm_swiglu(const Args& a, const std::vector<Tensor>& outs, const Kerne
 // float32 with unit stride along D. False when the write has another form.
 bool row_write_of(const StepCall& write, const GemvBf16& g, GemvRowWrite* w) {
   const Args& a = *write.args;
-  if (!a[0].is_tensor() || !a[0].tensor.same_view((*write.outs)[0])) return false;
+  const Value& cache = a[kv_cache::kCache];
+  if (!cache.is_tensor() || !cache.tensor.same_view((*write.outs)[0])) return false;
   const IndexMap m = kv_cache_map(a, *write.outs, write.ctx);
   const Operand &v = m.values, &s = m.strided;
   if (v.dtype != DType::kFloat32 || s.dtype != DType::kFloat32 || v.ndim != 4 || s.ndim != 4 ||
@@ -245,18 +251,17 @@ WritesKernel with_row_writes(GemvBf16 (*product)(const Args&, const std::vector<
 }  // namespace
 
 void register_linear_lowp_kernels(KernelTable& table) {
-  table.add(DeviceType::kCuda, kOp, run, supports);
-  table.add(DeviceType::kCuda, "linear_bf16_weight_add", run_add, supports_add);
-  table.add(DeviceType::kCuda, "swiglu_bf16_weight", run_swiglu, supports_swiglu);
-  table.add(DeviceType::kCuda, "rms_norm_linear_bf16_weight", run_norm_linear,
-            supports_norm_linear);
-  table.add(DeviceType::kCuda, "rms_norm_swiglu_bf16_weight", run_norm_swiglu, [](const Args& a) {
+  table.add(DeviceType::kCuda, kLinear, run, supports);
+  table.add(DeviceType::kCuda, kLinearAdd, run_add, supports_add);
+  table.add(DeviceType::kCuda, kSwiglu, run_swiglu, supports_swiglu);
+  table.add(DeviceType::kCuda, kNormLinear, run_norm_linear, supports_norm_linear);
+  table.add(DeviceType::kCuda, kNormSwiglu, run_norm_swiglu, [](const Args& a) {
     const std::string why = supports_norm(a);
     return why.empty() ? supports_swiglu(product_args(a)) : why;
   });
-  table.add_epilogue_writes(DeviceType::kCuda, kOp, "kv_cache_update",
+  table.add_epilogue_writes(DeviceType::kCuda, kLinear, "kv_cache_update",
                             with_row_writes(linear, supports));
-  table.add_epilogue_writes(DeviceType::kCuda, "rms_norm_linear_bf16_weight", "kv_cache_update",
+  table.add_epilogue_writes(DeviceType::kCuda, kNormLinear, "kv_cache_update",
                             with_row_writes(norm_linear, supports_norm_linear));
 }
 

@@ -1,0 +1,200 @@
+// The cpu kernels of the bf16-weight products (linear_bf16_weight, linear_bf16_weight_add,
+// swiglu_bf16_weight) and of their RMSNorm-prologue forms, registered into the kernel table.
+// Arguments are read at the positions of ops/linear_lowp_args.h, whose shape rules each kernel
+// checks first. Exact: every result element is computed by the same float operations, in the
+// same order, as the chain's kernels; a norm form runs the chain itself (the norm into a
+// temporary, the product, then the rotation).
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/gemv.h"
+#include "kernels/cpu/matrix.h"
+#include "kernels/cpu/registration.h"
+#include "kernels/cpu/rotary.h"
+#include "ops/linear_lowp_args.h"
+
+namespace inplace::cpu {
+
+namespace {
+
+using namespace linear_lowp;
+
+// Up to this many rows of x the GEMV in passes of kGemvMaxRows rows beats widening the weight
+// to float32 and calling sgemm (small bf16, one thread, prompts of 32-256 tokens: 32 vs 55 ms,
+// 147 vs 175 ms); it also needs no float32 copy of the weight.
+constexpr int64_t kGemvPromptRows = 256;
+
+void run_linear(const Args& a, const std::vector<Tensor>& out) {
+  linear_meta(a);
+  const Tensor& x = a[kInput].tensor;
+  const Tensor& w = a[kWeight].tensor;
+  const Tensor& y = out[0];
+  const int64_t k = w.size(1), n = w.size(0), rows = x.numel() / std::max<int64_t>(k, 1);
+  const bool has_bias = !a[kBias].is_none();
+  if (rows <= kGemvPromptRows && x.is_contiguous() && w.is_contiguous() && y.is_contiguous()) {
+    // Decode, and prompts of up to kGemvPromptRows tokens: the GEMV, kGemvMaxRows rows of x per
+    // pass over the bf16 weight.
+    for (int64_t r0 = 0; r0 < rows; r0 += kGemvMaxRows)
+      gemv_parallel(GemvArgs<BFloat16>{x.data<float>() + r0 * k, k,
+                                       std::min(kGemvMaxRows, rows - r0), w.data<BFloat16>(), k, n,
+                                       k, y.data<float>() + r0 * n, n, 1.0f, 0.0f});
+  } else {  // a long prompt: widen the weight once per call and multiply
+    matmul(x.reshape({rows, k}), w.to(DType::kFloat32).t(), y.view({rows, n}));
+  }
+  if (has_bias) {
+    const float* b = a[kBias].tensor.contiguous().data<float>();
+    float* yp = y.data<float>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < n; ++j) yp[r * n + j] += b[j];
+  }
+}
+
+// y[rows, n] = x[rows, k] @ w^T (+ beta * y) for contiguous operands: the streaming gemv for a
+// few rows, the widened-weight matmul for a prompt.
+void product(const Tensor& x, const Tensor& w, float* y, int64_t rows, float beta) {
+  const int64_t k = w.size(1), n = w.size(0);
+  const Tensor xc = x.contiguous(), wc = w.contiguous();
+  for (int64_t r0 = 0; r0 < rows; r0 += kGemvMaxRows) {
+    const int64_t m = std::min(kGemvMaxRows, rows - r0);
+    gemv_parallel(GemvArgs<BFloat16>{xc.data<float>() + r0 * k, k, m, wc.data<BFloat16>(), k, n, k,
+                                     y + r0 * n, n, 1.0f, beta});
+  }
+}
+
+void run_add(const Args& a, const std::vector<Tensor>& out) {
+  linear_add_meta(a);
+  const Tensor& x = a[kInput].tensor;
+  const Tensor& w = a[kWeight].tensor;
+  const Tensor& y = out[0];
+  const int64_t n = w.size(0), rows = y.numel() / std::max<int64_t>(n, 1);
+  IP_CHECK(y.is_contiguous(), kUnsupported, "[", kLinearAdd, "] a result that is not contiguous");
+  if (y.numel() == 0) return;
+  float* yp = y.data<float>();
+  if (a[kBias].is_none()) {
+    // y = residual, then y = x @ w^T + y: the dot product's sum, then one add, as the chain.
+    y.copy_from(a[kResidual].tensor);
+    product(x, w, yp, rows, 1.0f);
+    return;
+  }
+  // With a bias the chain rounds (dot + bias) before adding the residual: do the same.
+  product(x, w, yp, rows, 0.0f);
+  const Tensor b = a[kBias].tensor.contiguous(), r = a[kResidual].tensor.contiguous();
+  const float* bp = b.data<float>();
+  const float* rp = r.data<float>();
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < n; ++j) yp[i * n + j] = (yp[i * n + j] + bp[j]) + rp[i * n + j];
+}
+
+// Columns are done in tiles of kTile: the gate's and the up's products of a tile in two small
+// buffers on the stack, then silu(g) * u into the result, so no step allocates.
+constexpr int64_t kTile = 64;
+
+void run_swiglu(const Args& a, const std::vector<Tensor>& out) {
+  swiglu_meta(a);
+  const Tensor x = a[kInput].tensor.contiguous();
+  const Tensor wg = a[kWeight].tensor.contiguous(), wu = a[kUpWeight].tensor.contiguous();
+  const Tensor& y = out[0];
+  IP_CHECK(y.is_contiguous(), kUnsupported, "[", kSwiglu, "] a result that is not contiguous");
+  const int64_t k = wg.size(1), n = wg.size(0), rows = y.numel() / std::max<int64_t>(n, 1);
+  if (y.numel() == 0) return;
+  float* yp = y.data<float>();
+  const float* xp = x.data<float>();
+  const int64_t tiles = (n + kTile - 1) / kTile;
+  auto tile = [&](int64_t t) {
+    const int64_t j0 = t * kTile, cols = std::min(kTile, n - j0);
+    for (int64_t r0 = 0; r0 < rows; r0 += kGemvMaxRows) {
+      const int64_t m = std::min(kGemvMaxRows, rows - r0);
+      float g[kGemvMaxRows * kTile], u[kGemvMaxRows * kTile];
+      gemv(GemvArgs<BFloat16>{xp + r0 * k, k, m, wg.data<BFloat16>() + j0 * k, k, cols, k, g, kTile,
+                              1.0f, 0.0f},
+           0, cols);
+      gemv(GemvArgs<BFloat16>{xp + r0 * k, k, m, wu.data<BFloat16>() + j0 * k, k, cols, k, u, kTile,
+                              1.0f, 0.0f},
+           0, cols);
+      for (int64_t i = 0; i < m; ++i) {
+        float* gi = g + i * kTile;
+        silu_f32(gi, gi, cols);  // silu's own kernel: the same values as the chain's
+        for (int64_t j = 0; j < cols; ++j) yp[(r0 + i) * n + j0 + j] = gi[j] * u[i * kTile + j];
+      }
+    }
+  };
+  ThreadPool* pool = current_thread_pool();
+  if (pool == nullptr || pool->threads() < 2 || tiles < 2) {
+    for (int64_t t = 0; t < tiles; ++t) tile(t);
+  } else {
+    pool->parallel_for(tiles, tile);
+  }
+}
+
+// y[.., :cols] as rows of d-wide blocks, each rotated as rotary_embedding does (from a copy of
+// the block: the kernel reads both halves of what it writes).
+void rotate_prefix(const Tensor& y, const Tensor& cos, const Tensor& sin, int64_t cols) {
+  const int64_t n = y.size(-1), d = cos.size(-1), rows = y.numel() / n;
+  const Tensor c = cos.reshape({d}), s = sin.reshape({d});
+  Tensor block = Tensor::empty({d}, DType::kFloat32);
+  float* yp = y.data<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j0 = 0; j0 < cols; j0 += d) {
+      float* at = yp + r * n + j0;
+      std::copy(at, at + d, block.data<float>());
+      rotary_embedding(block, c, s, Tensor::borrow(at, {d}, DType::kFloat32));
+    }
+}
+
+// rms_norm's declaration and cpu kernel, resolved at the first call (the table is complete by
+// then; the norm's kernel may be registered after this family's).
+struct RmsNorm {
+  const OpDef* op;
+  const Kernel* kernel;
+};
+const RmsNorm& rms_norm() {
+  static const RmsNorm r = [] {
+    const OpDef* op = Registry::get().find("rms_norm");
+    IP_CHECK(op != nullptr && op->infer, kInternal, "[rms_norm] is not registered");
+    const Kernel* k = KernelTable::get().find(*op, DeviceType::kCpu);
+    IP_CHECK(k != nullptr, kInternal, "[rms_norm] has no cpu kernel");
+    return RmsNorm{op, k};
+  }();
+  return r;
+}
+
+using Product = void (*)(const Args&, const std::vector<Tensor>&);
+
+// The norm form as its chain: rms_norm into a temporary, the product, then the rotation.
+Kernel norm_form(const char* name, Product run_product) {
+  return [name, run_product](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
+    const RmsNorm& norm = rms_norm();
+    const Args na = norm_args(name, a);
+    const std::vector<Tensor> meta = norm.op->infer(na);
+    Tensor normed = Tensor::empty(meta[0].shape(), meta[0].dtype());
+    (*norm.kernel)(na, {normed}, KernelContext{});
+    run_product(product_args(Value::from_tensor(normed), a), out);
+    Tensor cos, sin;
+    int64_t cols = 0;
+    if (rotary_of(a, out[0].size(-1), &cos, &sin, &cols)) {
+      IP_CHECK(out[0].is_contiguous(), kUnsupported, "[", kNormLinear,
+               "] a rotated result that is not contiguous");
+      rotate_prefix(out[0], cos.contiguous(), sin.contiguous(), cols);
+    }
+  };
+}
+
+Kernel kernel(Product run) {
+  return
+      [run](const Args& a, const std::vector<Tensor>& out, const KernelContext&) { run(a, out); };
+}
+
+}  // namespace
+
+void register_linear_lowp_kernels(KernelTable& table) {
+  const DeviceType c = DeviceType::kCpu;
+  table.add(c, kLinear, kernel(run_linear));
+  table.add(c, kLinearAdd, kernel(run_add));
+  table.add(c, kSwiglu, kernel(run_swiglu));
+  table.add(c, kNormLinear, norm_form(kNormLinear, run_linear));
+  table.add(c, kNormSwiglu, norm_form(kNormSwiglu, run_swiglu));
+}
+
+}  // namespace inplace::cpu
