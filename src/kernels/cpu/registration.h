@@ -8,5 +8,6 @@ namespace inplace::cpu {
 void register_elementwise_kernels(KernelTable& table);  // elementwise_kernels.cpp
 void register_reduction_kernels(KernelTable& table);    // reduction_kernels.cpp
 void register_scan_kernels(KernelTable& table);         // scan_kernels.cpp
+void register_sort_kernels(KernelTable& table);         // sort_kernels.cpp
 
 }  // namespace inplace::cpu
