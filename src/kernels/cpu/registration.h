@@ -5,10 +5,11 @@
 
 namespace inplace::cpu {
 
-void register_elementwise_kernels(KernelTable& table);  // elementwise_kernels.cpp
-void register_reduction_kernels(KernelTable& table);    // reduction_kernels.cpp
-void register_scan_kernels(KernelTable& table);         // scan_kernels.cpp
-void register_sort_kernels(KernelTable& table);         // sort_kernels.cpp
-void register_conv_kernels(KernelTable& table);         // conv_kernels.cpp
+void register_elementwise_kernels(KernelTable& table);      // elementwise_kernels.cpp
+void register_reduction_kernels(KernelTable& table);        // reduction_kernels.cpp
+void register_scan_kernels(KernelTable& table);             // scan_kernels.cpp
+void register_sort_kernels(KernelTable& table);             // sort_kernels.cpp
+void register_conv_kernels(KernelTable& table);             // conv_kernels.cpp
+void register_pointwise_extra_kernels(KernelTable& table);  // pointwise_extra_kernels.cpp
 
 }  // namespace inplace::cpu
