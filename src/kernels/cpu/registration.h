@@ -11,5 +11,6 @@ void register_scan_kernels(KernelTable& table);             // scan_kernels.cpp
 void register_sort_kernels(KernelTable& table);             // sort_kernels.cpp
 void register_conv_kernels(KernelTable& table);             // conv_kernels.cpp
 void register_pointwise_extra_kernels(KernelTable& table);  // pointwise_extra_kernels.cpp
+void register_creation_kernels(KernelTable& table);         // creation_kernels.cpp
 
 }  // namespace inplace::cpu
