@@ -12,5 +12,7 @@ void register_sort_kernels(KernelTable& table);             // sort_kernels.cpp
 void register_conv_kernels(KernelTable& table);             // conv_kernels.cpp
 void register_pointwise_extra_kernels(KernelTable& table);  // pointwise_extra_kernels.cpp
 void register_creation_kernels(KernelTable& table);         // creation_kernels.cpp
+void register_matrix_kernels(KernelTable& table);           // matrix_kernels.cpp
+void register_matrix_batch_kernels(KernelTable& table);     // matrix_kernels.cpp
 
 }  // namespace inplace::cpu
