@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # TODO(issue 28 step 1): these op families still compute on the cpu in their declaration; their
 # kernels move to src/kernels/cpu as the elementwise family's did (kernels/cpu/registration.h).
 OPS_INCLUDING_KERNELS=(
-  src/ops/einsum_ops.cpp src/ops/index_spec.cpp
+  src/ops/index_spec.cpp
   src/ops/indexing_index_ops.cpp src/ops/indexing_mask_ops.cpp src/ops/indexing_scatter_ops.cpp
   src/ops/indexing_view_scatter_ops.cpp src/ops/kv_cache_ops.cpp
   src/ops/linear_lowp_fused_ops.cpp src/ops/linear_lowp_norm_ops.cpp src/ops/linear_lowp_ops.cpp

@@ -14,5 +14,6 @@ void register_pointwise_extra_kernels(KernelTable& table);  // pointwise_extra_k
 void register_creation_kernels(KernelTable& table);         // creation_kernels.cpp
 void register_matrix_kernels(KernelTable& table);           // matrix_kernels.cpp
 void register_matrix_batch_kernels(KernelTable& table);     // matrix_kernels.cpp
+void register_einsum_kernels(KernelTable& table);           // einsum_kernels.cpp
 
 }  // namespace inplace::cpu
