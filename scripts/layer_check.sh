@@ -13,7 +13,6 @@ OPS_INCLUDING_KERNELS=(
   src/ops/indexing_index_ops.cpp src/ops/indexing_mask_ops.cpp src/ops/indexing_scatter_ops.cpp
   src/ops/indexing_view_scatter_ops.cpp src/ops/kv_cache_ops.cpp
   src/ops/linear_lowp_fused_ops.cpp src/ops/linear_lowp_norm_ops.cpp src/ops/linear_lowp_ops.cpp
-  src/ops/nn_ops.cpp
   src/ops/rotary_ops.cpp
 )
 # TODO(issue 28 step 3): the device scalars' bytecode evaluator reads the plan's symbolic

@@ -27,7 +27,12 @@ const char* const kMovedOps[] = {
     "full_like", "new_zeros", "new_ones", "new_empty", "new_full", "arange", "cat", "stack",
     "repeat", "roll", "flip", "tril", "triu",
     // matrix_ops, matrix_batch_ops, einsum_ops
-    "mm", "bmm", "matmul", "dot", "mv", "addmm", "linear", "baddbmm", "addbmm", "einsum"};
+    "mm", "bmm", "matmul", "dot", "mv", "addmm", "linear", "baddbmm", "addbmm", "einsum",
+    // nn_ops
+    "layer_norm", "native_layer_norm", "rms_norm", "_fused_rms_norm",
+    "scaled_dot_product_attention", "_scaled_dot_product_flash_attention_for_cpu", "dropout",
+    "alpha_dropout", "feature_alpha_dropout", "feature_dropout", "dropout1d", "dropout2d",
+    "dropout3d", "native_dropout"};
 
 TEST(CpuRegistration, MovedFamiliesDeclareAndTheCpuComputes) {
   const KernelTable& table = KernelTable::get();

@@ -15,5 +15,6 @@ void register_creation_kernels(KernelTable& table);         // creation_kernels.
 void register_matrix_kernels(KernelTable& table);           // matrix_kernels.cpp
 void register_matrix_batch_kernels(KernelTable& table);     // matrix_kernels.cpp
 void register_einsum_kernels(KernelTable& table);           // einsum_kernels.cpp
+void register_nn_kernels(KernelTable& table);               // nn_kernels.cpp
 
 }  // namespace inplace::cpu

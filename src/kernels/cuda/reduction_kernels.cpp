@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
+#include "ops/nn_args.h"
 #include "ops/reduction_args.h"
 
 namespace inplace::cuda {
@@ -108,10 +109,7 @@ Kernel norm(bool layer) {
       cols_of(a[3], &t.bias, &t.has_bias);
       t.eps = a[4].as_double(op);
     } else {
-      t.eps = !a[3].is_none() ? a[3].as_double(op)
-              : x.dtype() == DType::kFloat64
-                  ? std::numeric_limits<double>::epsilon()
-                  : static_cast<double>(std::numeric_limits<float>::epsilon());
+      t.eps = nn::rms_eps(x, a[3]);
     }
     (void)trailing;
     if (x.numel() == 0) return;
