@@ -55,15 +55,20 @@ MatmulShape matmul_shape(const Tensor& a, const Tensor& b, const char* op) {
   return s;
 }
 
+// mat1 [m, k] @ mat2 [k, n] of one dtype (mm, addmm).
+void check_mm(const char* op, const Tensor& x, const Tensor& y) {
+  if (x.dim() != 2 || y.dim() != 2) fail_multiply(op, "mat1", x, "mat2", y, "expected 2-D");
+  if (x.size(1) != y.size(0))
+    fail_multiply(op, "mat1", x, "mat2", y, str_cat(x.size(1), " != ", y.size(0)));
+  check_dtypes(op, "mat1", x, "mat2", y);
+}
+
 }  // namespace
 
 Tensor mm_meta(const Args& a) {
   const Tensor& x = a[0].as_tensor("mm");
   const Tensor& y = a[1].as_tensor("mm");
-  if (x.dim() != 2 || y.dim() != 2) fail_multiply("mm", "mat1", x, "mat2", y, "expected 2-D");
-  if (x.size(1) != y.size(0))
-    fail_multiply("mm", "mat1", x, "mat2", y, str_cat(x.size(1), " != ", y.size(0)));
-  check_dtypes("mm", "mat1", x, "mat2", y);
+  check_mm("mm", x, y);
   return Tensor::meta({x.size(0), y.size(1)}, x.dtype());
 }
 
@@ -98,10 +103,7 @@ Tensor addmm_meta(const Args& a) {
   const Tensor& self = a[0].as_tensor("addmm");
   const Tensor& x = a[1].as_tensor("addmm");
   const Tensor& y = a[2].as_tensor("addmm");
-  if (x.dim() != 2 || y.dim() != 2) fail_multiply("addmm", "mat1", x, "mat2", y, "expected 2-D");
-  if (x.size(1) != y.size(0))
-    fail_multiply("addmm", "mat1", x, "mat2", y, str_cat(x.size(1), " != ", y.size(0)));
-  check_dtypes("addmm", "mat1", x, "mat2", y);
+  check_mm("addmm", x, y);
   check_dtypes("addmm", "self", self, "mat1", x);
   const Shape out{x.size(0), y.size(1)};
   IP_CHECK(broadcast_shapes(self.shape(), out, "addmm") == out, kShapeMismatch, "[addmm] self ",
