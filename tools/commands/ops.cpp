@@ -26,7 +26,8 @@ const char* engine_form(const OpDef& op) {
     case OpKind::kFunctional:
       break;
   }
-  return op.out ? "out" : "eager";
+  // Planned results (a shape rule): the engine runs the device's kernel into planned memory.
+  return op.infer ? "out" : "eager";
 }
 
 bool has_kernel(const OpDef& op, DeviceType device) {
