@@ -9,10 +9,6 @@ cd "$(dirname "$0")/.."
 # TODO(issue 28 step 1): these op families still compute on the cpu in their declaration; their
 # kernels move to src/kernels/cpu as the elementwise family's did (kernels/cpu/registration.h).
 OPS_INCLUDING_KERNELS=(
-  src/ops/conv_ops.cpp src/ops/creation_ops.cpp src/ops/einsum_ops.cpp
-  src/ops/matrix_batch_ops.cpp src/ops/matrix_ops.cpp src/ops/nn_ops.cpp
-  src/ops/pointwise_extra_ops.cpp src/ops/reduction_ops.cpp
-  src/ops/scan_ops.cpp src/ops/sort_ops.cpp
 )
 # TODO(issue 28 step 3): the device scalars' bytecode evaluator reads the plan's symbolic
 # programs from engine/symbolic.h until the plan's data sits below the backends.

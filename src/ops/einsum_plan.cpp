@@ -150,4 +150,38 @@ EinsumPlan plan_einsum(const std::string& equation, const std::vector<Shape>& sh
   return plan;
 }
 
+std::vector<Tensor> einsum_operands(const Args& a) {
+  const Value& list = a[1];
+  IP_CHECK(list.is_sequence(), kInvalidArgument, "[einsum] tensors must be a list of tensors, not ",
+           list.kind_name());
+  std::vector<Tensor> out;
+  for (const Value& v : list.items) out.push_back(v.as_tensor("einsum"));
+  return out;
+}
+
+DType einsum_result_dtype(const EinsumPlan& p, const std::vector<Tensor>& ts) {
+  const DType dt = ts[0].dtype();
+  if (ts.size() > 1 || !is_integral(dt, /*include_bool=*/true)) return dt;
+  for (int l : p.labels[0])
+    if (std::find(p.output.begin(), p.output.end(), l) == p.output.end()) return DType::kInt64;
+  return dt;
+}
+
+EinsumPlan plan_einsum(const Args& a, const std::vector<Tensor>& ts) {
+  std::vector<Shape> shapes;
+  for (const Tensor& t : ts) shapes.push_back(t.shape());
+  const std::string& eq = a[0].as_string("equation");
+  IP_CHECK(!ts.empty(), kInvalidArgument, "[einsum] equation '", eq,
+           "' must be given at least one operand");
+  EinsumPlan p = plan_einsum(eq, shapes);
+  for (const Tensor& t : ts) {
+    IP_CHECK(t.dtype() == ts[0].dtype(), kDTypeMismatch, "[einsum] equation '", eq,
+             "': operands must have the same dtype, got ", dtype_name(ts[0].dtype()), " ",
+             shape_str(ts[0].shape()), " and ", dtype_name(t.dtype()), " ", shape_str(t.shape()));
+    IP_CHECK(t.dtype() != DType::kBool || ts.size() == 1, kDTypeMismatch, "[einsum] equation '", eq,
+             "': products of bool tensors are not implemented");
+  }
+  return p;
+}
+
 }  // namespace inplace

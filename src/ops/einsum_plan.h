@@ -1,6 +1,6 @@
 // torch.einsum's equation language read against operand shapes: which label each dim of each
 // operand carries, the output's labels and every label's (broadcast) size. Both the shape
-// inference and the computation in einsum_ops.cpp start from this one reading.
+// inference (einsum_ops.cpp) and the kernels start from this one reading.
 //
 // Labels: 'A'..'Z' are 0..25 and 'a'..'z' are 26..51 (so an implicit output lists upper case
 // first, as torch does); the dims covered by "..." get kNumLetters + j, aligned right across
@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "core/value.h"
+#include "ops/registry.h"  // Args
 
 namespace inplace {
 
@@ -29,5 +31,13 @@ struct EinsumPlan {
 
 // Throws kInvalidArgument / kShapeMismatch naming the equation and the operand shapes.
 EinsumPlan plan_einsum(const std::string& equation, const std::vector<Shape>& shapes);
+
+// einsum(equation, tensors, path)'s arguments: the operands, and the plan of the equation
+// against them (checking that the operands share a dtype, and no product of bools).
+std::vector<Tensor> einsum_operands(const Args& a);
+EinsumPlan plan_einsum(const Args& a, const std::vector<Tensor>& operands);
+// The result's dtype: the operands', except that one integral operand whose labels are
+// summed gives int64 (torch runs torch.sum there; products keep the operands' dtype).
+DType einsum_result_dtype(const EinsumPlan& p, const std::vector<Tensor>& operands);
 
 }  // namespace inplace

@@ -1,221 +1,42 @@
-// Matrix products: mm, bmm, matmul (every torch.matmul case), addmm, linear, dot, mv.
-#include "kernels/cpu/matrix.h"
+// Matrix products: mm, bmm, matmul (every torch.matmul case), addmm, linear, dot, mv. Their
+// checks are in ops/matrix_args.h, which the kernels read too.
+#include "ops/matrix_args.h"
 #include "ops/registry.h"
 
 namespace inplace {
 
 namespace {
 
-void check_dtypes(const char* op, const char* na, const Tensor& a, const char* nb,
-                  const Tensor& b) {
-  IP_CHECK(a.dtype() == b.dtype(), kDTypeMismatch, "[", op, "] expected ", na, " and ", nb,
-           " to have the same dtype, but got ", dtype_name(a.dtype()), " and ",
-           dtype_name(b.dtype()));
-  IP_CHECK(a.dtype() != DType::kBool, kDTypeMismatch, "[", op, "] not implemented for bool");
-}
-
-[[noreturn]] void fail_multiply(const char* op, const char* na, const Tensor& a, const char* nb,
-                                const Tensor& b, const std::string& why) {
-  IP_FAIL(kShapeMismatch, "[", op, "] ", na, " ", shape_str(a.shape()), " and ", nb, " ",
-          shape_str(b.shape()), " cannot be multiplied", why.empty() ? "" : " (" + why + ")");
-}
-
-// torch.matmul's shapes: 1-D operands get a unit dim (removed again from the result), batch
-// dims broadcast.
-struct MatmulShape {
-  bool a_vec, b_vec;
-  Shape batch, out;
-};
-
-MatmulShape matmul_shape(const Tensor& a, const Tensor& b, const char* op) {
-  if (a.dim() < 1 || b.dim() < 1)
-    fail_multiply(op, "self", a, "other", b, "both arguments need to be at least 1-D");
-  MatmulShape s;
-  s.a_vec = a.dim() == 1;
-  s.b_vec = b.dim() == 1;
-  const int64_t k = a.size(-1), kb = s.b_vec ? b.size(0) : b.size(-2);
-  if (k != kb) fail_multiply(op, "self", a, "other", b, str_cat(k, " != ", kb));
-  const Shape ab(a.shape().begin(), a.shape().end() - std::min<int64_t>(a.dim(), 2));
-  const Shape bb(b.shape().begin(), b.shape().end() - std::min<int64_t>(b.dim(), 2));
-  const size_t nb = std::max(ab.size(), bb.size());
-  s.batch.resize(nb);
-  for (size_t i = 0; i < nb; ++i) {
-    const int64_t da = i < nb - ab.size() ? 1 : ab[i - (nb - ab.size())];
-    const int64_t db = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
-    if (da != db && da != 1 && db != 1)
-      fail_multiply(op, "self", a, "other", b, "batch dims do not broadcast");
-    s.batch[i] = da == 1 ? db : da;
-  }
-  s.out = s.batch;
-  if (!s.a_vec) s.out.push_back(a.size(-2));
-  if (!s.b_vec) s.out.push_back(b.size(-1));
-  return s;
-}
-
-// Runs a matmul-shaped product into `out` (whose shape matmul_shape gave).
-void run_matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha, Scalar beta) {
-  const bool a_vec = a.dim() == 1, b_vec = b.dim() == 1;
-  Tensor o = out;
-  if (a_vec) o = o.unsqueeze(o.dim() - (b_vec ? 0 : 1));
-  if (b_vec) o = o.unsqueeze(o.dim());
-  cpu::matmul(a_vec ? a.unsqueeze(0) : a, b_vec ? b.unsqueeze(1) : b, o, alpha, beta);
-}
-
-void register_mm_bmm(Registry& r) {
-  auto mm_check = [](const Args& a) {
-    const Tensor& x = a[0].as_tensor("mm");
-    const Tensor& y = a[1].as_tensor("mm");
-    if (x.dim() != 2 || y.dim() != 2) fail_multiply("mm", "mat1", x, "mat2", y, "expected 2-D");
-    if (x.size(1) != y.size(0))
-      fail_multiply("mm", "mat1", x, "mat2", y, str_cat(x.size(1), " != ", y.size(0)));
-    check_dtypes("mm", "mat1", x, "mat2", y);
-    return Tensor::meta({x.size(0), y.size(1)}, x.dtype());
-  };
+// A product whose result is `meta(args)`.
+void add_product(Registry& r, const std::string& schema, Tensor (*meta)(const Args&)) {
   r.add_out(
-      "mm(Tensor self, Tensor mat2) -> Tensor",
-      [mm_check](const Args& a) { return std::vector<Tensor>{mm_check(a)}; },
-      [mm_check](const Args& a, const std::vector<Tensor>& out) {
-        mm_check(a);
-        cpu::matmul(a[0].tensor, a[1].tensor, out[0]);
-      });
-  auto bmm_check = [](const Args& a) {
-    const Tensor& x = a[0].as_tensor("bmm");
-    const Tensor& y = a[1].as_tensor("bmm");
-    if (x.dim() != 3 || y.dim() != 3)
-      fail_multiply("bmm", "batch1", x, "batch2", y, "expected 3-D");
-    if (x.size(0) != y.size(0))
-      fail_multiply("bmm", "batch1", x, "batch2", y, "batch sizes differ");
-    if (x.size(2) != y.size(1))
-      fail_multiply("bmm", "batch1", x, "batch2", y, str_cat(x.size(2), " != ", y.size(1)));
-    check_dtypes("bmm", "batch1", x, "batch2", y);
-    return Tensor::meta({x.size(0), x.size(1), y.size(2)}, x.dtype());
-  };
-  r.add_out(
-      "bmm(Tensor self, Tensor mat2) -> Tensor",
-      [bmm_check](const Args& a) { return std::vector<Tensor>{bmm_check(a)}; },
-      [bmm_check](const Args& a, const std::vector<Tensor>& out) {
-        bmm_check(a);
-        cpu::matmul(a[0].tensor, a[1].tensor, out[0]);
-      });
-}
-
-void register_matmul(Registry& r) {
-  auto infer = [](const char* op, const Args& a) {
-    const Tensor& x = a[0].as_tensor(op);
-    const Tensor& y = a[1].as_tensor(op);
-    MatmulShape s = matmul_shape(x, y, op);
-    check_dtypes(op, "self", x, "other", y);
-    return Tensor::meta(s.out, x.dtype());
-  };
-  r.add_out(
-      "matmul(Tensor self, Tensor other) -> Tensor",
-      [infer](const Args& a) { return std::vector<Tensor>{infer("matmul", a)}; },
-      [infer](const Args& a, const std::vector<Tensor>& out) {
-        infer("matmul", a);
-        run_matmul(a[0].tensor, a[1].tensor, out[0], 1, 0);
-      });
-  r.add_alias("__matmul__", "matmul");
-  // dot and mv are matmul restricted to 1-D x 1-D and 2-D x 1-D.
-  auto restricted = [infer](const char* op, int64_t adim, const Args& a) {
-    const Tensor& x = a[0].as_tensor(op);
-    const Tensor& y = a[1].as_tensor(op);
-    if (x.dim() != adim || y.dim() != 1)
-      fail_multiply(op, "self", x, "other", y, str_cat("expected ", adim, "-D and 1-D"));
-    return infer(op, a);
-  };
-  for (auto [name_, adim_] : {std::pair<const char*, int64_t>{"dot", 1}, {"mv", 2}}) {
-    const char* name = name_;  // structured bindings cannot be captured before C++20 in clang 14
-    const int64_t adim = adim_;
-    const std::string schema =
-        std::string(name) + (adim == 1 ? "(Tensor self, Tensor tensor) -> Tensor"
-                                       : "(Tensor self, Tensor vec) -> Tensor");
-    r.add_out(
-        schema,
-        [restricted, name, adim](const Args& a) {
-          return std::vector<Tensor>{restricted(name, adim, a)};
-        },
-        [restricted, name, adim](const Args& a, const std::vector<Tensor>& out) {
-          restricted(name, adim, a);
-          run_matmul(a[0].tensor, a[1].tensor, out[0], 1, 0);
-        });
-  }
-}
-
-void register_addmm(Registry& r) {
-  auto check = [](const Args& a) {
-    const Tensor& self = a[0].as_tensor("addmm");
-    const Tensor& x = a[1].as_tensor("addmm");
-    const Tensor& y = a[2].as_tensor("addmm");
-    if (x.dim() != 2 || y.dim() != 2) fail_multiply("addmm", "mat1", x, "mat2", y, "expected 2-D");
-    if (x.size(1) != y.size(0))
-      fail_multiply("addmm", "mat1", x, "mat2", y, str_cat(x.size(1), " != ", y.size(0)));
-    check_dtypes("addmm", "mat1", x, "mat2", y);
-    check_dtypes("addmm", "self", self, "mat1", x);
-    const Shape out{x.size(0), y.size(1)};
-    IP_CHECK(broadcast_shapes(self.shape(), out, "addmm") == out, kShapeMismatch, "[addmm] self ",
-             shape_str(self.shape()), " cannot be broadcast to the product's shape ",
-             shape_str(out));
-    const Scalar beta = a[3].as_scalar("addmm"), alpha = a[4].as_scalar("addmm");
-    IP_CHECK(is_floating(x.dtype()) || (!beta.is_float() && !alpha.is_float()), kDTypeMismatch,
-             "[addmm] for integral input tensors, beta and alpha must not be floating point, got "
-             "beta=",
-             beta.to_string(), " alpha=", alpha.to_string());
-    return Tensor::meta(out, x.dtype());
-  };
-  r.add_out(
-      "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
-      [check](const Args& a) { return std::vector<Tensor>{check(a)}; },
-      [check](const Args& a, const std::vector<Tensor>& out) {
-        check(a);
-        const Scalar beta = a[3].as_scalar("addmm"), alpha = a[4].as_scalar("addmm");
-        // beta == 0 ignores self entirely (NaN/inf there do not propagate), as torch does.
-        if (beta.to_double() != 0.0) out[0].copy_from(a[0].tensor);
-        cpu::matmul(a[1].tensor, a[2].tensor, out[0], alpha, beta);
-      });
-}
-
-void register_linear(Registry& r) {
-  auto check = [](const Args& a) {
-    const Tensor& x = a[0].as_tensor("linear");
-    const Tensor& w = a[1].as_tensor("linear");
-    if (x.dim() < 1 || w.dim() < 1 || w.dim() > 2)
-      fail_multiply("linear", "input", x, "weight", w, "expected input >= 1-D, weight 1-D or 2-D");
-    const int64_t in = w.size(-1);
-    if (x.size(-1) != in)
-      fail_multiply("linear", "input", x, "weight", w,
-                    str_cat("in features ", x.size(-1), " != ", in));
-    check_dtypes("linear", "input", x, "weight", w);
-    Shape out(x.shape().begin(), x.shape().end() - 1);
-    if (w.dim() == 2) out.push_back(w.size(0));
-    if (!a[2].is_none()) {
-      const Tensor& b = a[2].as_tensor("linear");
-      check_dtypes("linear", "input", x, "bias", b);
-      Shape bs = broadcast_shapes(b.shape(), out, "linear");
-      IP_CHECK(bs == out, kShapeMismatch, "[linear] bias ", shape_str(b.shape()),
-               " cannot be broadcast to the output ", shape_str(out), " of input ",
-               shape_str(x.shape()), " and weight ", shape_str(w.shape()));
-    }
-    return Tensor::meta(out, x.dtype());
-  };
-  r.add_out(
-      "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
-      [check](const Args& a) { return std::vector<Tensor>{check(a)}; },
-      [check](const Args& a, const std::vector<Tensor>& out) {
-        check(a);
-        const bool has_bias = !a[2].is_none();
-        if (has_bias) out[0].copy_from(a[2].tensor);
-        // weight [out, in] -> weight.t() is a transposed contiguous matrix: gemm takes it as is.
-        run_matmul(a[0].tensor, a[1].tensor.t(), out[0], 1, has_bias ? 1 : 0);
-      });
+      schema, [meta](const Args& a) { return std::vector<Tensor>{meta(a)}; }, nullptr);
 }
 
 }  // namespace
 
 void register_matrix_ops(Registry& r) {
-  register_mm_bmm(r);
-  register_matmul(r);
-  register_addmm(r);
-  register_linear(r);
+  add_product(r, "mm(Tensor self, Tensor mat2) -> Tensor", matrix::mm_meta);
+  add_product(r, "bmm(Tensor self, Tensor mat2) -> Tensor", matrix::bmm_meta);
+  r.add_out(
+      "matmul(Tensor self, Tensor other) -> Tensor",
+      [](const Args& a) { return std::vector<Tensor>{matrix::matmul_meta("matmul", a)}; }, nullptr);
+  r.add_alias("__matmul__", "matmul");
+  // dot and mv are matmul restricted to 1-D x 1-D and 2-D x 1-D.
+  r.add_out(
+      "dot(Tensor self, Tensor tensor) -> Tensor",
+      [](const Args& a) { return std::vector<Tensor>{matrix::vector_product_meta("dot", 1, a)}; },
+      nullptr);
+  r.add_out(
+      "mv(Tensor self, Tensor vec) -> Tensor",
+      [](const Args& a) { return std::vector<Tensor>{matrix::vector_product_meta("mv", 2, a)}; },
+      nullptr);
+  add_product(r,
+              "addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> "
+              "Tensor",
+              matrix::addmm_meta);
+  add_product(r, "linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+              matrix::linear_meta);
 }
 
 }  // namespace inplace

@@ -1,10 +1,9 @@
 // addcmul / addcdiv / lerp (state updates: optimizer-style moving averages, EMA caches) and the
 // clamping activations hardtanh / leaky_relu, each with its in-place form and, for the
-// activations, the torch.nn.functional spelling with `inplace=`. Kernels:
-// kernels/cpu/pointwise_extra.
+// activations, the torch.nn.functional spelling with `inplace=`. Their operands are tensors and
+// numbers read as the schema binds them, so no decoding is shared with the kernels.
 #include <string>
 
-#include "kernels/cpu/pointwise_extra.h"
 #include "ops/registry.h"
 
 namespace inplace {
@@ -27,7 +26,7 @@ Tensor result_meta(const char* op, std::initializer_list<const Tensor*> ts) {
   return Tensor::meta(shape, dt);
 }
 
-void add_addc(Registry& r, const char* op, bool mul) {
+void add_addc(Registry& r, const char* op) {
   const std::string n = op;
   r.add_out(
       n + "(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> Tensor",
@@ -35,10 +34,7 @@ void add_addc(Registry& r, const char* op, bool mul) {
         return std::vector<Tensor>{
             result_meta(op, {&a[0].as_tensor(op), &a[1].as_tensor(op), &a[2].as_tensor(op)})};
       },
-      [op, mul](const Args& a, const std::vector<Tensor>& out) {
-        auto f = mul ? cpu::addcmul : cpu::addcdiv;
-        f(out[0], a[0].as_tensor(op), a[1].as_tensor(op), a[2].as_tensor(op), a[3].as_scalar(op));
-      });
+      nullptr);
   r.add_inplace(n + "_(Tensor(a!) self, Tensor tensor1, Tensor tensor2, *, Scalar value=1) -> "
                     "Tensor(a!)",
                 n);
@@ -51,20 +47,14 @@ void add_lerp(Registry& r) {
         return std::vector<Tensor>{
             result_meta("lerp", {&a[0].as_tensor("lerp"), &a[1].as_tensor("lerp")})};
       },
-      [](const Args& a, const std::vector<Tensor>& out) {
-        cpu::lerp(out[0], a[0].as_tensor("lerp"), a[1].as_tensor("lerp"), Tensor(),
-                  a[2].as_scalar("lerp"));
-      });
+      nullptr);
   r.add_out(
       "lerp.Tensor(Tensor self, Tensor end, Tensor weight) -> Tensor",
       [](const Args& a) {
         return std::vector<Tensor>{result_meta(
             "lerp", {&a[0].as_tensor("lerp"), &a[1].as_tensor("lerp"), &a[2].as_tensor("lerp")})};
       },
-      [](const Args& a, const std::vector<Tensor>& out) {
-        cpu::lerp(out[0], a[0].as_tensor("lerp"), a[1].as_tensor("lerp"), a[2].as_tensor("lerp"),
-                  Scalar());
-      });
+      nullptr);
   r.add_inplace("lerp_.Scalar(Tensor(a!) self, Tensor end, Scalar weight) -> Tensor(a!)",
                 "lerp.Scalar");
   r.add_inplace("lerp_.Tensor(Tensor(a!) self, Tensor end, Tensor weight) -> Tensor(a!)",
@@ -73,19 +63,17 @@ void add_lerp(Registry& r) {
 
 // name(self, <params>) -> Tensor, name_ in place, and name.nn_functional(..., inplace=False)
 // (F.hardtanh / F.leaky_relu as FX records them; normalize rewrites inplace=True to name_).
-void add_activation(Registry& r, const std::string& name, const std::string& params,
-                    const OutFn& out) {
+void add_activation(Registry& r, const std::string& name, const std::string& params) {
   InferFn infer = [name](const Args& a) {
     const Tensor& x = a[0].as_tensor(name.c_str());
     return std::vector<Tensor>{result_meta(name.c_str(), {&x})};
   };
-  r.add_out(name + "(Tensor self, " + params + ") -> Tensor", infer, out);
+  r.add_out(name + "(Tensor self, " + params + ") -> Tensor", infer, nullptr);
   r.add_inplace(name + "_(Tensor(a!) self, " + params + ") -> Tensor(a!)", name);
   OpDef def;
   def.schema = Schema::parse(name + ".nn_functional(Tensor self, " + params +
                              ", bool inplace=False) -> Tensor");
   def.infer = infer;
-  def.out = out;
   // Eagerly, the interpreter runs name or name_ by the inplace flag (an nn_functional overload).
   r.add(std::move(def));
 }
@@ -93,19 +81,11 @@ void add_activation(Registry& r, const std::string& name, const std::string& par
 }  // namespace
 
 void register_pointwise_extra_ops(Registry& r) {
-  add_addc(r, "addcmul", true);
-  add_addc(r, "addcdiv", false);
+  add_addc(r, "addcmul");
+  add_addc(r, "addcdiv");
   add_lerp(r);
-  add_activation(r, "hardtanh", "Scalar min_val=-1, Scalar max_val=1",
-                 [](const Args& a, const std::vector<Tensor>& out) {
-                   cpu::hardtanh(out[0], a[0].as_tensor("hardtanh"), a[1].as_scalar("hardtanh"),
-                                 a[2].as_scalar("hardtanh"));
-                 });
-  add_activation(r, "leaky_relu", "Scalar negative_slope=0.01",
-                 [](const Args& a, const std::vector<Tensor>& out) {
-                   cpu::leaky_relu(out[0], a[0].as_tensor("leaky_relu"),
-                                   a[1].as_scalar("leaky_relu"));
-                 });
+  add_activation(r, "hardtanh", "Scalar min_val=-1, Scalar max_val=1");
+  add_activation(r, "leaky_relu", "Scalar negative_slope=0.01");
   r.tag({"addcmul", "addcdiv", "lerp", "hardtanh", "leaky_relu"}, kPointwise);
 }
 

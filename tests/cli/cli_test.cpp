@@ -264,6 +264,9 @@ TEST_F(Cli, OpsListsSchemasWithTheirEngineForm) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("out      topk(Tensor self, SymInt k, int dim=-1"), std::string::npos)
       << r.out;
+  // An op whose compute is a kernel of the table (not its declaration) is an out op too.
+  CliResult add = run("ops --filter 'add.Tensor('");
+  EXPECT_NE(add.out.find("out      add.Tensor(Tensor self"), std::string::npos) << add.out;
   CliResult all = run("ops --engine-only");
   EXPECT_NE(all.out.find("kv_cache_update"), std::string::npos);
   EXPECT_NE(all.out.find("view     transpose.int(Tensor(a) self"), std::string::npos) << all.out;

@@ -2,12 +2,11 @@
 // group's input channels ci and taps k of x[n, ci, l*stride + k*dilation - padding] * w[co, ci, k].
 #pragma once
 #include "core/tensor.h"
+#include "ops/conv_args.h"
 
 namespace inplace::cpu {
 
-struct Conv1dParams {
-  int64_t stride = 1, padding = 0, dilation = 1, groups = 1;
-};
+using conv::Conv1dParams;  // decoded by ops/conv_args.h
 
 // x [N, C_in, L], w [C_out, C_in/groups, K], bias [C_out] or undefined, out [N, C_out, L_out];
 // all of out's dtype (float32 or float64). Inputs may be strided; out is written densely

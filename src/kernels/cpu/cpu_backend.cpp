@@ -14,6 +14,16 @@ void register_cpu_backend(KernelTable& table) {
   cpu::register_index_kernels(table);
   cpu::register_scatter_kernels(table);
   cpu::register_view_scatter_kernels(table);
+  cpu::register_reduction_kernels(table);
+  cpu::register_scan_kernels(table);
+  cpu::register_sort_kernels(table);
+  cpu::register_conv_kernels(table);
+  cpu::register_pointwise_extra_kernels(table);
+  cpu::register_creation_kernels(table);
+  cpu::register_matrix_kernels(table);
+  cpu::register_matrix_batch_kernels(table);
+  cpu::register_einsum_kernels(table);
+  cpu::register_nn_kernels(table);
   // dst <- src, broadcast and cast: the engine's copy-back step.
   table.add_copy(DeviceType::kCpu, [](const Args& args, const std::vector<Tensor>& outs,
                                       const KernelContext&) { outs[0].copy_from(args[0].tensor); });

@@ -13,5 +13,15 @@ void register_getitem_kernels(KernelTable& table);       // getitem.cpp
 void register_index_kernels(KernelTable& table);         // index_ops.cpp
 void register_scatter_kernels(KernelTable& table);       // scatter_kernels.cpp
 void register_view_scatter_kernels(KernelTable& table);  // view_scatter.cpp
+void register_reduction_kernels(KernelTable& table);        // reduction_kernels.cpp
+void register_scan_kernels(KernelTable& table);             // scan_kernels.cpp
+void register_sort_kernels(KernelTable& table);             // sort_kernels.cpp
+void register_conv_kernels(KernelTable& table);             // conv_kernels.cpp
+void register_pointwise_extra_kernels(KernelTable& table);  // pointwise_extra_kernels.cpp
+void register_creation_kernels(KernelTable& table);         // creation_kernels.cpp
+void register_matrix_kernels(KernelTable& table);           // matrix_kernels.cpp
+void register_matrix_batch_kernels(KernelTable& table);     // matrix_kernels.cpp
+void register_einsum_kernels(KernelTable& table);           // einsum_kernels.cpp
+void register_nn_kernels(KernelTable& table);               // nn_kernels.cpp
 
 }  // namespace inplace::cpu

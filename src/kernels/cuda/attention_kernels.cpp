@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
+#include "ops/nn_args.h"
 
 namespace inplace::cuda {
 
@@ -35,8 +36,7 @@ void sdpa(const Args& a, const std::vector<Tensor>& outs, const KernelContext& c
   t.has_mask = a[3].is_tensor();
   if (t.has_mask) t.mask = operand(a[3].tensor, {B, H, L, S});
   t.causal = a[5].as_bool("scaled_dot_product_attention");
-  t.scale = a[6].is_none() ? 1.0 / std::sqrt(static_cast<double>(q.size(3)))
-                           : a[6].as_double("scaled_dot_product_attention");
+  t.scale = nn::sdpa_scale(a[6], q.size(3));
   t.kv_len = ctx.extent;  // the key count of this call, when it is read on the device
   // The general path's split partials: the context's own scratch.
   if (const size_t bytes = attention_workspace_bytes(t); bytes > 0 && ctx.workspace)

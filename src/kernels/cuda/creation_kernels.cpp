@@ -2,15 +2,16 @@
 // new_*, scalar_tensor) and arange. Sizes were fixed by the shape rule; the kernels only write.
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
+#include "ops/creation_args.h"
 
 namespace inplace::cuda {
 
 namespace {
 
-// A factory whose every element is one value, read from args[index] (or a constant).
-Kernel filled(int index, Scalar constant = Scalar(int64_t{0})) {
-  return [=](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-    fill(operand(outs[0]), index >= 0 ? args[index].as_scalar("full") : constant, ctx.stream);
+// A factory whose every element is one value (its row of ops/creation_args.h).
+Kernel filled(const creation::FilledDecl& d) {
+  return [d](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+    fill(operand(outs[0]), creation::filled_value(d, args), ctx.stream);
   };
 }
 
@@ -53,14 +54,7 @@ void stack_kernel(const Args& args, const std::vector<Tensor>& outs, const Kerne
 
 void register_creation_kernels(KernelTable& t) {
   const auto C = DeviceType::kCuda;
-  const Scalar zero(int64_t{0}), one(int64_t{1});
-  for (const char* n : {"zeros", "empty", "zeros_like", "empty_like", "new_zeros", "new_empty"})
-    t.add(C, n, filled(-1, zero));
-  for (const char* n : {"ones", "ones_like", "new_ones"}) t.add(C, n, filled(-1, one));
-  t.add(C, "full", filled(1));
-  t.add(C, "full_like", filled(1));
-  t.add(C, "new_full", filled(2));
-  t.add(C, "scalar_tensor", filled(0));
+  for (const creation::FilledDecl& d : creation::kFilledOps) t.add(C, d.name, filled(d));
   t.add(C, "arange.default", arange_kernel(-1, -1));
   t.add(C, "arange.start", arange_kernel(0, -1));
   t.add(C, "arange.start_step", arange_kernel(0, 2));

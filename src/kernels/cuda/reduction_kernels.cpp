@@ -5,6 +5,8 @@
 
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
+#include "ops/nn_args.h"
+#include "ops/reduction_args.h"
 
 namespace inplace::cuda {
 
@@ -29,11 +31,9 @@ RowView split(const Tensor& t, const std::vector<bool>& reduced) {
   return v;
 }
 
+// The dims a reduction folds, decoded as the declaration does (ops/reduction_args.h).
 std::vector<bool> dims_of(const Tensor& x, const Value& dim, const char* op) {
-  std::vector<int64_t> dims = dim.is_none() ? std::vector<int64_t>{} : dim.as_int_list(op);
-  std::vector<bool> reduced(x.dim(), dims.empty());
-  for (int64_t d : dims) reduced[wrap_dim(d, std::max<int64_t>(x.dim(), 1), op)] = true;
-  return reduced;
+  return reduction::plan_reduction(x, dim, false, op).mask;
 }
 
 void reduce(RowOp op, const Tensor& x, const std::vector<bool>& reduced, const Tensor& out,
@@ -67,7 +67,7 @@ Kernel softmax(bool log) {
   return [=](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
     const Tensor& x = a[0].tensor;
     const int64_t nd = std::max<int64_t>(x.dim(), 1);
-    int64_t dim = a[1].is_none() ? ((x.dim() == 0 || x.dim() == 1 || x.dim() == 3) ? 0 : 1)
+    int64_t dim = a[1].is_none() ? reduction::legacy_softmax_dim(x.dim())
                                  : wrap_dim(a[1].as_int("softmax"), nd, "softmax");
     std::vector<bool> reduced(x.dim(), false);
     if (x.dim() > 0) reduced[dim] = true;
@@ -109,10 +109,7 @@ Kernel norm(bool layer) {
       cols_of(a[3], &t.bias, &t.has_bias);
       t.eps = a[4].as_double(op);
     } else {
-      t.eps = !a[3].is_none() ? a[3].as_double(op)
-              : x.dtype() == DType::kFloat64
-                  ? std::numeric_limits<double>::epsilon()
-                  : static_cast<double>(std::numeric_limits<float>::epsilon());
+      t.eps = nn::rms_eps(x, a[3]);
     }
     (void)trailing;
     if (x.numel() == 0) return;
