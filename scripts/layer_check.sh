@@ -6,10 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# TODO(issue 28 step 1): these op families still compute on the cpu in their declaration; their
-# kernels move to src/kernels/cpu as the elementwise family's did (kernels/cpu/registration.h).
-OPS_INCLUDING_KERNELS=(
-)
+# Every op family declares only (issue 28 step 1): no file of src/ops may include a kernel.
+OPS_INCLUDING_KERNELS=()
 # TODO(issue 28 step 3): the device scalars' bytecode evaluator reads the plan's symbolic
 # programs from engine/symbolic.h until the plan's data sits below the backends.
 KERNELS_INCLUDING_ENGINE=(src/kernels/cuda/runtime.cu)

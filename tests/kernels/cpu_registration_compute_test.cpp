@@ -1,6 +1,7 @@
-// The compute families (reduction .. nn). The cpu registers like CUDA (issue 28 step 2): the op families whose cpu compute moved to
-// src/kernels/cpu declare no compute (OpDef::out is null) and every planned op of theirs has a
-// cpu kernel in the kernel table, registered by its family's register_*_kernels.
+// The cpu registers like CUDA (issue 28 step 2), for the compute families (reduction .. nn):
+// the op families whose cpu compute moved to src/kernels/cpu declare no compute (OpDef::out is
+// null) and every planned op of theirs has a cpu kernel in the kernel table, registered by its
+// family's register_*_kernels.
 #include <gtest/gtest.h>
 
 #include <string>
