@@ -282,7 +282,8 @@ __global__ void __launch_bounds__(32 * kWarps)
 }
 
 // No cluster: the splits of a head merge through global partials, by the last active block
-// (a counter per head, persistent.cu's way); blocks past the active splits exit after the wait.
+// (a counter per head, as the removed persistent kernel merged); blocks past the active splits
+// exit after the wait.
 __global__ void __launch_bounds__(32 * kWarps)
     global_merge_attention_kernel(Attention a, int pos, unsigned* counters, float* scratch) {
   using namespace inplace::cuda::decode;

@@ -5,7 +5,6 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "core/device.h"
@@ -63,18 +62,6 @@ class DeviceRuntime {
   // DeviceScalarInput each); errors go to `error`. One tiny kernel.
   virtual void eval_scalars(const int64_t* code, int64_t count, const DeviceScalarInput* inputs,
                             int64_t* slots, int32_t* error, void* stream) const = 0;
-  // Persistent programs (a step's launches as one kernel, docs/cuda.md): between begin_program
-  // and end_program this thread's kernel launches are recorded, not enqueued. end_program returns
-  // the program, or null when some launch has no task form (`why` names it); a program is
-  // launched any number of times while the addresses it was recorded with stay valid.
-  virtual void begin_program() const {}
-  virtual void* end_program(std::string* why) const {
-    *why = "this runtime has no persistent programs";
-    return nullptr;
-  }
-  virtual void launch_program(void* /*program*/, void* /*stream*/) const {}
-  virtual void destroy_program(void* /*program*/) const {}
-  virtual int64_t program_tasks(const void* /*program*/) const { return 0; }
 };
 
 // A kernel that makes a device temporary calls keep_for_graph(t): while a context captures a

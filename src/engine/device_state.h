@@ -6,7 +6,6 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "backend/device_runtime.h"
@@ -27,9 +26,6 @@ struct ContextStats {
   // Steps of the last enqueued call (run, or captured into a graph) that ran inside another
   // step's launch: a pair's second step, a product's epilogue writes.
   int64_t joined_steps = 0;
-  // Tasks of the persistent kernel the captured graph runs (ExecutionContext::set_persistent),
-  // or 0 when it launches each step.
-  int64_t persistent_tasks = 0;
 };
 
 // A context's device scratch (backend/kernel_table.h, Workspace).
@@ -66,10 +62,8 @@ struct DeviceState {
   DeviceScalarPlan scalars;
   std::shared_ptr<Storage> code, slots, inputs;  // device memory when scalars.on_device
   bool inputs_dirty = true;                      // bindings changed since the inputs upload
-  bool refreshed = false;   // the refresh ran (once, when scalars are on the device)
-  LaunchGroups launches;    // steps that share a launch (engine/launch_groups.h)
-  void* program = nullptr;  // the persistent program the graph launches (DeviceRuntime)
-  std::string program_refusal;
+  bool refreshed = false;  // the refresh ran (once, when scalars are on the device)
+  LaunchGroups launches;   // steps that share a launch (engine/launch_groups.h)
 
   DeviceState() = default;
   DeviceState(const DeviceState&) = delete;
@@ -77,7 +71,6 @@ struct DeviceState {
   ~DeviceState() {
     if (!runtime) return;
     runtime->destroy_graph(graph);
-    runtime->destroy_program(program);
     graph_temporaries.clear();
     runtime->destroy_stream(capture_stream);
     runtime->destroy_event(done);

@@ -56,16 +56,6 @@ class ExecutionContext {
   // binding that moves is captured again. Off by default; ignored by a cpu engine.
   void set_cuda_graph(bool on);
   bool cuda_graph() const { return cuda_graph_; }
-  // With graphs on, a captured step whose every launch has a task form (docs/cuda.md, "One
-  // kernel a step": the bf16 GEMVs, decode attention, indexed reads and writes) runs as one
-  // persistent kernel inside the graph instead of one launch per step; any other step keeps
-  // the launches. Off by default (on the H200 it is not yet faster than the launches, see
-  // docs/performance.md); stats().persistent_tasks says which ran. Changing it drops a captured
-  // graph: the next call captures the step in the new form.
-  void set_persistent(bool on);
-  bool persistent() const { return persistent_; }
-  // Why the last capture kept the launches (the first launch without a task form), or "".
-  const std::string& persistent_refusal() const;
   // Waits until the last call's work is done on the device, then reports an error its kernels
   // flagged (a position outside a cache, a runtime value outside its declared range), naming
   // the step and the binding. A cpu engine returns at once. execute() reports such an error at
@@ -142,13 +132,11 @@ class ExecutionContext {
   void init_device();
   void run_on_device(void* stream);
   void order_after_last_call(void* stream);
-  void enqueue_on_device(void* stream, bool capture);
-  bool enqueue_program(void* stream);  // the steps as one persistent kernel, when they can be
+  void enqueue_on_device(void* stream);
   std::vector<int64_t> graph_key() const;
   void check_device_error(bool wait);
   std::unique_ptr<DeviceState> gpu_;
   bool cuda_graph_ = false;
-  bool persistent_ = false;
   ContextStats stats_;
   std::atomic<bool> in_flight_{false};
   std::vector<bool> input_written_;  // by some step: aliased, or written back (copy-back)

@@ -54,25 +54,7 @@ std::vector<int64_t> ExecutionContext::graph_key() const {
   return key;
 }
 
-void ExecutionContext::set_persistent(bool on) {
-  InFlightGuard guard(in_flight_, "set_persistent", engine_->name());
-  if (gpu_ && on != persistent_ && gpu_->graph) {  // the next call captures the other form
-    DeviceState& g = *gpu_;
-    g.runtime->destroy_graph(g.graph);
-    g.graph = nullptr;
-    g.runtime->destroy_program(g.program);
-    g.program = nullptr;
-    g.graph_temporaries.clear();
-  }
-  persistent_ = on;
-}
-
-const std::string& ExecutionContext::persistent_refusal() const {
-  static const std::string none;
-  return gpu_ ? gpu_->program_refusal : none;
-}
-
-void ExecutionContext::enqueue_on_device(void* stream, bool capture) {
+void ExecutionContext::enqueue_on_device(void* stream) {
   DeviceState& g = *gpu_;
   const Plan& plan = engine_->plan();
   kernel_context_.stream = stream;
@@ -81,29 +63,8 @@ void ExecutionContext::enqueue_on_device(void* stream, bool capture) {
         static_cast<const int64_t*>(g.code->data()), static_cast<int64_t>(plan.scalars.size()),
         static_cast<const DeviceScalarInput*>(g.inputs->data()),
         static_cast<int64_t*>(g.slots->data()), static_cast<int32_t*>(g.error->data()), stream);
-  if (!capture || !persistent_ || profile_ || !enqueue_program(stream)) run_steps();
+  run_steps();
   g.runtime->copy_async(g.error_host, g.error->data(), 4 * sizeof(int32_t), stream);
-}
-
-// Records the steps' launches (nothing is enqueued meanwhile) and, when every one has a task
-// form, enqueues them as one persistent kernel; otherwise nothing ran and the caller runs them.
-bool ExecutionContext::enqueue_program(void* stream) {
-  DeviceState& g = *gpu_;
-  stats_.persistent_tasks = 0;
-  g.runtime->begin_program();
-  try {
-    run_steps();
-  } catch (...) {
-    std::string why;
-    g.runtime->destroy_program(g.runtime->end_program(&why));
-    throw;
-  }
-  void* program = g.runtime->end_program(&g.program_refusal);
-  if (!program) return false;
-  g.program = program;
-  stats_.persistent_tasks = g.runtime->program_tasks(program);
-  g.runtime->launch_program(program, stream);
-  return true;
 }
 
 // A call on another stream than the previous call's waits, on the device, for that call's work:
@@ -135,7 +96,7 @@ void ExecutionContext::run_on_device(void* stream) {
     g.inputs_dirty = false;
   }
   if (!cuda_graph_ || !g.warm) {
-    enqueue_on_device(stream, /*capture=*/false);
+    enqueue_on_device(stream);
     g.warm = true;
   } else {
     std::vector<int64_t> key = graph_key();
@@ -143,13 +104,11 @@ void ExecutionContext::run_on_device(void* stream) {
       if (!g.capture_stream) g.capture_stream = g.runtime->create_stream();
       g.runtime->destroy_graph(g.graph);
       g.graph = nullptr;
-      g.runtime->destroy_program(g.program);
-      g.program = nullptr;
       g.graph_temporaries.clear();
       g.runtime->begin_capture(g.capture_stream);
       set_graph_keep_alive(&g.graph_temporaries);
       try {
-        enqueue_on_device(g.capture_stream, /*capture=*/true);
+        enqueue_on_device(g.capture_stream);
         set_graph_keep_alive(nullptr);
       } catch (...) {
         set_graph_keep_alive(nullptr);

@@ -157,8 +157,7 @@ struct Decoders {
 
 // The aliased decode context of a cuda runner reads its positions on the device and replays
 // one graph for every position; tokens, logits and caches equal the cpu engine's.
-void decode_against_cpu(DType dtype, bool alias, bool persistent = false, const char* size = "tiny",
-                        int64_t steps = 40) {
+void decode_against_cpu(DType dtype, bool alias, const char* size = "tiny", int64_t steps = 40) {
   Decoders d(dtype, 64, size);
   const int64_t prompt = 5;
   models::LlamaEngineRunner cpu(d.c, models::compile_llama(d.c, d.w, prompt, alias),
@@ -169,7 +168,6 @@ void decode_against_cpu(DType dtype, bool alias, bool persistent = false, const 
   models::LlamaEngineRunner gpu(d.c, models::compile_llama(d.c, d.w, prompt, alias, Device::cuda()),
                                 caches);
   gpu.set_cuda_graph(true);
-  gpu.decode_context().set_persistent(persistent);
   std::vector<int64_t> tokens;
   for (int64_t i = 0; i < prompt; ++i) tokens.push_back((i * 37 + 3) % d.c.vocab);
   Tensor want = cpu.prefill(tokens), got = gpu.prefill(tokens);
@@ -196,18 +194,11 @@ void decode_against_cpu(DType dtype, bool alias, bool persistent = false, const 
   // its epilogue writes) or as one paired launch (float32 weights: a cuBLAS product).
   if (alias)
     EXPECT_GE(st.joined_steps, dtype == DType::kBFloat16 ? 2 * d.c.n_layers : d.c.n_layers);
-  // The aliased bf16 step is all GEMVs, decode attention and indexed reads: one persistent
-  // kernel when asked for (float32 weights' cuBLAS products keep the launches).
-  const bool one_kernel = persistent && alias && dtype == DType::kBFloat16;
-  EXPECT_EQ(st.persistent_tasks > 0, one_kernel) << gpu.decode_context().persistent_refusal();
   std::printf(
       "[gpu suite] %s decoder (%s, %s): %lld decode steps, %lld capture, %lld replays, %lld "
-      "steps joined to another's launch, %s\n",
+      "steps joined to another's launch\n",
       size, dtype_name(dtype), alias ? "aliased" : "copy-back", (long long)st.calls,
-      (long long)st.graph_captures, (long long)st.graph_replays, (long long)st.joined_steps,
-      st.persistent_tasks > 0
-          ? str_cat("one persistent kernel of ", st.persistent_tasks, " tasks").c_str()
-          : str_cat("launches (", gpu.decode_context().persistent_refusal(), ")").c_str());
+      (long long)st.graph_captures, (long long)st.graph_replays, (long long)st.joined_steps);
 }
 
 TEST(CudaGraph, TinyDecoderReplaysOneGraphOverEveryPosition) {
@@ -218,17 +209,14 @@ TEST(CudaGraph, TinyDecoderReplaysOneGraphOverEveryPosition) {
 TEST(CudaGraph, TinyDecoderBf16WeightsAndCopyBackEngine) {
   IP_REQUIRE_CUDA();
   decode_against_cpu(DType::kBFloat16, /*alias=*/true);
-  decode_against_cpu(DType::kBFloat16, /*alias=*/true, /*persistent=*/true);
-  decode_against_cpu(DType::kFloat32, /*alias=*/false, /*persistent=*/true);
+  decode_against_cpu(DType::kFloat32, /*alias=*/false);
 }
 
 // The small decoder (d_model 512, SwiGLU 1408): its down_proj rows are long enough to be split
-// over two warps a column, in launches and inside one persistent kernel (several virtual blocks
-// a block); both equal the cpu engine, caches included.
-TEST(CudaGraph, SmallDecoderBf16SplitRowsInLaunchesAndOneKernel) {
+// over two warps a column; the steps equal the cpu engine, caches included.
+TEST(CudaGraph, SmallDecoderBf16SplitRows) {
   IP_REQUIRE_CUDA();
-  decode_against_cpu(DType::kBFloat16, /*alias=*/true, /*persistent=*/false, "small", 12);
-  decode_against_cpu(DType::kBFloat16, /*alias=*/true, /*persistent=*/true, "small", 12);
+  decode_against_cpu(DType::kBFloat16, /*alias=*/true, "small", 12);
 }
 
 TEST(CudaGraph, RecapturesWhenACacheMoves) {
@@ -264,29 +252,24 @@ TEST(CudaGraph, RecapturesWhenACacheMoves) {
 // one row per cache slot, is the first to see it.
 TEST(CudaGraph, OutOfRangePositionIsAnError) {
   IP_REQUIRE_CUDA();
-  // mode 0: no graph, 1: graph, 2: graph running one persistent kernel (bf16: every step).
   for (DType dtype : {DType::kFloat32, DType::kBFloat16})
-    for (int mode : {0, 1, 2}) {
-      const bool graph = mode > 0;
+    for (bool graph : {false, true}) {
       Decoders d(dtype, 16);
       models::LlamaEngineRunner gpu(d.c, models::compile_llama(d.c, d.w, 0, true, Device::cuda()),
                                     models::llama_new_caches(d.c, Device::cuda()));
       gpu.set_cuda_graph(graph);
-      gpu.decode_context().set_persistent(mode == 2);
       for (int64_t pos = 0; pos < 3; ++pos) gpu.decode(1, pos);
       gpu.decode_context().synchronize();
       gpu.decode(1, 16);  // one past the cache: reported at the next check, never silently
       try {
         gpu.decode_context().synchronize();
-        ADD_FAILURE() << "no error for position 16 of a 16-slot cache (mode " << mode << ")";
+        ADD_FAILURE() << "no error for position 16 of a 16-slot cache (graph "
+                      << (graph ? "on" : "off") << ")";
       } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("outside the indexed dim"), std::string::npos)
             << e.what();
         std::printf("[gpu suite] position 16 of 16 (%s, %s): %s\n", dtype_name(dtype),
-                    mode == 0   ? "graph off"
-                    : mode == 1 ? "graph on"
-                                : "one kernel",
-                    e.what());
+                    graph ? "graph on" : "graph off", e.what());
       }
       // Reported once; the context goes on.
       gpu.decode(1, 3);

@@ -2,8 +2,7 @@
 //                             [--steps N] [--reps R] [--dtype f32|bf16] [--cuda-graph on|off]
 //                             [--no-torch] [--python PATH] [--out bench.json]
 // The decode step of the built-in model on a GPU, per s_max: the aliased and copy-back engines
-// (each with a CUDA graph; the aliased one also as one persistent kernel in its graph, and
-// without a graph), PyTorch eager and
+// (each with a CUDA graph; the aliased one also without a graph), PyTorch eager and
 // torch.compile(mode="reduce-overhead") on the same weights (bench/llama_torch_cuda.py), and
 // the HBM floor: weight bytes plus the cache positions attention reads, over the bandwidth of a
 // device-to-device copy measured in the same run. Times are means over N back-to-back steps
@@ -69,14 +68,13 @@ struct GpuTimes {
 // Mean per-step time of `steps` back-to-back decode steps at positions position.. (tokens and
 // positions copied on the device, nothing read back), the best of `reps`, after 3 warm-up steps.
 GpuTimes time_decode_gpu(const LlamaConfig& c, const models::LlamaEngines& e, int64_t position,
-                         int64_t steps, int reps, bool graph, bool persistent = false) {
+                         int64_t steps, int reps, bool graph) {
   std::vector<Tensor> caches = models::llama_new_caches(c, kCuda);
   const Tensor fill = Tensor::full(c.cache_shape(), Scalar(0.01), DType::kFloat32);
   for (const Tensor& t : caches)
     device_allocator(kCuda).copy_from_host(t.data_ptr(), fill.data_ptr(), fill.nbytes());
   models::LlamaEngineRunner runner(c, e, caches);
   runner.set_cuda_graph(graph);
-  runner.decode_context().set_persistent(persistent);
   std::vector<int64_t> pos(static_cast<size_t>(steps + 3));
   for (size_t i = 0; i < pos.size(); ++i) pos[i] = position + static_cast<int64_t>(i);
   const Tensor positions = int64_on_device(pos, {static_cast<int64_t>(pos.size())});
@@ -208,7 +206,6 @@ int run_bench_gpu(const std::vector<std::string>& args) {
     const models::LlamaEngines copy_back = models::compile_llama(c, w, 0, false, kCuda);
     const GpuTimes a = time_decode_gpu(c, aliased, position, steps, reps, graph);
     const GpuTimes a_direct = time_decode_gpu(c, aliased, position, steps, reps, false);
-    const GpuTimes a_one = time_decode_gpu(c, aliased, position, steps, reps, graph, true);
     const GpuTimes cb = time_decode_gpu(c, copy_back, position, steps, reps, graph);
     const int64_t read_positions = position + steps / 2 + 1;
     const int64_t bytes =
@@ -216,8 +213,6 @@ int run_bench_gpu(const std::vector<std::string>& args) {
     rows.push_back({{"s_max", s},
                     {"aliased_ms", a.best_ms},
                     {"aliased_no_graph_ms", a_direct.best_ms},
-                    {"aliased_one_kernel_ms", a_one.best_ms},
-                    {"aliased_one_kernel_tasks", a_one.stats.persistent_tasks},
                     {"copy_back_ms", cb.best_ms},
                     {"floor_ms", static_cast<double>(bytes) / bw * 1e3},
                     {"bytes_read", bytes},
@@ -228,13 +223,12 @@ int run_bench_gpu(const std::vector<std::string>& args) {
                     {"aliased_host_scalar_reads", a.stats.host_scalar_reads},
                     {"copy_back_graph_captures", cb.stats.graph_captures}});
     std::printf(
-        "s_max %lld: aliased %.3f ms (one kernel of %lld tasks %.3f, no graph %.3f), "
+        "s_max %lld: aliased %.3f ms (no graph %.3f), "
         "copy-back %.3f ms, floor %.3f ms; aliased graph: %lld capture(s), %lld replays, %lld "
         "host scalar reads\n",
-        (long long)s, a.best_ms, (long long)a_one.stats.persistent_tasks, a_one.best_ms,
-        a_direct.best_ms, cb.best_ms, static_cast<double>(bytes) / bw * 1e3,
-        (long long)a.stats.graph_captures, (long long)a.stats.graph_replays,
-        (long long)a.stats.host_scalar_reads);
+        (long long)s, a.best_ms, a_direct.best_ms, cb.best_ms,
+        static_cast<double>(bytes) / bw * 1e3, (long long)a.stats.graph_captures,
+        (long long)a.stats.graph_replays, (long long)a.stats.host_scalar_reads);
     std::fflush(stdout);
     out["rows"] = rows;
     std::ofstream(out_path) << out.dump(1) << "\n";  // kept as it grows
@@ -251,17 +245,15 @@ int run_bench_gpu(const std::vector<std::string>& args) {
   }
   std::printf(
       "\n| s_max | PyTorch eager | torch.compile (reduce-overhead) | copy-back + graph | "
-      "aliased + graph | aliased + graph, one kernel | aliased, no graph | HBM floor "
-      "|\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "aliased + graph | aliased, no graph | HBM floor |\n|---:|---:|---:|---:|---:|---:|---:|\n");
   for (auto& row : rows) {
     const int64_t s = row["s_max"].get<int64_t>();
     const double te = best_of(torch, "eager_ms", s), tc = best_of(torch, "compiled_ms", s);
     if (te > 0) row["torch_eager_ms"] = te;
     if (tc > 0) row["torch_compile_ms"] = tc;
-    std::printf("| %lld | %s | %s | %s | %s | %s | %s | %s |\n", (long long)s, ms(te).c_str(),
+    std::printf("| %lld | %s | %s | %s | %s | %s | %s |\n", (long long)s, ms(te).c_str(),
                 ms(tc).c_str(), ms(row["copy_back_ms"].get<double>()).c_str(),
                 ms(row["aliased_ms"].get<double>()).c_str(),
-                ms(row["aliased_one_kernel_ms"].get<double>()).c_str(),
                 ms(row["aliased_no_graph_ms"].get<double>()).c_str(),
                 ms(row["floor_ms"].get<double>()).c_str());
   }

@@ -9,7 +9,6 @@
 #include <cfloat>
 
 #include "kernels/cuda/attention_device.cuh"
-#include "kernels/cuda/persistent.h"
 
 namespace inplace::cuda {
 
@@ -295,27 +294,6 @@ void attention(const Attention& a, void* stream) {
            "[cuda] scaled_dot_product_attention supports head dims up to ", 32 * kMaxPerLane);
   if (rows == 0) return;
   const int splits = split_count(a, rows);
-  if (Recording* r = recording()) {
-    // A task when the decode form applies with a head dim of 16, 32, 64 or 128, split so that the
-    // rows fill the persistent grid (each split keeps at least kMinKeys keys on the device).
-    const int G = decode_group(a);
-    if (G != 4 && G != 8 && G != 16 && G != 32) {
-      refuse_if_recording("scaled_dot_product_attention (not the decode form)");
-      return;
-    }
-    AttentionTask t;
-    t.a = a;
-    t.rows = rows;
-    t.splits = static_cast<int32_t>(std::clamp<int64_t>(persistent_grid() / rows, 1, 64));
-    r->tasks.push_back({TaskKind::kAttention, static_cast<int32_t>(r->attention.size()),
-                        static_cast<int32_t>(rows * t.splits), __builtin_ctz(unsigned(G))});
-    t.part_at = r->scratch_floats;
-    t.count_at = r->counters;
-    r->scratch_floats += rows * t.splits * (4 + 4 * G);
-    r->counters += rows;
-    r->attention.push_back(t);
-    return;
-  }
   const cudaStream_t s = as_stream(stream);
   if (const int G = decode_group(a); G > 0) {
     using Launch = void (*)(const Attention&, int64_t, int, cudaStream_t);

@@ -1,7 +1,6 @@
 // Attention's decode form as device code: a block walks a split of one (batch, head, query)
 // row's keys (its groups of E/4 lanes each take one key at a time, an online softmax per group),
-// then merges its groups. attention.cu merges the splits of a row in a thread-block cluster;
-// persistent.cu through global partials.
+// then merges its groups. attention.cu merges the splits of a row in a thread-block cluster.
 #pragma once
 #include <cfloat>
 
@@ -26,8 +25,8 @@ __device__ inline int64_t key_count(const Attention& a) {
 // not causal): lanes work in groups of E/4, each lane one float4 of a key and of its value, so
 // a warp reads 32/(E/4) keys at once and a group unrolls kUnroll keys to keep loads in flight.
 // The split count follows the keys present (read on the device): blocks past it take no keys.
-// The splits of a row merge in one launch: through distributed shared memory in a thread-block
-// cluster (attention.cu), or through partials in memory, by the last to finish (persistent.cu).
+// The splits of a row merge in one launch, through distributed shared memory in a thread-block
+// cluster (attention.cu).
 constexpr int kUnroll = 4;
 // Keys per split at least: at position 200 four splits of ~50 keys beat seven of ~29 (the
 // merge waits on every split; 0.389 -> 0.356 ms a decode step on the H200), while long prefixes
@@ -153,7 +152,7 @@ __device__ inline void store_row(const Attention& a, int64_t row, const float4& 
 
 // Splits 0..active-1 of a row merged by thread t < G, from their running max M, sum L and
 // unnormalised output o (split(sp) returns a BlockPartial: thread t's float4 of o), then the row
-// stored: the cluster merge of attention.cu and the last-split merge of persistent.cu.
+// stored: the cluster merge of attention.cu.
 template <typename Split>
 __device__ inline void merge_and_store(const Attention& a, int64_t row, int active, Split&& split) {
   float M = -FLT_MAX;

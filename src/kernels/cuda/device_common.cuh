@@ -7,7 +7,6 @@
 
 #include "core/error.h"
 #include "kernels/cuda/launch.h"
-#include "kernels/cuda/persistent.h"
 
 #define IP_CUDA_CHECK(expr, what)                                      \
   do {                                                                 \
@@ -62,12 +61,10 @@ inline cudaStream_t as_stream(void* s) {
 
 // Launches kernel(args...) on s as a programmatic dependent of the stream's previous kernel, in
 // thread-block clusters of `cluster` blocks when given (past 8 blocks the kernel must have
-// cudaFuncAttributeNonPortableClusterSizeAllowed set: sm_90 runs clusters of 16). While a
-// persistent program is recorded nothing is launched and the recording is refused.
+// cudaFuncAttributeNonPortableClusterSizeAllowed set: sm_90 runs clusters of 16).
 template <typename... Params, typename... Args>
 void launch_pdl_in(void (*kernel)(Params...), dim3 grid, dim3 block, const dim3* cluster,
                    cudaStream_t s, Args... args) {
-  if (refuse_if_recording("a kernel without a task form")) return;
   cudaLaunchConfig_t config = {};
   config.gridDim = grid;
   config.blockDim = block;

@@ -5,7 +5,7 @@
 // SwiGLU's second product with silu * mul). Memory-bound at one token: each weight is read once.
 // With an RMSNorm prologue the block first sums the squares of its input rows (a few kilobytes,
 // from L2) and every warp normalises x as it reads it. Included by linear_lowp.cu (one launch a
-// product) and persistent.cu (a product as one task of the decode step's kernel).
+// product).
 #pragma once
 #include "backend/device_runtime.h"
 #include "kernels/cuda/device_common.cuh"
@@ -111,7 +111,7 @@ __device__ inline void rotate(const GemvBf16& g, float* res, int64_t m0, int64_t
     const float b = rot * s;
     res[r] = a + b;
   }
-  __syncthreads();  // `pair` is reused by the next pass (or a persistent block's next block)
+  __syncthreads();  // `pair` is reused by the next pass
 }
 
 // Chunks k0, k0 + step, ... (kUnroll of them, those below K) of weight row wr, and of wr2 for
@@ -230,7 +230,7 @@ __device__ inline void gemv_one_row(const GemvBf16& g, int64_t n, bool active, b
       acc2 += sums[1][w0 + i];
       sq += sums[2][w0 + i];
     }
-    __syncthreads();  // `sums` is reused by a persistent block's next virtual block
+    __syncthreads();  // every warp has read `sums` before any leaves
     if (part != 0) return;
   }
   float v = acc, v2 = acc2;
@@ -254,7 +254,7 @@ __device__ inline void gemv_one_row(const GemvBf16& g, int64_t n, bool active, b
 
 // Block `block` of the product (kWarpsPerBlock columns): its first weight chunk is fetched, then
 // wait() (called once by every thread) returns when the input may be read: a programmatic
-// launch's wait in gemv_bf16_kernel, a grid barrier in the persistent kernel.
+// launch's wait in gemv_bf16_kernel.
 template <GemvEpilogue kE, bool kVector, bool kNorm, int R, typename Wait>
 __device__ inline void gemv_block(const GemvBf16& g, int64_t block, Wait&& wait) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;

@@ -2,7 +2,6 @@
 // kv_cache_update): positions come from device memory, so a decode step never needs the host
 // to know them. A position outside the indexed dim is never dereferenced.
 #include "kernels/cuda/index_device.cuh"
-#include "kernels/cuda/persistent.h"
 
 namespace inplace::cuda {
 
@@ -31,23 +30,6 @@ __global__ void map_pair_kernel(IndexMap a, int64_t na, IndexMap b, int64_t nb) 
     F(b, nb, blockIdx.x, gridDim.x);
 }
 
-// While a persistent program is recorded: the map (and a second read) as a task.
-void record(Recording& r, TaskKind kind, const IndexMap& a, int64_t na, const IndexMap* b,
-            int64_t nb) {
-  MapTask t;
-  t.a = a;
-  t.na = na;
-  if (b) {
-    t.b = *b;
-    t.nb = nb;
-    t.second = true;
-  }
-  t.blocks_each = static_cast<int32_t>(std::min<unsigned>(
-      blocks_for(std::max(na, nb), kTaskThreads), static_cast<unsigned>(persistent_grid())));
-  r.tasks.push_back({kind, static_cast<int32_t>(r.map.size()), t.blocks_each * (b ? 2 : 1), 0});
-  r.map.push_back(t);
-}
-
 // The conditions of write_rows_f32: float32 4-D values and target, unit stride along
 // rows of a multiple of 4, every other stride a multiple of 4, 16-byte aligned data, the
 // position per row (coord_dim 2 or none) and the target's stride 0 along the indexed dim.
@@ -71,7 +53,6 @@ bool rows_f32(const IndexMap& m) {
 void index_read(const IndexMap& m, void* stream) {
   const int64_t n = numel(m.values);
   if (n == 0) return;
-  if (Recording* r = recording()) return record(*r, TaskKind::kIndexRead, m, n, nullptr, 0);
   launch_pdl(map_kernel<read>, blocks_for(n), 256, as_stream(stream), m, n);
   IP_CUDA_CHECK(cudaGetLastError(), "index read");
 }
@@ -83,7 +64,6 @@ void index_read_pair(const IndexMap& a, const IndexMap& b, void* stream) {
     index_read(b, stream);
     return;
   }
-  if (Recording* r = recording()) return record(*r, TaskKind::kIndexRead, a, na, &b, nb);
   launch_pdl(map_pair_kernel<read>, dim3(blocks_for(std::max(na, nb)), 2), 256, as_stream(stream),
              a, na, b, nb);
   IP_CUDA_CHECK(cudaGetLastError(), "index read");
@@ -92,9 +72,6 @@ void index_read_pair(const IndexMap& a, const IndexMap& b, void* stream) {
 void index_write(const IndexMap& m, void* stream) {
   const int64_t n = numel(m.values);
   if (n == 0) return;
-  if (Recording* r = recording())
-    return rows_f32(m) ? record(*r, TaskKind::kRowsWrite, m, n / 4, nullptr, 0)
-                       : record(*r, TaskKind::kIndexWrite, m, n, nullptr, 0);
   if (rows_f32(m)) {
     launch_pdl(map_kernel<write_rows_f32>, blocks_for(n / 4), 256, as_stream(stream), m, n / 4);
   } else {
@@ -105,7 +82,7 @@ void index_write(const IndexMap& m, void* stream) {
 
 void index_write_pair(const IndexMap& a, const IndexMap& b, void* stream) {
   const int64_t na = numel(a.values), nb = numel(b.values);
-  if (na == 0 || nb == 0 || !rows_f32(a) || !rows_f32(b) || recording()) {
+  if (na == 0 || nb == 0 || !rows_f32(a) || !rows_f32(b)) {
     index_write(a, stream);
     index_write(b, stream);
     return;

@@ -1,7 +1,7 @@
 // Indexed reads and writes as device code, over the elements of a map's `values` in a
 // grid-stride loop of `grid` blocks of which this is `block`: index.cu launches them (one launch
-// a map or a pair), persistent.cu runs them as tasks. A position outside the indexed dim is never
-// dereferenced; it raises the map's device error flag when one is set.
+// a map or a pair). A position outside the indexed dim is never dereferenced; it raises the
+// map's device error flag when one is set.
 #pragma once
 #include "backend/device_runtime.h"
 #include "kernels/cuda/device_common.cuh"

@@ -1,7 +1,5 @@
-// The decode GEMV with a bfloat16 weight (gemv_device.cuh), one launch a product; while a
-// persistent program is recorded (persistent.h), one task of it.
+// The decode GEMV with a bfloat16 weight (gemv_device.cuh), one launch a product.
 #include "kernels/cuda/gemv_device.cuh"
-#include "kernels/cuda/persistent.h"
 
 namespace inplace::cuda {
 
@@ -67,17 +65,6 @@ void gemv_bf16(const GemvBf16& given, void* stream) {
   g.split = vector && g.rows == 1 ? column_split(g) : 1;
   const int64_t columns = kWarpsPerBlock / g.split;  // a block
   const unsigned blocks = static_cast<unsigned>((g.n + columns - 1) / columns);
-  if (Recording* r = recording()) {
-    if (!vector || g.rows != 1) {
-      refuse_if_recording("linear_bf16_weight (not one aligned row)");
-      return;
-    }
-    r->tasks.push_back({TaskKind::kGemv, static_cast<int32_t>(r->gemv.size()),
-                        static_cast<int32_t>(blocks),
-                        static_cast<int32_t>(g.epilogue) * 2 + (g.norm_w != nullptr)});
-    r->gemv.push_back(g);
-    return;
-  }
   const cudaStream_t s = as_stream(stream);
   switch (g.epilogue) {
     case GemvEpilogue::kNone:

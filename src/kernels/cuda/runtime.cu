@@ -177,7 +177,6 @@ class CudaRuntime final : public DeviceRuntime {
     if (p) cudaFreeHost(p);
   }
   void copy_async(void* dst, const void* src, size_t n, void* s) const override {
-    if (refuse_if_recording("a copy")) return;
     if (n) ok(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, as_stream(s)), "an async copy");
   }
   void begin_capture(void* s) const override {
@@ -202,19 +201,6 @@ class CudaRuntime final : public DeviceRuntime {
                     int64_t* slots, int32_t* error, void* s) const override {
     launch_pdl(eval_scalars_kernel, 1, 1, as_stream(s), code, count, inputs, slots, error);
     IP_CUDA_CHECK(cudaGetLastError(), "runtime scalars");
-  }
-  void begin_program() const override { begin_recording(); }
-  void* end_program(std::string* why) const override {
-    const Recording r = end_recording();
-    *why = r.refused;
-    return r.refused.empty() ? make_program(r) : nullptr;
-  }
-  void launch_program(void* p, void* s) const override {
-    cuda::launch_program(static_cast<const Program*>(p), s);
-  }
-  void destroy_program(void* p) const override { cuda::destroy_program(static_cast<Program*>(p)); }
-  int64_t program_tasks(const void* p) const override {
-    return cuda::program_tasks(static_cast<const Program*>(p));
   }
 };
 
