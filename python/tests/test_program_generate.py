@@ -6,9 +6,9 @@ streaming callback (called with the GIL; returning False stops; an exception in 
 Run: /usr/bin/python3 -m unittest discover -s python/tests
 """
 import copy
-import os
 import unittest
 
+from compile_harness import requires_extension
 from harness import torch
 
 if torch is not None:
@@ -31,20 +31,11 @@ if torch is not None:
             return self.body(self.embed(ids), positions)
 
 
-def native_available():
-    try:
-        inplace.native()
-        return True
-    except ImportError:
-        return False
 
-
-@unittest.skipIf(torch is None and not os.environ.get("INPLACE_REQUIRE_TORCH"), "torch missing")
+@requires_extension
 class GenerateAgainstEager(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not native_available():
-            raise unittest.SkipTest("the extension module is not built")
         torch.manual_seed(1)
         cls.model = TokenDecoder().eval()
         cls.program = inplace.compile_program(cls.model, {

@@ -11,6 +11,7 @@ import os
 import tempfile
 import unittest
 
+from compile_harness import requires_extension
 from harness import torch
 
 if torch is not None:
@@ -20,20 +21,11 @@ if torch is not None:
 STEPS = 3
 
 
-def native_available():
-    try:
-        inplace.native()
-        return True
-    except ImportError:
-        return False
 
-
-@unittest.skipIf(torch is None and not os.environ.get("INPLACE_REQUIRE_TORCH"), "torch missing")
+@requires_extension
 class ProgramInProcess(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not native_available():
-            raise unittest.SkipTest("the extension module is not built")
         torch.manual_seed(0)
         cls.model = Decoder().eval()
         cls.program = inplace.compile_program(cls.model, {
