@@ -6,10 +6,13 @@
 
 #include "core/strided_loop.h"
 #include "ops/elementwise_ops.h"
+#include "ops/indexing_ops.h"
 
 namespace inplace::elementwise {
 
 namespace {
+
+using indexing::add_mutating;  // a mutating op whose eager writes self directly
 
 // A dtype argument: None, a dtype, or (x.to("cpu") binds to.dtype) a device string.
 std::optional<DType> dtype_arg(const Value& v, const char* op) {
@@ -40,16 +43,6 @@ DType legacy_type_arg(const Value& v) {
       if (base == name) return t;
   }
   return v.as_dtype("type");
-}
-
-void add_mutating(Registry& r, const std::string& schema, const std::string& functional,
-                  EagerFn eager) {
-  OpDef def;
-  def.schema = Schema::parse(schema);
-  def.kind = OpKind::kMutating;
-  def.functional = functional;
-  def.eager = std::move(eager);
-  r.add(std::move(def));
 }
 
 // A cast eagerly: self itself when nothing changes (torch's to() returns an alias then), a meta
