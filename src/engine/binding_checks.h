@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/plan.h"
+#include "backend/plan.h"
 
 namespace inplace {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backend/device_runtime.h"
-#include "engine/plan.h"
+#include "backend/plan.h"
 
 namespace inplace {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backend/kernel_table.h"
-#include "engine/plan.h"
+#include "backend/plan.h"
 #include "ir/graph.h"
 
 namespace inplace {

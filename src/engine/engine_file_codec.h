@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/plan.h"
 #include "core/error.h"
 #include "core/file_sink.h"
-#include "engine/plan.h"
 
 namespace inplace::engine_file {
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "engine/plan.h"
+#include "backend/plan.h"
 #include "ops/registry.h"
 
 namespace inplace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backend/kernel_table.h"
-#include "engine/plan.h"
+#include "backend/plan.h"
 
 namespace inplace {
 

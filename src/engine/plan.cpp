@@ -1,4 +1,4 @@
-#include "engine/plan.h"
+#include "backend/plan.h"
 
 namespace inplace {
 

@@ -7,7 +7,7 @@
 #pragma once
 #include <vector>
 
-#include "engine/plan.h"
+#include "backend/plan.h"
 
 namespace inplace {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "backend/device_runtime.h"
-#include "engine/symbolic.h"
+#include "backend/symbolic.h"
 #include "kernels/cuda/device_common.cuh"
 
 namespace inplace::cuda {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/symbolic.h"
 #include "core/value.h"
-#include "engine/symbolic.h"
 #include "ir/mutation.h"
 #include "ops/registry.h"
 

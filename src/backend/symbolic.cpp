@@ -1,4 +1,4 @@
-#include "engine/symbolic.h"
+#include "backend/symbolic.h"
 
 #include <algorithm>
 
