@@ -41,6 +41,28 @@ check "src/ops declares ops and includes nothing from src/kernels" src/ops 'kern
 check "src/kernels includes nothing from src/engine" src/kernels 'engine/' \
   "${KERNELS_INCLUDING_ENGINE[@]}"
 
+# The engine and the public headers of src/backend name no device concept (issue 28): streams,
+# graphs captured and replayed, launches joined, key counts and the like belong to a backend's
+# own folder (src/kernels/<device>/), lent to the engine through backend/backend.h.
+concept() {
+  local rule=$1 pattern=$2
+  shift 2
+  local hits
+  hits=$(grep -nwiE "$pattern" "$@" || true)
+  if [ -n "$hits" ]; then
+    echo "[layers] $rule:"
+    echo "$hits" | sed 's/^/    /'
+    status=1
+  fi
+}
+concept "src/engine names no device concept" \
+  'cuda|cudaStream_t|gpu|streams?|persistent|PairKernel|WritesKernel|captures?|captured|replays?|launch(es)?|key count' \
+  $(find src/engine -name '*.h' -o -name '*.cpp')
+concept "the public headers of src/backend name no device concept" \
+  'cudaStream_t|streams?|persistent|PairKernel|WritesKernel|captures?|captured|key count|key_count|workspace' \
+  src/backend/backend.h src/backend/kernel_table.h src/backend/plan.h src/backend/symbolic.h \
+  src/backend/eager_call.h
+
 if [ $status -eq 0 ]; then
   echo "[layers] no include runs back up (${#OPS_INCLUDING_KERNELS[@]} + ${#KERNELS_INCLUDING_ENGINE[@]} known exceptions)"
 fi

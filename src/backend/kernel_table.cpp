@@ -72,36 +72,6 @@ const EagerKernel* KernelTable::find_eager(const OpDef& op, DeviceType device) c
   return it == eager.end() ? nullptr : &it->second;
 }
 
-void KernelTable::add_pair(DeviceType device, const std::string& name, PairKernel kernel) {
-  const std::vector<const OpDef*>& ops = Registry::get().overloads(name);
-  IP_ASSERT(!ops.empty(), "pair kernels are registered for registered ops");
-  for (const OpDef* op : ops) devices_[static_cast<int>(device)].pairs[op] = kernel;
-}
-
-const PairKernel* KernelTable::find_pair(const OpDef& op, DeviceType device) const {
-  const auto& pairs = devices_[static_cast<int>(device)].pairs;
-  auto it = pairs.find(&op);
-  return it == pairs.end() ? nullptr : &it->second;
-}
-
-void KernelTable::add_epilogue_writes(DeviceType device, const std::string& product,
-                                      const std::string& write, WritesKernel kernel) {
-  const Registry& registry = Registry::get();
-  const std::vector<const OpDef*>&products = registry.overloads(product),
-                          &writes = registry.overloads(write);
-  IP_ASSERT(!products.empty() && !writes.empty(), "fused writes are registered for registered ops");
-  for (const OpDef* p : products)
-    for (const OpDef* w : writes)
-      devices_[static_cast<int>(device)].epilogue_writes[{p, w}] = kernel;
-}
-
-const WritesKernel* KernelTable::find_epilogue_writes(const OpDef& product, const OpDef& write,
-                                                      DeviceType device) const {
-  const auto& m = devices_[static_cast<int>(device)].epilogue_writes;
-  auto it = m.find({&product, &write});
-  return it == m.end() ? nullptr : &it->second;
-}
-
 void KernelTable::add_copy(DeviceType device, Kernel kernel) {
   devices_[static_cast<int>(device)].copy = std::move(kernel);
 }

@@ -1,6 +1,6 @@
 // Drops the steps whose results nothing reads: a tensor whose value only defines a runtime
 // scalar (a decoder's `pos[-1] + 1`, the filled prefix's end, which the scalars compute from the
-// input itself) would otherwise cost a kernel launch on every call.
+// input itself) would otherwise cost a kernel call on every call.
 #include <algorithm>
 
 #include "engine/build_state.h"

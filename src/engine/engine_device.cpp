@@ -26,7 +26,7 @@ Engine::Engine(Plan plan, std::string name) : plan_(std::move(plan)), name_(std:
   const KernelTable& table = KernelTable::get();
   std::string why;
   // A device this build has no backend for is named first; then every op is checked for a
-  // kernel there (no GPU is needed to learn that); then the device must be present.
+  // kernel there (no such device is needed to learn that); then the device must be present.
   IP_CHECK(has_device_allocator(device.type) || device_available(device, &why), kUnsupported,
            "[engine] '", name_, "' targets device '", device.str(), "': ", why);
   const char* type = device_type_name(device.type);

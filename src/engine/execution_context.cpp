@@ -5,11 +5,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "backend/eager_call.h"
 #include "engine/binding_checks.h"
 #include "engine/op_meta.h"
 #include "engine/write_set.h"
-#include "interpreter/interpreter.h"
 
 namespace inplace {
 
@@ -71,7 +69,19 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
     step_args_.push_back(std::move(args));
     step_outs_.push_back(std::move(outs));
   }
-  if (!device_.is_cpu()) init_device();
+  for (size_t q = 0; q < plan.steps.size(); ++q) kernels_.push_back(engine_->kernel(q));
+  PreparedSteps prepared;
+  prepared.plan = &plan;
+  prepared.device = device_;
+  prepared.args = &step_args_;
+  prepared.outs = &step_outs_;
+  prepared.kernels = &kernels_;
+  executable_ = backend_for(device_).prepare(prepared);
+  for (const auto& [k, v] : executable_->fixed_scalars()) scalar_values_[k] = v;
+  call_.inputs = &bound_inputs_;
+  call_.scalars = &scalar_values_;
+  call_.input_data.resize(plan.inputs.size());
+  call_.output_data.resize(plan.output_buffer_bytes.size());
   if (StepProfile::requested()) profile_ = std::make_unique<StepProfile>(plan);
 }
 
@@ -101,10 +111,7 @@ Tensor ExecutionContext::make_tensor(const TensorRef& r) const {
 }
 
 Tensor ExecutionContext::clone_on_device(const Tensor& t) const {
-  if (device_.is_cpu()) return t.clone();
-  Tensor out = Tensor::empty(t.shape(), t.dtype(), device_);
-  (*KernelTable::get().copy_kernel(device_.type))({Value::from_tensor(t)}, {out}, kernel_context_);
-  return out;
+  return executable_->copy(t);
 }
 
 void ExecutionContext::bind_input(int index, const Tensor& t) {
@@ -147,7 +154,7 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
   }
   bound_inputs_[index] = t;
   bindings_checked_ = false;
-  if (gpu_) gpu_->inputs_dirty = true;
+  call_.bindings_changed = true;
   std::erase(partly_updated_, index);
 }
 
@@ -199,13 +206,40 @@ void ExecutionContext::set_threads(int threads) {
   thread_pool_ = threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr;
 }
 
-std::vector<Tensor> ExecutionContext::execute(void* stream) {
+// The context's side of a call: a failed step is named (with what the failed call left
+// written), and steps are timed when INPLACE_PROFILE is set.
+class ExecutionContext::Observer final : public CallObserver {
+ public:
+  explicit Observer(ExecutionContext& c) : c_(c) {}
+  [[noreturn]] void failed(size_t first, size_t last, const Error& e) override {
+    const Plan& plan = c_.engine_->plan();
+    const Step& s = plan.steps[first];
+    std::string where;
+    if (last > first) {
+      where = str_cat("[execute] steps '", s.node, "'");
+      for (size_t r = first + 1; r <= last; ++r)
+        where += str_cat(" and '", plan.steps[r].node, "'");
+      where += " (run as one): ";
+    } else if (s.writes_binding.empty()) {
+      where = str_cat("[execute] step '", s.node, "': ");
+    } else {
+      where = str_cat("[execute] step '", s.node, "' writing binding '", s.writes_binding, "': ");
+    }
+    throw Error(e.code(), where + e.what() + c_.note_failed_call(first, last));
+  }
+  bool profiling() const override { return c_.profile_ != nullptr; }
+  void step_time(size_t step, int64_t ns) override { c_.profile_->add_step(step, ns); }
+
+ private:
+  ExecutionContext& c_;
+};
+
+std::vector<Tensor> ExecutionContext::execute(void* queue) {
   InFlightGuard guard(in_flight_, "execute", engine_->name());
-  if (gpu_) check_device_error(/*wait=*/false);
+  executable_->begin_call(queue);
   ++stats_.calls;
   const int64_t call_start = profile_ ? profile_->start_call() : 0;
-  kernel_context_.stream = stream;
-  if (gpu_) order_after_last_call(stream);
+  call_.queue = queue;
   const Plan& plan = engine_->plan();
   for (size_t i = 0; i < plan.inputs.size(); ++i)
     IP_CHECK(bound_inputs_[i].defined(), kInvalidArgument, "[execute] input '", plan.inputs[i].name,
@@ -213,11 +247,11 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
   check_bindings();
   gather_staged_inputs();
   if (profile_) profile_->mark(0);
-  // Output buffers: caller-bound, reused, or fresh for this call. On a GPU they are the
-  // context's (allocated once, at their bound): a call allocates nothing and a captured graph
-  // keeps their addresses; an output is valid until the context's next call.
+  // Output buffers: caller-bound, reused, or fresh for this call. Off the host they are the
+  // context's (allocated once, at their bound): a call allocates nothing and work the backend
+  // recorded keeps their addresses; an output is valid until the context's next call.
   std::vector<Tensor> out_buffers(plan.output_buffer_bytes.size());
-  const bool reuse = reuse_outputs_ || !device_.is_cpu();
+  const bool reuse = reuse_outputs_ || !executable_->host_reads_inputs();
   if (reuse && reused_outputs_.size() != out_buffers.size()) {
     reused_outputs_.clear();
     for (int64_t n : plan.output_buffer_bytes)
@@ -232,25 +266,26 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
       out_buffers[k] = fresh_output_buffer(plan.output_buffer_bytes[k]);
     output_storage_[k]->rebind(out_buffers[k].nbytes() ? out_buffers[k].data_ptr() : nullptr,
                                static_cast<size_t>(plan.output_buffer_bytes[k]));
+    call_.output_data[k] = output_storage_[k]->data();
   }
   if (profile_) profile_->mark(1);
-  // With its scalars on the device, a context's refresh gives the same metadata at every call
-  // (the views at their bound): it runs once.
-  if (!plan.refresh.empty() && !(gpu_ && gpu_->scalars.on_device && gpu_->refreshed)) {
+  // When the backend evaluates the runtime values, the refresh gives the same metadata at
+  // every call (the views at their bound): it runs once.
+  if (!plan.refresh.empty() && !(executable_->evaluates_scalars() && refreshed_)) {
     refresh();
-    if (gpu_) gpu_->refreshed = true;
+    refreshed_ = true;
   }
   if (profile_) profile_->mark(2);
   check_positions();
   if (profile_) profile_->mark(3);
   const int64_t steps_start = profile_ ? StepProfile::now_ns() : 0;
-  if (gpu_) {
-    run_on_device(stream);
-    kernel_context_.stream = stream;
-  } else {
+  for (size_t i = 0; i < plan.inputs.size(); ++i) call_.input_data[i] = input_storage_[i]->data();
+  {
+    Observer observer(*this);
     ScopedThreadPool use_pool(thread_pool_.get());
-    run_steps();
+    executable_->run(call_, observer);
   }
+  call_.bindings_changed = false;
   std::vector<Tensor> results;
   results.reserve(plan.outputs.size());
   for (size_t j = 0; j < plan.output_refs.size(); ++j) {
@@ -290,103 +325,20 @@ std::vector<Tensor> ExecutionContext::execute(void* stream) {
   return results;
 }
 
-KernelContext ExecutionContext::step_context(size_t q) const {
-  KernelContext c = kernel_context_;
-  c.step = static_cast<int32_t>(q);
-  c.extent = nullptr;
-  if (!gpu_) return c;
-  if (gpu_->scalars.on_device && gpu_->scalars.step_extent[q] >= 0)
-    c.extent = static_cast<const int64_t*>(gpu_->slots->data()) + gpu_->scalars.step_extent[q];
-  return c;
+void ExecutionContext::set_backend_option(const std::string& key, const std::string& value) {
+  InFlightGuard guard(in_flight_, "set_backend_option", engine_->name());
+  executable_->set_option(key, value);
 }
 
-void ExecutionContext::run_pair(size_t q) {
-  const Plan& plan = engine_->plan();
-  try {
-    (*gpu_->launches.pair[q])(step_args_[q], step_outs_[q], kernel_context_, step_args_[q + 1],
-                              step_outs_[q + 1], step_context(q + 1));
-  } catch (const Error& e) {
-    // Either step may be the one refused, and the first may have written: both are named, and
-    // the second counts as the failed step (the first as done).
-    throw Error(e.code(),
-                str_cat("[execute] steps '", plan.steps[q].node, "' and '", plan.steps[q + 1].node,
-                        "' (one launch): ", e.what(), note_failed_call(q + 1)));
-  }
+void ExecutionContext::synchronize() {
+  InFlightGuard guard(in_flight_, "synchronize", engine_->name());
+  executable_->check_errors(/*wait=*/true);
 }
 
-bool ExecutionContext::run_with_writes(size_t q) {
-  const Plan& plan = engine_->plan();
-  const size_t n = static_cast<size_t>(gpu_->launches.write_count[q]);
-  std::array<StepCall, kMaxEpilogueWrites> writes;
-  for (size_t k = 0; k < n; ++k)
-    writes[k] = {&step_args_[q + 1 + k], &step_outs_[q + 1 + k], step_context(q + 1 + k)};
-  try {
-    return (*gpu_->launches.writes[q])({&step_args_[q], &step_outs_[q], kernel_context_},
-                                       writes.data(), static_cast<int>(n));
-  } catch (const Error& e) {
-    // Nothing launched when a form is refused; a launch error leaves every step in doubt.
-    std::string steps = str_cat("'", plan.steps[q].node, "'");
-    for (size_t r = q + 1; r <= q + n; ++r) steps += str_cat(" and '", plan.steps[r].node, "'");
-    throw Error(e.code(), str_cat("[execute] steps ", steps, " (one launch): ", e.what(),
-                                  note_failed_call(q)));
-  }
-}
-
-void ExecutionContext::run_steps() {
-  const Plan& plan = engine_->plan();
-  int64_t step_start = profile_ ? StepProfile::now_ns() : 0;
-  stats_.joined_steps = 0;
-  for (size_t q = 0; q < plan.steps.size(); ++q) {
-    if (profile_ && q > 0) {
-      const int64_t t = StepProfile::now_ns();
-      profile_->add_step(q - 1, t - step_start);
-      step_start = t;
-    }
-    const Step& s = plan.steps[q];
-    std::vector<Value>& args = step_args_[q];
-    const std::vector<Tensor>& outs = step_outs_[q];
-    kernel_context_ = step_context(q);
-    if (gpu_ && gpu_->launches.writes[q] && !profile_ && run_with_writes(q)) {  // q and its writes
-      stats_.joined_steps += gpu_->launches.write_count[q];
-      q += static_cast<size_t>(gpu_->launches.write_count[q]);
-      continue;
-    }
-    if (gpu_ && gpu_->launches.pair[q] && !profile_) {  // q and q + 1 in one launch
-      run_pair(q);
-      ++q;
-      ++stats_.joined_steps;
-      continue;
-    }
-    try {
-      switch (s.kind) {
-        case StepKind::kOut:
-        case StepKind::kCopy:
-          (*engine_->kernel(q))(args, outs, kernel_context_);
-          break;
-        case StepKind::kView:
-          break;
-        case StepKind::kEager: {
-          if (const Kernel* kernel = engine_->kernel(q)) {  // a device kernel
-            (*kernel)(args, outs, kernel_context_);
-            break;
-          }
-          std::vector<Value> leaves;
-          flatten_value(eager_call(*s.op, args), &leaves);
-          IP_ASSERT(leaves.size() == outs.size(), "eager step returns the planned results");
-          for (size_t k = 0; k < outs.size(); ++k) outs[k].copy_from(leaves[k].tensor);
-          break;
-        }
-      }
-    } catch (const Error& e) {
-      std::string where =
-          s.writes_binding.empty()
-              ? str_cat("[execute] step '", s.node, "': ")
-              : str_cat("[execute] step '", s.node, "' writing binding '", s.writes_binding, "': ");
-      throw Error(e.code(), where + e.what() + note_failed_call(q));
-    }
-  }
-  if (profile_ && !plan.steps.empty())
-    profile_->add_step(plan.steps.size() - 1, StepProfile::now_ns() - step_start);
+ContextStats ExecutionContext::stats() const {
+  ContextStats s = stats_;
+  s.backend = executable_->counters();
+  return s;
 }
 
 }  // namespace inplace

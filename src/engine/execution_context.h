@@ -4,16 +4,31 @@
 // (another thread's concurrent call is refused); many contexts may share one engine.
 #pragma once
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "core/thread_pool.h"
-#include "engine/device_state.h"
 #include "engine/engine.h"
 #include "engine/execution_context_profile.h"
 
 namespace inplace {
+
+// What a context counts (ExecutionContext::stats()).
+struct ContextStats {
+  int64_t calls = 0;
+  // Runtime values the host evaluated by reading input memory its backend does not keep on
+  // the host (a position read back from a device, once per call).
+  int64_t host_scalar_reads = 0;
+  // What the context's backend counts, in the backend's own names (docs/extending.md).
+  std::map<std::string, int64_t> backend;
+  int64_t counter(const std::string& name) const {
+    auto it = backend.find(name);
+    return it == backend.end() ? 0 : it->second;
+  }
+};
 
 class ExecutionContext {
  public:
@@ -43,27 +58,22 @@ class ExecutionContext {
   // after the call wrote caller inputs (aliased engine), the error names them and the context
   // refuses further calls until they are rebound or reset() is called.
   std::vector<Tensor> execute() { return execute(nullptr); }
-  // The same, with every kernel enqueued on `stream` (a cudaStream_t; nullptr is the default
-  // stream) for an engine on a GPU. Device outputs are ready when the stream reaches this point;
-  // the call itself does not wait for the device, except to read runtime scalars (positions)
-  // of an engine that has them (see docs/cuda.md). A call on another stream than the previous
-  // call's starts on the device after that call's work (they share the context's memory). A cpu
-  // engine ignores the stream.
-  std::vector<Tensor> execute(void* stream);
-  // GPU engines (docs/cuda.md, "CUDA graphs"): with graphs on, the first call runs directly,
-  // the next captures the whole step into a graph and launches it, and later calls replay it
-  // while every bound address (and every runtime scalar the host evaluates) is unchanged; a
-  // binding that moves is captured again. Off by default; ignored by a cpu engine.
-  void set_cuda_graph(bool on);
-  bool cuda_graph() const { return cuda_graph_; }
+  // The same, with the call's work ordered on `queue`, a handle of the engine's backend (its
+  // ordered queue of device work; docs/extending.md says what each backend takes; null is the
+  // backend's default). A device's outputs are ready when the queue reaches this point; the
+  // call itself does not wait for the device, except to read runtime values (positions) the
+  // backend does not evaluate itself. A call on another queue than the previous call's starts
+  // on the device after that call's work (they share the context's memory). The cpu ignores it.
+  std::vector<Tensor> execute(void* queue);
+  // An option of the engine's backend (each backend's are listed in docs/extending.md); one
+  // the backend does not take is refused naming the ones it does.
+  void set_backend_option(const std::string& key, const std::string& value);
   // Waits until the last call's work is done on the device, then reports an error its kernels
   // flagged (a position outside a cache, a runtime value outside its declared range), naming
   // the step and the binding. A cpu engine returns at once. execute() reports such an error at
   // its start when the previous call has already completed (never waiting for it).
   void synchronize();
-  // Whether this context evaluates its runtime scalars on the device (no host read per call).
-  bool scalars_on_device() const { return gpu_ && gpu_->scalars.on_device; }
-  const ContextStats& stats() const { return stats_; }
+  ContextStats stats() const;
 
   // Accepts the state of the inputs a failed call left partly updated (the caller restored or
   // dropped them) and makes the context usable again. Bindings are kept.
@@ -78,9 +88,9 @@ class ExecutionContext {
   // The inputs a failed call left partly updated (sorted), until they are rebound or reset().
   const std::vector<int>& partly_updated() const { return partly_updated_; }
 
-  // A fresh contiguous copy of `t` on the engine's device, through its copy kernel (on a GPU:
-  // enqueued on the last call's stream). A GPU context's outputs are its own buffers, valid
-  // until its next call; this is how a caller keeps one longer (the Python package does).
+  // A fresh contiguous copy of `t` on the engine's device (ordered after the last call's work).
+  // A device context's outputs are its own buffers, valid until its next call; this is how a
+  // caller keeps one longer (the Python package does).
   Tensor clone_on_device(const Tensor& t) const;
 
  private:
@@ -98,13 +108,13 @@ class ExecutionContext {
   // per-call gather of staged inputs, the state a failed call leaves.
   void check_bindings();
   void gather_staged_inputs();
-  std::string note_failed_call(size_t failed_step);
+  // Steps before `first` are done, steps first..last failed (a backend may run several as one).
+  std::string note_failed_call(size_t first, size_t last);
 
   std::shared_ptr<const Engine> engine_;
   std::unique_ptr<ThreadPool> thread_pool_;
   std::unique_ptr<StepProfile> profile_;  // INPLACE_PROFILE set: per-op times, printed at exit
   Device device_;
-  KernelContext kernel_context_;  // this call's stream
   std::shared_ptr<Storage> arena_;
   std::vector<std::shared_ptr<Storage>> input_storage_, output_storage_, arena_storage_;
   std::vector<Tensor> bound_inputs_, staged_inputs_, bound_outputs_, reused_outputs_;
@@ -121,22 +131,13 @@ class ExecutionContext {
   // bad position refuses the call before any cache (the k cache before the v cache) is written.
   std::vector<int> position_checks_;
   void check_positions();
-  // The kernels of every step, in order, on kernel_context_'s stream.
-  // Steps q and q + 1 through their pair kernel (one launch; DeviceState::pair).
-  void run_pair(size_t q);
-  bool run_with_writes(size_t q);              // step q and its epilogue writes in one launch (GPU)
-  KernelContext step_context(size_t q) const;  // kernel_context_ for step q
-  void run_steps();
-  // GPU engines (execution_context_device.cpp): set-up, the call's work (directly or through a
-  // captured graph), and the error flag.
-  void init_device();
-  void run_on_device(void* stream);
-  void order_after_last_call(void* stream);
-  void enqueue_on_device(void* stream);
-  std::vector<int64_t> graph_key() const;
-  void check_device_error(bool wait);
-  std::unique_ptr<DeviceState> gpu_;
-  bool cuda_graph_ = false;
+  // The context's side of a call (backend/backend.h): names failed steps, times steps.
+  class Observer;
+  friend class Observer;
+  std::vector<const Kernel*> kernels_;      // by step (Engine::kernel)
+  std::unique_ptr<Executable> executable_;  // the engine's backend, prepared for this context
+  RunCall call_;                            // reused by every call
+  bool refreshed_ = false;  // the refresh ran (once, when the backend evaluates the scalars)
   ContextStats stats_;
   std::atomic<bool> in_flight_{false};
   std::vector<bool> input_written_;  // by some step: aliased, or written back (copy-back)

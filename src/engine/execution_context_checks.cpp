@@ -42,21 +42,26 @@ void ExecutionContext::check_bindings() {
 }
 
 void ExecutionContext::gather_staged_inputs() {
+  KernelContext c;
+  c.queue = call_.queue;
   for (size_t i = 0; i < input_staged_.size(); ++i)
     if (input_staged_[i])
       (*KernelTable::get().copy_kernel(device_.type))({Value::from_tensor(bound_inputs_[i])},
-                                                      {staged_inputs_[i]}, kernel_context_);
+                                                      {staged_inputs_[i]}, c);
 }
 
-std::string ExecutionContext::note_failed_call(size_t failed_step) {
+std::string ExecutionContext::note_failed_call(size_t first, size_t last) {
   const Plan& plan = engine_->plan();
   std::vector<int> written, maybe;
-  for (size_t q = 0; q < failed_step; ++q)
+  for (size_t q = 0; q < first; ++q)
     for (int i : inputs_written_by(plan.steps[q]))
       if (std::find(written.begin(), written.end(), i) == written.end()) written.push_back(i);
-  if (may_fail_mid_write(plan.steps[failed_step]))
-    for (int i : inputs_written_by(plan.steps[failed_step]))
-      if (std::find(written.begin(), written.end(), i) == written.end()) maybe.push_back(i);
+  for (size_t q = first; q <= last; ++q)
+    if (may_fail_mid_write(plan.steps[q]) || q < last)
+      for (int i : inputs_written_by(plan.steps[q]))
+        if (std::find(written.begin(), written.end(), i) == written.end() &&
+            std::find(maybe.begin(), maybe.end(), i) == maybe.end())
+          maybe.push_back(i);
   partly_updated_ = written;
   partly_updated_.insert(partly_updated_.end(), maybe.begin(), maybe.end());
   std::sort(partly_updated_.begin(), partly_updated_.end());

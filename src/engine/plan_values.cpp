@@ -196,7 +196,7 @@ int32_t PlanValues::scalar_of(const BVal& b, const std::string& node, const std:
   int64_t example = 0;
   const Tensor& ex = example_inputs_[input];
   if (!ex.is_meta() && t.offset() < ex.numel()) {
-    // An example on a GPU (the Python package passes the caller's device tensors) is read
+    // An example on another device (the Python package passes the caller's device tensors) is read
     // through a host copy of the one element, never through its device pointer.
     const Tensor host = ex.device().is_cpu() ? ex : ex.to_device(Device::cpu());
     example = host.reshape({-1}).select(0, t.offset()).item().to_int();

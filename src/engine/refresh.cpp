@@ -40,8 +40,8 @@ int64_t ExecutionContext::read_input_element(int64_t input, int64_t element) con
            " elements; the engine reads element ", element);
   const char* p = static_cast<const char*>(input_storage_[input]->data()) +
                   element * static_cast<int64_t>(dtype_size(b.dtype));
-  int64_t staged = 0;  // the element, brought to the host when the input is on a device
-  if (!device_.is_cpu()) {
+  int64_t staged = 0;  // the element, brought to the host when the input is not there
+  if (!executable_->host_reads_inputs()) {
     device_allocator(device_).copy_to_host(&staged, p, dtype_size(b.dtype));
     p = reinterpret_cast<const char*>(&staged);
   }
@@ -84,9 +84,9 @@ TensorRef ExecutionContext::current(const TensorRef& r) const {
 
 void ExecutionContext::check_positions() {
   const Plan& plan = engine_->plan();
-  // On a GPU the cache-update kernel reads the positions from device memory itself and writes
-  // no row outside the cache (see docs/cuda.md); the host never reads them.
-  if (!device_.is_cpu()) return;
+  // Where the inputs are not in host memory, the backend's cache-update kernel reads the
+  // positions itself and writes no row outside the cache; the host never reads them.
+  if (!executable_->host_reads_inputs()) return;
   for (int q : position_checks_) {
     const Step& s = plan.steps[q];
     const std::vector<Value>& a = step_args_[q];
@@ -119,12 +119,12 @@ void ExecutionContext::refresh() {
         break;
       }
       case RefreshItem::Kind::kScalar:
-        // Evaluated on the device instead (execution_context_device.cpp); the host keeps the
-        // bound its prefix views are planned at.
-        if (scalars_on_device()) break;
+        // Evaluated by the backend instead; the host keeps the bound its prefix views are
+        // planned at (Executable::fixed_scalars).
+        if (executable_->evaluates_scalars()) break;
         scalar_values_[item.index] =
             eval_sym(plan.scalars[item.index], env, plan.scalar_names[item.index]);
-        if (!device_.is_cpu()) ++stats_.host_scalar_reads;
+        if (!executable_->host_reads_inputs()) ++stats_.host_scalar_reads;
         break;
       case RefreshItem::Kind::kStep:
         if (profile_) {

@@ -25,7 +25,4 @@ struct RunOutput {
 RunOutput run_eager(const Graph& graph, const std::map<std::string, Value>& inputs, State* state,
                     std::map<const Node*, Value>* env = nullptr);
 
-// Flattens nested tuples/lists into a flat list of leaves.
-void flatten_value(const Value& v, std::vector<Value>* out);
-
 }  // namespace inplace

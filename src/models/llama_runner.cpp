@@ -1,6 +1,6 @@
 #include "models/llama_runner.h"
 
-#include "backend/device_runtime.h"
+#include "backend/backend.h"
 #include "core/device_allocator.h"
 #include "core/error.h"
 #include "interpreter/interpreter.h"
@@ -117,17 +117,18 @@ Tensor LlamaEngineRunner::decode(int64_t token, int64_t pos) {
 }
 
 Tensor LlamaEngineRunner::decode_from(const Tensor& token, const Tensor& pos) {
-  const DeviceRuntime* rt = device_runtime(token_.device().type);
-  IP_CHECK(rt != nullptr && token.device() == token_.device() && pos.device() == pos_.device(),
-           kInvalidArgument, "[llama] decode_from takes device tensors of the engine's device");
-  rt->copy_async(token_.data_ptr(), token.data_ptr(), sizeof(int64_t), stream_);
-  rt->copy_async(pos_.data_ptr(), pos.data_ptr(), sizeof(int64_t), stream_);
+  IP_CHECK(token.device() == token_.device() && pos.device() == pos_.device(), kInvalidArgument,
+           "[llama] decode_from takes tensors of the engine's device");
+  const Backend& backend = backend_for(token_.device());
+  backend.copy_async(token_.data_ptr(), token.data_ptr(), sizeof(int64_t), stream_);
+  backend.copy_async(pos_.data_ptr(), pos.data_ptr(), sizeof(int64_t), stream_);
   return decode_.execute(stream_)[0];
 }
 
 void LlamaEngineRunner::set_cuda_graph(bool on) {
-  decode_.set_cuda_graph(on);
-  if (prefill_) prefill_->set_cuda_graph(on);
+  if (token_.device().type != DeviceType::kCuda) return;  // a cuda backend option
+  decode_.set_backend_option("cuda_graph", on ? "on" : "off");
+  if (prefill_) prefill_->set_backend_option("cuda_graph", on ? "on" : "off");
 }
 
 LlamaEagerRunner::LlamaEagerRunner(const LlamaConfig& c, const LlamaWeights& w, int64_t prompt_len,

@@ -3,6 +3,8 @@
 // same arguments on both devices, a tolerance per dtype. Skipped, saying so, without a GPU.
 #include <gtest/gtest.h>
 
+#include "kernels/cuda/call_data.h"
+
 #include <functional>
 
 #include "backend/eager_call.h"
@@ -350,8 +352,10 @@ TEST(CudaKernels, AttentionKeyCountWrittenByTheKernelBefore) {
   ASSERT_NE(add_kernel, nullptr);
   ASSERT_NE(sdpa_kernel, nullptr);
   const Tensor out = Tensor::empty({1, 16, 1, 64}, DType::kFloat32, Device::cuda());
+  cuda::CallData data;  // what the cuda executable lends a step: here only its key count
+  data.key_count = static_cast<const int64_t*>(len.data_ptr());
   KernelContext ctx;
-  ctx.extent = static_cast<const int64_t*>(len.data_ptr());
+  ctx.backend = &data;
   for (int64_t n : {200, 201, 64, 65, 1, 700, 3, 129, 128, 450}) {
     SCOPED_TRACE("keys " + std::to_string(n));
     add.args[1] = I(n);

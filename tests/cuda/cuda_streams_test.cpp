@@ -6,11 +6,12 @@
 // Skipped without a GPU.
 #include <gtest/gtest.h>
 
-#include "backend/device_runtime.h"
 #include "compiler/differential.h"
 #include "cuda_test_util.h"
 #include "ir/builder.h"
+#include "kernels/cuda/device_runtime.h"
 
+#ifdef INPLACE_WITH_CUDA  // the streams come from the backend's runtime
 using namespace inplace;
 using namespace inplace::testing;
 
@@ -41,7 +42,7 @@ TEST(CudaStreams, ContextsOfOneThreadOnTheirOwnStreamsKeepTheirScratch) {
   CompileOptions o;
   o.device = Device::cuda();
   const CompiledProgram cp = compile(*g, inputs(1), o);
-  const DeviceRuntime* runtime = device_runtime(DeviceType::kCuda);
+  const cuda::DeviceRuntime* runtime = &cuda::device_runtime();
   constexpr int kContexts = 3;
   std::vector<std::vector<Tensor>> host, dev;
   std::vector<std::unique_ptr<ExecutionContext>> ctx;
@@ -58,7 +59,7 @@ TEST(CudaStreams, ContextsOfOneThreadOnTheirOwnStreamsKeepTheirScratch) {
   }
   // Every round enqueues each context's call on its own stream before waiting for any.
   for (bool graphs : {false, true}) {
-    for (auto& c : ctx) c->set_cuda_graph(graphs);
+    for (auto& c : ctx) c->set_backend_option("cuda_graph", graphs ? "on" : "off");
     for (int round = 0; round < 4; ++round) {
       std::vector<std::vector<Tensor>> outs;
       for (int c = 0; c < kContexts; ++c) outs.push_back(ctx[c]->execute(streams[c]));
@@ -95,11 +96,11 @@ TEST(CudaStreams, OneContextsCallsOnAlternatingStreamsRunInOrder) {
   o.device = Device::cuda();
   const CompiledProgram cp = compile(*g, {Tensor::meta({n}, DType::kFloat32)}, o);
   Tensor xd = Tensor::zeros({n}, DType::kFloat32).to_device(Device::cuda());
-  const DeviceRuntime* runtime = device_runtime(DeviceType::kCuda);
+  const cuda::DeviceRuntime* runtime = &cuda::device_runtime();
   void* streams[2] = {runtime->create_stream(), runtime->create_stream()};
   for (bool graphs : {false, true}) {
     ExecutionContext ctx(cp.engine);
-    ctx.set_cuda_graph(graphs);
+    ctx.set_backend_option("cuda_graph", graphs ? "on" : "off");
     ctx.bind_input(0, xd);
     const int kCalls = 12;
     for (int i = 0; i < kCalls; ++i) ctx.execute(streams[i % 2]);
@@ -114,3 +115,5 @@ TEST(CudaStreams, OneContextsCallsOnAlternatingStreamsRunInOrder) {
 }
 
 }  // namespace
+
+#endif  // INPLACE_WITH_CUDA

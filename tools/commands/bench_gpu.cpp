@@ -218,17 +218,17 @@ int run_bench_gpu(const std::vector<std::string>& args) {
                     {"bytes_read", bytes},
                     {"aliased_reps_ms", a.rep_ms},
                     {"copy_back_reps_ms", cb.rep_ms},
-                    {"aliased_graph_captures", a.stats.graph_captures},
-                    {"aliased_graph_replays", a.stats.graph_replays},
+                    {"aliased_graph_captures", a.stats.counter("graph_captures")},
+                    {"aliased_graph_replays", a.stats.counter("graph_replays")},
                     {"aliased_host_scalar_reads", a.stats.host_scalar_reads},
-                    {"copy_back_graph_captures", cb.stats.graph_captures}});
+                    {"copy_back_graph_captures", cb.stats.counter("graph_captures")}});
     std::printf(
         "s_max %lld: aliased %.3f ms (no graph %.3f), "
         "copy-back %.3f ms, floor %.3f ms; aliased graph: %lld capture(s), %lld replays, %lld "
         "host scalar reads\n",
         (long long)s, a.best_ms, a_direct.best_ms, cb.best_ms,
-        static_cast<double>(bytes) / bw * 1e3, (long long)a.stats.graph_captures,
-        (long long)a.stats.graph_replays, (long long)a.stats.host_scalar_reads);
+        static_cast<double>(bytes) / bw * 1e3, (long long)a.stats.counter("graph_captures"),
+        (long long)a.stats.counter("graph_replays"), (long long)a.stats.host_scalar_reads);
     std::fflush(stdout);
     out["rows"] = rows;
     std::ofstream(out_path) << out.dump(1) << "\n";  // kept as it grows

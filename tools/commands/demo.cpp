@@ -247,13 +247,12 @@ int run_demo(const std::vector<std::string>& args) {
   std::printf("caches still the caller's tensors (same addresses): %s\n",
               same_address ? "yes" : "NO");
   if (!device.is_cpu()) {
-    const ContextStats& st = engine.decode_context().stats();
+    const ContextStats st = engine.decode_context().stats();
     std::printf(
         "on %s: CUDA graph %s (%lld capture(s), %lld replays); runtime scalars evaluated on the "
         "%s (%lld host reads)\n",
-        device.str().c_str(), cuda_graph ? "on" : "off", (long long)st.graph_captures,
-        (long long)st.graph_replays,
-        engine.decode_context().scalars_on_device() ? "device" : "host",
+        device.str().c_str(), cuda_graph ? "on" : "off", (long long)st.counter("graph_captures"),
+        (long long)st.counter("graph_replays"), st.counter("scalars_on_device") ? "device" : "host",
         (long long)st.host_scalar_reads);
   }
   if (check_steps > 0)

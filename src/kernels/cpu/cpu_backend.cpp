@@ -1,11 +1,13 @@
 // The cpu backend's registration: every kernel family of src/kernels/cpu, called once when the
 // kernel table is built, as register_cuda_backend does for src/kernels/cuda.
+#include "backend/backend.h"
 #include "backend/kernel_table.h"
 #include "kernels/cpu/registration.h"
 
 namespace inplace {
 
 void register_cpu_backend(KernelTable& table) {
+  register_backend(DeviceType::kCpu, cpu::make_backend());
   cpu::register_elementwise_kernels(table);
   cpu::register_kv_cache_kernels(table);
   cpu::register_rotary_kernels(table);

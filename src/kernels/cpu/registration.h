@@ -1,10 +1,15 @@
 // The cpu kernel families, each registering its ops into the kernel table (one file each), as
 // kernels/cuda/registration.h lists the CUDA ones.
 #pragma once
+#include <memory>
+
+#include "backend/backend.h"
 #include "backend/kernel_table.h"
 
 namespace inplace::cpu {
 
+// The cpu backend: prepares a plan into a CpuExecutable (cpu_executable.cpp).
+std::unique_ptr<Backend> make_backend();
 void register_elementwise_kernels(KernelTable& table);      // elementwise_kernels.cpp
 void register_kv_cache_kernels(KernelTable& table);         // kv_cache_update.cpp
 void register_rotary_kernels(KernelTable& table);           // rotary.cpp

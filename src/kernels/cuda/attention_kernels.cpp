@@ -4,6 +4,7 @@
 // filled prefix is read.
 #include <cmath>
 
+#include "kernels/cuda/call_data.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
 #include "ops/nn_args.h"
@@ -37,11 +38,11 @@ void sdpa(const Args& a, const std::vector<Tensor>& outs, const KernelContext& c
   if (t.has_mask) t.mask = operand(a[3].tensor, {B, H, L, S});
   t.causal = a[5].as_bool("scaled_dot_product_attention");
   t.scale = nn::sdpa_scale(a[6], q.size(3));
-  t.kv_len = ctx.extent;  // the key count of this call, when it is read on the device
+  t.kv_len = key_count(ctx);  // the key count of this call, when it is read on the device
   // The general path's split partials: the context's own scratch.
-  if (const size_t bytes = attention_workspace_bytes(t); bytes > 0 && ctx.workspace)
-    t.scratch = static_cast<float*>(ctx.workspace->get(kWorkspaceAttention, bytes));
-  attention(t, ctx.stream);
+  if (const size_t bytes = attention_workspace_bytes(t); bytes > 0 && workspace(ctx))
+    t.scratch = static_cast<float*>(workspace(ctx)->get(kWorkspaceAttention, bytes));
+  attention(t, ctx.queue);
 }
 
 }  // namespace

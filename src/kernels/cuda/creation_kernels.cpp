@@ -11,7 +11,7 @@ namespace {
 // A factory whose every element is one value (its row of ops/creation_args.h).
 Kernel filled(const creation::FilledDecl& d) {
   return [d](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-    fill(operand(outs[0]), creation::filled_value(d, args), ctx.stream);
+    fill(operand(outs[0]), creation::filled_value(d, args), ctx.queue);
   };
 }
 
@@ -22,7 +22,7 @@ Kernel arange_kernel(int start, int step) {
     const Scalar st = step >= 0 ? args[step].as_scalar("arange") : Scalar(int64_t{1});
     const bool ints = !is_floating(outs[0].dtype());
     arange(operand(outs[0]), ints ? static_cast<double>(s.to_int()) : s.to_double(),
-           ints ? static_cast<double>(st.to_int()) : st.to_double(), ctx.stream);
+           ints ? static_cast<double>(st.to_int()) : st.to_double(), ctx.queue);
   };
 }
 
@@ -36,7 +36,7 @@ void cat_kernel(const Args& args, const std::vector<Tensor>& outs, const KernelC
     const Tensor& t = v.tensor;
     if (t.dim() == 1 && t.numel() == 0 && out.dim() != 1) continue;
     const Tensor region = out.narrow(dim, at, t.size(dim));
-    copy_cast(operand(region), operand(t, region.shape()), ctx.stream);
+    copy_cast(operand(region), operand(t, region.shape()), ctx.queue);
     at += t.size(dim);
   }
 }
@@ -46,7 +46,7 @@ void stack_kernel(const Args& args, const std::vector<Tensor>& outs, const Kerne
   const int64_t dim = wrap_dim(args[1].as_int("stack"), out.dim(), "stack");
   for (size_t i = 0; i < args[0].items.size(); ++i) {
     const Tensor region = out.select(dim, static_cast<int64_t>(i));
-    copy_cast(operand(region), operand(args[0].items[i].tensor, region.shape()), ctx.stream);
+    copy_cast(operand(region), operand(args[0].items[i].tensor, region.shape()), ctx.queue);
   }
 }
 

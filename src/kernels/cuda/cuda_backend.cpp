@@ -2,6 +2,7 @@
 // every kernel family of src/kernels/cuda, called once when the kernel table is built.
 #include <cuda_runtime.h>
 
+#include "backend/backend.h"
 #include "backend/kernel_table.h"
 #include "core/device_allocator.h"
 #include "core/error.h"
@@ -64,7 +65,7 @@ void register_cuda_backend(KernelTable& table) {
   cuda::register_attention_kernels(table);
   cuda::register_rotary_kernels(table);
   cuda::register_linear_lowp_kernels(table);
-  cuda::register_cuda_runtime();
+  register_backend(DeviceType::kCuda, cuda::make_backend());
 }
 
 }  // namespace inplace

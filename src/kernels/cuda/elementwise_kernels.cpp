@@ -25,7 +25,7 @@ Kernel binary_kernel(const BinaryDecl& d) {
     const BinaryOp k = d.mode >= 0 ? elementwise::div_mode(args, d.mode) : d.op;
     binary(static_cast<int>(k), operand(outs[0]), at(args[d.a], shape, op),
            at(args[d.b], shape, op),
-           d.alpha >= 0 ? args[d.alpha].as_scalar(op) : Scalar(int64_t{1}), ctx.stream);
+           d.alpha >= 0 ? args[d.alpha].as_scalar(op) : Scalar(int64_t{1}), ctx.queue);
   };
 }
 
@@ -44,13 +44,13 @@ void register_unary(KernelTable& t) {
     t.add(DeviceType::kCuda, d.name,
           [kind](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
             unary(static_cast<int>(kind), operand(outs[0]),
-                  operand(args[0].tensor, outs[0].shape()), ctx.stream);
+                  operand(args[0].tensor, outs[0].shape()), ctx.queue);
           });
   }
   t.add(DeviceType::kCuda, "gelu",
         [](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
           unary(static_cast<int>(elementwise::gelu_kind(args[1])), operand(outs[0]),
-                operand(args[0].tensor), ctx.stream);
+                operand(args[0].tensor), ctx.queue);
         });
 }
 
@@ -65,7 +65,7 @@ void register_compare(KernelTable& t) {
           const elementwise::Operand b = elementwise::operand(args[1], name);
           const Shape& shape = outs[0].shape();
           compare(static_cast<int>(kind), operand(outs[0]), at(a, shape), at(b, shape),
-                  elementwise::result_type({&a, &b}), ctx.stream);
+                  elementwise::result_type({&a, &b}), ctx.queue);
         });
   }
 }
@@ -78,16 +78,16 @@ Kernel clamp_kernel(int lo, int hi) {
     const Operand out = operand(outs[0]);
     Operand self = at(args[0], shape, "clamp");
     const bool has_lo = lo >= 0 && !args[lo].is_none(), has_hi = hi >= 0 && !args[hi].is_none();
-    if (!has_lo && !has_hi) return copy_cast(out, self, ctx.stream);
+    if (!has_lo && !has_hi) return copy_cast(out, self, ctx.queue);
     const Scalar one(int64_t{1});
     if (has_lo) {
       binary(static_cast<int>(BinaryOp::kMaximum), out, self, at(args[lo], shape, "clamp"), one,
-             ctx.stream);
+             ctx.queue);
       self = out;
     }
     if (has_hi)
       binary(static_cast<int>(BinaryOp::kMinimum), out, self, at(args[hi], shape, "clamp"), one,
-             ctx.stream);
+             ctx.queue);
   };
 }
 
@@ -98,13 +98,13 @@ void register_select_and_copy(KernelTable& t) {
         [](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
           const Shape& shape = outs[0].shape();
           where(operand(outs[0]), operand(args[0].tensor, shape), at(args[1], shape, "where"),
-                at(args[2], shape, "where"), ctx.stream);
+                at(args[2], shape, "where"), ctx.queue);
         });
   t.add(C, "masked_fill",
         [](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
           const Shape& shape = outs[0].shape();
           where(operand(outs[0]), operand(args[1].tensor, shape), at(args[2], shape, "masked_fill"),
-                operand(args[0].tensor, shape), ctx.stream);
+                operand(args[0].tensor, shape), ctx.queue);
         });
   // out = the first argument, cast to out's dtype (clone, _to_copy, lift_fresh_copy). Nothing
   // to do when the engine placed the result on the argument itself (a mutated cache's write-back
@@ -112,7 +112,7 @@ void register_select_and_copy(KernelTable& t) {
   const Kernel copy_first = [](const Args& args, const std::vector<Tensor>& outs,
                                const KernelContext& ctx) {
     if (args[0].tensor.same_view(outs[0])) return;
-    copy_cast(operand(outs[0]), operand(args[0].tensor, outs[0].shape()), ctx.stream);
+    copy_cast(operand(outs[0]), operand(args[0].tensor, outs[0].shape()), ctx.queue);
   };
   for (const char* name : {"clone", "lift_fresh_copy", "_to_copy"}) t.add(C, name, copy_first);
   // The casts the cpu runs eagerly (a view when nothing changes, which the plan makes a view;
@@ -124,26 +124,26 @@ void register_select_and_copy(KernelTable& t) {
   const Kernel reshape_copy = [](const Args& args, const std::vector<Tensor>& outs,
                                  const KernelContext& ctx) {
     const Tensor& src = args[0].tensor;
-    copy_cast(operand(outs[0].view(src.shape())), operand(src), ctx.stream);
+    copy_cast(operand(outs[0].view(src.shape())), operand(src), ctx.queue);
   };
   for (const char* name : {"reshape", "reshape_as"}) t.add(C, name, reshape_copy);
   // copy(self, src): src broadcast to self's shape, cast to self's dtype.
   t.add(C, "copy", [](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
     if (args[1].is_tensor() && args[1].tensor.same_view(outs[0])) return;
-    copy_cast(operand(outs[0]), at(args[1], outs[0].shape(), "copy"), ctx.stream);
+    copy_cast(operand(outs[0]), at(args[1], outs[0].shape(), "copy"), ctx.queue);
   });
   t.add(C, "fill", [](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-    copy_cast(operand(outs[0]), at(args[1], outs[0].shape(), "fill"), ctx.stream);
+    copy_cast(operand(outs[0]), at(args[1], outs[0].shape(), "fill"), ctx.queue);
   });
   t.add(C, "zero", [](const Args&, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-    fill(operand(outs[0]), Scalar(int64_t{0}), ctx.stream);
+    fill(operand(outs[0]), Scalar(int64_t{0}), ctx.queue);
   });
   t.add_copy(C, [](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
     const Tensor& src = args[0].tensor;
     if (src.same_view(outs[0])) return;
     IP_CHECK(!src.may_overlap(outs[0]), kUnsupported,
              "[cuda] copy between overlapping views is not supported");
-    copy_cast(operand(outs[0]), operand(src, outs[0].shape()), ctx.stream);
+    copy_cast(operand(outs[0]), operand(src, outs[0].shape()), ctx.queue);
   });
 }
 

@@ -7,8 +7,8 @@
 // from L2) and every warp normalises x as it reads it. Included by linear_lowp.cu (one launch a
 // product).
 #pragma once
-#include "backend/device_runtime.h"
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/device_runtime.h"
 
 namespace inplace::cuda::gemv {
 

@@ -3,8 +3,8 @@
 // a map or a pair). A position outside the indexed dim is never dereferenced; it raises the
 // map's device error flag when one is set.
 #pragma once
-#include "backend/device_runtime.h"
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/device_runtime.h"
 
 namespace inplace::cuda::indexed {
 

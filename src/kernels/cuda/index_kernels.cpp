@@ -2,7 +2,9 @@
 // kv_cache_update, slice_scatter, select_scatter). Positions held in tensors are read by the
 // kernels from device memory. A scatter-like op first copies self into its result, skipped
 // when the engine placed the result on self (the same view).
+#include "kernels/cuda/call_data.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/launch_groups.h"
 #include "kernels/cuda/registration.h"
 #include "ops/index_ops_args.h"
 #include "ops/kv_cache_args.h"
@@ -40,7 +42,7 @@ Operand index_along(const Tensor& index, const Shape& shape, int64_t dim) {
 
 // A position outside the indexed dim raises the context's device error flag, naming the step.
 IndexMap with_errors(IndexMap m, const KernelContext& ctx) {
-  m.error = ctx.error;
+  m.error = error_flag(ctx);
   m.error_step = ctx.step;
   return m;
 }
@@ -70,9 +72,9 @@ bool index_select_map(const Args& a, const std::vector<Tensor>& outs, const Kern
 void index_select_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   IndexMap m;
   if (index_select_map(a, outs, ctx, &m))
-    index_read(m, ctx.stream);
+    index_read(m, ctx.queue);
   else
-    copy_cast(operand(outs[0]), operand(a[0].tensor, outs[0].shape()), ctx.stream);
+    copy_cast(operand(outs[0]), operand(a[0].tensor, outs[0].shape()), ctx.queue);
 }
 
 // Two index_select steps in one launch (a rotary table's cos and sin rows at the positions).
@@ -80,7 +82,7 @@ void index_select_pair(const Args& a1, const std::vector<Tensor>& o1, const Kern
                        const Args& a2, const std::vector<Tensor>& o2, const KernelContext& c2) {
   IndexMap m1, m2;
   if (index_select_map(a1, o1, c1, &m1) && index_select_map(a2, o2, c2, &m2))
-    return index_read_pair(m1, m2, c1.stream);
+    return index_read_pair(m1, m2, c1.queue);
   index_select_kernel(a1, o1, c1);
   index_select_kernel(a2, o2, c2);
 }
@@ -88,7 +90,7 @@ void index_select_pair(const Args& a1, const std::vector<Tensor>& o1, const Kern
 void gather_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   const Tensor& self = a[0].tensor;
   const Tensor& out = outs[0];
-  if (self.dim() == 0) return copy_cast(operand(out), operand(self, out.shape()), ctx.stream);
+  if (self.dim() == 0) return copy_cast(operand(out), operand(self, out.shape()), ctx.queue);
   const int64_t dim = gather_dim(self, a);
   IndexMap m;
   m.values = operand(out);
@@ -96,7 +98,7 @@ void gather_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelC
   m.index = operand(a[2].tensor, out.shape());
   m.unit = self.stride(dim);
   m.extent = self.size(dim);
-  index_read(with_errors(m, ctx), ctx.stream);
+  index_read(with_errors(m, ctx), ctx.queue);
 }
 
 // embedding(weight [V, D], indices [...]) -> [..., D].
@@ -109,15 +111,15 @@ void embedding_kernel(const Tensor& weight, const Tensor& indices, const Tensor&
   m.index = operand(indices.unsqueeze(indices.dim()), out.shape());
   m.unit = weight.stride(0);
   m.extent = weight.size(0);
-  index_read(with_errors(m, ctx), ctx.stream);
+  index_read(with_errors(m, ctx), ctx.queue);
 }
 
 void index_copy_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   const Tensor& self = a[0].tensor;
   const Tensor& out = outs[0];
   const Tensor& source = a[3].tensor;
-  copy_self(self, out, ctx.stream);
-  if (out.dim() == 0) return copy_cast(operand(out), operand(source, out.shape()), ctx.stream);
+  copy_self(self, out, ctx.queue);
+  if (out.dim() == 0) return copy_cast(operand(out), operand(source, out.shape()), ctx.queue);
   const int64_t dim = wrap_dim(a[1].as_int("index_copy"), out.dim(), "index_copy");
   const Tensor src = source.dim() == out.dim() ? source : source.unsqueeze(dim);
   IndexMap m;
@@ -126,7 +128,7 @@ void index_copy_kernel(const Args& a, const std::vector<Tensor>& outs, const Ker
   m.index = index_along(a[2].tensor, src.shape(), dim);
   m.unit = out.stride(dim);
   m.extent = out.size(dim);
-  index_write(with_errors(m, ctx), ctx.stream);
+  index_write(with_errors(m, ctx), ctx.queue);
 }
 
 }  // namespace
@@ -165,26 +167,26 @@ namespace {
 
 void kv_cache_update_kernel(const Args& a, const std::vector<Tensor>& outs,
                             const KernelContext& ctx) {
-  copy_self(a[kv_cache::kCache].tensor, outs[0], ctx.stream);
-  index_write(kv_cache_map(a, outs, ctx), ctx.stream);
+  copy_self(a[kv_cache::kCache].tensor, outs[0], ctx.queue);
+  index_write(kv_cache_map(a, outs, ctx), ctx.queue);
 }
 
 // A layer's k and v cache writes in one launch (the engine pairs the two steps).
 void kv_cache_update_pair(const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
                           const Args& a2, const std::vector<Tensor>& o2, const KernelContext& c2) {
-  copy_self(a1[kv_cache::kCache].tensor, o1[0], c1.stream);
-  copy_self(a2[kv_cache::kCache].tensor, o2[0], c2.stream);
-  index_write_pair(kv_cache_map(a1, o1, c1), kv_cache_map(a2, o2, c2), c1.stream);
+  copy_self(a1[kv_cache::kCache].tensor, o1[0], c1.queue);
+  copy_self(a2[kv_cache::kCache].tensor, o2[0], c2.queue);
+  index_write_pair(kv_cache_map(a1, o1, c1), kv_cache_map(a2, o2, c2), c1.queue);
 }
 
 // slice_scatter / select_scatter: self into out, then src into out's region.
 Kernel view_scatter(bool select) {
   return [=](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
     const Tensor& out = outs[0];
-    copy_self(a[0].tensor, out, ctx.stream);
+    copy_self(a[0].tensor, out, ctx.queue);
     const Tensor region = indexing::view_scatter_region(
         select ? indexing::ViewScatter::kSelect : indexing::ViewScatter::kSlice, out, a);
-    copy_cast(operand(region), operand(a[1].tensor, region.shape()), ctx.stream);
+    copy_cast(operand(region), operand(a[1].tensor, region.shape()), ctx.queue);
   };
 }
 
@@ -220,12 +222,12 @@ void index_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelCo
   m.unit = self.stride(dim);
   m.extent = self.size(dim);
   m.wrap_negative = true;
-  index_read(with_errors(m, ctx), ctx.stream);
+  index_read(with_errors(m, ctx), ctx.queue);
 }
 
 void index_put_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   const Tensor& out = outs[0];
-  copy_self(a[0].tensor, out, ctx.stream);
+  copy_self(a[0].tensor, out, ctx.queue);
   int64_t dim = 0;
   while (!a[1].items[dim].is_tensor()) ++dim;
   const Tensor& index = a[1].items[dim].tensor;
@@ -244,7 +246,7 @@ void index_put_kernel(const Args& a, const std::vector<Tensor>& outs, const Kern
   m.unit = out.stride(dim);
   m.extent = out.size(dim);
   m.wrap_negative = true;
-  index_write(with_errors(m, ctx), ctx.stream);
+  index_write(with_errors(m, ctx), ctx.queue);
 }
 
 }  // namespace
@@ -252,7 +254,7 @@ void index_put_kernel(const Args& a, const std::vector<Tensor>& outs, const Kern
 void register_index_kernels(KernelTable& t) {
   const auto C = DeviceType::kCuda;
   t.add(C, "index_select", index_select_kernel);
-  t.add_pair(C, "index_select", index_select_pair);
+  LaunchKernels::get().add_pair("index_select", index_select_pair);
   t.add(C, "gather", gather_kernel);
   t.add(C, "embedding",
         [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
@@ -268,7 +270,7 @@ void register_index_kernels(KernelTable& t) {
     });
   t.add(C, "index_copy", index_copy_kernel);
   t.add(C, "kv_cache_update", kv_cache_update_kernel);
-  t.add_pair(C, "kv_cache_update", kv_cache_update_pair);
+  LaunchKernels::get().add_pair("kv_cache_update", kv_cache_update_pair);
   t.add(C, "index_put", index_put_kernel, index_put_form);
   t.add(C, "index.Tensor", index_kernel, one_index_form);
   t.add(C, "_unsafe_index.Tensor", index_kernel, one_index_form);

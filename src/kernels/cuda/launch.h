@@ -8,15 +8,13 @@
 #include "core/scalar.h"
 #include "core/tensor.h"
 
-namespace inplace {
-class Workspace;
-}
-
 namespace inplace::cuda {
+
+class Workspace;  // call_data.h
 
 constexpr int kMaxDims = 8;
 
-// The slots of a context's workspace (KernelContext::workspace) this backend's kernels use.
+// The slots of a context's workspace (call_data.h) this backend's kernels use.
 constexpr int kWorkspaceAttention = 0;  // the general attention path's split partials
 constexpr int kWorkspaceBlas = 1;       // cuBLAS's workspace
 
@@ -93,7 +91,7 @@ struct IndexMap {
   int coord_dim = -1;
   bool wrap_negative = false;  // p < 0 means p + extent (index_put)
   // When set: a position outside [0, extent) also raises this device error flag (int32[4],
-  // backend/device_runtime.h) naming `error_step`, reported by the context after the call.
+  // device_runtime.h) naming `error_step`, reported by the context after the call.
   int32_t* error = nullptr;
   int32_t error_step = -1;
 };

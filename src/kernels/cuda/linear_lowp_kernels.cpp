@@ -4,6 +4,7 @@
 // and the two with an RMSNorm prologue (rms_norm_linear_bf16_weight, rms_norm_swiglu_bf16_weight:
 // fuse_norm_prologues), whose arguments are (x, norm_weight, eps, then the product's own).
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/launch_groups.h"
 #include "kernels/cuda/registration.h"
 #include "ops/kv_cache_args.h"
 #include "ops/linear_lowp_args.h"
@@ -98,7 +99,7 @@ GemvBf16 linear(const Args& a, const std::vector<Tensor>& outs) {
 }
 
 void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  gemv_bf16(linear(a, outs), ctx.stream);
+  gemv_bf16(linear(a, outs), ctx.queue);
 }
 
 void run_add(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
@@ -111,7 +112,7 @@ void run_add(const Args& a, const std::vector<Tensor>& outs, const KernelContext
   if (g.rows > 0 && g.n > 0) g.residual = static_cast<const float*>(a[kResidual].tensor.data_ptr());
   g.residual_stride = stride;
   g.epilogue = GemvEpilogue::kResidual;
-  gemv_bf16(g, ctx.stream);
+  gemv_bf16(g, ctx.queue);
 }
 
 GemvBf16 swiglu(const Args& a, const std::vector<Tensor>& outs, const char* op) {
@@ -123,7 +124,7 @@ GemvBf16 swiglu(const Args& a, const std::vector<Tensor>& outs, const char* op) 
 }
 
 void run_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  gemv_bf16(swiglu(a, outs, kSwiglu), ctx.stream);
+  gemv_bf16(swiglu(a, outs, kSwiglu), ctx.queue);
 }
 
 // The norm prologue: (x, norm_weight, eps, w, w2 or bias) as the product's (x, w, w2 or bias);
@@ -188,13 +189,13 @@ GemvBf16 norm_linear(const Args& a, const std::vector<Tensor>& outs) {
 }
 
 void run_norm_linear(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  gemv_bf16(norm_linear(a, outs), ctx.stream);
+  gemv_bf16(norm_linear(a, outs), ctx.queue);
 }
 
 void run_norm_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   GemvBf16 g = swiglu(product_args(a), outs, kNormSwiglu);
   add_norm(a, &g);
-  gemv_bf16(g, ctx.stream);
+  gemv_bf16(g, ctx.queue);
 }
 
 // kv_cache_update of a slice of the one-row product y, as a row write of its epilogue: the
@@ -243,7 +244,7 @@ WritesKernel with_row_writes(GemvBf16 (*product)(const Args&, const std::vector<
     for (int k = 0; k < n; ++k)
       if (!row_write_of(writes[k], g, &g.writes[g.n_writes++])) return false;
     if (!gemv_bf16_runs_writes(g)) return false;
-    gemv_bf16(g, p.ctx.stream);
+    gemv_bf16(g, p.ctx.queue);
     return true;
   };
 }
@@ -259,10 +260,10 @@ void register_linear_lowp_kernels(KernelTable& table) {
     const std::string why = supports_norm(a);
     return why.empty() ? supports_swiglu(product_args(a)) : why;
   });
-  table.add_epilogue_writes(DeviceType::kCuda, kLinear, "kv_cache_update",
-                            with_row_writes(linear, supports));
-  table.add_epilogue_writes(DeviceType::kCuda, kNormLinear, "kv_cache_update",
-                            with_row_writes(norm_linear, supports_norm_linear));
+  LaunchKernels::get().add_epilogue_writes(kLinear, "kv_cache_update",
+                                           with_row_writes(linear, supports));
+  LaunchKernels::get().add_epilogue_writes(kNormLinear, "kv_cache_update",
+                                           with_row_writes(norm_linear, supports_norm_linear));
 }
 
 }  // namespace inplace::cuda

@@ -8,8 +8,9 @@
 
 #include <optional>
 
-#include "backend/device_runtime.h"
+#include "kernels/cuda/call_data.h"
 #include "kernels/cuda/cublas_loader.h"
+#include "kernels/cuda/device_runtime.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
 
@@ -198,8 +199,8 @@ void run_matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alph
   Tensor o = out;
   if (a_vec) o = o.unsqueeze(o.dim() - (b_vec ? 0 : 1));
   if (b_vec) o = o.unsqueeze(o.dim());
-  matmul(a_vec ? a.unsqueeze(0) : a, b_vec ? b.unsqueeze(1) : b, o, alpha, beta, ctx.stream,
-         ctx.workspace);
+  matmul(a_vec ? a.unsqueeze(0) : a, b_vec ? b.unsqueeze(1) : b, o, alpha, beta, ctx.queue,
+         workspace(ctx));
 }
 
 const Scalar kOne(int64_t{1}), kZero(int64_t{0});
@@ -218,14 +219,14 @@ void register_matrix_kernels(KernelTable& t) {
                                 const KernelContext& ctx) {
     const Scalar beta = a[3].as_scalar("addmm"), alpha = a[4].as_scalar("addmm");
     if (beta.to_double() != 0.0)
-      copy_cast(operand(outs[0]), operand(a[0].tensor, outs[0].shape()), ctx.stream);
-    matmul(a[1].tensor, a[2].tensor, outs[0], alpha, beta, ctx.stream, ctx.workspace);
+      copy_cast(operand(outs[0]), operand(a[0].tensor, outs[0].shape()), ctx.queue);
+    matmul(a[1].tensor, a[2].tensor, outs[0], alpha, beta, ctx.queue, workspace(ctx));
   };
   t.add(C, "addmm", add_product);
   t.add(C, "baddbmm", add_product);
   t.add(C, "linear", [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
     const bool has_bias = !a[2].is_none();
-    if (has_bias) copy_cast(operand(outs[0]), operand(a[2].tensor, outs[0].shape()), ctx.stream);
+    if (has_bias) copy_cast(operand(outs[0]), operand(a[2].tensor, outs[0].shape()), ctx.queue);
     run_matmul(a[0].tensor, a[1].tensor.t(), outs[0], kOne, has_bias ? kOne : kZero, ctx);
   });
 }

@@ -58,7 +58,7 @@ Kernel reduction(RowOp op, const char* name, int dim_index) {
   return [=](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
     const Tensor& x = a[0].tensor;
     reduce(op, x, dims_of(x, dim_index >= 0 ? a[dim_index] : Value::none(), name), outs[0],
-           ctx.stream);
+           ctx.queue);
   };
 }
 
@@ -78,10 +78,10 @@ Kernel softmax(bool log) {
     t.compute = outs[0].dtype();
     if (x.numel() == 0) return;
     if (x.dim() == 0 || x.size(dim) == 1) {  // a single element per row: 1, or 0 for log
-      fill(operand(outs[0]), Scalar(log ? int64_t{0} : int64_t{1}), ctx.stream);
+      fill(operand(outs[0]), Scalar(log ? int64_t{0} : int64_t{1}), ctx.queue);
       return;
     }
-    row_op(t, ctx.stream);
+    row_op(t, ctx.queue);
   };
 }
 
@@ -113,7 +113,7 @@ Kernel norm(bool layer) {
     }
     (void)trailing;
     if (x.numel() == 0) return;
-    row_op(t, ctx.stream);
+    row_op(t, ctx.queue);
   };
 }
 
@@ -137,8 +137,8 @@ void register_reduction_kernels(KernelTable& t) {
             task.in = split(x, dims_of(x, dim, name));
             task.out = split(outs[0], std::vector<bool>(outs[0].dim(), false));
             if (numel(task.in.cols) == 0 || x.dim() == 0)  // a 0-d input: index 0
-              return fill(operand(outs[0]), Scalar(int64_t{0}), ctx.stream);
-            row_op(task, ctx.stream);
+              return fill(operand(outs[0]), Scalar(int64_t{0}), ctx.queue);
+            row_op(task, ctx.queue);
           });
   t.add(C, "softmax.int", softmax(false));
   t.add(C, "log_softmax.int", softmax(true));

@@ -1,5 +1,8 @@
 // The CUDA kernel families, each registering its ops into the kernel table (one file each).
 #pragma once
+#include <memory>
+
+#include "backend/backend.h"
 #include "backend/kernel_table.h"
 #include "kernels/cuda/launch.h"
 
@@ -13,7 +16,8 @@ void register_index_kernels(KernelTable& table);        // index_kernels.cpp
 void register_attention_kernels(KernelTable& table);    // attention_kernels.cpp
 void register_rotary_kernels(KernelTable& table);       // rotary_kernels.cpp
 void register_linear_lowp_kernels(KernelTable& table);  // linear_lowp_kernels.cpp
-void register_cuda_runtime();                           // runtime.cu (streams, graphs, scalars)
+// The CUDA backend: prepares a plan into a CudaExecutable (cuda_executable.cpp).
+std::unique_ptr<Backend> make_backend();
 
 // kv_cache_update(cache, update, start, index) into outs[0] as an index write (index_kernels.cpp;
 // also the GEMV's epilogue writes): slot l of row b goes to start[b] + l, or to index[l] /

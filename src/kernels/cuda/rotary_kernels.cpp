@@ -12,7 +12,7 @@ void register_rotary_kernels(KernelTable& table) {
               const Tensor& out = outs[0];
               rotary(operand(out), operand(a[rotary::kX].tensor, out.shape()),
                      operand(a[rotary::kCos].tensor, out.shape()),
-                     operand(a[rotary::kSin].tensor, out.shape()), ctx.stream);
+                     operand(a[rotary::kSin].tensor, out.shape()), ctx.queue);
             });
 }
 

@@ -1,11 +1,11 @@
-// The CUDA runtime behind backend/device_runtime.h: streams, events, pinned memory, graph
+// The CUDA runtime behind device_runtime.h: streams, events, pinned memory, graph
 // capture and replay, and the one-thread kernel that evaluates an engine's runtime scalars
 // into device slots (so a decode step never reads its position on the host).
 #include <cstring>
 
-#include "backend/device_runtime.h"
 #include "backend/symbolic.h"
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/device_runtime.h"
 
 namespace inplace::cuda {
 
@@ -206,9 +206,9 @@ class CudaRuntime final : public DeviceRuntime {
 
 }  // namespace
 
-void register_cuda_runtime() {
+const DeviceRuntime& device_runtime() {
   static const CudaRuntime runtime;
-  register_device_runtime(DeviceType::kCuda, &runtime);
+  return runtime;
 }
 
 }  // namespace inplace::cuda

@@ -1,9 +1,11 @@
 // Which steps of a plan share a launch on a GPU (docs/cuda.md, "Execution on a stream").
-#include "engine/launch_groups.h"
+#include "kernels/cuda/launch_groups.h"
 
 #include <algorithm>
 
-namespace inplace {
+#include "core/error.h"
+
+namespace inplace::cuda {
 
 namespace {
 
@@ -50,7 +52,7 @@ bool pairable(const Plan& plan, const Step& a, const Step& b) {
 // How many steps right after q (at most kMaxEpilogueWrites) write rows of step q's result into
 // bindings through one epilogue-writes kernel: each reads the product, writes only bindings that
 // step q does not touch, and is independent of the others. 0: none.
-int epilogue_writes(const Plan& plan, size_t q, DeviceType device, const WritesKernel** kernel) {
+int epilogue_writes(const Plan& plan, size_t q, const WritesKernel** kernel) {
   const Step& a = plan.steps[q];
   *kernel = nullptr;
   if (a.kind != StepKind::kOut || !a.op || a.outs.size() != 1 ||
@@ -60,7 +62,7 @@ int epilogue_writes(const Plan& plan, size_t q, DeviceType device, const WritesK
   for (size_t r = q + 1; r < plan.steps.size() && n < kMaxEpilogueWrites; ++r) {
     const Step& b = plan.steps[r];
     if (b.kind != StepKind::kOut || !b.op) break;
-    const WritesKernel* k = KernelTable::get().find_epilogue_writes(*a.op, *b.op, device);
+    const WritesKernel* k = LaunchKernels::get().find_epilogue_writes(*a.op, *b.op);
     bool ok = k && (!*kernel || k == *kernel) && writes_only(b, {BufferKind::kInput}) &&
               uses(plan, b, a.outs[0].buffer);
     for (const TensorRef& o : b.outs) ok = ok && !uses(plan, a, o.buffer);
@@ -74,17 +76,50 @@ int epilogue_writes(const Plan& plan, size_t q, DeviceType device, const WritesK
 
 }  // namespace
 
-LaunchGroups plan_launch_groups(const Plan& plan, DeviceType device) {
+LaunchKernels& LaunchKernels::get() {
+  static LaunchKernels k;
+  return k;
+}
+
+void LaunchKernels::add_pair(const std::string& name, PairKernel kernel) {
+  const std::vector<const OpDef*>& ops = Registry::get().overloads(name);
+  IP_ASSERT(!ops.empty(), "pair kernels are registered for registered ops");
+  for (const OpDef* op : ops) pairs_[op] = kernel;
+}
+
+const PairKernel* LaunchKernels::find_pair(const OpDef& op) const {
+  auto it = pairs_.find(&op);
+  return it == pairs_.end() ? nullptr : &it->second;
+}
+
+void LaunchKernels::add_epilogue_writes(const std::string& product, const std::string& write,
+                                        WritesKernel kernel) {
+  const Registry& registry = Registry::get();
+  const std::vector<const OpDef*>&products = registry.overloads(product),
+                          &writes = registry.overloads(write);
+  IP_ASSERT(!products.empty() && !writes.empty(), "fused writes are registered for registered ops");
+  for (const OpDef* p : products)
+    for (const OpDef* w : writes) epilogue_writes_[{p, w}] = kernel;
+}
+
+const WritesKernel* LaunchKernels::find_epilogue_writes(const OpDef& product,
+                                                        const OpDef& write) const {
+  auto it = epilogue_writes_.find({&product, &write});
+  return it == epilogue_writes_.end() ? nullptr : &it->second;
+}
+
+LaunchGroups plan_launch_groups(const Plan& plan) {
+  KernelTable::get();  // registers the joined-launch kernels with the others
   const size_t n = plan.steps.size();
   LaunchGroups g;
   g.writes.assign(n, nullptr);
   g.write_count.assign(n, 0);
-  for (size_t q = 0; q < n; ++q) g.write_count[q] = epilogue_writes(plan, q, device, &g.writes[q]);
+  for (size_t q = 0; q < n; ++q) g.write_count[q] = epilogue_writes(plan, q, &g.writes[q]);
   g.pair.assign(n, nullptr);
   for (size_t q = 0; q + 1 < n; ++q) {
     const Step& a = plan.steps[q];
     if (!a.op || !pairable(plan, a, plan.steps[q + 1])) continue;
-    if (const PairKernel* k = KernelTable::get().find_pair(*a.op, device)) {
+    if (const PairKernel* k = LaunchKernels::get().find_pair(*a.op)) {
       g.pair[q] = k;
       ++q;  // q + 1 is taken
     }
@@ -92,4 +127,4 @@ LaunchGroups plan_launch_groups(const Plan& plan, DeviceType device) {
   return g;
 }
 
-}  // namespace inplace
+}  // namespace inplace::cuda

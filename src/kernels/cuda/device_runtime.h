@@ -1,7 +1,7 @@
-// What an execution context needs from a GPU runtime beyond kernels and memory: streams and
+// What the CUDA executable needs from the CUDA runtime beyond kernels and memory: streams and
 // events, asynchronous copies, graph capture and replay, and the device-side evaluation of
-// runtime scalars. The CUDA backend registers one at start-up (like its allocator), so the
-// engine never depends on a device library. Handles are opaque pointers of that runtime.
+// runtime scalars (runtime.cu), behind plain C++ so that the executable's .cpp files are
+// compiled without CUDA headers. Handles are opaque pointers of that runtime.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include "core/device.h"
 #include "core/tensor.h"
 
-namespace inplace {
+namespace inplace::cuda {
 
 // One input a device scalar program reads: its memory, dtype and element count, and the range
 // its value must lie in (checked on the device; lo > hi when none was declared).
@@ -58,7 +58,7 @@ class DeviceRuntime {
   virtual void launch_graph(void* graph, void* stream) const = 0;
   virtual void destroy_graph(void* graph) const = 0;
   // Evaluates `count` scalar programs (`code`: device memory, the encoding of
-  // engine/device_scalars.h) into `slots` (int64 device memory), reading `inputs` (device memory,
+  // device_scalars.h) into `slots` (int64 device memory), reading `inputs` (device memory,
   // DeviceScalarInput each); errors go to `error`. One tiny kernel.
   virtual void eval_scalars(const int64_t* code, int64_t count, const DeviceScalarInput* inputs,
                             int64_t* slots, int32_t* error, void* stream) const = 0;
@@ -70,8 +70,7 @@ class DeviceRuntime {
 void keep_for_graph(const Tensor& t);
 void set_graph_keep_alive(std::vector<Tensor>* list);
 
-void register_device_runtime(DeviceType type, const DeviceRuntime* runtime);
-// nullptr when no backend serves `type` (the cpu has none).
-const DeviceRuntime* device_runtime(DeviceType type);
+// The CUDA runtime (runtime.cu).
+const DeviceRuntime& device_runtime();
 
-}  // namespace inplace
+}  // namespace inplace::cuda

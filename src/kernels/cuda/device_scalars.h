@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "backend/device_runtime.h"
 #include "backend/plan.h"
+#include "kernels/cuda/device_runtime.h"
 
-namespace inplace {
+namespace inplace::cuda {
 
 // The host value of a scalar used as a prefix end when the device evaluates it: past the end
 // of any dim, so the view's refresh gives its bound (a slice end clamps to the dim).
@@ -31,4 +31,4 @@ struct DeviceScalarPlan {
 // encodes the programs when it can.
 DeviceScalarPlan plan_device_scalars(const Plan& plan);
 
-}  // namespace inplace
+}  // namespace inplace::cuda

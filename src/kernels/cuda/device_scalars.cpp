@@ -1,4 +1,4 @@
-#include "engine/device_scalars.h"
+#include "kernels/cuda/device_scalars.h"
 
 #include <algorithm>
 #include <map>
@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace inplace {
+namespace inplace::cuda {
 
 namespace {
 
@@ -159,4 +159,4 @@ DeviceScalarPlan plan_device_scalars(const Plan& plan) {
   return d;
 }
 
-}  // namespace inplace
+}  // namespace inplace::cuda

@@ -1,12 +1,14 @@
-// Which engines evaluate their runtime scalars on the device (engine/device_scalars.h): decided
-// from the plan alone, so it is tested here on cpu plans seen as if built for a GPU.
+// Which engines evaluate their runtime scalars on the device (kernels/cuda/device_scalars.h; built
+// with the CUDA backend only): decided from the plan alone, so it is tested here on cpu plans seen
+// as if built for a GPU.
 #include <gtest/gtest.h>
 
 #include "compiler/compile.h"
-#include "engine/device_scalars.h"
 #include "ir/builder.h"
+#include "kernels/cuda/device_scalars.h"
 #include "models/llama.h"
 
+#ifdef INPLACE_WITH_CUDA
 using namespace inplace;
 
 namespace {
@@ -24,7 +26,7 @@ TEST(DeviceScalars, LlamaDecodeAndPrefillReadTheirKeyCountOnTheDevice) {
     auto g = tokens == 1 ? models::llama_decode_graph(c, w) : models::llama_prefill_graph(c, w);
     auto cp = compile(*g, models::llama_example_inputs(c, tokens));
     const Plan plan = as_if_on_gpu(*cp.engine);
-    const DeviceScalarPlan d = plan_device_scalars(plan);
+    const cuda::DeviceScalarPlan d = cuda::plan_device_scalars(plan);
     ASSERT_TRUE(d.on_device) << d.why_not;
     int attention = 0;
     for (size_t q = 0; q < plan.steps.size(); ++q)
@@ -49,10 +51,12 @@ TEST(DeviceScalars, ASelectAtAPositionKeepsTheHostPath) {
   Tensor xs = Tensor::zeros({4, 3}, DType::kFloat32);
   Tensor ps = Tensor::zeros({1}, DType::kInt64);
   auto cp = compile(*g, {xs, ps});
-  const DeviceScalarPlan d = plan_device_scalars(as_if_on_gpu(*cp.engine));
+  const cuda::DeviceScalarPlan d = cuda::plan_device_scalars(as_if_on_gpu(*cp.engine));
   EXPECT_FALSE(d.on_device);
   EXPECT_NE(d.why_not.find("runtime int"), std::string::npos) << d.why_not;
-  EXPECT_FALSE(plan_device_scalars(cp.engine->plan()).on_device);  // a cpu engine
+  EXPECT_FALSE(cuda::plan_device_scalars(cp.engine->plan()).on_device);  // a cpu engine
 }
 
 }  // namespace
+
+#endif  // INPLACE_WITH_CUDA

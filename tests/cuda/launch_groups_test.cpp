@@ -1,24 +1,19 @@
-// Which steps share a launch on a GPU (engine/launch_groups.h), decided from the plan and the
-// kernel table alone, so it is tested here on the cpu against the cuda kernel table: a decoder
-// layer's k and v cache writes join its q/k/v product (bf16 weights) or pair up (float32
-// weights, cuBLAS products), the rotary table's two reads pair up, and temporaries pair only
-// when their planned memory does not overlap.
+// Which steps share a launch on a GPU (kernels/cuda/launch_groups.h; built with the CUDA backend
+// only), decided from the plan and the kernel table alone, so it is tested here on the cpu against
+// the cuda kernel table: a decoder layer's k and v cache writes join its q/k/v product (bf16
+// weights) or pair up (float32 weights, cuBLAS products), the rotary table's two reads pair up, and
+// temporaries pair only when their planned memory does not overlap.
 #include <gtest/gtest.h>
 
 #include "backend/kernel_table.h"
 #include "compiler/compile.h"
-#include "engine/launch_groups.h"
+#include "kernels/cuda/launch_groups.h"
 #include "models/llama.h"
 #include "ops/registry.h"
 
+#ifdef INPLACE_WITH_CUDA
 namespace inplace {
 namespace {
-
-#ifdef INPLACE_WITH_CUDA
-#define IP_REQUIRE_CUDA_BUILD()
-#else
-#define IP_REQUIRE_CUDA_BUILD() GTEST_SKIP() << "built without the CUDA backend"
-#endif
 
 // The decode engine as a GPU compile makes it (the q/k/v merge and the norm prologues on),
 // compiled for the cpu: the same steps.
@@ -37,10 +32,9 @@ std::string op_of(const Step& s) {
 }
 
 TEST(LaunchGroups, ALayersCacheWritesJoinItsQkvProduct) {
-  IP_REQUIRE_CUDA_BUILD();
   auto e = decode_engine(DType::kBFloat16);
   const Plan& plan = e->plan();
-  const LaunchGroups g = plan_launch_groups(plan, DeviceType::kCuda);
+  const cuda::LaunchGroups g = cuda::plan_launch_groups(plan);
   int groups = 0, pairs = 0, joined = 0;
   for (size_t q = 0; q < plan.steps.size(); ++q) {
     if (g.write_count[q] > 0) {
@@ -64,14 +58,13 @@ TEST(LaunchGroups, ALayersCacheWritesJoinItsQkvProduct) {
   }
   EXPECT_EQ(groups, 2);  // one a layer; the LM head's product has no writes after it
   EXPECT_EQ(pairs, 1);   // cos and sin
-  EXPECT_EQ(joined, 5);  // what ContextStats::joined_steps counts on the GPU
+  EXPECT_EQ(joined, 5);  // what the cuda backend counts as joined_steps
 }
 
 TEST(LaunchGroups, Float32WeightsPairTheCacheWrites) {
-  IP_REQUIRE_CUDA_BUILD();
   auto e = decode_engine(DType::kFloat32);
   const Plan& plan = e->plan();
-  const LaunchGroups g = plan_launch_groups(plan, DeviceType::kCuda);
+  const cuda::LaunchGroups g = cuda::plan_launch_groups(plan);
   int kv_pairs = 0;
   for (size_t q = 0; q < plan.steps.size(); ++q) {
     EXPECT_EQ(g.write_count[q], 0) << plan.steps[q].node;  // cuBLAS products: no epilogue
@@ -83,7 +76,6 @@ TEST(LaunchGroups, Float32WeightsPairTheCacheWrites) {
 // Two independent index_select steps into temporaries: paired when their arena ranges are
 // apart, not when the memory plan made them share bytes.
 TEST(LaunchGroups, TemporariesPairOnlyWhenTheirMemoryIsApart) {
-  IP_REQUIRE_CUDA_BUILD();
   const OpDef* op = Registry::get().find("index_select");
   ASSERT_NE(op, nullptr);
   auto step = [&](int out, int table) {
@@ -100,14 +92,16 @@ TEST(LaunchGroups, TemporariesPairOnlyWhenTheirMemoryIsApart) {
   Plan plan;
   plan.steps = {step(0, 0), step(1, 1)};
   plan.arena = {{0, 16}, {16, 16}};
-  EXPECT_NE(plan_launch_groups(plan, DeviceType::kCuda).pair[0], nullptr);
+  EXPECT_NE(cuda::plan_launch_groups(plan).pair[0], nullptr);
   plan.arena = {{0, 16}, {8, 16}};
-  EXPECT_EQ(plan_launch_groups(plan, DeviceType::kCuda).pair[0], nullptr);
+  EXPECT_EQ(cuda::plan_launch_groups(plan).pair[0], nullptr);
   // The second reading what the first writes: never.
   plan.arena = {{0, 16}, {16, 16}};
   plan.steps[1].tensors[0].ref.buffer = {BufferKind::kArena, 0};
-  EXPECT_EQ(plan_launch_groups(plan, DeviceType::kCuda).pair[0], nullptr);
+  EXPECT_EQ(cuda::plan_launch_groups(plan).pair[0], nullptr);
 }
 
 }  // namespace
 }  // namespace inplace
+
+#endif  // INPLACE_WITH_CUDA

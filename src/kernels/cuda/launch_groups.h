@@ -1,0 +1,71 @@
+// Which steps of a plan share a launch on a GPU, decided once when a context is made (each
+// launch costs a few microseconds whatever it moves):
+// - epilogue writes: a product step and up to two steps right after it that read slices of its
+//   result and write only bindings the product does not touch (a decoder layer's q/k/v GEMV and
+//   its k and v kv_cache_update), when the kernel table has a kernel for the two ops
+//   (LaunchKernels::add_epilogue_writes); that kernel may still refuse a form at run time;
+// - pairs: two adjacent steps of one op with a pair kernel (LaunchKernels::add_pair) that write
+//   bindings or temporaries, neither reading or writing memory the other writes (temporaries
+//   compared by their planned arena ranges).
+// A run takes a group of epilogue writes first; a pair inside it runs when the kernel refuses.
+#pragma once
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backend/kernel_table.h"
+#include "backend/plan.h"
+
+namespace inplace::cuda {
+
+// Two independent steps of one op in one launch (a decoder layer's two kv_cache_update steps,
+// k and v): computes op(a1) into o1 and op(a2) into o2 exactly as two calls of the op's kernel
+// would. Steps are paired when neither reads or writes what the other writes.
+using PairKernel =
+    std::function<void(const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
+                       const Args& a2, const std::vector<Tensor>& o2, const KernelContext& c2)>;
+
+// One step's operands, results and launch context.
+struct StepCall {
+  const Args* args = nullptr;
+  const std::vector<Tensor>* outs = nullptr;
+  KernelContext ctx;
+};
+// A product step and the row writes right after it that read its result (a decoder layer's
+// q/k/v GEMV, then its k and v kv_cache_update into the caches) in one launch: computes the
+// product and, from its epilogue, does each write exactly as the steps in order would. Returns
+// false, having launched nothing, when the operands are not a form it fuses; the executable
+// then runs the steps one by one. At most kMaxEpilogueWrites writes.
+constexpr int kMaxEpilogueWrites = 2;
+using WritesKernel = std::function<bool(const StepCall& product, const StepCall* writes, int n)>;
+
+// The joined-launch kernels of this backend, registered with its kernels.
+class LaunchKernels {
+ public:
+  static LaunchKernels& get();
+  // A pair kernel for every overload of `name` (its kernel registered with add before).
+  void add_pair(const std::string& name, PairKernel kernel);
+  // A kernel for a step of `product` followed by steps of `write` (every overload of each).
+  void add_epilogue_writes(const std::string& product, const std::string& write,
+                           WritesKernel kernel);
+  const PairKernel* find_pair(const OpDef& op) const;
+  const WritesKernel* find_epilogue_writes(const OpDef& product, const OpDef& write) const;
+
+ private:
+  std::unordered_map<const OpDef*, PairKernel> pairs_;
+  std::map<std::pair<const OpDef*, const OpDef*>, WritesKernel> epilogue_writes_;
+};
+
+struct LaunchGroups {
+  // writes[q]: step q and the write_count[q] steps after it run through this kernel (null: no).
+  std::vector<const WritesKernel*> writes;
+  std::vector<int> write_count;
+  // pair[q]: steps q and q + 1 run as one launch through this kernel (null: not paired).
+  std::vector<const PairKernel*> pair;
+};
+
+LaunchGroups plan_launch_groups(const Plan& plan);
+
+}  // namespace inplace::cuda
