@@ -64,6 +64,7 @@ void register_cuda_backend(KernelTable& table) {
   cuda::register_attention_kernels(table);
   cuda::register_rotary_kernels(table);
   cuda::register_linear_lowp_kernels(table);
+  cuda::register_fused_pointwise_kernels(table);
   cuda::register_cuda_runtime();
 }
 
