@@ -19,7 +19,7 @@ std::vector<Tensor> seeded(const Graph& g, uint32_t seed) {
         t.data<int64_t>()[i] = p->name == "input_ids" ? (seed * 31 + i) % 128 : seed % 32;
       out.push_back(t);
     } else if (*p->meta.dtype == DType::kBool) {
-      out.push_back(Tensor::ones(*p->meta.shape, DType::kBool));
+      out.push_back(Tensor::full(*p->meta.shape, Scalar(true), DType::kBool));
     } else {
       out.push_back(seeded_uniform(*p->meta.shape, seed * 17 + static_cast<uint32_t>(out.size()))
                         .to(*p->meta.dtype));
