@@ -208,6 +208,10 @@ void register_fused_pointwise_ops(Registry& r) {
         return std::vector<Tensor>{Tensor::meta(shape, p.out)};
       },
       nullptr);
+  // Each element reads only its own inputs' elements: the engine may place the result on an
+  // input of identical layout (a state updated by a chain); both kernels read an element's
+  // inputs before writing it.
+  r.tag({"fused_pointwise"}, kPointwise);
 }
 
 }  // namespace inplace
