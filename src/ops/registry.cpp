@@ -6,6 +6,9 @@
 
 namespace inplace {
 
+// ops/fused_pointwise_ops.cpp (declared here: the family is written by a pass, not by users).
+void register_fused_pointwise_ops(Registry& r);
+
 namespace {
 const std::vector<const OpDef*> kNoOverloads;
 }
@@ -34,6 +37,7 @@ const Registry& Registry::get() {
     register_export_assert_ops(*r);
     register_conv_ops(*r);
     register_rotary_ops(*r);
+    register_fused_pointwise_ops(*r);
     return r;
   }();
   return *registry;

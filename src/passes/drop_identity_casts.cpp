@@ -13,24 +13,6 @@ namespace inplace {
 
 namespace {
 
-// Whether every argument of the cast other than its input asks for nothing but `dtype`.
-bool only_dtype(const ResolvedCall& rc, DType dtype) {
-  const Schema& s = rc.op->schema;
-  for (size_t i = 1; i < rc.args.size() && i < s.args.size(); ++i) {
-    const std::string& name = s.args[i].name;
-    const Value& v = rc.args[i];
-    if (v.is_none()) continue;
-    if (name == "dtype" && v.kind == Value::Kind::kDType && v.dtype == dtype) continue;
-    if ((name == "non_blocking" || name == "copy") && v.kind == Value::Kind::kBool && !v.b)
-      continue;
-    if (name == "layout" && v.kind == Value::Kind::kString && v.s == "torch.strided") continue;
-    if (name == "device" && v.kind == Value::Kind::kDevice && v.s == "cpu") continue;
-    if (name == "pin_memory" && v.kind == Value::Kind::kBool && !v.b) continue;
-    return false;
-  }
-  return true;
-}
-
 class DropIdentityCastsPass : public Pass {
  public:
   std::string name() const override { return "drop_identity_casts"; }
@@ -45,7 +27,7 @@ class DropIdentityCastsPass : public Pass {
       const Tensor* xm = metas.tensor(x);
       const Tensor* nm = metas.tensor(n);
       if (!xm || !nm || xm->dtype() != nm->dtype() || xm->shape() != nm->shape() ||
-          !only_dtype(rc, xm->dtype()))
+          !cast_only_to_dtype(rc, xm->dtype()))
         continue;
       bool calls_only = true;
       for (Node* u : g.users(n)) calls_only &= u->is_call();

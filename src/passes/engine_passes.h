@@ -79,4 +79,8 @@ std::unique_ptr<Pass> make_fuse_norm_prologues_pass();
 // rotary_cols arguments); the ranges must tile a prefix of the columns that nothing else reads.
 std::unique_ptr<Pass> make_fuse_rotary_epilogues_pass();
 
+// fuse_pointwise (after the named fusions): chains of elementwise ops whose intermediates nothing
+// else reads become one fused_pointwise step each, bitwise the unfused chain on the cpu.
+std::unique_ptr<Pass> make_fuse_pointwise_pass();
+
 }  // namespace inplace

@@ -41,4 +41,21 @@ bool Emitter::made(const Node* n) const {
   return made_.count(n) != 0;
 }
 
+bool cast_only_to_dtype(const ResolvedCall& rc, DType dtype) {
+  const Schema& s = rc.op->schema;
+  for (size_t i = 1; i < rc.args.size() && i < s.args.size(); ++i) {
+    const std::string& name = s.args[i].name;
+    const Value& v = rc.args[i];
+    if (v.is_none()) continue;
+    if (name == "dtype" && v.kind == Value::Kind::kDType && v.dtype == dtype) continue;
+    if ((name == "non_blocking" || name == "copy") && v.kind == Value::Kind::kBool && !v.b)
+      continue;
+    if (name == "layout" && v.kind == Value::Kind::kString && v.s == "torch.strided") continue;
+    if (name == "device" && v.kind == Value::Kind::kDevice && v.s == "cpu") continue;
+    if (name == "pin_memory" && v.kind == Value::Kind::kBool && !v.b) continue;
+    return false;
+  }
+  return true;
+}
+
 }  // namespace inplace

@@ -20,6 +20,10 @@ std::string canonical_target(const OpDef& op);
 // The canonical op name a call node runs ("add", "linear_bf16_weight"); empty for other nodes.
 std::string op_name(const Node* n);
 
+// Whether every argument of a cast (to, _to_copy) other than its input asks for nothing but
+// `dtype`: no device, layout, memory format or copy beyond the defaults.
+bool cast_only_to_dtype(const ResolvedCall& rc, DType dtype);
+
 // Whether any overload of `name` is registered ("reshape_as").
 bool has_op(const std::string& name);
 // Whether the op's (first) result is a tensor.

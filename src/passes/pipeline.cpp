@@ -45,6 +45,7 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   passes.push_back(make_merge_sibling_linears_pass());
   passes.push_back(make_fuse_norm_prologues_pass());
   passes.push_back(make_fuse_rotary_epilogues_pass());
+  passes.push_back(make_fuse_pointwise_pass());
   return passes;
 }
 
@@ -63,7 +64,8 @@ std::vector<std::string> pass_names(const std::vector<std::unique_ptr<Pass>>& pa
 namespace {
 // Rewrites that only make the program faster: leaving one out keeps it correct.
 const char* const kOptionalRewrites[] = {"drop_identity_casts", "recognize_attention",
-                                         "canonicalize_repeat_kv", "attend_filled_prefix"};
+                                         "canonicalize_repeat_kv", "attend_filled_prefix",
+                                         "fuse_pointwise"};
 
 bool is_optional_rewrite(const std::string& name) {
   for (const char* r : kOptionalRewrites)

@@ -24,13 +24,13 @@ TEST(Pipeline, PassesRunInTheDocumentedOrder) {
 }
 
 TEST(Pipeline, EnginePassesFollowFunctionalization) {
-  EXPECT_EQ(
-      pass_names(engine_passes()),
-      (std::vector<std::string>{
-          "drop_eval_dropout", "lift_mutated_buffers", "kv_cache_update", "drop_identity_casts",
-          "recognize_attention", "canonicalize_repeat_kv", "attend_filled_prefix",
-          "fuse_weight_casts", "fuse_rms_norm", "fuse_rotary", "fuse_linear_epilogues",
-          "merge_sibling_linears", "fuse_norm_prologues", "fuse_rotary_epilogues"}));
+  EXPECT_EQ(pass_names(engine_passes()),
+            (std::vector<std::string>{
+                "drop_eval_dropout", "lift_mutated_buffers", "kv_cache_update",
+                "drop_identity_casts", "recognize_attention", "canonicalize_repeat_kv",
+                "attend_filled_prefix", "fuse_weight_casts", "fuse_rms_norm", "fuse_rotary",
+                "fuse_linear_epilogues", "merge_sibling_linears", "fuse_norm_prologues",
+                "fuse_rotary_epilogues", "fuse_pointwise"}));
   std::vector<std::string> all = functionalization_pass_names();
   all.push_back("drop_eval_dropout");
   all.push_back("lift_mutated_buffers");
@@ -46,6 +46,7 @@ TEST(Pipeline, EnginePassesFollowFunctionalization) {
   all.push_back("merge_sibling_linears");
   all.push_back("fuse_norm_prologues");
   all.push_back("fuse_rotary_epilogues");
+  all.push_back("fuse_pointwise");
   EXPECT_EQ(pass_names(compile_passes()), all);
 }
 

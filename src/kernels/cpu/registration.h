@@ -28,5 +28,6 @@ void register_matrix_kernels(KernelTable& table);           // matrix_kernels.cp
 void register_matrix_batch_kernels(KernelTable& table);     // matrix_kernels.cpp
 void register_einsum_kernels(KernelTable& table);           // einsum_kernels.cpp
 void register_nn_kernels(KernelTable& table);               // nn_kernels.cpp
+void register_fused_pointwise_kernels(KernelTable& table);  // fused_pointwise.cpp
 
 }  // namespace inplace::cpu
