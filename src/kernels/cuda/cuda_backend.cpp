@@ -2,9 +2,11 @@
 // every kernel family of src/kernels/cuda, called once when the kernel table is built.
 #include <cuda_runtime.h>
 
+#include "backend/fusion_preferences.h"
 #include "backend/kernel_table.h"
 #include "core/device_allocator.h"
 #include "core/error.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
 
 namespace inplace {
@@ -63,8 +65,19 @@ void register_cuda_backend(KernelTable& table) {
   cuda::register_index_kernels(table);
   cuda::register_attention_kernels(table);
   cuda::register_rotary_kernels(table);
-  cuda::register_linear_lowp_kernels(table);
+  cuda::register_fused_linear_kernels(table);
   cuda::register_cuda_runtime();
+}
+
+// A decode step is what one pass of the GEMV serves (kGemvRows rows a block); each launch costs
+// a few microseconds whatever it moves, so q/k/v as one product and the norms inside the
+// products they feed pay.
+FusionPreferences cuda_fusion_preferences() {
+  FusionPreferences p;
+  p.decode_max_rows = cuda::kGemvRows;
+  p.merge_sibling_linears = true;
+  p.fuse_norm_prologues = true;
+  return p;
 }
 
 }  // namespace inplace

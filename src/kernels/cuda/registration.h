@@ -12,7 +12,7 @@ void register_matrix_kernels(KernelTable& table);       // matrix_kernels.cpp (c
 void register_index_kernels(KernelTable& table);        // index_kernels.cpp
 void register_attention_kernels(KernelTable& table);    // attention_kernels.cpp
 void register_rotary_kernels(KernelTable& table);       // rotary_kernels.cpp
-void register_linear_lowp_kernels(KernelTable& table);  // linear_lowp_kernels.cpp
+void register_fused_linear_kernels(KernelTable& table);  // fused_linear_kernels.cpp
 void register_cuda_runtime();                           // runtime.cu (streams, graphs, scalars)
 
 // kv_cache_update(cache, update, start, index) into outs[0] as an index write (index_kernels.cpp;
