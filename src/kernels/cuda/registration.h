@@ -5,15 +5,15 @@
 
 namespace inplace::cuda {
 
-void register_elementwise_kernels(KernelTable& table);  // elementwise_kernels.cpp
-void register_creation_kernels(KernelTable& table);     // creation_kernels.cpp
-void register_reduction_kernels(KernelTable& table);    // reduction_kernels.cpp
-void register_matrix_kernels(KernelTable& table);       // matrix_kernels.cpp (cuBLAS)
-void register_index_kernels(KernelTable& table);        // index_kernels.cpp
-void register_attention_kernels(KernelTable& table);    // attention_kernels.cpp
-void register_rotary_kernels(KernelTable& table);       // rotary_kernels.cpp
+void register_elementwise_kernels(KernelTable& table);   // elementwise_kernels.cpp
+void register_creation_kernels(KernelTable& table);      // creation_kernels.cpp
+void register_reduction_kernels(KernelTable& table);     // reduction_kernels.cpp
+void register_matrix_kernels(KernelTable& table);        // matrix_kernels.cpp (cuBLAS)
+void register_index_kernels(KernelTable& table);         // index_kernels.cpp
+void register_attention_kernels(KernelTable& table);     // attention_kernels.cpp
+void register_rotary_kernels(KernelTable& table);        // rotary_kernels.cpp
 void register_fused_linear_kernels(KernelTable& table);  // fused_linear_kernels.cpp
-void register_cuda_runtime();                           // runtime.cu (streams, graphs, scalars)
+void register_cuda_runtime();                            // runtime.cu (streams, graphs, scalars)
 
 // kv_cache_update(cache, update, start, index) into outs[0] as an index write (index_kernels.cpp;
 // also the GEMV's epilogue writes): slot l of row b goes to start[b] + l, or to index[l] /
