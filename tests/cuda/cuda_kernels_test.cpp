@@ -369,7 +369,7 @@ TEST(CudaKernels, AttentionKeyCountWrittenByTheKernelBefore) {
 // fused_linear and its fused epilogues (fuse_linear_epilogues) against the cpu: one to
 // six rows, odd and vector-friendly k (one row: one to eight warps a column, one pass or more
 // over a weight row), bias or none.
-TEST(CudaKernels, LinearBf16WeightAndItsEpilogues) {
+TEST(CudaKernels, FusedLinearAndItsEpilogues) {
   IP_REQUIRE_CUDA();
   uint32_t seed = 900;
   for (int64_t rows : {1, 2, 4, 6})
@@ -416,7 +416,7 @@ TEST(CudaKernels, LinearBf16WeightAndItsEpilogues) {
 
 // One-row products with more columns than the GPU holds blocks of (an LM head): one wave of
 // blocks whose warps walk the columns (GemvBf16::col_stride), every epilogue, against the cpu.
-TEST(CudaKernels, LinearBf16WeightWiderThanAWave) {
+TEST(CudaKernels, FusedLinearWiderThanAWave) {
   IP_REQUIRE_CUDA();
   uint32_t seed = 950;
   const int64_t n = 40001, k = 64;  // past 132 SMs x 4 blocks x 8 columns; an odd last block

@@ -105,6 +105,8 @@ void unary_typed(UnaryOp op, const Tensor& out, const Tensor& in) {
           silu_f32(in.data<float>(), out.data<float>(), out.numel());
           return;
         }
+        // Other layouts by the same exp, so every layout gives silu_f32's values.
+        return run_float([](M x) { return x / (M(1) + exp_vectorizable(-x)); });
       }
       return run_float([](M x) { return x / (M(1) + std::exp(-x)); });
     case UnaryOp::kReciprocal:
