@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "backend/fusion_preferences.h"
+
 namespace inplace {
 
 namespace {
@@ -59,8 +61,11 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
            "' has ", ph.size(), " inputs but ", example_inputs.size(), " were given");
   PassOptions po;
   po.verbose = options.verbose;
-  po.merge_sibling_linears = options.merge_sibling_linears.value_or(!options.device.is_cpu());
-  po.fuse_norm_prologues = options.fuse_norm_prologues.value_or(!options.device.is_cpu());
+  // The fusions the engine's backend prefers, unless the caller says otherwise.
+  const FusionPreferences fusion = fusion_preferences(options.device.type);
+  po.decode_max_rows = fusion.decode_max_rows;
+  po.merge_sibling_linears = options.merge_sibling_linears.value_or(fusion.merge_sibling_linears);
+  po.fuse_norm_prologues = options.fuse_norm_prologues.value_or(fusion.fuse_norm_prologues);
   po.skip_passes = options.skip_passes;
   po.mutated_inputs = resolve_mutated_inputs(graph, options);
   auto input_of = [&](const std::string& name, const char* option) {

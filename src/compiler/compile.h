@@ -18,10 +18,11 @@ namespace inplace {
 struct CompileOptions {
   bool alias = true;  // false: the copy-back engine
   Device device;      // where the engine runs (`--device cuda`); its ops need kernels there
-  // The merge_sibling_linears pass (q/k/v as one product): by default on for GPU engines only.
+  // The merge_sibling_linears pass (q/k/v as one product): by default as the device's backend
+  // prefers (backend/fusion_preferences.h: on for GPU engines).
   std::optional<bool> merge_sibling_linears;
-  // The fuse_norm_prologues pass (an RMSNorm inside the product it feeds): by default on for GPU
-  // engines only.
+  // The fuse_norm_prologues pass (an RMSNorm inside the product it feeds): by default as the
+  // device's backend prefers (on for GPU engines).
   std::optional<bool> fuse_norm_prologues;
   // Rewrites left out by name (differential tests of one rewrite: the graph with and without
   // it); only the optional rewrites of engine_passes() may be named.

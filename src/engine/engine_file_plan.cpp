@@ -6,6 +6,7 @@
 #include "backend/eager_call.h"
 #include "engine/engine_file_codec.h"
 #include "engine/number_operands.h"
+#include "ops/renamed_ops.h"
 
 namespace inplace::engine_file {
 namespace {
@@ -375,11 +376,17 @@ void read_plan(Reader& r, Plan* plan) {
     s.node = r.str("node name");
     s.writes_binding = r.str("writes_binding");
     if (!op.empty()) {
-      s.op = Registry::get().find(op);
+      // A file of an earlier build may name an op since renamed (ops/renamed_ops.h).
+      s.op = find_op_or_renamed(op);
       if (!s.op) r.fail(str_cat("step '", s.node, "' uses unknown op '", op, "'"));
     }
     uint64_t nargs = r.count("arguments", 1);
     for (uint64_t k = 0; k < nargs; ++k) s.args.push_back(read_value(r, 0));
+    if (s.op && s.kind != StepKind::kCopy && s.op->schema.full_name() != op &&
+        !append_defaults(s.op->schema, &s.args))
+      r.fail(str_cat("step '", s.node, "' has ", s.args.size(), " arguments for op '", op,
+                     "', renamed '", s.op->schema.full_name(), "', which takes ",
+                     s.op->schema.args.size()));
     uint64_t nslots = r.count("tensor operands", 4);
     for (uint64_t k = 0; k < nslots; ++k) {
       TensorSlot t;

@@ -104,11 +104,13 @@ AdvancedIndex embedding_functional_plan(const Args& a) {
                         op);
 }
 
-AdvancedIndex embedding_bf16_plan(const Args& a) {
-  const char* op = "embedding_bf16_weight";
+AdvancedIndex fused_embedding_plan(const Args& a) {
+  const char* op = "fused_embedding";
   const Tensor& w = a[kEmbeddingFunctional.weight].as_tensor(op);
-  IP_CHECK(w.dtype() == DType::kBFloat16, kDTypeMismatch, "[", op,
-           "] expected a bfloat16 weight, got ", dtype_name(w.dtype()));
+  IP_CHECK(is_floating(w.dtype()) && dtype_size(w.dtype()) <= dtype_size(DType::kFloat32),
+           kDTypeMismatch, "[", op,
+           "] expected a table of a float dtype no wider than float32, got ",
+           dtype_name(w.dtype()));
   return plan_embedding(w, a[kEmbeddingFunctional.indices].as_tensor(op), std::nullopt, op);
 }
 

@@ -33,15 +33,15 @@ Shape masked_scatter_shape(const Args& a);
 
 // The embeddings' tables and plans: embedding(weight, indices, ...),
 // embedding_functional(input, weight, padding_idx, max_norm, ...) and
-// embedding_bf16_weight(input, weight).
+// fused_embedding(input, weight).
 // Where each reads its table and its indices.
 struct EmbeddingOperands {
   int weight, indices;
 };
 inline constexpr EmbeddingOperands kEmbedding{0, 1};            // embedding
-inline constexpr EmbeddingOperands kEmbeddingFunctional{1, 0};  // embedding_functional, _bf16
+inline constexpr EmbeddingOperands kEmbeddingFunctional{1, 0};  // embedding_functional, fused_
 AdvancedIndex embedding_plan(const Args& a);
 AdvancedIndex embedding_functional_plan(const Args& a);
-AdvancedIndex embedding_bf16_plan(const Args& a);
+AdvancedIndex fused_embedding_plan(const Args& a);
 
 }  // namespace inplace::indexing

@@ -43,14 +43,15 @@ void register_mask_ops(Registry& r) {
       },
       nullptr);
   r.add_alias("torch.nn.functional.embedding", "embedding_functional");
-  // embedding_bf16_weight(input, weight): `F.embedding(input, weight).to(float32)` with a
-  // bfloat16 table, the rows widened as they are read (the fuse_weight_casts pass makes it, so a
-  // decode step reads one bf16 row and writes the float32 row in one kernel). Exact: widening is.
+  // fused_embedding(input, weight): `F.embedding(input, weight).to(float32)`, the table of a
+  // float dtype that may be narrower (bfloat16), the rows widened as they are read (the
+  // fuse_weight_casts pass makes it, so a decode step reads one bf16 row and writes the float32
+  // row in one kernel). Exact: widening is.
   r.add_out(
-      "embedding_bf16_weight(Tensor input, Tensor weight) -> Tensor",
+      "fused_embedding(Tensor input, Tensor weight) -> Tensor",
       [](const Args& a) {
         return std::vector<Tensor>{
-            Tensor::meta(embedding_bf16_plan(a).result_shape, DType::kFloat32)};
+            Tensor::meta(fused_embedding_plan(a).result_shape, DType::kFloat32)};
       },
       nullptr);
   r.tag({"masked_scatter"}, kScatterLike);

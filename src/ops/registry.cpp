@@ -29,15 +29,15 @@ const Registry& Registry::get() {
     register_sort_ops(*r);
     register_matrix_batch_ops(*r);
     register_einsum_ops(*r);
-    register_linear_lowp_ops(*r);
-    register_linear_lowp_fused_ops(*r);
-    register_linear_lowp_norm_ops(*r);
+    register_fused_linear_ops(*r);
+    register_gated_mlp_ops(*r);
     register_pointwise_extra_ops(*r);
     register_unsafe_split_ops(*r);
     register_export_assert_ops(*r);
     register_conv_ops(*r);
     register_rotary_ops(*r);
     register_fused_pointwise_ops(*r);
+    register_renamed_ops(*r);
     return r;
   }();
   return *registry;

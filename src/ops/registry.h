@@ -127,15 +127,15 @@ void register_scan_ops(Registry& r);          // cumsum, cumprod
 void register_sort_ops(Registry& r);          // topk, sort, argsort, msort
 void register_matrix_batch_ops(Registry& r);  // baddbmm, addbmm
 void register_einsum_ops(Registry& r);
-void register_linear_lowp_ops(Registry& r);        // linear_bf16_weight
-void register_linear_lowp_fused_ops(Registry& r);  // linear_bf16_weight_add, swiglu_bf16_weight
-// rms_norm_linear_bf16_weight, rms_norm_swiglu_bf16_weight
-void register_linear_lowp_norm_ops(Registry& r);
+void register_fused_linear_ops(Registry& r);     // fused_linear, rms_norm_linear
+void register_gated_mlp_ops(Registry& r);        // gated_mlp, rms_norm_gated_mlp
 void register_pointwise_extra_ops(Registry& r);  // addcmul addcdiv lerp hardtanh leaky_relu
 void register_unsafe_split_ops(Registry& r);
 void register_export_assert_ops(Registry& r);  // _assert_tensor_metadata
 void register_conv_ops(Registry& r);           // conv1d
 void register_rotary_ops(Registry& r);         // rotary_embedding
+// The old names of renamed ops as aliases (ops/renamed_ops.h); registered last.
+void register_renamed_ops(Registry& r);
 
 // Helpers the families share.
 Value pack_results(const Schema& schema, std::vector<Tensor> results);

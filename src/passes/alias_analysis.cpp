@@ -33,7 +33,7 @@ class AliasAnalysisPass : public Pass {
  public:
   std::string name() const override { return "alias_analysis"; }
   void run(Graph& graph, PassContext& ctx) override {
-    MetaTable metas = infer_metas(graph, ctx.options);
+    MetaTable& metas = cached_metas(graph, ctx);
     AliasTracker tracker(metas);
     std::set<int> mutated_roots;
     for (Node* n : graph.nodes()) {

@@ -72,7 +72,7 @@ class AttendFilledPrefixPass : public Pass {
  public:
   std::string name() const override { return "attend_filled_prefix"; }
   void run(Graph& g, PassContext& ctx) override {
-    MetaTable metas = infer_metas(g, ctx.options);
+    MetaTable& metas = cached_metas(g, ctx);
     for (Node* n : g.nodes())
       if (op_name(n) == "scaled_dot_product_attention") rewrite(g, metas, n);
   }

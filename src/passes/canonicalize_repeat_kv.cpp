@@ -60,7 +60,7 @@ class CanonicalizeRepeatKvPass : public Pass {
  public:
   std::string name() const override { return "canonicalize_repeat_kv"; }
   void run(Graph& g, PassContext& ctx) override {
-    MetaTable metas = infer_metas(g, ctx.options);
+    MetaTable& metas = cached_metas(g, ctx);
     for (Node* n : g.nodes()) {
       if (op_name(n) != "scaled_dot_product_attention") continue;
       ResolvedCall rc = resolve_node(*n);

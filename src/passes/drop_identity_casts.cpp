@@ -17,7 +17,7 @@ class DropIdentityCastsPass : public Pass {
  public:
   std::string name() const override { return "drop_identity_casts"; }
   void run(Graph& g, PassContext& ctx) override {
-    MetaTable metas = infer_metas(g, ctx.options);
+    MetaTable& metas = cached_metas(g, ctx);
     for (Node* n : g.nodes()) {
       const std::string op = op_name(n);
       if (op != "to" && op != "_to_copy") continue;

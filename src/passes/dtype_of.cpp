@@ -54,10 +54,10 @@ std::optional<DType> DtypeOf::of(const Node* n) {
     bool cast = false;
     for (const auto& [k, v] : n->kwargs) cast |= k == "dtype" && !v.is_none();
     if (!cast) out = of(n->args[0].node);
-  } else if (name == "linear_bf16_weight" || name == "linear_bf16_weight_add" ||
-             name == "swiglu_bf16_weight" || name == "rms_norm_linear_bf16_weight" ||
-             name == "rms_norm_swiglu_bf16_weight") {
-    out = DType::kFloat32;
+  } else if ((name == "fused_linear" || name == "gated_mlp" || name == "rms_norm_linear" ||
+              name == "rms_norm_gated_mlp") &&
+             !n->args.empty() && n->args[0].is_node()) {
+    out = of(n->args[0].node);  // computed in the input's dtype, whatever the weight's
   } else if (name == "to" || name == "_to_copy") {  // the dtype argument, wherever it sits
     for (const Value& v : n->args)
       if (v.kind == Value::Kind::kDType) out = v.dtype;

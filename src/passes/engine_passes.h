@@ -8,10 +8,6 @@
 
 namespace inplace {
 
-// The input rows up to which a product counts as a decode step for the fusing passes (the
-// streaming GEMV's rows, cpu::kGemvMaxRows); a prompt keeps its matmul.
-constexpr int64_t kDecodeMaxRows = 4;
-
 // drop_eval_dropout: dropout with train=False (or p == 0) is the identity: its readers read its
 // input and the node goes (no copy, no kernel on any device). A returned dropout stays.
 std::unique_ptr<Pass> make_drop_eval_dropout_pass();
@@ -46,7 +42,8 @@ std::unique_ptr<Pass> make_canonicalize_repeat_kv_pass();
 std::unique_ptr<Pass> make_attend_filled_prefix_pass();
 
 // fuse_weight_casts: linear(x, w.to(float32)) with w a bfloat16 constant becomes
-// inplace.linear_bf16_weight(x, w), which reads the bf16 weight directly (float32 compute).
+// inplace.fused_linear(x, w), which reads the bf16 weight directly (float32 compute); likewise
+// F.embedding(ids, w).to(float32) becomes inplace.fused_embedding(ids, w).
 std::unique_ptr<Pass> make_fuse_weight_casts_pass();
 
 // fuse_rms_norm: w * (x * rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)) becomes
@@ -57,25 +54,24 @@ std::unique_ptr<Pass> make_fuse_rms_norm_pass();
 // rotary_embedding(x, cos, sin) when nothing else reads the intermediates.
 std::unique_ptr<Pass> make_fuse_rotary_pass();
 
-// fuse_linear_epilogues: at decode size, add(r, linear_bf16_weight(x, w, b)) becomes
-// linear_bf16_weight_add(x, w, b, r) and mul(silu(linear_bf16_weight(x, wg)),
-// linear_bf16_weight(x, wu)) becomes swiglu_bf16_weight(x, wg, wu).
+// fuse_linear_epilogues: at decode size (PassOptions::decode_max_rows), add(r, fused_linear(x, w,
+// b)) becomes fused_linear(x, w, b, residual=r) and mul(silu(fused_linear(x, wg)),
+// fused_linear(x, wu)) becomes gated_mlp(x, wg, wu, "silu").
 std::unique_ptr<Pass> make_fuse_linear_epilogues_pass();
 
-// merge_sibling_linears (PassOptions::merge_sibling_linears; on for GPU compiles): bias-free
-// linear_bf16_weight products of one decode-size input become one product over the stacked
+// merge_sibling_linears (PassOptions::merge_sibling_linears; on where the backend prefers it):
+// bias-free fused_linear products of one decode-size input become one product over the stacked
 // weights, each former result a slice of it.
 std::unique_ptr<Pass> make_merge_sibling_linears_pass();
 
-// fuse_norm_prologues (PassOptions::fuse_norm_prologues; on for GPU compiles): at decode size,
-// linear_bf16_weight(rms_norm(x, [k], w, eps), W, b) becomes
-// rms_norm_linear_bf16_weight(x, w, eps, W, b) and swiglu_bf16_weight(rms_norm(...), Wg, Wu)
-// becomes rms_norm_swiglu_bf16_weight(x, w, eps, Wg, Wu), when the product is the norm's only
-// reader.
+// fuse_norm_prologues (PassOptions::fuse_norm_prologues; on where the backend prefers it): at
+// decode size, fused_linear(rms_norm(x, [k], w, eps), W, b) becomes rms_norm_linear(x, w, eps,
+// W, b) and gated_mlp(rms_norm(...), Wg, Wu, act) becomes rms_norm_gated_mlp(x, w, eps, Wg, Wu,
+// act), when the product is the norm's only reader.
 std::unique_ptr<Pass> make_fuse_norm_prologues_pass();
 
 // fuse_rotary_epilogues: rotary_embedding of head-aligned column ranges (q and k) of one
-// rms_norm_linear_bf16_weight product becomes that product's epilogue (its cos, sin and
+// rms_norm_linear product becomes that product's epilogue (its cos, sin and
 // rotary_cols arguments); the ranges must tile a prefix of the columns that nothing else reads.
 std::unique_ptr<Pass> make_fuse_rotary_epilogues_pass();
 

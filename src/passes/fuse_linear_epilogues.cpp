@@ -1,13 +1,15 @@
 // fuse_linear_epilogues (an engine pass, after fuse_weight_casts): the elementwise work that
-// follows a bf16-weight product at decode size joins the product's step.
-//   add(r, linear_bf16_weight(x, w, b))              -> linear_bf16_weight_add(x, w, b, r)
-//   mul(silu(linear_bf16_weight(x, wg)), linear_bf16_weight(x, wu))
-//                                                     -> swiglu_bf16_weight(x, wg, wu)
+// follows a fused_linear product at decode size joins the product's step.
+//   add(r, fused_linear(x, w, b))                    -> fused_linear(x, w, b, residual=r)
+//   mul(silu(fused_linear(x, wg)), fused_linear(x, wu))
+//                                                     -> gated_mlp(x, wg, wu, "silu")
 // (either operand order). The residual stream's add after o_proj / down_proj and a SwiGLU MLP's
 // gate, up, silu and mul become one step each: on a GPU each step is a launch of a few
 // microseconds, on the cpu a pass over a temporary. Only products whose input has at most
-// kDecodeMaxRows rows (a decode step; a prompt keeps its matmul) and whose intermediates nothing
+// options.decode_max_rows rows (a decode step, as the engine's backend declares it; a prompt
+// keeps its matmul) and whose intermediates nothing
 // else reads are fused; shapes must match exactly (no broadcasting).
+#include "ops/fused_linear_args.h"
 #include "ops/registry.h"
 #include "passes/dtype_of.h"
 #include "passes/engine_passes.h"
@@ -22,7 +24,7 @@ class FuseLinearEpiloguesPass : public Pass {
  public:
   std::string name() const override { return "fuse_linear_epilogues"; }
   void run(Graph& g, PassContext& ctx) override {
-    MetaTable metas = infer_metas(g, ctx.options);
+    MetaTable& metas = cached_metas(g, ctx);
     std::vector<Node*> candidates;
     for (Node* n : g.nodes()) {
       const std::string name = op_name(n);
@@ -30,27 +32,31 @@ class FuseLinearEpiloguesPass : public Pass {
     }
     for (Node* n : candidates) {
       if (n->args.size() < 2 || !n->args[0].is_node() || !n->args[1].is_node()) continue;
+      const int64_t rows = ctx.options.decode_max_rows;
       if (op_name(n) == "add")
-        fuse_residual(g, metas, n);
+        fuse_residual(g, metas, n, rows);
       else
-        fuse_swiglu(g, metas, n);
+        fuse_gated_mlp(g, metas, n, rows);
     }
   }
 
  private:
-  // A linear_bf16_weight read only by `user`, at decode size, with a known float32 result.
+  // A fused_linear without a residual read only by `user`, of at most `rows` input rows, with a
+  // known float32 result.
   static Node* decode_linear(const Graph& g, const MetaTable& metas, Node* n, const Node* user,
-                             bool bias_allowed) {
-    if (op_name(n) != "linear_bf16_weight" || g.users(n).size() != 1 || g.users(n)[0] != user)
+                             bool bias_allowed, int64_t rows) {
+    using namespace fused_linear;
+    if (op_name(n) != kLinear || g.users(n).size() != 1 || g.users(n)[0] != user) return nullptr;
+    if (n->args.size() < 2 || !n->args[0].is_node() || !n->args[1].is_node() ||
+        has_arg(n->args, kResidual))
       return nullptr;
-    if (n->args.size() < 2 || !n->args[0].is_node() || !n->args[1].is_node()) return nullptr;
-    const bool has_bias = n->args.size() > 2 && !n->args[2].is_none();
+    const bool has_bias = has_arg(n->args, kBias);
     if (!n->kwargs.empty() || (has_bias && !bias_allowed)) return nullptr;
     const Tensor* x = metas.tensor(n->args[0].node);
     const Tensor* y = metas.tensor(n);
     if (!x || !y || x->dim() < 1 || y->dtype() != DType::kFloat32) return nullptr;
     const int64_t k = x->size(-1);
-    if (k == 0 || x->numel() / k > kDecodeMaxRows) return nullptr;
+    if (k == 0 || x->numel() / k > rows) return nullptr;
     return n;
   }
 
@@ -60,7 +66,7 @@ class FuseLinearEpiloguesPass : public Pass {
     return ta && tb && ta->shape() == tb->shape() && ta->dtype() == tb->dtype();
   }
 
-  static void fuse_residual(Graph& g, MetaTable& metas, Node* add) {
+  static void fuse_residual(Graph& g, MetaTable& metas, Node* add, int64_t rows) {
     // alpha (an argument or a keyword after normalize): only 1.
     auto is_one = [](const Value& v) {
       return (v.kind == Value::Kind::kInt || v.kind == Value::Kind::kFloat) &&
@@ -70,11 +76,11 @@ class FuseLinearEpiloguesPass : public Pass {
     for (const auto& [key, v] : add->kwargs)
       if (key != "alpha" || !is_one(v)) return;
     for (size_t li : {size_t{1}, size_t{0}}) {
-      Node* lin = decode_linear(g, metas, add->args[li].node, add, /*bias_allowed=*/true);
+      Node* lin = decode_linear(g, metas, add->args[li].node, add, /*bias_allowed=*/true, rows);
       Node* res = add->args[1 - li].node;
       if (!lin || res == lin || !same_meta(metas, lin, res)) continue;
       Value bias = lin->args.size() > 2 ? lin->args[2] : Value::none();
-      Node* fused = g.insert_before(add, NodeOp::kCallFunction, "inplace.linear_bf16_weight_add",
+      Node* fused = g.insert_before(add, NodeOp::kCallFunction, "inplace.fused_linear",
                                     {lin->args[0], lin->args[1], bias, Value::node_ref(res)}, {},
                                     add->name + "_linear_add");
       fused->meta = add->meta;
@@ -85,20 +91,21 @@ class FuseLinearEpiloguesPass : public Pass {
     }
   }
 
-  static void fuse_swiglu(Graph& g, MetaTable& metas, Node* mul) {
+  static void fuse_gated_mlp(Graph& g, MetaTable& metas, Node* mul, int64_t rows) {
     if (mul->args.size() > 2 || !mul->kwargs.empty()) return;
     for (size_t si : {size_t{0}, size_t{1}}) {
       Node* silu = mul->args[si].node;
       if (op_name(silu) != "silu" || g.users(silu).size() != 1 || silu->args.size() != 1 ||
           !silu->args[0].is_node() || !silu->kwargs.empty())
         continue;
-      Node* gate = decode_linear(g, metas, silu->args[0].node, silu, /*bias_allowed=*/false);
-      Node* up = decode_linear(g, metas, mul->args[1 - si].node, mul, /*bias_allowed=*/false);
+      Node* gate = decode_linear(g, metas, silu->args[0].node, silu, /*bias_allowed=*/false, rows);
+      Node* up = decode_linear(g, metas, mul->args[1 - si].node, mul, /*bias_allowed=*/false, rows);
       if (!gate || !up || gate->args[0].node != up->args[0].node) continue;
       if (!same_meta(metas, gate, up)) continue;
-      Node* fused =
-          g.insert_before(mul, NodeOp::kCallFunction, "inplace.swiglu_bf16_weight",
-                          {gate->args[0], gate->args[1], up->args[1]}, {}, mul->name + "_swiglu");
+      Node* fused = g.insert_before(
+          mul, NodeOp::kCallFunction, "inplace.gated_mlp",
+          {gate->args[0], gate->args[1], up->args[1], Value::string(fused_linear::kSilu)}, {},
+          mul->name + "_swiglu");
       fused->meta = mul->meta;
       if (const Value* m = metas.find(mul)) metas.set(fused, *m);
       g.replace_all_uses_with(mul, fused);

@@ -1,9 +1,9 @@
-// fuse_norm_prologues (an engine pass, after merge_sibling_linears; on for GPU compiles): an
-// RMSNorm whose only reader is a bf16-weight product at decode size joins the product's step.
-//   linear_bf16_weight(rms_norm(x, [k], w, eps), W, b)
-//       -> rms_norm_linear_bf16_weight(x, w, eps, W, b)
-//   swiglu_bf16_weight(rms_norm(x, [k], w, eps), Wg, Wu)
-//       -> rms_norm_swiglu_bf16_weight(x, w, eps, Wg, Wu)
+// fuse_norm_prologues (an engine pass, after merge_sibling_linears; where the backend prefers it:
+// GPU compiles): an RMSNorm whose only reader is a fused product at decode size joins the
+// product's step.
+//   fused_linear(rms_norm(x, [k], w, eps), W, b)       -> rms_norm_linear(x, w, eps, W, b)
+//   gated_mlp(rms_norm(x, [k], w, eps), Wg, Wu, act)   -> rms_norm_gated_mlp(x, w, eps, Wg, Wu,
+//   act)
 // A decoder layer's input norm feeds the merged q/k/v product and its post-attention norm the
 // gate/up product: on a GPU each norm was a launch of its own, a few microseconds at one token,
 // and now every block of the product normalises the input rows it reads (a few kilobytes).
@@ -11,7 +11,8 @@
 // slices that leaves the last dim whole (the LM head's h[:, -1]): the norm is per row, so
 // norm(x)[i] = norm(x[i]), and the selection moves to x. Off for the cpu, where the norm is a pass
 // over one row either way. Only float32 x and norm weights of x's last dim, an eps given as a
-// number, and inputs of at most kDecodeMaxRows rows.
+// number, inputs of at most options.decode_max_rows rows, and a fused_linear without a residual.
+#include "ops/fused_linear_args.h"
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
@@ -26,22 +27,23 @@ class FuseNormProloguesPass : public Pass {
   std::string name() const override { return "fuse_norm_prologues"; }
   void run(Graph& g, PassContext& ctx) override {
     if (!ctx.options.fuse_norm_prologues) return;
-    MetaTable metas = infer_metas(g, ctx.options);
+    MetaTable& metas = cached_metas(g, ctx);
     std::vector<Node*> norms;
     for (Node* n : g.nodes())
       if (op_name(n) == "rms_norm") norms.push_back(n);
-    for (Node* n : norms) fuse(g, metas, n);
+    for (Node* n : norms) fuse(g, metas, n, ctx.options.decode_max_rows);
   }
 
  private:
-  static void fuse(Graph& g, const MetaTable& metas, Node* norm) {
+  static void fuse(Graph& g, const MetaTable& metas, Node* norm, int64_t rows) {
+    using namespace fused_linear;
     if (norm->args.size() != 4 || !norm->kwargs.empty() || !norm->args[0].is_node() ||
         !norm->args[2].is_node() || !norm->args[3].is_number())
       return;
     const Tensor* x = metas.tensor(norm->args[0].node);
     const Tensor* w = metas.tensor(norm->args[2].node);
     if (!x || !w || x->dtype() != DType::kFloat32 || w->dtype() != DType::kFloat32 ||
-        x->dim() < 1 || x->size(-1) == 0 || x->numel() / x->size(-1) > kDecodeMaxRows)
+        x->dim() < 1 || x->size(-1) == 0 || x->numel() / x->size(-1) > rows)
       return;
     const Value& shape = norm->args[1];
     if (!shape.is_sequence() || shape.items.size() != 1 ||
@@ -57,13 +59,14 @@ class FuseNormProloguesPass : public Pass {
       product = g.users(pick)[0];
     }
     const std::string name = op_name(product);
-    const char* fused_target = name == "linear_bf16_weight" ? "inplace.rms_norm_linear_bf16_weight"
-                               : name == "swiglu_bf16_weight"
-                                   ? "inplace.rms_norm_swiglu_bf16_weight"
-                                   : nullptr;
+    const bool linear = name == kLinear;
+    const char* fused_target = linear              ? "inplace.rms_norm_linear"
+                               : name == kGatedMlp ? "inplace.rms_norm_gated_mlp"
+                                                   : nullptr;
     Node* input = pick ? pick : norm;
     if (!fused_target || !product->kwargs.empty() || product->args.size() < 2 ||
-        !product->args[0].is_node() || product->args[0].node != input)
+        (linear && has_arg(product->args, kResidual)) || !product->args[0].is_node() ||
+        product->args[0].node != input)
       return;
     for (size_t i = 1; i < product->args.size(); ++i)  // the norm only as the input
       if (product->args[i].is_node() && product->args[i].node == input) return;
@@ -76,7 +79,10 @@ class FuseNormProloguesPass : public Pass {
       source = Value::node_ref(picked);
     }
     std::vector<Value> args{source, norm->args[2], norm->args[3]};
-    args.insert(args.end(), product->args.begin() + 1, product->args.end());
+    // The product's own after its input: a linear's weight and bias, a gated MLP's weights and
+    // activation.
+    const size_t own = std::min<size_t>(product->args.size(), linear ? kResidual : 4);
+    args.insert(args.end(), product->args.begin() + 1, product->args.begin() + own);
     Node* fused = g.insert_before(product, NodeOp::kCallFunction, fused_target, std::move(args), {},
                                   product->name + "_normed");
     fused->meta = product->meta;

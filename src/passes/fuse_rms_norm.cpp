@@ -31,7 +31,7 @@ class FuseRmsNormPass : public Pass {
  public:
   std::string name() const override { return "fuse_rms_norm"; }
   void run(Graph& g, PassContext& ctx) override {
-    MetaTable metas = infer_metas(g, ctx.options);
+    MetaTable& metas = cached_metas(g, ctx);
     DtypeOf dtypes(metas);
     std::vector<Node*> muls;
     for (Node* n : g.nodes())

@@ -57,7 +57,7 @@ class FuseRotaryPass : public Pass {
  public:
   std::string name() const override { return "fuse_rotary"; }
   void run(Graph& g, PassContext& ctx) override {
-    MetaTable metas = infer_metas(g, ctx.options);
+    MetaTable& metas = cached_metas(g, ctx);
     DtypeOf dtypes(metas);
     std::vector<Node*> adds;
     for (Node* n : g.nodes())

@@ -1,11 +1,11 @@
 // fuse_rotary_epilogues (an engine pass, after fuse_norm_prologues): rotary embeddings applied to
-// head-aligned column ranges of one rms_norm_linear_bf16_weight product join that product's
+// head-aligned column ranges of one rms_norm_linear product join that product's
 // step. After merge_sibling_linears and fuse_norm_prologues a decoder layer reads
-//   qkv = rms_norm_linear_bf16_weight(x, nw, eps, W)          [.., nq + nk + nv]
+//   qkv = rms_norm_linear(x, nw, eps, W)                      [.., nq + nk + nv]
 //   q = rotary_embedding(transpose(view(qkv[..., :nq], .., H, d), 1, 2), cos, sin)
 //   k = rotary_embedding(transpose(view(qkv[..., nq:nq+nk], .., Hk, d), 1, 2), cos, sin)
 // and becomes
-//   qkv = rms_norm_linear_bf16_weight(x, nw, eps, W, None, cos, sin, nq + nk)
+//   qkv = rms_norm_linear(x, nw, eps, W, None, cos, sin, nq + nk)
 //   q = transpose(view(qkv[..., :nq], ..)); k = ...
 // the product rotating each d-wide block of its first nq + nk columns: on a GPU two launches of
 // a few microseconds each (per layer) are gone. Conditions: every rotary on the product reads the
@@ -24,7 +24,7 @@ namespace inplace {
 
 namespace {
 
-constexpr const char* kProduct = "rms_norm_linear_bf16_weight";
+constexpr const char* kProduct = "rms_norm_linear";
 
 struct Chain {
   Node* rotary = nullptr;
@@ -43,7 +43,7 @@ class FuseRotaryEpiloguesPass : public Pass {
  public:
   std::string name() const override { return "fuse_rotary_epilogues"; }
   void run(Graph& g, PassContext& ctx) override {
-    MetaTable metas = infer_metas(g, ctx.options);
+    MetaTable& metas = cached_metas(g, ctx);
     std::map<Node*, std::vector<Chain>> by_product;
     std::vector<Node*> order;
     for (Node* n : g.nodes()) {

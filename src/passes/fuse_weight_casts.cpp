@@ -1,9 +1,9 @@
 // fuse_weight_casts (an engine pass): `linear(x, w.to(float32))` with w a bfloat16 constant and
-// x float32 becomes `inplace.linear_bf16_weight(x, w)`: the product reads the bf16 weight and
+// x float32 becomes `inplace.fused_linear(x, w)`: the product reads the bf16 weight and
 // accumulates in float32, instead of writing a float32 copy of the weight on every call and
 // reading it back (three times the bytes). The cast is dropped when nothing else reads it.
 // Exact: widening bf16 to f32 is exact, and both forms sum in the same order. Likewise
-// `F.embedding(ids, w).to(float32)` becomes `inplace.embedding_bf16_weight(ids, w)`.
+// `F.embedding(ids, w).to(float32)` becomes `inplace.fused_embedding(ids, w)`.
 #include "ops/registry.h"
 #include "passes/dtype_of.h"
 #include "passes/engine_passes.h"
@@ -18,7 +18,7 @@ class FuseWeightCastsPass : public Pass {
  public:
   std::string name() const override { return "fuse_weight_casts"; }
   void run(Graph& g, PassContext& ctx) override {
-    MetaTable metas = infer_metas(g, ctx.options);
+    MetaTable& metas = cached_metas(g, ctx);
     DtypeOf dtypes(metas);
     std::vector<Node*> linears;
     for (Node* n : g.nodes())
@@ -36,7 +36,7 @@ class FuseWeightCastsPass : public Pass {
         continue;
       if (dtypes.of(cast) != DType::kFloat32 || dtypes.of(n->args[0].node) != DType::kFloat32)
         continue;
-      n->target = "inplace.linear_bf16_weight";
+      n->target = "inplace.fused_linear";
       n->args[1] = Value::node_ref(weight);
       if (g.users(cast).empty()) g.erase(cast);
     }
@@ -45,7 +45,7 @@ class FuseWeightCastsPass : public Pass {
 
  private:
   // `F.embedding(ids, w).to(float32)` with w a bfloat16 2-D constant, the cast the rows' only
-  // reader: the cast becomes `inplace.embedding_bf16_weight(ids, w)`, one step instead of a
+  // reader: the cast becomes `inplace.fused_embedding(ids, w)`, one step instead of a
   // gather and a widening copy.
   static void fuse_embedding_casts(Graph& g, DtypeOf& dtypes) {
     std::vector<Node*> casts;
@@ -66,7 +66,7 @@ class FuseWeightCastsPass : public Pass {
           dtypes.of(cast) != DType::kFloat32)
         continue;
       cast->op = NodeOp::kCallFunction;
-      cast->target = "inplace.embedding_bf16_weight";
+      cast->target = "inplace.fused_embedding";
       cast->args = {rows->args[0], Value::node_ref(weight)};
       cast->kwargs.clear();
       g.erase(rows);

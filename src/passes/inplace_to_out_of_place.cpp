@@ -14,7 +14,7 @@ class InplaceToOutOfPlacePass : public Pass {
   std::string name() const override { return "inplace_to_out_of_place"; }
   void run(Graph& graph, PassContext& ctx) override {
     Functionalizer(graph, ctx.options).run();
-    annotate_metas(graph, infer_metas(graph, ctx.options));
+    annotate_metas(graph, cached_metas(graph, ctx));
   }
   // Its contract: no op writes its arguments any more.
   void check(const Graph& graph) const override { verify_functional(graph); }

@@ -121,7 +121,7 @@ class KvCacheUpdatePass : public Pass {
   void run(Graph& g, PassContext& ctx) override {
     // Shapes of every value, from metadata (placeholders: their meta or options.input_metas;
     // lifted buffers: their constant's): nothing runs.
-    MetaTable metas = infer_metas(g, ctx.options);
+    MetaTable& metas = cached_metas(g, ctx);
     std::map<const Node*, Value> env;
     for (Node* n : g.nodes())
       if (const Value* v = metas.find(n)) env[n] = *v;

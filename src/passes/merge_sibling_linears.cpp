@@ -1,14 +1,15 @@
-// merge_sibling_linears (an engine pass, on for GPU compiles): bf16-weight products of one input
-// at decode size become one product over the weights stacked along the output dim, each former
-// result a slice of the merged one (a view):
-//   q = linear_bf16_weight(x, wq); k = linear_bf16_weight(x, wk); v = linear_bf16_weight(x, wv)
-//   -> qkv = linear_bf16_weight(x, cat([wq, wk, wv])); q = qkv[..., :nq]; k = ...; v = ...
+// merge_sibling_linears (an engine pass, where the backend prefers it: GPU compiles): fused_linear
+// products of one input with bf16 weights at decode size become one product over the weights
+// stacked along the output dim, each former result a slice of the merged one (a view):
+//   q = fused_linear(x, wq); k = fused_linear(x, wk); v = fused_linear(x, wv)
+//   -> qkv = fused_linear(x, cat([wq, wk, wv])); q = qkv[..., :nq]; k = ...; v = ...
 // Attention's q/k/v projections are then one GEMV launch instead of three (on a GPU each launch
 // costs a few microseconds at one token; the k and v GEMVs alone fill a quarter of the SMs).
 // Exact: every output element is the same dot product, summed in the same order. The stacked
 // weight is a new constant; the separate ones are dropped from the graph. Off for the cpu, where
 // a product costs its bytes, not its launch, and where the caller's weights would otherwise be
 // held twice.
+#include "ops/fused_linear_args.h"
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
@@ -23,12 +24,12 @@ class MergeSiblingLinearsPass : public Pass {
   std::string name() const override { return "merge_sibling_linears"; }
   void run(Graph& g, PassContext& ctx) override {
     if (!ctx.options.merge_sibling_linears) return;
-    MetaTable metas = infer_metas(g, ctx.options);
+    MetaTable& metas = cached_metas(g, ctx);
     // Products by input, in program order.
     std::map<const Node*, std::vector<Node*>> groups;
     std::vector<const Node*> inputs;
     for (Node* n : g.nodes()) {
-      const Tensor* w = plain_product_weight(g, metas, n);
+      const Tensor* w = plain_product_weight(g, metas, n, ctx.options.decode_max_rows);
       if (!w) continue;
       const Node* x = n->args[0].node;
       if (!groups.count(x)) inputs.push_back(x);
@@ -41,11 +42,12 @@ class MergeSiblingLinearsPass : public Pass {
   }
 
  private:
-  // The bf16 weight of linear_bf16_weight(x, w) without a bias, x of at most kDecodeMaxRows rows.
-  static const Tensor* plain_product_weight(const Graph& g, const MetaTable& metas, const Node* n) {
-    if (op_name(n) != "linear_bf16_weight" || !n->kwargs.empty() || n->args.size() < 2)
-      return nullptr;
-    if (n->args.size() > 2 && !n->args[2].is_none()) return nullptr;
+  // The bf16 weight of fused_linear(x, w) without a bias or a residual, x of at most `rows` rows.
+  static const Tensor* plain_product_weight(const Graph& g, const MetaTable& metas, const Node* n,
+                                            int64_t rows) {
+    using namespace fused_linear;
+    if (op_name(n) != kLinear || !n->kwargs.empty() || n->args.size() < 2) return nullptr;
+    if (has_arg(n->args, kBias) || has_arg(n->args, kResidual)) return nullptr;
     if (!n->args[0].is_node() || !n->args[1].is_node()) return nullptr;
     const Node* w = n->args[1].node;
     if (w->op != NodeOp::kGetAttr) return nullptr;
@@ -54,7 +56,7 @@ class MergeSiblingLinearsPass : public Pass {
       return nullptr;
     const Tensor* x = metas.tensor(n->args[0].node);
     if (!x || x->dim() < 1 || x->size(-1) != c->second.size(1) || c->second.size(1) == 0 ||
-        x->numel() / x->size(-1) > kDecodeMaxRows)
+        x->numel() / x->size(-1) > rows)
       return nullptr;
     return &c->second;
   }
@@ -83,7 +85,7 @@ class MergeSiblingLinearsPass : public Pass {
     Node* first = members.front();
     Node* w_node = g.insert_before(first, NodeOp::kGetAttr, name, {}, {}, "merged_weight");
     Node* merged =
-        g.insert_before(first, NodeOp::kCallFunction, "inplace.linear_bf16_weight",
+        g.insert_before(first, NodeOp::kCallFunction, "inplace.fused_linear",
                         {first->args[0], Value::node_ref(w_node)}, {}, first->name + "_merged");
     at = 0;
     std::vector<Node*> dead;

@@ -1,5 +1,8 @@
 #include "passes/meta_inference.h"
 
+#include <cstring>
+#include <unordered_set>
+
 #include "passes/op_info.h"
 #include "passes/view_rules.h"
 
@@ -8,6 +11,14 @@ namespace inplace {
 const Value* MetaTable::find(const Node* n) const {
   auto it = values_.find(n);
   return it == values_.end() ? nullptr : &it->second;
+}
+
+std::optional<Value> MetaTable::take(const Node* n) {
+  auto it = values_.find(n);
+  if (it == values_.end()) return std::nullopt;
+  std::optional<Value> v(std::move(it->second));
+  values_.erase(it);
+  return v;
 }
 
 const Tensor* MetaTable::tensor(const Node* n) const {
@@ -229,6 +240,148 @@ void annotate_metas(Graph& graph, const MetaTable& table) {
     if (!n->meta.shape) n->meta.shape = t->shape();
     if (!n->meta.dtype) n->meta.dtype = t->dtype();
   }
+}
+
+namespace {
+
+// What a node's meta is inferred from, hashed; the nodes it reads are noted in `inputs`.
+class Stamp {
+ public:
+  void add(uint64_t x) { h_ = (h_ ^ x) * 0x100000001b3ull + (h_ >> 29); }
+  void add(const std::string& s) {
+    add(std::hash<std::string>()(s));
+    add(s.size());
+  }
+  void add(const Shape& shape) {
+    add(shape.size());
+    for (int64_t d : shape) add(static_cast<uint64_t>(d));
+  }
+  void add(const Value& v, std::vector<const Node*>* inputs) {
+    add(static_cast<uint64_t>(v.kind));
+    switch (v.kind) {
+      case Value::Kind::kBool:
+        add(v.b);
+        break;
+      case Value::Kind::kInt:
+        add(static_cast<uint64_t>(v.i));
+        break;
+      case Value::Kind::kFloat: {
+        uint64_t bits;
+        std::memcpy(&bits, &v.f, sizeof bits);
+        add(bits);
+        break;
+      }
+      case Value::Kind::kString:
+      case Value::Kind::kDevice:
+        add(v.s);
+        break;
+      case Value::Kind::kNode:
+        add(reinterpret_cast<uintptr_t>(v.node));
+        inputs->push_back(v.node);
+        break;
+      case Value::Kind::kDType:
+        add(static_cast<uint64_t>(v.dtype));
+        break;
+      case Value::Kind::kTensor:
+        add(static_cast<uint64_t>(v.tensor.dtype()));
+        add(v.tensor.shape());
+        add(v.tensor.strides());
+        add(v.tensor.is_meta() ? 0 : reinterpret_cast<uintptr_t>(v.tensor.data_ptr()));
+        break;
+      default:
+        break;
+    }
+    add(v.items.size());
+    for (const Value& item : v.items) add(item, inputs);
+    for (const std::string& k : v.keys) add(k);
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ull;
+};
+
+// Whether two metas are the same: then the nodes that read one read the other alike.
+bool same_meta(const Value& a, const Value& b) {
+  if (a.kind != b.kind || a.b != b.b || a.i != b.i || a.s != b.s || a.node != b.node ||
+      a.dtype != b.dtype || a.items.size() != b.items.size() || a.keys != b.keys)
+    return false;
+  if (std::memcmp(&a.f, &b.f, sizeof a.f) != 0) return false;
+  if (a.kind == Value::Kind::kTensor) {
+    const Tensor &x = a.tensor, &y = b.tensor;
+    if (x.defined() != y.defined()) return false;
+    if (x.defined() &&
+        (x.dtype() != y.dtype() || x.shape() != y.shape() || x.strides() != y.strides() ||
+         x.offset() != y.offset() || x.is_meta() != y.is_meta() ||
+         (!x.is_meta() && x.data_ptr() != y.data_ptr())))
+      return false;
+  }
+  for (size_t k = 0; k < a.items.size(); ++k)
+    if (!same_meta(a.items[k], b.items[k])) return false;
+  return true;
+}
+
+uint64_t stamp_of(const Graph& graph, const Node& n, std::vector<const Node*>* inputs) {
+  Stamp s;
+  s.add(static_cast<uint64_t>(n.op));
+  s.add(n.target);
+  s.add(n.name);
+  for (const Value& v : n.args) s.add(v, inputs);
+  for (const auto& [key, v] : n.kwargs) {
+    s.add(key);
+    s.add(v, inputs);
+  }
+  if (n.op == NodeOp::kPlaceholder) {  // the only node kind whose meta is read
+    s.add(n.meta.shape ? *n.meta.shape : Shape{-1});
+    s.add(n.meta.dtype ? static_cast<uint64_t>(*n.meta.dtype) + 1 : 0);
+  } else if (n.op == NodeOp::kGetAttr) {
+    auto c = graph.constants.find(n.target);
+    if (c != graph.constants.end()) {
+      s.add(c->second.shape());
+      s.add(static_cast<uint64_t>(c->second.dtype()) + 1);
+    }
+  }
+  return s.value();
+}
+
+}  // namespace
+
+MetaTable& MetaCache::refresh(const Graph& graph, const PassOptions& options) {
+  MetaTable next;
+  std::unordered_map<const Node*, uint64_t> stamps;
+  stamps.reserve(stamps_.size());
+  // Nodes inferred again this refresh whose meta changed, or is new or unknown: their readers
+  // are inferred again too.
+  std::unordered_set<const Node*> changed;
+  std::vector<const Node*> inputs;
+  for (Node* n : graph.nodes()) {
+    inputs.clear();
+    const uint64_t stamp = stamp_of(graph, *n, &inputs);
+    auto it = stamps_.find(n);
+    const bool known = it != stamps_.end();
+    bool keep = known && it->second == stamp;
+    for (size_t k = 0; keep && k < inputs.size(); ++k)
+      keep = stamps.count(inputs[k]) && !changed.count(inputs[k]);
+    std::optional<Value> old = table_.take(n);
+    if (keep) {
+      if (old) next.set(n, std::move(*old));
+    } else {
+      ++inferred_;
+      std::optional<Value> m = infer_node_meta(graph, *n, next, options);
+      // An unknown meta counts as changed: attention's rule reads through a getitem without one.
+      if (!known || !old || !m || !same_meta(*old, *m)) changed.insert(n);
+      if (m) next.set(n, std::move(*m));
+    }
+    stamps[n] = stamp;
+  }
+  table_ = std::move(next);
+  stamps_ = std::move(stamps);
+  return table_;
+}
+
+MetaTable& cached_metas(const Graph& graph, PassContext& ctx) {
+  if (!ctx.meta_cache) ctx.meta_cache = std::make_shared<MetaCache>();
+  return ctx.meta_cache->refresh(graph, ctx.options);
 }
 
 }  // namespace inplace

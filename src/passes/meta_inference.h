@@ -4,6 +4,7 @@
 #pragma once
 #include <map>
 #include <optional>
+#include <unordered_map>
 
 #include "ops/registry.h"
 #include "passes/pass.h"
@@ -15,6 +16,8 @@ class MetaTable {
   const Value* find(const Node* n) const;
   const Tensor* tensor(const Node* n) const;  // null unless a known tensor
   void set(const Node* n, Value v) { values_[n] = std::move(v); }
+  // Removes and returns n's entry (nullopt when it has none).
+  std::optional<Value> take(const Node* n);
   bool has(const Node* n) const { return values_.count(n) != 0; }
   // `v` with every node reference replaced by its meta; false if one is unknown.
   bool substitute(const Value& v, Value* out) const;
@@ -31,5 +34,31 @@ std::optional<Value> infer_node_meta(const Graph& graph, const Node& node, const
 MetaTable infer_metas(const Graph& graph, const PassOptions& options);
 // Records shape and dtype of every tensor-valued node in Node::meta where it is missing.
 void annotate_metas(Graph& graph, const MetaTable& table);
+
+// The metas of a graph kept between passes (PassContext::meta_cache), keyed by node: a refresh
+// infers again only the nodes a pass rewrote and the nodes that read them. A node's entry is
+// kept while its stamp (kind, target, name, arguments with the nodes they name, and a
+// placeholder's meta or a constant's shape) is unchanged and the meta of none of its inputs
+// changed; a pass that changes what the stamp cannot see (a constant replaced under the same
+// target) calls invalidate().
+class MetaCache {
+ public:
+  // The metas of every node of `graph`, as infer_metas gives them. The table is the cache's: a
+  // pass may add entries for nodes it makes (they are inferred again at the next refresh).
+  MetaTable& refresh(const Graph& graph, const PassOptions& options);
+  // n (and so every node that reads it) is inferred again at the next refresh.
+  void invalidate(const Node* n) { stamps_.erase(n); }
+  // Nodes inferred since the cache was made (tests, timing).
+  int64_t inferred() const { return inferred_; }
+
+ private:
+  MetaTable table_;
+  std::unordered_map<const Node*, uint64_t> stamps_;
+  int64_t inferred_ = 0;
+};
+
+// ctx's cache, made at the first call, refreshed for `graph`: what a pass reads instead of
+// infer_metas.
+MetaTable& cached_metas(const Graph& graph, PassContext& ctx);
 
 }  // namespace inplace

@@ -17,7 +17,7 @@ ResolvedCall resolve_node(const Node& node);
 // "_operator.getitem" for Python's operators.
 std::string canonical_target(const OpDef& op);
 
-// The canonical op name a call node runs ("add", "linear_bf16_weight"); empty for other nodes.
+// The canonical op name a call node runs ("add", "fused_linear"); empty for other nodes.
 std::string op_name(const Node* n);
 
 // Whether every argument of a cast (to, _to_copy) other than its input asks for nothing but

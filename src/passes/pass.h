@@ -12,6 +12,8 @@
 
 namespace inplace {
 
+class MetaCache;
+
 struct PassOptions {
   // Outputs the caller says are new values of inputs (graphs that are already functional,
   // `--mutated-input INPUT=OUTPUT`): input is a placeholder name or buffer target.
@@ -20,9 +22,12 @@ struct PassOptions {
   // actual inputs). Passes use shapes to decide view-or-copy and casts; see docs/passes.md.
   std::map<std::string, Meta> input_metas;
   bool verbose = false;  // per-pass timing on `log`
-  // merge_sibling_linears runs (compile() sets it for GPU engines; see the pass).
+  // What the engine's backend asks of the fusing passes (backend/fusion_preferences.h; compile()
+  // fills these from the device's, the defaults are the cpu backend's, which a test checks):
+  // a fused_linear / gated_mlp of at most decode_max_rows input rows is a decode step whose
+  // prologue and epilogues the passes join; merge_sibling_linears and fuse_norm_prologues run.
+  int64_t decode_max_rows = 4;
   bool merge_sibling_linears = false;
-  // fuse_norm_prologues runs (compile() sets it for GPU engines; see the pass).
   bool fuse_norm_prologues = false;
   // Rewrites that run_passes leaves out, by name: each must be an optional
   // rewrite (pipeline.cpp's list); a differential test compiles with and without one.
@@ -48,6 +53,11 @@ struct PassContext {
   std::map<int, int> io_map() const;
   // Whether input index `input` is a buffer (a get_attr target) rather than a placeholder.
   bool is_buffer(int input) const { return input >= num_placeholders; }
+
+  // ---- shared between passes ----
+  // The graph's metas, refreshed for the nodes each pass rewrites (cached_metas,
+  // passes/meta_inference.h); made at the first use.
+  std::shared_ptr<MetaCache> meta_cache;
 
   // ---- bookkeeping ----
   std::vector<std::pair<std::string, double>> timings_ms;  // per pass, in run order

@@ -105,7 +105,7 @@ class RecognizeAttentionPass : public Pass {
  public:
   std::string name() const override { return "recognize_attention"; }
   void run(Graph& g, PassContext& ctx) override {
-    MetaTable metas = infer_metas(g, ctx.options);
+    MetaTable& metas = cached_metas(g, ctx);
     Matcher m(g, metas);
     for (Node* out : g.nodes()) {
       Node *p = nullptr, *v = nullptr;

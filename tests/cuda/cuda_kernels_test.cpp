@@ -236,7 +236,7 @@ TEST(CudaKernels, IndexedReadsAndWrites) {
       const Tensor table = random_view({50, 16}, dt, seed++, l);
       const Tensor ids = Tensor::from_vector<int64_t>({3, 0, 49, 7, 7, 12}, {2, 3});
       check("embedding", {T(table), T(ids)});
-      if (dt == DType::kBFloat16) check("inplace.embedding_bf16_weight", {T(ids), T(table)});
+      if (dt == DType::kBFloat16) check("inplace.fused_embedding", {T(ids), T(table)});
       check("index_select", {T(table), I(0), T(ids.flatten())});
       check("index_select", {T(table), I(1), T(Tensor::from_vector<int64_t>({15, 0, 2}, {3}))});
       const Tensor src = random_view({3, 5, 8}, dt, seed++, l);
@@ -370,10 +370,10 @@ TEST(CudaKernels, AttentionKeyCountWrittenByTheKernelBefore) {
   }
 }
 
-// linear_bf16_weight and its fused epilogues (fuse_linear_epilogues) against the cpu: one to
+// fused_linear and its fused epilogues (fuse_linear_epilogues) against the cpu: one to
 // six rows, odd and vector-friendly k (one row: one to eight warps a column, one pass or more
 // over a weight row), bias or none.
-TEST(CudaKernels, LinearBf16WeightAndItsEpilogues) {
+TEST(CudaKernels, FusedLinearAndItsEpilogues) {
   IP_REQUIRE_CUDA();
   uint32_t seed = 900;
   for (int64_t rows : {1, 2, 4, 6})
@@ -388,40 +388,39 @@ TEST(CudaKernels, LinearBf16WeightAndItsEpilogues) {
       const Tensor w2 = random_tensor({n, k}, DType::kBFloat16, seed++);
       const Tensor b = random_tensor({n}, DType::kFloat32, seed++);
       const Tensor r = random_tensor({1, rows, n}, DType::kFloat32, seed++);
-      check("inplace.linear_bf16_weight", {T(x), T(w), T(b)}, {}, 1e-4);
-      check("inplace.linear_bf16_weight", {T(x), T(w), Value::none()}, {}, 1e-4);
-      check("inplace.linear_bf16_weight_add", {T(x), T(w), Value::none(), T(r)}, {}, 1e-4);
-      check("inplace.linear_bf16_weight_add", {T(x), T(w), T(b), T(r)}, {}, 1e-4);
-      check("inplace.swiglu_bf16_weight", {T(x), T(w), T(w2)}, {}, 1e-4);
+      check("inplace.fused_linear", {T(x), T(w), T(b)}, {}, 1e-4);
+      check("inplace.fused_linear", {T(x), T(w), Value::none()}, {}, 1e-4);
+      check("inplace.fused_linear", {T(x), T(w), Value::none(), T(r)}, {}, 1e-4);
+      check("inplace.fused_linear", {T(x), T(w), T(b), T(r)}, {}, 1e-4);
+      check("inplace.gated_mlp", {T(x), T(w), T(w2)}, {}, 1e-4);
       // With the RMSNorm prologue (fuse_norm_prologues); k = 37 takes the scalar path. The
       // products above are exact in any order (x and w are multiples of 1/64); normalised rows
       // are not, and silu(g) * u multiplies two sums of k rounded terms (|g|, |u| ~ 50): its
       // rounding differs from the cpu's order by up to ~2e-4 of the result's scale.
       const Tensor nw = random_tensor({k}, DType::kFloat32, seed++);
       const Value eps = Value::floating(1e-5);
-      check("inplace.rms_norm_linear_bf16_weight", {T(x), T(nw), eps, T(w), T(b)}, {}, 1e-4);
-      check("inplace.rms_norm_linear_bf16_weight", {T(x), T(nw), eps, T(w), Value::none()}, {},
-            1e-4);
-      check("inplace.rms_norm_swiglu_bf16_weight", {T(x), T(nw), eps, T(w), T(w2)}, {}, 1e-3);
+      check("inplace.rms_norm_linear", {T(x), T(nw), eps, T(w), T(b)}, {}, 1e-4);
+      check("inplace.rms_norm_linear", {T(x), T(nw), eps, T(w), Value::none()}, {}, 1e-4);
+      check("inplace.rms_norm_gated_mlp", {T(x), T(nw), eps, T(w), T(w2)}, {}, 1e-3);
       // The rotary epilogue (fuse_rotary_epilogues): heads of 8 over all 72 columns, heads of 24
       // over the first 48.
       for (int64_t d : {8, 24}) {
         const Tensor cos = random_tensor({1, 1, 1, d}, DType::kFloat32, seed++);
         const Tensor sin = random_tensor({1, 1, 1, d}, DType::kFloat32, seed++);
         const int64_t cols = d == 8 ? n : 2 * d;
-        check("inplace.rms_norm_linear_bf16_weight",
+        check("inplace.rms_norm_linear",
               {T(x), T(nw), eps, T(w), T(b), T(cos), T(sin), Value::integer(cols)}, {}, 1e-4);
       }
       // x a view whose rows are strided (a slice of a wider tensor).
       const Tensor wide = random_tensor({1, rows, k + 8}, DType::kFloat32, seed++);
-      check("inplace.rms_norm_linear_bf16_weight",
-            {T(wide.slice(2, 0, k)), T(nw), eps, T(w), Value::none()}, {}, 1e-4);
+      check("inplace.rms_norm_linear", {T(wide.slice(2, 0, k)), T(nw), eps, T(w), Value::none()},
+            {}, 1e-4);
     }
 }
 
 // One-row products with more columns than the GPU holds blocks of (an LM head): one wave of
 // blocks whose warps walk the columns (GemvBf16::col_stride), every epilogue, against the cpu.
-TEST(CudaKernels, LinearBf16WeightWiderThanAWave) {
+TEST(CudaKernels, FusedLinearWiderThanAWave) {
   IP_REQUIRE_CUDA();
   uint32_t seed = 950;
   const int64_t n = 40001, k = 64;  // past 132 SMs x 4 blocks x 8 columns; an odd last block
@@ -432,11 +431,11 @@ TEST(CudaKernels, LinearBf16WeightWiderThanAWave) {
   const Tensor r = random_tensor({1, 1, n}, DType::kFloat32, seed++);
   const Tensor nw = random_tensor({k}, DType::kFloat32, seed++);
   const Value eps = Value::floating(1e-5);
-  check("inplace.linear_bf16_weight", {T(x), T(w), T(b)}, {}, 1e-4);
-  check("inplace.linear_bf16_weight_add", {T(x), T(w), Value::none(), T(r)}, {}, 1e-4);
-  check("inplace.swiglu_bf16_weight", {T(x), T(w), T(w2)}, {}, 1e-4);
-  check("inplace.rms_norm_linear_bf16_weight", {T(x), T(nw), eps, T(w), Value::none()}, {}, 1e-4);
-  check("inplace.rms_norm_swiglu_bf16_weight", {T(x), T(nw), eps, T(w), T(w2)}, {}, 1e-3);
+  check("inplace.fused_linear", {T(x), T(w), T(b)}, {}, 1e-4);
+  check("inplace.fused_linear", {T(x), T(w), Value::none(), T(r)}, {}, 1e-4);
+  check("inplace.gated_mlp", {T(x), T(w), T(w2)}, {}, 1e-4);
+  check("inplace.rms_norm_linear", {T(x), T(nw), eps, T(w), Value::none()}, {}, 1e-4);
+  check("inplace.rms_norm_gated_mlp", {T(x), T(nw), eps, T(w), T(w2)}, {}, 1e-3);
 }
 
 }  // namespace

@@ -23,11 +23,10 @@ TEST(CpuRegistration, MovedFamiliesDeclareAndTheCpuComputesFromTheTable) {
   const KernelTable& table = KernelTable::get();
   for (const char* name : {"kv_cache_update",
                            "rotary_embedding",
-                           "linear_bf16_weight",
-                           "linear_bf16_weight_add",
-                           "swiglu_bf16_weight",
-                           "rms_norm_linear_bf16_weight",
-                           "rms_norm_swiglu_bf16_weight",
+                           "fused_linear",
+                           "gated_mlp",
+                           "rms_norm_linear",
+                           "rms_norm_gated_mlp",
                            "gather",
                            "scatter.src",
                            "scatter.value",
@@ -51,7 +50,7 @@ TEST(CpuRegistration, MovedFamiliesDeclareAndTheCpuComputesFromTheTable) {
                            "masked_scatter",
                            "embedding",
                            "embedding_functional",
-                           "embedding_bf16_weight"}) {
+                           "fused_embedding"}) {
     const OpDef& d = op(name);
     EXPECT_TRUE(d.infer) << name;
     EXPECT_FALSE(d.out) << name << " computes in its declaration";

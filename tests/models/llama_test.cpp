@@ -101,6 +101,15 @@ int count_steps(const Engine& engine, const std::string& name) {
   return n;
 }
 
+// fused_linear steps with (or without) a residual epilogue.
+int count_linears(const Engine& engine, bool with_residual) {
+  int n = 0;
+  for (const Step& s : engine.plan().steps)
+    n += s.op && s.op->schema.name == "fused_linear" &&
+         (s.args.size() > 3 && !s.args[3].is_none()) == with_residual;
+  return n;
+}
+
 TEST(Llama, Bf16WeightsEqualEagerAndStayCloseToFloat32) {
   // The engine reads the bf16 weights directly (fuse_weight_casts); eager widens them with
   // w.to(float32) on every call. Widening is exact, so the two agree to float32 rounding.
@@ -108,19 +117,20 @@ TEST(Llama, Bf16WeightsEqualEagerAndStayCloseToFloat32) {
   const LlamaWeights w = llama_weights(c);
   LlamaEngines e = compile_llama(c, w, kPrompt, true);
   // Decode: q, k, v and the LM head alone; o_proj and down_proj with the residual add, gate and
-  // up with silu * mul (fuse_linear_epilogues). The prompt keeps its seven matmuls a layer.
-  EXPECT_EQ(count_steps(*e.decode, "linear_bf16_weight"), 3 * c.n_layers + 1);
-  EXPECT_EQ(count_steps(*e.decode, "linear_bf16_weight_add"), 2 * c.n_layers);
-  EXPECT_EQ(count_steps(*e.decode, "swiglu_bf16_weight"), c.n_layers);
+  // up with silu * mul in gated_mlp (fuse_linear_epilogues). The prompt keeps its seven matmuls a
+  // layer.
+  EXPECT_EQ(count_linears(*e.decode, false), 3 * c.n_layers + 1);
+  EXPECT_EQ(count_linears(*e.decode, true), 2 * c.n_layers);
+  EXPECT_EQ(count_steps(*e.decode, "gated_mlp"), c.n_layers);
   EXPECT_EQ(count_steps(*e.decode, "silu"), 0);
   // pos[-1] + 1, the filled prefix's end, only defines a runtime scalar: no step (dead_steps).
   EXPECT_EQ(count_steps(*e.decode, "add"), 0);
   EXPECT_EQ(count_steps(*e.decode, "mul"), 0);
-  EXPECT_EQ(count_steps(*e.prefill, "linear_bf16_weight"), 7 * c.n_layers + 1);
+  EXPECT_EQ(count_steps(*e.prefill, "fused_linear"), 7 * c.n_layers + 1);
   EXPECT_EQ(count_steps(*e.decode, "linear"), 0);
   // The embedded row is widened as it is read: no cast step.
   EXPECT_EQ(count_steps(*e.decode, "to"), 0);
-  EXPECT_EQ(count_steps(*e.decode, "embedding_bf16_weight"), 1);
+  EXPECT_EQ(count_steps(*e.decode, "fused_embedding"), 1);
   EXPECT_EQ(count_steps(*e.prefill, "to"), 0);
   LlamaEngineRunner engine(c, e, llama_new_caches(c));
   LlamaEagerRunner eager(c, w, kPrompt, llama_new_caches(c));
@@ -158,9 +168,9 @@ TEST(Llama, MergedQkvProductsEqualTheSeparateOnesBitForBit) {
   LlamaEngines merged{plain.prefill,
                       compile(*llama_decode_graph(c, w), llama_example_inputs(c, 1), o).engine};
   // Per layer: q/k/v merged (1), o_proj and down_proj with their residual (fused), gate/up in
-  // swiglu; the LM head alone.
-  EXPECT_EQ(count_steps(*merged.decode, "linear_bf16_weight"), c.n_layers + 1);
-  EXPECT_EQ(count_steps(*plain.decode, "linear_bf16_weight"), 3 * c.n_layers + 1);
+  // gated_mlp; the LM head alone.
+  EXPECT_EQ(count_linears(*merged.decode, false), c.n_layers + 1);
+  EXPECT_EQ(count_linears(*plain.decode, false), 3 * c.n_layers + 1);
   EXPECT_EQ(merged.decode->weight_bytes(), plain.decode->weight_bytes());  // no weight held twice
   LlamaEngineRunner a(c, plain, llama_new_caches(c)), b(c, merged, llama_new_caches(c));
   LlamaEagerRunner eager(c, w, kPrompt, llama_new_caches(c));
@@ -197,8 +207,8 @@ TEST(Llama, NormProloguesJoinTheirProductsBitForBit) {
   LlamaEngines fused{prefill.prefill, compile(*graph, llama_example_inputs(c, 1), both).engine};
   // The final norm reaches the LM head through h[:, -1]: it joins the head's product too.
   EXPECT_EQ(count_steps(*fused.decode, "rms_norm"), 0);
-  EXPECT_EQ(count_steps(*fused.decode, "rms_norm_linear_bf16_weight"), c.n_layers + 1);
-  EXPECT_EQ(count_steps(*fused.decode, "rms_norm_swiglu_bf16_weight"), c.n_layers);
+  EXPECT_EQ(count_steps(*fused.decode, "rms_norm_linear"), c.n_layers + 1);
+  EXPECT_EQ(count_steps(*fused.decode, "rms_norm_gated_mlp"), c.n_layers);
   EXPECT_EQ(count_steps(*plain.decode, "rms_norm"), 2 * c.n_layers + 1);
   EXPECT_EQ(count_steps(*fused.decode, "rotary_embedding"), 0);
   EXPECT_EQ(count_steps(*plain.decode, "rotary_embedding"), 2 * c.n_layers);
@@ -230,8 +240,8 @@ TEST(Llama, NormPrologueNeedsASoleReader) {
   LlamaEngines e = compile_llama(c, w, kPrompt, true);
   e.decode = compile(*llama_decode_graph(c, w), llama_example_inputs(c, 1), o).engine;
   EXPECT_EQ(count_steps(*e.decode, "rms_norm"), c.n_layers);
-  EXPECT_EQ(count_steps(*e.decode, "rms_norm_swiglu_bf16_weight"), c.n_layers);
-  EXPECT_EQ(count_steps(*e.decode, "rms_norm_linear_bf16_weight"), 1);  // the LM head
+  EXPECT_EQ(count_steps(*e.decode, "rms_norm_gated_mlp"), c.n_layers);
+  EXPECT_EQ(count_steps(*e.decode, "rms_norm_linear"), 1);  // the LM head
   EXPECT_EQ(count_steps(*e.decode, "rotary_embedding"), 2 * c.n_layers);
   LlamaEngineRunner a(c, e, llama_new_caches(c));
   LlamaEagerRunner eager(c, w, kPrompt, llama_new_caches(c));

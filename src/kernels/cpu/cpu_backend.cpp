@@ -1,7 +1,9 @@
 // The cpu backend's registration: every kernel family of src/kernels/cpu, called once when the
 // kernel table is built, as register_cuda_backend does for src/kernels/cuda.
 #include "backend/backend.h"
+#include "backend/fusion_preferences.h"
 #include "backend/kernel_table.h"
+#include "kernels/cpu/gemv.h"
 #include "kernels/cpu/registration.h"
 
 namespace inplace {
@@ -11,7 +13,7 @@ void register_cpu_backend(KernelTable& table) {
   cpu::register_elementwise_kernels(table);
   cpu::register_kv_cache_kernels(table);
   cpu::register_rotary_kernels(table);
-  cpu::register_linear_lowp_kernels(table);
+  cpu::register_fused_linear_kernels(table);
   cpu::register_getitem_kernels(table);
   cpu::register_index_kernels(table);
   cpu::register_scatter_kernels(table);
@@ -30,6 +32,14 @@ void register_cpu_backend(KernelTable& table) {
   // dst <- src, broadcast and cast: the engine's copy-back step.
   table.add_copy(DeviceType::kCpu, [](const Args& args, const std::vector<Tensor>& outs,
                                       const KernelContext&) { outs[0].copy_from(args[0].tensor); });
+}
+
+// A decode step is what one pass of the streaming GEMV serves; the products cost their bytes,
+// not their launch, so merging siblings and joining norms gain nothing here.
+FusionPreferences cpu_fusion_preferences() {
+  FusionPreferences p;
+  p.decode_max_rows = cpu::kGemvMaxRows;
+  return p;
 }
 
 }  // namespace inplace

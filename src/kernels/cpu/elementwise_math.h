@@ -12,6 +12,7 @@
 
 #include "core/dtype.h"
 #include "core/scalar.h"
+#include "kernels/cpu/reduction_exp.h"
 #include "ops/elementwise_codes.h"
 
 namespace inplace::cpu::math {
@@ -318,6 +319,10 @@ bool unary_functor(UnaryOp op, Use&& use) {
     case UnaryOp::kSigmoid:
       return use_float([](M x) { return M(1) / (M(1) + std::exp(-x)); });
     case UnaryOp::kSilu:
+      // float32 by the exp of silu_f32 (the contiguous path), so every layout and a fused
+      // chain give its values.
+      if constexpr (std::is_same_v<T, float>)
+        return use_float([](M x) { return x / (M(1) + exp_vectorizable(-x)); });
       return use_float([](M x) { return x / (M(1) + std::exp(-x)); });
     case UnaryOp::kReciprocal:
       return use_float([](M x) { return M(1) / x; });

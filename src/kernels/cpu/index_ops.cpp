@@ -131,11 +131,11 @@ void register_embeddings(KernelTable& t) {
           index_gather(a[indexing::kEmbeddingFunctional.weight].as_tensor("embedding"), ai, out[0],
                        "embedding");
         });
-  t.add(kCpu, "embedding_bf16_weight",
+  t.add(kCpu, "fused_embedding",
         [](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
-          const Tensor rows = Tensor::empty(out[0].shape(), DType::kBFloat16);
-          index_gather(a[indexing::kEmbeddingFunctional.weight].tensor,
-                       indexing::embedding_bf16_plan(a), rows, "embedding_bf16_weight");
+          const Tensor& table = a[indexing::kEmbeddingFunctional.weight].tensor;
+          const Tensor rows = Tensor::empty(out[0].shape(), table.dtype());
+          index_gather(table, indexing::fused_embedding_plan(a), rows, "fused_embedding");
           out[0].copy_from(rows);
         });
 }

@@ -3,9 +3,11 @@
 #include <cuda_runtime.h>
 
 #include "backend/backend.h"
+#include "backend/fusion_preferences.h"
 #include "backend/kernel_table.h"
 #include "core/device_allocator.h"
 #include "core/error.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/registration.h"
 
 namespace inplace {
@@ -64,9 +66,20 @@ void register_cuda_backend(KernelTable& table) {
   cuda::register_index_kernels(table);
   cuda::register_attention_kernels(table);
   cuda::register_rotary_kernels(table);
-  cuda::register_linear_lowp_kernels(table);
+  cuda::register_fused_linear_kernels(table);
   cuda::register_fused_pointwise_kernels(table);
   register_backend(DeviceType::kCuda, cuda::make_backend());
+}
+
+// A decode step is what one pass of the GEMV serves (kGemvRows rows a block); each launch costs
+// a few microseconds whatever it moves, so q/k/v as one product and the norms inside the
+// products they feed pay.
+FusionPreferences cuda_fusion_preferences() {
+  FusionPreferences p;
+  p.decode_max_rows = cuda::kGemvRows;
+  p.merge_sibling_linears = true;
+  p.fuse_norm_prologues = true;
+  return p;
 }
 
 }  // namespace inplace

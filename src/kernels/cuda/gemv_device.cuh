@@ -4,7 +4,7 @@
 // row, float32 accumulation, a warp reduction, then the epilogue (bias, a residual add, or
 // SwiGLU's second product with silu * mul). Memory-bound at one token: each weight is read once.
 // With an RMSNorm prologue the block first sums the squares of its input rows (a few kilobytes,
-// from L2) and every warp normalises x as it reads it. Included by linear_lowp.cu (one launch a
+// from L2) and every warp normalises x as it reads it. Included by fused_linear.cu (one launch a
 // product).
 #pragma once
 #include "kernels/cuda/device_common.cuh"
@@ -15,6 +15,7 @@ namespace inplace::cuda::gemv {
 // Input rows per pass over a weight row: one at a decode step (fewer registers, so three blocks
 // fit an SM and the largest products run in one wave), up to four otherwise.
 constexpr int kRows = 4;
+static_assert(kRows == kGemvRows, "launch.h's kGemvRows (the backend's decode rows) is kRows");
 constexpr int kWarpsPerBlock = 8;
 constexpr int kUnroll = 4;
 

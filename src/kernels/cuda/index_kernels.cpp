@@ -261,9 +261,9 @@ void register_index_kernels(KernelTable& t) {
           constexpr indexing::EmbeddingOperands e = indexing::kEmbedding;
           embedding_kernel(a[e.weight].tensor, a[e.indices].tensor, outs[0], ctx);
         });
-  // The bf16 table's gather widens the rows as it stores them (the kernel converts to out's
+  // fused_embedding's gather widens the rows as it stores them (the kernel converts to out's
   // dtype).
-  for (const char* name : {"embedding_functional", "embedding_bf16_weight"})
+  for (const char* name : {"embedding_functional", "fused_embedding"})
     t.add(C, name, [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
       constexpr indexing::EmbeddingOperands e = indexing::kEmbeddingFunctional;
       embedding_kernel(a[e.weight].tensor, a[e.indices].tensor, outs[0], ctx);

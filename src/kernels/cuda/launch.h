@@ -112,14 +112,14 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha, S
 void rotary(const Operand& out, const Operand& x, const Operand& cos, const Operand& sin,
             void* stream);
 
-// linear_bf16_weight and its fused epilogues (linear_lowp.cu): per row m of x and output n,
+// fused_linear and gated_mlp with a bfloat16 weight (fused_linear.cu): per row m of x and output n,
 // v = sum_k x[m, k] * w[n, k] (+ bias[n]) accumulated in float32, then
 //   kNone:     y[m, n] = v
-//   kResidual: y[m, n] = v + residual[m, n]                (linear_bf16_weight_add)
-//   kSwiGLU:   y[m, n] = silu(v) * sum_k x[m, k] * w2[n, k] (swiglu_bf16_weight; no bias)
+//   kResidual: y[m, n] = v + residual[m, n]                (fused_linear's residual)
+//   kSwiGLU:   y[m, n] = silu(v) * sum_k x[m, k] * w2[n, k] (gated_mlp; no bias)
 // x float32 rows of stride x_stride (unit stride along k), w and w2 bfloat16 [n, k] contiguous,
-// residual and y float32 rows of their strides. With norm_w (rms_norm_*_bf16_weight: the
-// fuse_norm_prologues pass) each row of x is RMS-normalised, x[m, k] * rsqrt(mean_k(x[m, k]^2)
+// residual and y float32 rows of their strides. With norm_w (rms_norm_linear, rms_norm_gated_mlp:
+// the fuse_norm_prologues pass) each row of x is RMS-normalised, x[m, k] * rsqrt(mean_k(x[m, k]^2)
 // + eps) * norm_w[k] (norm_w float32 [k], contiguous); on the one-row path the rsqrt scales the
 // finished sum (sum_k x[k] * norm_w[k] * w[n, k]) * rsqrt(...), equal up to rounding.
 enum class GemvEpilogue : uint8_t { kNone, kResidual, kSwiGLU };
@@ -140,6 +140,9 @@ struct GemvRowWrite {
   int32_t error_step = -1;
 };
 
+// Input rows one pass of the GEMV serves over a weight row (gemv_device.cuh's gemv::kRows).
+inline constexpr int kGemvRows = 4;
+
 struct GemvBf16 {
   const float* x = nullptr;
   int64_t x_stride = 0, rows = 0;
@@ -154,7 +157,7 @@ struct GemvBf16 {
   GemvEpilogue epilogue = GemvEpilogue::kNone;
   const float* norm_w = nullptr;
   float eps = 0.f;
-  // kNone with rot_cols > 0 (rms_norm_linear_bf16_weight's rotary: fuse_rotary_epilogues):
+  // kNone with rot_cols > 0 (rms_norm_linear's rotary: fuse_rotary_epilogues):
   // each rot_d-wide block of columns [0, rot_cols) is rotated after the product,
   // y = v * cos[j] + rotate_half(v) * sin[j] (cos, sin float32 [rot_d]); rot_d % 8 == 0.
   const float* cos = nullptr;

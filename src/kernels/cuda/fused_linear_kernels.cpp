@@ -1,19 +1,20 @@
-// The CUDA kernels of linear_bf16_weight(x, w, bias) and its fused epilogues
-// (linear_bf16_weight_add, swiglu_bf16_weight: fuse_linear_epilogues): the product reads the bf16
-// weight where it lies (the step the fuse_weight_casts pass makes of `linear(x, w.to(float32))`),
-// and the two with an RMSNorm prologue (rms_norm_linear_bf16_weight, rms_norm_swiglu_bf16_weight:
-// fuse_norm_prologues), whose arguments are (x, norm_weight, eps, then the product's own).
+// The CUDA kernels of the fused linear family: fused_linear(x, w, bias, residual) (the product
+// reads the bf16 weight where it lies: the step the fuse_weight_casts pass makes of
+// `linear(x, w.to(float32))`; its residual: fuse_linear_epilogues), gated_mlp (the SwiGLU
+// epilogue), and the two with an RMSNorm prologue (rms_norm_linear, rms_norm_gated_mlp:
+// fuse_norm_prologues), whose arguments are (x, norm_weight, eps, then the product's own). The
+// GEMV covers a float32 input with a bfloat16 weight; supports() refuses other dtypes.
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/launch_groups.h"
 #include "kernels/cuda/registration.h"
+#include "ops/fused_linear_args.h"
 #include "ops/kv_cache_args.h"
-#include "ops/linear_lowp_args.h"
 
 namespace inplace::cuda {
 
 namespace {
 
-using namespace linear_lowp;
+using namespace fused_linear;
 
 // x as rows of unit stride along k, each row `stride` apart; false when it is not.
 bool rows_of(const Tensor& x, int64_t k, int64_t* stride) {
@@ -60,20 +61,27 @@ std::string operands(const Args& a, const Tensor& y, GemvBf16* g, bool data = tr
 
 // The product's operands, checked before the result exists (a contiguous float32 result).
 std::string supports_product(const Args& a) {
+  if (a[kInput].tensor.dtype() != DType::kFloat32 || a[kWeight].tensor.dtype() != DType::kBFloat16)
+    return "an input that is not float32 or a weight that is not bfloat16";
   GemvBf16 g;
   Shape out(a[kInput].tensor.shape().begin(), a[kInput].tensor.shape().end() - 1);
   out.push_back(a[kWeight].tensor.size(0));
   return operands(a, Tensor::meta(out, DType::kFloat32), &g, /*data=*/false);
 }
 
-std::string supports(const Args& a) {
+// fused_linear without its residual.
+std::string supports_linear(const Args& a) {
+  if (has_arg(a, kResidual)) return "a residual";
   if (!a[kBias].is_none() && !a[kBias].tensor.is_contiguous())
     return "a bias that is not contiguous";
   return supports_product(a);
 }
 
-std::string supports_add(const Args& a) {
-  std::string why = supports(a);
+std::string supports(const Args& a) {
+  if (!has_arg(a, kResidual)) return supports_linear(a);
+  if (!a[kBias].is_none() && !a[kBias].tensor.is_contiguous())
+    return "a bias that is not contiguous";
+  std::string why = supports_product(a);
   if (!why.empty()) return why;
   int64_t stride = 0;
   if (!rows_of(a[kResidual].tensor, a[kWeight].tensor.size(0), &stride))
@@ -81,7 +89,7 @@ std::string supports_add(const Args& a) {
   return "";
 }
 
-std::string supports_swiglu(const Args& a) {
+std::string supports_gated_mlp(const Args& a) {
   if (!a[kUpWeight].tensor.is_contiguous()) return "an up weight that is not contiguous";
   return supports_product(a);
 }
@@ -98,16 +106,12 @@ GemvBf16 linear(const Args& a, const std::vector<Tensor>& outs) {
   return g;
 }
 
-void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  gemv_bf16(linear(a, outs), ctx.queue);
-}
-
 void run_add(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   GemvBf16 g;
-  check_operands(operands(a, outs[0], &g), kLinearAdd, a[kInput].tensor);
+  check_operands(operands(a, outs[0], &g), kLinear, a[kInput].tensor);
   if (!a[kBias].is_none()) g.bias = static_cast<const float*>(a[kBias].tensor.data_ptr());
   int64_t stride = 0;
-  IP_CHECK(rows_of(a[kResidual].tensor, g.n, &stride), kUnsupported, "[cuda] ", kLinearAdd,
+  IP_CHECK(rows_of(a[kResidual].tensor, g.n, &stride), kUnsupported, "[cuda] ", kLinear,
            ": a residual whose rows are not evenly strided");
   if (g.rows > 0 && g.n > 0) g.residual = static_cast<const float*>(a[kResidual].tensor.data_ptr());
   g.residual_stride = stride;
@@ -115,7 +119,15 @@ void run_add(const Args& a, const std::vector<Tensor>& outs, const KernelContext
   gemv_bf16(g, ctx.queue);
 }
 
-GemvBf16 swiglu(const Args& a, const std::vector<Tensor>& outs, const char* op) {
+// fused_linear: the residual epilogue when it has one.
+void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  if (has_arg(a, kResidual))
+    run_add(a, outs, ctx);
+  else
+    gemv_bf16(linear(a, outs), ctx.queue);
+}
+
+GemvBf16 gated_mlp(const Args& a, const std::vector<Tensor>& outs, const char* op) {
   GemvBf16 g;
   check_operands(operands(a, outs[0], &g), op, a[kInput].tensor);
   if (g.rows > 0 && g.n > 0) g.w2 = a[kUpWeight].tensor.data_ptr();
@@ -123,14 +135,14 @@ GemvBf16 swiglu(const Args& a, const std::vector<Tensor>& outs, const char* op) 
   return g;
 }
 
-void run_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  gemv_bf16(swiglu(a, outs, kSwiglu), ctx.queue);
+void run_gated_mlp(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  gemv_bf16(gated_mlp(a, outs, kGatedMlp), ctx.queue);
 }
 
-// The norm prologue: (x, norm_weight, eps, w, w2 or bias) as the product's (x, w, w2 or bias);
-// the kernel normalises the rows it reads.
-Args product_args(const Args& a) {
-  return linear_lowp::product_args(a[kInput], a);
+// The norm prologue: (x, norm_weight, eps, w, w2 or bias, ...) as the product's (x, w, w2 or
+// bias, ...); the kernel normalises the rows it reads.
+Args product_args(const char* norm_form, const Args& a) {
+  return fused_linear::product_args(norm_form, a[kInput], a);
 }
 
 // The linear form's rotary epilogue (cos, sin, rotary_cols), when rotary_cols > 0.
@@ -162,7 +174,7 @@ std::string supports_norm(const Args& a) {
 std::string supports_norm_linear(const Args& a) {
   std::string why = supports_norm(a);
   if (why.empty()) why = supports_rotary(a);
-  return why.empty() ? supports(product_args(a)) : why;
+  return why.empty() ? supports_linear(product_args(kNormLinear, a)) : why;
 }
 
 void add_norm(const Args& a, GemvBf16* g) {
@@ -172,7 +184,7 @@ void add_norm(const Args& a, GemvBf16* g) {
 }
 
 GemvBf16 norm_linear(const Args& a, const std::vector<Tensor>& outs) {
-  const Args p = product_args(a);
+  const Args p = product_args(kNormLinear, a);
   GemvBf16 g;
   check_operands(operands(p, outs[0], &g), kNormLinear, a[kInput].tensor);
   if (!p[kBias].is_none()) g.bias = static_cast<const float*>(p[kBias].tensor.data_ptr());
@@ -192,8 +204,8 @@ void run_norm_linear(const Args& a, const std::vector<Tensor>& outs, const Kerne
   gemv_bf16(norm_linear(a, outs), ctx.queue);
 }
 
-void run_norm_swiglu(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  GemvBf16 g = swiglu(product_args(a), outs, kNormSwiglu);
+void run_norm_gated_mlp(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  GemvBf16 g = gated_mlp(product_args(kNormGatedMlp, a), outs, kNormGatedMlp);
   add_norm(a, &g);
   gemv_bf16(g, ctx.queue);
 }
@@ -251,17 +263,16 @@ WritesKernel with_row_writes(GemvBf16 (*product)(const Args&, const std::vector<
 
 }  // namespace
 
-void register_linear_lowp_kernels(KernelTable& table) {
+void register_fused_linear_kernels(KernelTable& table) {
   table.add(DeviceType::kCuda, kLinear, run, supports);
-  table.add(DeviceType::kCuda, kLinearAdd, run_add, supports_add);
-  table.add(DeviceType::kCuda, kSwiglu, run_swiglu, supports_swiglu);
+  table.add(DeviceType::kCuda, kGatedMlp, run_gated_mlp, supports_gated_mlp);
   table.add(DeviceType::kCuda, kNormLinear, run_norm_linear, supports_norm_linear);
-  table.add(DeviceType::kCuda, kNormSwiglu, run_norm_swiglu, [](const Args& a) {
+  table.add(DeviceType::kCuda, kNormGatedMlp, run_norm_gated_mlp, [](const Args& a) {
     const std::string why = supports_norm(a);
-    return why.empty() ? supports_swiglu(product_args(a)) : why;
+    return why.empty() ? supports_gated_mlp(product_args(kNormGatedMlp, a)) : why;
   });
   LaunchKernels::get().add_epilogue_writes(kLinear, "kv_cache_update",
-                                           with_row_writes(linear, supports));
+                                           with_row_writes(linear, supports_linear));
   LaunchKernels::get().add_epilogue_writes(kNormLinear, "kv_cache_update",
                                            with_row_writes(norm_linear, supports_norm_linear));
 }

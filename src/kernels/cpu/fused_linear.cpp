@@ -1,6 +1,7 @@
-// The cpu kernels of the bf16-weight products (linear_bf16_weight, linear_bf16_weight_add,
-// swiglu_bf16_weight) and of their RMSNorm-prologue forms, registered into the kernel table.
-// Arguments are read at the positions of ops/linear_lowp_args.h, whose shape rules each kernel
+// The cpu kernels of the fused linear family (fused_linear, gated_mlp and their RMSNorm-prologue
+// forms rms_norm_linear, rms_norm_gated_mlp), registered into the kernel table. They cover a
+// float32 input with a float32 or bfloat16 weight (the streaming GEMV's two weight types).
+// Arguments are read at the positions of ops/fused_linear_args.h, whose shape rules each kernel
 // checks first. Exact: every result element is computed by the same float operations, in the
 // same order, as the chain's kernels; a norm form runs the chain itself (the norm into a
 // temporary, the product, then the rotation).
@@ -13,37 +14,61 @@
 #include "kernels/cpu/matrix.h"
 #include "kernels/cpu/registration.h"
 #include "kernels/cpu/rotary.h"
-#include "ops/linear_lowp_args.h"
+#include "ops/fused_linear_args.h"
 
 namespace inplace::cpu {
 
 namespace {
 
-using namespace linear_lowp;
+using namespace fused_linear;
 
 // Up to this many rows of x the GEMV in passes of kGemvMaxRows rows beats widening the weight
 // to float32 and calling sgemm (small bf16, one thread, prompts of 32-256 tokens: 32 vs 55 ms,
 // 147 vs 175 ms); it also needs no float32 copy of the weight.
 constexpr int64_t kGemvPromptRows = 256;
 
+// The weight types the GEMV streams: "" when the kernels run `a`'s dtypes, else why not.
+std::string supports(const Args& a) {
+  const DType x = a[kInput].tensor.dtype(), w = a[kWeight].tensor.dtype();
+  if (x != DType::kFloat32 || (w != DType::kFloat32 && w != DType::kBFloat16))
+    return "an input that is not float32 or a weight that is not float32 or bfloat16";
+  return "";
+}
+
+void check_supported(const char* op, const Args& a) {
+  const std::string why = supports(a);
+  IP_CHECK(why.empty(), kUnsupported, "[", op, "] on the cpu: ", why);
+}
+
+template <typename W>
+void linear_product(const Args& a, const Tensor& y) {
+  const Tensor& x = a[kInput].tensor;
+  const Tensor& w = a[kWeight].tensor;
+  const int64_t k = w.size(1), n = w.size(0), rows = x.numel() / std::max<int64_t>(k, 1);
+  if (rows <= kGemvPromptRows && x.is_contiguous() && w.is_contiguous() && y.is_contiguous()) {
+    // Decode, and prompts of up to kGemvPromptRows tokens: the GEMV, kGemvMaxRows rows of x per
+    // pass over the weight.
+    for (int64_t r0 = 0; r0 < rows; r0 += kGemvMaxRows)
+      gemv_parallel(GemvArgs<W>{x.data<float>() + r0 * k, k, std::min(kGemvMaxRows, rows - r0),
+                                w.data<W>(), k, n, k, y.data<float>() + r0 * n, n, 1.0f, 0.0f});
+  } else {  // a long prompt: widen the weight once per call and multiply
+    matmul(x.reshape({rows, k}), w.to(DType::kFloat32).t(), y.view({rows, n}));
+  }
+}
+
+// fused_linear without a residual.
 void run_linear(const Args& a, const std::vector<Tensor>& out) {
   linear_meta(a);
+  check_supported(kLinear, a);
   const Tensor& x = a[kInput].tensor;
   const Tensor& w = a[kWeight].tensor;
   const Tensor& y = out[0];
   const int64_t k = w.size(1), n = w.size(0), rows = x.numel() / std::max<int64_t>(k, 1);
-  const bool has_bias = !a[kBias].is_none();
-  if (rows <= kGemvPromptRows && x.is_contiguous() && w.is_contiguous() && y.is_contiguous()) {
-    // Decode, and prompts of up to kGemvPromptRows tokens: the GEMV, kGemvMaxRows rows of x per
-    // pass over the bf16 weight.
-    for (int64_t r0 = 0; r0 < rows; r0 += kGemvMaxRows)
-      gemv_parallel(GemvArgs<BFloat16>{x.data<float>() + r0 * k, k,
-                                       std::min(kGemvMaxRows, rows - r0), w.data<BFloat16>(), k, n,
-                                       k, y.data<float>() + r0 * n, n, 1.0f, 0.0f});
-  } else {  // a long prompt: widen the weight once per call and multiply
-    matmul(x.reshape({rows, k}), w.to(DType::kFloat32).t(), y.view({rows, n}));
-  }
-  if (has_bias) {
+  if (w.dtype() == DType::kBFloat16)
+    linear_product<BFloat16>(a, y);
+  else
+    linear_product<float>(a, y);
+  if (!a[kBias].is_none()) {
     const float* b = a[kBias].tensor.contiguous().data<float>();
     float* yp = y.data<float>();
     for (int64_t r = 0; r < rows; ++r)
@@ -53,23 +78,33 @@ void run_linear(const Args& a, const std::vector<Tensor>& out) {
 
 // y[rows, n] = x[rows, k] @ w^T (+ beta * y) for contiguous operands: the streaming gemv for a
 // few rows, the widened-weight matmul for a prompt.
+template <typename W>
 void product(const Tensor& x, const Tensor& w, float* y, int64_t rows, float beta) {
   const int64_t k = w.size(1), n = w.size(0);
   const Tensor xc = x.contiguous(), wc = w.contiguous();
   for (int64_t r0 = 0; r0 < rows; r0 += kGemvMaxRows) {
     const int64_t m = std::min(kGemvMaxRows, rows - r0);
-    gemv_parallel(GemvArgs<BFloat16>{xc.data<float>() + r0 * k, k, m, wc.data<BFloat16>(), k, n, k,
-                                     y + r0 * n, n, 1.0f, beta});
+    gemv_parallel(GemvArgs<W>{xc.data<float>() + r0 * k, k, m, wc.data<W>(), k, n, k, y + r0 * n, n,
+                              1.0f, beta});
   }
 }
 
+void product(const Tensor& x, const Tensor& w, float* y, int64_t rows, float beta) {
+  if (w.dtype() == DType::kBFloat16)
+    product<BFloat16>(x, w, y, rows, beta);
+  else
+    product<float>(x, w, y, rows, beta);
+}
+
+// fused_linear with a residual.
 void run_add(const Args& a, const std::vector<Tensor>& out) {
-  linear_add_meta(a);
+  linear_meta(a);
+  check_supported(kLinear, a);
   const Tensor& x = a[kInput].tensor;
   const Tensor& w = a[kWeight].tensor;
   const Tensor& y = out[0];
   const int64_t n = w.size(0), rows = y.numel() / std::max<int64_t>(n, 1);
-  IP_CHECK(y.is_contiguous(), kUnsupported, "[", kLinearAdd, "] a result that is not contiguous");
+  IP_CHECK(y.is_contiguous(), kUnsupported, "[", kLinear, "] a result that is not contiguous");
   if (y.numel() == 0) return;
   float* yp = y.data<float>();
   if (a[kBias].is_none()) {
@@ -91,12 +126,10 @@ void run_add(const Args& a, const std::vector<Tensor>& out) {
 // buffers on the stack, then silu(g) * u into the result, so no step allocates.
 constexpr int64_t kTile = 64;
 
-void run_swiglu(const Args& a, const std::vector<Tensor>& out) {
-  swiglu_meta(a);
+template <typename W>
+void gated_mlp_product(const Args& a, const Tensor& y) {
   const Tensor x = a[kInput].tensor.contiguous();
   const Tensor wg = a[kWeight].tensor.contiguous(), wu = a[kUpWeight].tensor.contiguous();
-  const Tensor& y = out[0];
-  IP_CHECK(y.is_contiguous(), kUnsupported, "[", kSwiglu, "] a result that is not contiguous");
   const int64_t k = wg.size(1), n = wg.size(0), rows = y.numel() / std::max<int64_t>(n, 1);
   if (y.numel() == 0) return;
   float* yp = y.data<float>();
@@ -107,11 +140,9 @@ void run_swiglu(const Args& a, const std::vector<Tensor>& out) {
     for (int64_t r0 = 0; r0 < rows; r0 += kGemvMaxRows) {
       const int64_t m = std::min(kGemvMaxRows, rows - r0);
       float g[kGemvMaxRows * kTile], u[kGemvMaxRows * kTile];
-      gemv(GemvArgs<BFloat16>{xp + r0 * k, k, m, wg.data<BFloat16>() + j0 * k, k, cols, k, g, kTile,
-                              1.0f, 0.0f},
+      gemv(GemvArgs<W>{xp + r0 * k, k, m, wg.data<W>() + j0 * k, k, cols, k, g, kTile, 1.0f, 0.0f},
            0, cols);
-      gemv(GemvArgs<BFloat16>{xp + r0 * k, k, m, wu.data<BFloat16>() + j0 * k, k, cols, k, u, kTile,
-                              1.0f, 0.0f},
+      gemv(GemvArgs<W>{xp + r0 * k, k, m, wu.data<W>() + j0 * k, k, cols, k, u, kTile, 1.0f, 0.0f},
            0, cols);
       for (int64_t i = 0; i < m; ++i) {
         float* gi = g + i * kTile;
@@ -126,6 +157,17 @@ void run_swiglu(const Args& a, const std::vector<Tensor>& out) {
   } else {
     pool->parallel_for(tiles, tile);
   }
+}
+
+void run_gated_mlp(const Args& a, const std::vector<Tensor>& out) {
+  gated_mlp_meta(a);
+  check_supported(kGatedMlp, a);
+  const Tensor& y = out[0];
+  IP_CHECK(y.is_contiguous(), kUnsupported, "[", kGatedMlp, "] a result that is not contiguous");
+  if (a[kWeight].tensor.dtype() == DType::kBFloat16)
+    gated_mlp_product<BFloat16>(a, y);
+  else
+    gated_mlp_product<float>(a, y);
 }
 
 // y[.., :cols] as rows of d-wide blocks, each rotated as rotary_embedding does (from a copy of
@@ -170,7 +212,7 @@ Kernel norm_form(const char* name, Product run_product) {
     const std::vector<Tensor> meta = norm.op->infer(na);
     Tensor normed = Tensor::empty(meta[0].shape(), meta[0].dtype());
     (*norm.kernel)(na, {normed}, KernelContext{});
-    run_product(product_args(Value::from_tensor(normed), a), out);
+    run_product(product_args(name, Value::from_tensor(normed), a), out);
     Tensor cos, sin;
     int64_t cols = 0;
     if (rotary_of(a, out[0].size(-1), &cos, &sin, &cols)) {
@@ -181,20 +223,34 @@ Kernel norm_form(const char* name, Product run_product) {
   };
 }
 
+// fused_linear: the residual epilogue's kernel when it has one.
+void run_fused_linear(const Args& a, const std::vector<Tensor>& out) {
+  if (has_arg(a, kResidual))
+    run_add(a, out);
+  else
+    run_linear(a, out);
+}
+
 Kernel kernel(Product run) {
   return
       [run](const Args& a, const std::vector<Tensor>& out, const KernelContext&) { run(a, out); };
 }
 
+// A norm form's dtypes are its product's.
+std::string supports_norm_form(const char* name, const Args& a) {
+  return supports(product_args(name, a[kInput], a));
+}
+
 }  // namespace
 
-void register_linear_lowp_kernels(KernelTable& table) {
+void register_fused_linear_kernels(KernelTable& table) {
   const DeviceType c = DeviceType::kCpu;
-  table.add(c, kLinear, kernel(run_linear));
-  table.add(c, kLinearAdd, kernel(run_add));
-  table.add(c, kSwiglu, kernel(run_swiglu));
-  table.add(c, kNormLinear, norm_form(kNormLinear, run_linear));
-  table.add(c, kNormSwiglu, norm_form(kNormSwiglu, run_swiglu));
+  table.add(c, kLinear, kernel(run_fused_linear), supports);
+  table.add(c, kGatedMlp, kernel(run_gated_mlp), supports);
+  table.add(c, kNormLinear, norm_form(kNormLinear, run_linear),
+            [](const Args& a) { return supports_norm_form(kNormLinear, a); });
+  table.add(c, kNormGatedMlp, norm_form(kNormGatedMlp, run_gated_mlp),
+            [](const Args& a) { return supports_norm_form(kNormGatedMlp, a); });
 }
 
 }  // namespace inplace::cpu

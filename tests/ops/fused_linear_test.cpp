@@ -1,4 +1,4 @@
-// linear_bf16_weight against a float64 loop over the same bf16 weight: decode rows (the GEMV),
+// fused_linear against a float64 loop over the same bf16 weight: decode rows (the GEMV),
 // prompts of up to 256 rows (the GEMV in passes of four rows) and longer ones (sgemm on the
 // widened weight), with and without a bias.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@ namespace inplace {
 using namespace inplace::testing;
 namespace {
 
-TEST(LinearBf16Weight, EveryRowCountMatchesAFloat64Loop) {
+TEST(FusedLinear, EveryRowCountMatchesAFloat64Loop) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   const int64_t n = 24, k = 40;
@@ -24,7 +24,7 @@ TEST(LinearBf16Weight, EveryRowCountMatchesAFloat64Loop) {
     for (bool with_bias : {false, true}) {
       Tensor x = Tensor::empty({1, rows, k}, DType::kFloat32);
       for (int64_t i = 0; i < rows * k; ++i) x.data<float>()[i] = u(rng);
-      Tensor y = call_t("linear_bf16_weight", {T(x), T(w), with_bias ? T(bias) : None()});
+      Tensor y = call_t("fused_linear", {T(x), T(w), with_bias ? T(bias) : None()});
       ASSERT_EQ(y.shape(), (Shape{1, rows, n}));
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < n; ++j) {

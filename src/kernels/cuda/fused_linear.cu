@@ -60,7 +60,7 @@ void gemv_bf16(const GemvBf16& given, void* stream) {
   if (given.rows == 0 || given.n == 0) return;
   GemvBf16 g = given;
   IP_CHECK(g.n_writes == 0 || gemv_bf16_runs_writes(g), kInternal,
-           "[cuda] linear_bf16_weight: row writes from a product that cannot run them");
+           "[cuda] fused_linear: row writes from a product that cannot run them");
   const bool vector = vector_form(g);
   g.split = vector && g.rows == 1 ? column_split(g) : 1;
   const int64_t columns = kWarpsPerBlock / g.split;  // a block
@@ -77,7 +77,7 @@ void gemv_bf16(const GemvBf16& given, void* stream) {
       launch<GemvEpilogue::kSwiGLU>(g, vector, blocks, s);
       break;
   }
-  IP_CUDA_CHECK(cudaGetLastError(), "linear_bf16_weight");
+  IP_CUDA_CHECK(cudaGetLastError(), "fused_linear");
 }
 
 }  // namespace inplace::cuda

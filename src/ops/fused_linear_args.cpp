@@ -1,0 +1,116 @@
+#include "ops/fused_linear_args.h"
+
+#include "core/error.h"
+
+namespace inplace::fused_linear {
+
+namespace {
+
+// x [..., k] and w [n, k] give [..., n]; w a float dtype no wider than x's.
+Shape product_shape(const char* op, const Tensor& x, const Tensor& w) {
+  IP_CHECK(is_floating(x.dtype()) && is_floating(w.dtype()) &&
+               dtype_size(w.dtype()) <= dtype_size(x.dtype()),
+           kDTypeMismatch, "[", op,
+           "] expected a floating input and a weight of a float dtype no wider, got ",
+           dtype_name(x.dtype()), " and ", dtype_name(w.dtype()));
+  IP_CHECK(x.dim() >= 1 && w.dim() == 2 && x.size(-1) == w.size(1), kShapeMismatch, "[", op,
+           "] input ", shape_str(x.shape()), " does not fit weight ", shape_str(w.shape()));
+  Shape out(x.shape().begin(), x.shape().end() - 1);
+  out.push_back(w.size(0));
+  return out;
+}
+
+// An operand in the input's dtype (bias, residual, norm weight, rotary tables).
+void check_dtype(const char* op, const char* what, const Tensor& t, DType dtype) {
+  IP_CHECK(t.dtype() == dtype, kDTypeMismatch, "[", op, "] ", what, " is ", dtype_name(t.dtype()),
+           " but the input is ", dtype_name(dtype));
+}
+
+void check_bias(const char* op, const Value& bias, const Tensor& x, const Tensor& w) {
+  if (bias.is_none()) return;
+  const Tensor& b = bias.as_tensor(op);
+  check_dtype(op, "bias", b, x.dtype());
+  IP_CHECK(b.dim() == 1 && b.size(0) == w.size(0), kShapeMismatch, "[", op, "] bias ",
+           shape_str(b.shape()), " does not fit weight ", shape_str(w.shape()));
+}
+
+const OpDef& op(const char* name) {
+  const OpDef* d = Registry::get().find(name);
+  IP_CHECK(d != nullptr && d->infer, kInternal, "[", name, "] is not registered");
+  return *d;
+}
+
+}  // namespace
+
+Args product_args(const char* norm_form, const Value& input, const Args& a) {
+  if (std::string(norm_form) == kNormGatedMlp)
+    return {input, a[kProductWeight], a[kProductWeight + 1],
+            a.size() > kNormActivation ? a[kNormActivation] : Value::string(kSilu)};
+  return {input, a[kProductWeight], a[kProductWeight + 1], Value::none()};
+}
+
+Tensor linear_meta(const Args& a) {
+  const Tensor& x = a[kInput].as_tensor(kLinear);
+  const Tensor& w = a[kWeight].as_tensor(kLinear);
+  Shape out = product_shape(kLinear, x, w);
+  check_bias(kLinear, a[kBias], x, w);
+  if (has_arg(a, kResidual)) {
+    const Tensor& r = a[kResidual].as_tensor(kLinear);
+    check_dtype(kLinear, "residual", r, x.dtype());
+    IP_CHECK(r.shape() == out, kShapeMismatch, "[", kLinear, "] residual ", shape_str(r.shape()),
+             " must be ", shape_str(out));
+  }
+  return Tensor::meta(out, x.dtype());
+}
+
+Tensor gated_mlp_meta(const Args& a) {
+  const Tensor& x = a[kInput].as_tensor(kGatedMlp);
+  const Tensor& wg = a[kWeight].as_tensor(kGatedMlp);
+  const Tensor& wu = a[kUpWeight].as_tensor(kGatedMlp);
+  const std::string act = a.size() > kActivation ? a[kActivation].as_string(kGatedMlp) : kSilu;
+  IP_CHECK(act == kSilu, kUnsupported, "[", kGatedMlp, "] activation '", act,
+           "' is not supported (silu is)");
+  Shape out = product_shape(kGatedMlp, x, wg);
+  IP_CHECK(product_shape(kGatedMlp, x, wu) == out && wg.dtype() == wu.dtype(), kShapeMismatch, "[",
+           kGatedMlp, "] gate weight ", shape_str(wg.shape()), " ", dtype_name(wg.dtype()),
+           " and up weight ", shape_str(wu.shape()), " ", dtype_name(wu.dtype()), " differ");
+  return Tensor::meta(out, x.dtype());
+}
+
+Tensor norm_form_meta(const char* norm_form, const Args& a) {
+  const bool linear = std::string(norm_form) == kNormLinear;
+  const std::vector<Tensor> normed = op("rms_norm").infer(norm_args(norm_form, a));
+  check_dtype(norm_form, "norm weight", a[kNormWeight].as_tensor(norm_form),
+              a[kInput].as_tensor(norm_form).dtype());
+  const Args p = product_args(norm_form, Value::from_tensor(normed[0]), a);
+  Tensor out = linear ? linear_meta(p) : gated_mlp_meta(p);
+  Tensor cos, sin;
+  int64_t cols = 0;
+  if (linear) rotary_of(a, out.size(-1), &cos, &sin, &cols);  // checks them
+  return out;
+}
+
+bool rotary_of(const Args& a, int64_t n, Tensor* cos, Tensor* sin, int64_t* cols) {
+  if (rotary_cols(a) == 0) return false;
+  *cos = a[kCos].as_tensor(kNormLinear);
+  *sin = a[kSin].as_tensor(kNormLinear);
+  *cols = a[kRotaryCols].as_int(kNormLinear);
+  const DType dtype = a[kInput].as_tensor(kNormLinear).dtype();
+  const int64_t d = cos->dim() ? cos->size(-1) : 0;
+  IP_CHECK(cos->dtype() == dtype && sin->dtype() == dtype && d > 0 && d % 2 == 0 &&
+               cos->numel() == d && sin->shape() == cos->shape() && *cols > 0 && *cols % d == 0 &&
+               *cols <= n,
+           kShapeMismatch, "[", kNormLinear, "] cos ", shape_str(cos->shape()), " and sin ",
+           shape_str(sin->shape()), " must be ", dtype_name(dtype),
+           " rows of one even d dividing rotary_cols ", *cols, " (at most the ", n, " columns)");
+  return true;
+}
+
+Args norm_args(const char* name, const Args& a) {
+  const Tensor& x = a[kInput].as_tensor(name);
+  IP_CHECK(x.dim() >= 1, kShapeMismatch, "[", name, "] input ", shape_str(x.shape()),
+           " must have at least one dim");
+  return {a[kInput], Value::int_list({x.size(-1)}), a[kNormWeight], a[kEps]};
+}
+
+}  // namespace inplace::fused_linear

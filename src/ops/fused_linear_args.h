@@ -1,0 +1,65 @@
+// The fused linear family's arguments as every backend reads them, and their shape rules. Each
+// op computes in its input's dtype; its weights may be of a narrower float dtype (a bfloat16
+// weight with a float32 input: the product reads the weight's bytes where they lie, widening as
+// it goes, instead of a float32 copy of the weight made on every call):
+//   fused_linear(input, weight, bias, residual)      = [residual +] linear(input, weight, bias)
+//   gated_mlp(input, gate_weight, up_weight, activation)
+//                                                    = act(input @ gate_weight^T) *
+//                                                      (input @ up_weight^T)
+//   rms_norm_linear(input, norm_weight, eps, weight, bias, cos, sin, rotary_cols)
+//   rms_norm_gated_mlp(input, norm_weight, eps, gate_weight, up_weight, activation)
+// A norm form (an RMSNorm prologue) is its product on the normalised input: the product's
+// arguments are the input, then the ones after eps.
+#pragma once
+#include "ops/registry.h"
+
+namespace inplace::fused_linear {
+
+inline constexpr const char* kLinear = "fused_linear";
+inline constexpr const char* kGatedMlp = "gated_mlp";
+inline constexpr const char* kNormLinear = "rms_norm_linear";
+inline constexpr const char* kNormGatedMlp = "rms_norm_gated_mlp";
+// The one activation gated_mlp computes today (a SwiGLU MLP's).
+inline constexpr const char* kSilu = "silu";
+
+// Argument positions of the products.
+enum Arg { kInput = 0, kWeight = 1, kBias = 2, kUpWeight = 2, kResidual = 3, kActivation = 3 };
+// Argument positions of the norm forms (input is kInput; the product's weight, then its bias or
+// up weight, from kProductWeight).
+enum NormArg {
+  kNormWeight = 1,
+  kEps = 2,
+  kProductWeight = 3,
+  kNormActivation = 5,
+  kCos = 5,
+  kSin = 6,
+  kRotaryCols = 7
+};
+
+// Whether `args` (a node's, which may stop before the defaults, or bound ones) sets position
+// `pos` to something other than None.
+inline bool has_arg(const std::vector<Value>& args, size_t pos) {
+  return args.size() > pos && !args[pos].is_none();
+}
+
+// A norm form's product arguments: `input` (normalised, or the norm form's own input where the
+// kernel normalises as it reads), then the product's own after eps.
+Args product_args(const char* norm_form, const Value& input, const Args& a);
+// The linear norm form's rotated columns (its rotary epilogue); 0 when it has none.
+inline int64_t rotary_cols(const Args& a) {
+  return a.size() > kRotaryCols ? a[kRotaryCols].as_int(kNormLinear) : 0;
+}
+
+// Shape rules: the result's meta (the input's dtype); each throws naming the op unless the
+// operands fit.
+Tensor linear_meta(const Args& a);     // fused_linear
+Tensor gated_mlp_meta(const Args& a);  // gated_mlp
+// A norm form's result: rms_norm's rule, then its product's (and the linear form's rotary).
+Tensor norm_form_meta(const char* norm_form, const Args& a);
+// The linear norm form's rotary arguments, checked against its n result columns: false when
+// rotary_cols is 0, else cos, sin (rows of one even d, the input's dtype) and cols.
+bool rotary_of(const Args& a, int64_t n, Tensor* cos, Tensor* sin, int64_t* cols);
+// rms_norm's arguments (input, [k], norm_weight, eps) from a norm form's first three.
+Args norm_args(const char* name, const Args& a);
+
+}  // namespace inplace::fused_linear

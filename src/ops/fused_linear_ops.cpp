@@ -1,0 +1,29 @@
+// fused_linear: x @ w^T (+ bias) (+ residual), computed in x's dtype with a weight that may be
+// of a narrower float dtype: `linear(x, w.to(float32))` without materialising the float32
+// weight (the fuse_weight_casts pass), so a step reads the weight's bf16 bytes once, and with
+// its residual the add after o_proj and down_proj (fuse_linear_epilogues) in the same step.
+// rms_norm_linear: fused_linear(rms_norm(x, [k], norm_weight, eps), w, bias), its RMSNorm
+// prologue joined by fuse_norm_prologues (a layer's input norm and its q/k/v product); it may
+// also rotate a prefix of its columns (cos, sin, rotary_cols: fuse_rotary_epilogues): each
+// d-wide block of the first rotary_cols columns of every row becomes rotary_embedding(block,
+// cos, sin), cos and sin d elements (one position). Every backend computes each result element
+// by the same float operations, in the same order, as the chain's kernels. Shape rules and
+// argument positions: ops/fused_linear_args.h.
+#include "ops/fused_linear_args.h"
+#include "ops/registry.h"
+
+namespace inplace {
+
+void register_fused_linear_ops(Registry& r) {
+  using namespace fused_linear;
+  r.add_out(
+      "fused_linear(Tensor input, Tensor weight, Tensor? bias=None, Tensor? residual=None) -> "
+      "Tensor",
+      [](const Args& a) { return std::vector<Tensor>{linear_meta(a)}; }, nullptr);
+  r.add_out(
+      "rms_norm_linear(Tensor input, Tensor norm_weight, float eps, Tensor weight, Tensor? "
+      "bias=None, Tensor? cos=None, Tensor? sin=None, int rotary_cols=0) -> Tensor",
+      [](const Args& a) { return std::vector<Tensor>{norm_form_meta(kNormLinear, a)}; }, nullptr);
+}
+
+}  // namespace inplace
