@@ -130,4 +130,12 @@ const std::string& Value::as_string(const char* what) const {
   return s;
 }
 
+void flatten_value(const Value& v, std::vector<Value>* out) {
+  if (v.is_sequence()) {
+    for (const Value& x : v.items) flatten_value(x, out);
+  } else {
+    out->push_back(v);
+  }
+}
+
 }  // namespace inplace

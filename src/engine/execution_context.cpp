@@ -6,10 +6,10 @@
 #include <cstdlib>
 
 #include "backend/eager_call.h"
+#include "core/value.h"
 #include "engine/binding_checks.h"
 #include "engine/op_meta.h"
 #include "engine/write_set.h"
-#include "interpreter/interpreter.h"
 
 namespace inplace {
 

@@ -14,14 +14,6 @@ State initial_state(const Graph& graph) {
   return s;
 }
 
-void flatten_value(const Value& v, std::vector<Value>* out) {
-  if (v.is_sequence()) {
-    for (const Value& x : v.items) flatten_value(x, out);
-  } else {
-    out->push_back(v);
-  }
-}
-
 namespace {
 Value substitute(const Value& v, const std::map<const Node*, Value>& env) {
   if (v.is_node()) return env.at(v.node);

@@ -3,6 +3,13 @@
 #pragma once
 #include "backend/kernel_table.h"
 
+namespace inplace {
+
+// The cpu backend: every kernel family below and the copy-back kernel (cpu_backend.cpp).
+void register_cpu_backend(KernelTable& table);
+
+}  // namespace inplace
+
 namespace inplace::cpu {
 
 void register_elementwise_kernels(KernelTable& table);      // elementwise_kernels.cpp
