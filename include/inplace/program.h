@@ -6,10 +6,10 @@
 //   generate  -> s->generate(prompt_ids, {.max_new_tokens = 32})
 #pragma once
 
+#include "compiler/program_compile.h"
 #include "program/generate.h"
 #include "program/method_from_export.h"
 #include "program/program.h"
-#include "program/program_compile.h"
 #include "program/program_file.h"
 #include "program/session.h"
 #include "program/state_table.h"

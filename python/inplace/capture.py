@@ -13,6 +13,7 @@ import copy
 import torch
 import torch.fx
 
+from .captured import Captured, _named, _same_memory
 from .fx_export import ExportError, _ShapeProp, _clone_inputs, graph_to_json, trace
 
 __all__ = ["Captured", "capture", "has_torch_export"]
@@ -20,22 +21,6 @@ __all__ = ["Captured", "capture", "has_torch_export"]
 
 def has_torch_export():
     return hasattr(torch, "export") and hasattr(torch.export, "export")
-
-
-class Captured:
-    """A captured program: ``doc`` (graph JSON with signature), ``user_names`` (placeholders the
-    caller feeds, in order), ``state`` (target -> the module's tensor), ``out_spec`` (the output
-    structure with leaf indices), ``scalar_outputs`` (leaf indices that are Python numbers),
-    ``how`` ("torch.export" or "torch.fx")."""
-
-    def __init__(self, doc, user_names, state, out_spec, scalar_outputs, how, graph_module):
-        self.doc = doc
-        self.user_names = user_names
-        self.state = state
-        self.out_spec = out_spec
-        self.scalar_outputs = scalar_outputs
-        self.how = how
-        self.graph_module = graph_module
 
 
 class _SizeSpec(list):
@@ -77,19 +62,6 @@ def rebuild(spec, leaves):
     if isinstance(spec, _SizeSpec):
         return torch.Size(int(leaves[s]) for s in spec)
     return type(spec)(rebuild(s, leaves) for s in spec)
-
-
-def _named(fn):
-    """Every name of every tensor (tied weights under each name), on any torch version."""
-    try:
-        return fn(remove_duplicate=False)
-    except TypeError:  # torch 1.13: no remove_duplicate; named_modules lists each name
-        return fn()
-
-
-def _same_memory(a, b):
-    return (a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.stride() == b.stride()
-            and a.dtype == b.dtype)
 
 
 def _state_kind(module, target):

@@ -22,7 +22,8 @@ import inspect
 import torch
 import torch.fx
 
-from .capture import Captured, _lift_get_attrs, _named, _out_spec, _same_memory
+from .capture import _lift_get_attrs, _out_spec
+from .captured import Captured, _named, _same_memory
 from .fx_export import ExportError, graph_to_json
 
 __all__ = ["capture_concrete", "has_make_fx"]

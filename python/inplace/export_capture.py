@@ -8,7 +8,7 @@ constants) is merged into that buffer's placeholder, so one tensor is one bindin
 import torch
 import torch.fx
 
-from .capture import Captured, _named, _same_memory
+from .captured import Captured, _named, _same_memory
 from .fx_export import ExportError, graph_to_json
 
 __all__ = ["capture_exported", "signature_of"]

@@ -10,11 +10,11 @@
 
 #include <memory>
 
+#include "compiler/program_compile.h"
 #include "frontend/graph_json.h"
 #include "ir/export_signature.h"
 #include "program/generate.h"
 #include "program/method_from_export.h"
-#include "program/program_compile.h"
 #include "program/program_file.h"
 #include "program/session.h"
 #include "tensor_bridge.h"

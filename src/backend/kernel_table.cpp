@@ -26,11 +26,8 @@ void register_declared_out_kernels(KernelTable& table) {
 const KernelTable& KernelTable::get() {
   static const KernelTable table = [] {
     KernelTable t;
-    register_cpu_backend(t);
+    register_builtin_backends(t);
     register_declared_out_kernels(t);
-#ifdef INPLACE_WITH_CUDA
-    register_cuda_backend(t);
-#endif
     return t;
   }();
   return table;
@@ -76,6 +73,15 @@ void KernelTable::add_copy(DeviceType device, Kernel kernel) {
   devices_[static_cast<int>(device)].copy = std::move(kernel);
 }
 
+void KernelTable::add_device_count(DeviceType device, std::function<int()> count) {
+  devices_[static_cast<int>(device)].device_count = std::move(count);
+}
+
+int KernelTable::device_count(DeviceType device) const {
+  const auto& count = devices_[static_cast<int>(device)].device_count;
+  return count ? count() : -1;
+}
+
 const Kernel* KernelTable::find(const OpDef& op, DeviceType device) const {
   const auto& kernels = devices_[static_cast<int>(device)].kernels;
   auto it = kernels.find(&op);
@@ -103,16 +109,15 @@ std::vector<std::string> KernelTable::covered(DeviceType device) const {
 
 bool device_available(Device device, std::string* why) {
   if (device.is_cpu()) return true;
-#ifdef INPLACE_WITH_CUDA
-  KernelTable::get();  // registers the backend
-  const int n = cuda_device_count();
+  const int n = KernelTable::get().device_count(device.type);
   if (device.index >= 0 && device.index < n) return true;
-  if (why)
-    *why = n == 0 ? "no CUDA device is present on this machine"
-                  : str_cat("this machine has ", n, " CUDA device(s)");
-#else
-  if (why) *why = "this build has no CUDA backend (nvcc was not found when it was configured)";
-#endif
+  if (why) {
+    if (n < 0)
+      *why = "this build has no CUDA backend (nvcc was not found when it was configured)";
+    else
+      *why = n == 0 ? "no CUDA device is present on this machine"
+                    : str_cat("this machine has ", n, " CUDA device(s)");
+  }
   return false;
 }
 

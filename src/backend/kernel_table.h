@@ -1,9 +1,9 @@
 // The kernel table: compute keyed by (op, device), the model of ExecuTorch's kernel registry
 // and ggml's backend interface. src/ops holds schemas, shape rules and properties; compute is
-// registered here per device, each backend from its own folder: the cpu's from src/kernels/cpu
-// (register_cpu_backend), a GPU's from src/kernels/<device>/. Kernels are resolved once, when an
-// engine is built or loaded (Engine::kernel), never per call. An op with no kernel for an engine's
-// device is refused at compile time; nothing falls back to another device.
+// registered here per device, each backend from its own folder: the cpu's from src/kernels/cpu,
+// a GPU's from src/kernels/<device>/ (register_builtin_backends below). Kernels are resolved once,
+// when an engine is built or loaded (Engine::kernel), never per call. An op with no kernel for an
+// engine's device is refused at compile time; nothing falls back to another device.
 #pragma once
 #include <array>
 #include <functional>
@@ -41,7 +41,7 @@ using Supports = std::function<std::string(const Args&)>;
 
 class KernelTable {
  public:
-  // Built once at start-up: the cpu backend, then each compiled-in backend.
+  // Built once, on first use: every backend this build has (register_builtin_backends).
   static const KernelTable& get();
 
   // Registers `kernel` for every overload of `name` ("add") or for one ("add.Tensor").
@@ -52,6 +52,8 @@ class KernelTable {
   void add_eager(DeviceType device, const std::string& name, EagerKernel kernel);
   // dst <- src (broadcast to dst's shape, cast to its dtype): the engine's copy-back step.
   void add_copy(DeviceType device, Kernel kernel);
+  // How many devices of `device`'s type this machine has (asked when one is needed).
+  void add_device_count(DeviceType device, std::function<int()> count);
 
   const Kernel* find(const OpDef& op, DeviceType device) const;
   const EagerKernel* find_eager(const OpDef& op, DeviceType device) const;
@@ -59,6 +61,8 @@ class KernelTable {
   const Kernel* copy_kernel(DeviceType device) const;
   // Full names of the ops with a kernel on `device`, sorted (`inplace ops --device`).
   std::vector<std::string> covered(DeviceType device) const;
+  // Devices of that type on this machine; -1 when no backend of this build serves it.
+  int device_count(DeviceType device) const;
 
  private:
   struct PerDevice {
@@ -66,6 +70,7 @@ class KernelTable {
     std::unordered_map<const OpDef*, EagerKernel> eager;
     std::unordered_map<const OpDef*, Supports> supports;
     Kernel copy;
+    std::function<int()> device_count;
   };
   std::array<PerDevice, kNumDeviceTypes> devices_;
 };
@@ -73,13 +78,9 @@ class KernelTable {
 // Whether this build serves `device` and the machine has it; when not, `why` says which.
 bool device_available(Device device, std::string* why = nullptr);
 
-// src/kernels/cpu: registers the cpu kernels (cpu_backend.cpp).
-void register_cpu_backend(KernelTable& table);
-
-#ifdef INPLACE_WITH_CUDA
-// src/kernels/cuda: registers the cuda allocator and kernels.
-void register_cuda_backend(KernelTable& table);
-int cuda_device_count();
-#endif
+// Registers every backend this build has into `table`; KernelTable::get() calls it once. It is
+// defined above the backends (src/kernels/builtin_backends.cpp), which the backend layer does not
+// know: the one place that names them, so that a static link keeps them all.
+void register_builtin_backends(KernelTable& table);
 
 }  // namespace inplace

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/functional_runner.h"
 #include "engine/engine.h"
 #include "ir/mutation.h"
-#include "passes/functional_runner.h"
 
 namespace inplace {
 

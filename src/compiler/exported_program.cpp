@@ -1,6 +1,7 @@
 #include "compiler/exported_program.h"
 
 #include "engine/execution_context.h"
+#include "interpreter/interpreter.h"
 
 namespace inplace {
 

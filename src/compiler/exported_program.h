@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "compiler/compile.h"
-#include "interpreter/interpreter.h"
+#include "ir/graph_run.h"
 
 namespace inplace {
 

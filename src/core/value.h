@@ -149,7 +149,7 @@ void for_each_node_mut(Value& v, F&& f) {
   for (Value& c : v.items) for_each_node_mut(c, f);
 }
 
-// Flattens nested tuples/lists into a flat list of leaves.
+// Flattens nested tuples/lists into a flat list of leaves (the order outputs are numbered in).
 void flatten_value(const Value& v, std::vector<Value>* out);
 
 }  // namespace inplace

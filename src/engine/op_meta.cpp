@@ -1,7 +1,7 @@
 #include "engine/op_meta.h"
 
 #include "backend/eager_call.h"
-#include "interpreter/interpreter.h"
+#include "core/value.h"
 
 namespace inplace {
 

@@ -10,7 +10,6 @@
 
 #include "engine/build_state.h"
 #include "engine/plan_values.h"
-#include "interpreter/interpreter.h"
 #include "ops/index_spec.h"
 
 namespace inplace {

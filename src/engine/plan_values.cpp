@@ -4,8 +4,8 @@
 #include <set>
 
 #include "backend/eager_call.h"
+#include "core/value.h"
 #include "engine/op_meta.h"
-#include "interpreter/interpreter.h"
 #include "ops/index_spec.h"
 
 namespace inplace {

@@ -5,9 +5,9 @@
 // runs, so an index eager accepts is accepted and one it refuses is refused with its message);
 // then the kernels' operands are pointed at this call's extents.
 #include "core/device_allocator.h"
+#include "core/value.h"
 #include "engine/execution_context.h"
 #include "engine/op_meta.h"
-#include "interpreter/interpreter.h"
 #include "ops/kv_cache_args.h"
 
 namespace inplace {

@@ -6,18 +6,12 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/graph_run.h"
 
 namespace inplace {
 
-// Mutable state of a program: get_attr target -> tensor. Start it from the graph's constants
-// with initial_state(); buffers mutated by the program change here.
-using State = std::map<std::string, Tensor>;
-State initial_state(const Graph& graph);  // deep copies of the constants
-
-struct RunOutput {
-  Value result;             // what the output node returns (nested as written)
-  std::vector<Value> flat;  // the outputs in flattened order
-};
+// A program's state (ir/graph_run.h) as the graph starts it: deep copies of its constants.
+State initial_state(const Graph& graph);
 
 // Runs `graph`. Placeholders bind `inputs` by name without copying, so in-place writes reach
 // the caller's tensors. Placeholders missing from `inputs` use their default (args[0]) if any.

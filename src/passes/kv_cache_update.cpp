@@ -2,7 +2,7 @@
 // write that produces a mutated input's final value is rewritten, and only when that input is
 // a static 4-D tensor written along dim 2 with step 1: a functional slice_scatter the program
 // does not assign back never takes this path. The mutation's kind becomes kKvCacheUpdate.
-#include "interpreter/interpreter.h"
+#include "core/value.h"
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"

@@ -2,12 +2,12 @@
 // buffers and constants as placeholders, with the graph signature) turned into the form
 // compile_program() takes: state as get_attr nodes of the module's own dotted names, so that
 // parameters become the program's weights (stored once) and every buffer a method writes
-// becomes state (program_compile.h). The Python package captures methods this way.
+// becomes state (compiler/program_compile.h). The Python package captures methods this way.
 #pragma once
 #include <memory>
 
-#include "interpreter/interpreter.h"
 #include "ir/graph.h"
+#include "ir/graph_run.h"
 
 namespace inplace {
 

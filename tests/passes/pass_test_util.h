@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "compiler/functional_runner.h"
 #include "interpreter/interpreter.h"
 #include "ir/builder.h"
-#include "passes/functional_runner.h"
 #include "test_util.h"
 
 namespace inplace::testing {

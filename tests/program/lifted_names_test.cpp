@@ -1,8 +1,8 @@
 // A lifted buffer's binding keeps the module's dotted name (what named_buffers() gives), so
 // state maps back to the module; only when a node already holds that name does it get another.
 #include "compiler/compile.h"
+#include "compiler/program_compile.h"
 #include "ir/builder.h"
-#include "program/program_compile.h"
 #include "test_util.h"
 
 using namespace inplace;

@@ -1,7 +1,7 @@
 // `inplace exec --mode functional`: the graph after the lowering passes, run in the
 // interpreter, with every mutated input and buffer written back through the io_map.
+#include "compiler/functional_runner.h"
 #include "exec_modes.h"
-#include "passes/functional_runner.h"
 
 namespace inplace::cli {
 

@@ -9,7 +9,7 @@
 #include "commands.h"
 #include "frontend/graph_json.h"
 #include "frontend/safetensors.h"
-#include "passes/functional_runner.h"
+#include "passes/functional_program.h"
 
 namespace inplace::cli {
 

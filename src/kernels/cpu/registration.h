@@ -6,6 +6,13 @@
 #include "backend/backend.h"
 #include "backend/kernel_table.h"
 
+namespace inplace {
+
+// The cpu backend: every kernel family below and the copy-back kernel (cpu_backend.cpp).
+void register_cpu_backend(KernelTable& table);
+
+}  // namespace inplace
+
 namespace inplace::cpu {
 
 // The cpu backend: prepares a plan into a CpuExecutable (cpu_executable.cpp).

@@ -42,8 +42,6 @@ class CudaAllocator final : public DeviceAllocator {
   }
 };
 
-}  // namespace
-
 int cuda_device_count() {
   static const int count = [] {
     int n = 0;
@@ -56,9 +54,12 @@ int cuda_device_count() {
   return count;
 }
 
+}  // namespace
+
 void register_cuda_backend(KernelTable& table) {
   static const CudaAllocator allocator;
   register_device_allocator(DeviceType::kCuda, &allocator);
+  table.add_device_count(DeviceType::kCuda, cuda_device_count);
   cuda::register_elementwise_kernels(table);
   cuda::register_creation_kernels(table);
   cuda::register_reduction_kernels(table);

@@ -6,6 +6,13 @@
 #include "backend/kernel_table.h"
 #include "kernels/cuda/launch.h"
 
+namespace inplace {
+
+// The CUDA backend: its allocator, device count and every kernel family below (cuda_backend.cpp).
+void register_cuda_backend(KernelTable& table);
+
+}  // namespace inplace
+
 namespace inplace::cuda {
 
 void register_elementwise_kernels(KernelTable& table);      // elementwise_kernels.cpp

@@ -1,4 +1,4 @@
-#include "program/program_compile.h"
+#include "compiler/program_compile.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,11 +1,10 @@
-// Functional mode: run a program after the lowering passes and write each mutated input and
-// buffer back through the io_map, so the caller sees exactly what eager mode leaves behind.
+// A program made functional by the lowering passes, with the io_map that says which output is
+// the new value of which input or buffer (compiler/functional_runner.h runs it).
 #pragma once
 #include <map>
 #include <memory>
 #include <string>
 
-#include "interpreter/interpreter.h"
 #include "passes/pipeline.h"
 
 namespace inplace {
@@ -18,12 +17,6 @@ struct FunctionalProgram {
 // A copy of `graph` made functional by the pipeline.
 FunctionalProgram make_functional(const Graph& graph, PassOptions options = {},
                                   const PipelineOptions& pipeline = {});
-
-// Runs `program` on `inputs` (placeholder name -> value) and `state` (buffers), then copies
-// every value the io_map names into its input tensor or buffer. The result holds only the
-// outputs the original program had.
-RunOutput run_functional(const FunctionalProgram& program,
-                         const std::map<std::string, Value>& inputs, State* state);
 
 // Shapes and dtypes of actual inputs, for PassOptions::input_metas.
 std::map<std::string, Meta> metas_of_inputs(const std::map<std::string, Value>& inputs);

@@ -1,15 +1,12 @@
-#include "passes/functional_runner.h"
+#include "compiler/functional_runner.h"
+
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "interpreter/interpreter.h"
 
 namespace inplace {
-
-FunctionalProgram make_functional(const Graph& graph, PassOptions options,
-                                  const PipelineOptions& pipeline) {
-  FunctionalProgram p;
-  p.graph = graph.clone();
-  p.context.options = std::move(options);
-  functionalize(*p.graph, p.context, pipeline);
-  return p;
-}
 
 RunOutput run_functional(const FunctionalProgram& program,
                          const std::map<std::string, Value>& inputs, State* state) {
@@ -52,18 +49,6 @@ RunOutput run_functional(const FunctionalProgram& program,
     }
   }
   return out;
-}
-
-std::map<std::string, Meta> metas_of_inputs(const std::map<std::string, Value>& inputs) {
-  std::map<std::string, Meta> metas;
-  for (const auto& [name, v] : inputs) {
-    if (!v.is_tensor()) continue;
-    Meta m;
-    m.shape = v.tensor.shape();
-    m.dtype = v.tensor.dtype();
-    metas[name] = m;
-  }
-  return metas;
 }
 
 }  // namespace inplace

@@ -1,0 +1,86 @@
+# One object library per layer of src/ (the table is cmake/layers.txt), each built from its
+# folder's files (globbed: moving a file between folders needs no edit here) and compiled against
+# an include root that holds only the folders of the layers it may use, so an include that runs
+# back up a layer fails to compile. The `inplace` library is made of their objects.
+#
+# inplace_layers(ROOT_OUT OBJECTS_OUT): reads the table, defines the targets inplace_<name>, and
+# returns the generator expressions of their objects. Needs INPLACE_WITH_CUDA decided.
+
+# The folders of `layer` and of every layer below it (the global property filled below).
+function(inplace_layer_closure layer out)
+  get_property(closure GLOBAL PROPERTY INPLACE_LAYER_CLOSURE_${layer})
+  set(${out} ${closure} PARENT_SCOPE)
+endfunction()
+
+function(inplace_layers objects_out)
+  file(STRINGS ${PROJECT_SOURCE_DIR}/cmake/layers.txt rows REGEX "^[a-z]")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/layers.txt)
+  set(layer_folders)
+  foreach(row IN LISTS rows)
+    string(REGEX MATCHALL "[^ \t]+" words "${row}")
+    list(GET words 1 folder)
+    list(APPEND layer_folders ${folder})
+  endforeach()
+  set(objects)
+  foreach(row IN LISTS rows)
+    string(REGEX MATCHALL "[^ \t]+" words "${row}")
+    list(POP_FRONT words name folder)
+    set(uses ${words})
+    if(name STREQUAL "kernels_cuda" AND NOT INPLACE_WITH_CUDA)
+      continue()  # the optional backend: nothing above it may need it
+    endif()
+    set(closure ${folder})
+    foreach(use IN LISTS uses)
+      get_property(below GLOBAL PROPERTY INPLACE_LAYER_CLOSURE_${use})
+      list(APPEND closure ${below})
+    endforeach()
+    list(REMOVE_DUPLICATES closure)
+    set_property(GLOBAL PROPERTY INPLACE_LAYER_CLOSURE_${name} ${closure})
+    if(NOT folder MATCHES "^src/")
+      continue()  # the public headers and their users: checked by scripts/layer_check.sh
+    endif()
+
+    # The include root: src/<f> linked as <root>/<f> for every folder the layer may use. A folder
+    # that holds other layers' folders (src/kernels) is not linked itself: it has no headers.
+    set(root ${PROJECT_BINARY_DIR}/layer_include/${name})
+    if(EXISTS ${root})
+      file(GLOB_RECURSE stale LIST_DIRECTORIES true ${root}/*)
+      foreach(entry IN LISTS stale)
+        if(IS_SYMLINK ${entry})
+          file(REMOVE ${entry})
+        endif()
+      endforeach()
+    endif()
+    foreach(f IN LISTS closure)
+      set(parent_of_another OFF)
+      foreach(other IN LISTS layer_folders)
+        if(other MATCHES "^${f}/")
+          set(parent_of_another ON)
+        endif()
+      endforeach()
+      if(parent_of_another OR NOT EXISTS ${PROJECT_SOURCE_DIR}/${f})
+        continue()
+      endif()
+      string(REGEX REPLACE "^src/" "" rel ${f})
+      get_filename_component(parent ${root}/${rel} DIRECTORY)
+      file(MAKE_DIRECTORY ${parent})
+      file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${f} ${root}/${rel} SYMBOLIC)
+    endforeach()
+
+    set(patterns ${PROJECT_SOURCE_DIR}/${folder}/*.cpp)
+    if(INPLACE_WITH_CUDA)
+      list(APPEND patterns ${PROJECT_SOURCE_DIR}/${folder}/*.cu)
+    endif()
+    file(GLOB sources CONFIGURE_DEPENDS ${patterns})
+    add_library(inplace_${name} OBJECT ${sources})
+    target_include_directories(inplace_${name} PRIVATE ${root})
+    target_link_libraries(inplace_${name} PRIVATE inplace_layer_settings)
+    foreach(use IN LISTS uses)
+      if(TARGET inplace_${use})
+        target_link_libraries(inplace_${name} PRIVATE inplace_${use})
+      endif()
+    endforeach()
+    list(APPEND objects $<TARGET_OBJECTS:inplace_${name}>)
+  endforeach()
+  set(${objects_out} ${objects} PARENT_SCOPE)
+endfunction()
