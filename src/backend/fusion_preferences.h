@@ -20,6 +20,9 @@ struct FusionPreferences {
   // An RMSNorm inside the product it feeds (fuse_norm_prologues): pays where the kernel
   // normalises its input rows as it reads them.
   bool fuse_norm_prologues = false;
+  // Chains of elementwise ops as one fused_pointwise step (fuse_pointwise): where the backend
+  // has a kernel for it.
+  bool fuse_pointwise = false;
 };
 
 // The preferences `device`'s backend declares.

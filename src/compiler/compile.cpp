@@ -67,6 +67,7 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   po.merge_sibling_linears = options.merge_sibling_linears.value_or(fusion.merge_sibling_linears);
   po.fuse_norm_prologues = options.fuse_norm_prologues.value_or(fusion.fuse_norm_prologues);
   po.skip_passes = options.skip_passes;
+  if (!fusion.fuse_pointwise) po.skip_passes.push_back("fuse_pointwise");
   po.mutated_inputs = resolve_mutated_inputs(graph, options);
   auto input_of = [&](const std::string& name, const char* option) {
     for (size_t i = 0; i < ph.size(); ++i)

@@ -39,6 +39,7 @@ void register_cpu_backend(KernelTable& table) {
 FusionPreferences cpu_fusion_preferences() {
   FusionPreferences p;
   p.decode_max_rows = cpu::kGemvMaxRows;
+  p.fuse_pointwise = true;
   return p;
 }
 

@@ -1,6 +1,6 @@
 // The elementwise ops' math on the device, over a compute type (float, double or int64) and
 // numbered by the neutral op codes (ops/elementwise_codes.h): the unfused kernels
-// (elementwise.cu) and the fused_pointwise interpreter (fused_pointwise.cu) share it.
+// (elementwise.cu).
 #pragma once
 #include <type_traits>
 
