@@ -189,8 +189,8 @@ def render(doc):
     left = [uid for uid, e in (doc.get("units") or {}).items()
             if e.get("status") in ("pending", "skipped", "timeout")]
     if left:
-        out += ["", "Not measured (time budget; rerun the command with `--resume` to continue): "
-                + ", ".join(left)]
+        out += ["", "Not measured (out of time: --max-seconds, or --unit-seconds for one unit; "
+                "rerun the command with `--resume` to continue): " + ", ".join(left)]
     return "\n".join(out) + "\n"
 
 

@@ -1,8 +1,9 @@
-"""bench/hf_decode.py without torch or transformers (those run on the GPU machine): its
+"""bench/hf_decode.py without transformers or a GPU (those are on the GPU machine): its
 arguments, the order of its units, the HBM floor, the markdown tables from fake timings, and
 whole runs against a fake worker and a fake `inplace` binary: partial results kept, a column's
 error cited, a worker that crashes replaced, a unit that hangs stopped, the time budget kept,
-and --resume running only what is left."""
+and --resume running only what is left. With torch (any version): the worker's decode unit on
+a toy static-cache module on the cpu, and the real worker answering units it cannot run."""
 import contextlib
 import io
 import json
@@ -13,19 +14,14 @@ import tempfile
 import textwrap
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+from harness import REPO, torch
+
 sys.path.insert(0, os.path.join(REPO, "bench"))
 
 import hf_decode  # noqa: E402
 import hf_decode_report as report  # noqa: E402
 import hf_decode_worker as worker  # noqa: E402
 import hf_models  # noqa: E402
-
-try:
-    import torch
-except ImportError:  # pragma: no cover - exercised only without torch
-    torch = None
 
 FAKE_WORKER = textwrap.dedent("""
     import json, os, sys, time
@@ -306,11 +302,8 @@ class WorkerOnCpu(unittest.TestCase):
 
 
 def transformers_missing():
-    try:
-        import transformers  # noqa: F401
-    except ImportError:
-        return True
-    return False
+    import importlib.util
+    return importlib.util.find_spec("transformers") is None
 
 
 @unittest.skipIf(torch is None or not transformers_missing(),
