@@ -61,9 +61,11 @@ def parse_args(argv):
     p.add_argument("--max-seconds", type=float, default=480,
                    help="wall-clock budget of the whole run (default 480): no unit starts "
                         "with less than --min-unit-seconds left, the worker is stopped at the end")
-    p.add_argument("--min-unit-seconds", type=float, default=20)
+    p.add_argument("--min-unit-seconds", type=float, default=20,
+                   help="no unit starts with less left of the budget (default 20)")
     p.add_argument("--resume", action="store_true",
-                   help="keep the units OUT/hf_decode.json has done; run the rest")
+                   help="keep the units OUT/hf_decode.json has done (run with the same "
+                        "arguments); run the rest")
     p.add_argument("--models", help="comma list of %s (default all)" % ",".join(FAMILIES))
     p.add_argument("--shapes", help="comma list of %s (default medium,llama1b)"
                    % ",".join(s for s in SHAPES if s != "tiny"))

@@ -181,6 +181,10 @@ def render(doc):
     out.append("HBM floor at %.1f TB/s: %s." % (meta["hbm_tbs"], FLOOR_FORMULA))
     for shape in meta["shapes"]:
         out += ["", "### " + shape_title(shape, doc["shapes"][shape]), "", decode_table(doc, shape, notes)]
+    builtin = _entry(doc, "builtin")
+    if builtin and (builtin.get("result") or {}).get("error"):
+        notes.cite("built-in (`%s`)" % builtin["result"].get("command", "inplace bench"),
+                   builtin["result"]["error"])
     if meta.get("token_models"):
         out += ["", "### Greedy tokens against eager (tiny shape, float32, on %s)" % meta["device"],
                 "", tokens_table(doc, notes)]

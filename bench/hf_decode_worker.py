@@ -256,7 +256,19 @@ def cleanup():
         pass
 
 
+def die_with_parent():
+    """SIGKILL when the parent dies (Linux): a worker in a session of its own would otherwise
+    outlive a parent killed from outside, holding the GPU."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def main():
+    die_with_parent()
     proto = Protocol()
     try:
         hello = env_info()

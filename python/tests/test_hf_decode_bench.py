@@ -172,8 +172,11 @@ class Tables(unittest.TestCase):
         self.assertIsNone(report.builtin_ms(doc, "llama1b", 4096))
 
     def test_unmeasured_cells(self):
-        doc = fake_doc({})
-        self.assertIn("| llama | 4096 | skip | skip | skip | - | - | - | - | - |", report.render(doc))
+        doc = fake_doc({"builtin": ("failed", {"command": "build/inplace bench",
+                                               "error": "no inplace binary at build/inplace"})})
+        text = report.render(doc)
+        self.assertIn("| llama | 4096 | skip | skip | skip | - | - | - | - | - |", text)
+        self.assertIn("1. built-in (`build/inplace bench`): no inplace binary at build/inplace", text)
 
 
 class WholeRun(unittest.TestCase):
