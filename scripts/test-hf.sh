@@ -9,21 +9,10 @@
 #   PYTHON=/path/to/python ./scripts/test-hf.sh        (INPLACE_HF_TRACEBACK=1 for tracebacks)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
-source scripts/lib/sysroot.sh  # INPLACE_SYSROOT: packages unpacked where none can be installed
-BUILD_DIR=${BUILD_DIR:-build-hf}
-# The system compiler, whose libstdc++ is the shared one torch loads (a toolchain that ships
-# only a static libstdc++ would put a second C++ runtime into the extension). INPLACE_HF_CXX
-# names another compiler.
-CXX=${INPLACE_HF_CXX:-}
-[ -z "$CXX" ] && [ -x /usr/bin/g++ ] && CXX=/usr/bin/g++
+source scripts/lib/python_build.sh  # PYTHON, BUILD_DIR, build_for_python
 "$PYTHON" -c "import torch, transformers; print('using', torch.__file__)" || {
   echo "[test-hf] $PYTHON needs torch and transformers"; exit 2; }
-PYBIND_DIR=$("$PYTHON" -c "import pybind11; print(pybind11.get_cmake_dir())" 2>/dev/null || true)
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DINPLACE_BUILD_TESTS=OFF \
-  -DINPLACE_BUILD_BENCH=OFF -DINPLACE_BUILD_EXAMPLES=OFF "${sysroot_cmake_args[@]}" ${CXX:+-DCMAKE_CXX_COMPILER=$CXX} \
-  -DPython3_EXECUTABLE="$(command -v "$PYTHON")" ${PYBIND_DIR:+-Dpybind11_DIR=$PYBIND_DIR} >/dev/null
-cmake --build "$BUILD_DIR" -j"$(nproc)" --target inplace_python
+build_for_python inplace_python
 status=0
 INPLACE_BUILD_DIR="$BUILD_DIR" "$PYTHON" scripts/test_hf.py || status=$?
 if "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
