@@ -36,7 +36,7 @@ double parse_double_option(const std::string& option, const std::string& value) 
 
 int run_generate(const std::vector<std::string>& args) {
   std::string path, prompt, max_new = "16", temperature = "0", top_k = "0", top_p = "1", seed = "0",
-              device;
+                            device;
   std::vector<std::string> stops;
   ArgParser p("generate",
               "Generates tokens from a program with methods decode (and prefill) taking\n"
