@@ -96,8 +96,8 @@ class Backend {
   // The options set_option takes, "key=values: meaning" each (`inplace exec --help`).
   virtual std::vector<std::string> options() const = 0;
   // Ordered queues for callers that keep several calls in flight at once (sessions on several
-  // streams): a new one (a non-blocking cudaStream_t on CUDA; null on the cpu, whose work is
-  // done when a call returns) and its release.
+  // queues): a new one (the backend's own handle; null on the cpu, whose work is done when a
+  // call returns) and its release.
   virtual void* create_queue() const = 0;
   virtual void destroy_queue(void* queue) const = 0;
   // Waits on the host until the work already on `queue` is done (null: the default queue).

@@ -1,5 +1,5 @@
 // Weights uploaded to a device once for every engine built with the same DeviceWeights: the
-// methods of a program read one copy on the GPU, as they share one on the host. An engine
+// methods of a program read one copy on the device, as they share one on the host. An engine
 // off the host uploads each constant's whole storage (so element offsets stay valid); with a
 // DeviceWeights, a storage over host memory already uploaded (the same address and size) is
 // the one copy, held as long as some engine holds it.
