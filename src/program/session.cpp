@@ -82,7 +82,10 @@ Tensor Session::staged(int mi, int input, const Tensor& t, void* queue) {
   if (device.is_cpu() || !t.defined() || t.is_meta() || !t.device().is_cpu() || !fits(b, t))
     return t;
   Tensor& memory = input_memory_[mi][input];
-  if (!memory.defined()) memory = Tensor::empty(b.shape, b.dtype, device);
+  if (!memory.defined()) {
+    memory = Tensor::empty(b.shape, b.dtype, device);
+    backend_.synchronize(nullptr);  // its zero-fill, on the default queue, before our copies
+  }
   Tensor view(memory.storage(), 0, t.shape(), contiguous_strides(t.shape()), t.dtype());
   const Tensor source = t.contiguous();  // read before copy_async returns (host memory)
   if (source.nbytes())

@@ -125,6 +125,7 @@ TEST(CudaProgram, EightSessionsInterleavedOverFourQueuesEqualEightSeparateRuns) 
           for (const Tensor& t : outs)
             kept[s].back().push_back(sessions[s]->context(c.method).clone_on_device(t));
         }
+      for (void* q : queues) backend.synchronize(q);  // the calls and the copies after them
       for (int s = 0; s < kSessions; ++s) {
         sessions[s]->synchronize();
         const std::string what = str_cat("graphs ", graphs, ", pass ", pass, ", session ", s);
