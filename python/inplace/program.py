@@ -13,7 +13,9 @@ tensors, ``session.state(name)`` is the live state as a torch tensor over the se
 (no copy), ``session.reset()`` restores the initial values in place, and ``session.generate``
 runs prefill and a decode loop with no Python in it. ``program.save(path)`` writes a program
 file (weights once, the state's initial values); ``inplace.load_program(path)`` reads one.
-docs/programs.md describes the model.
+On CUDA (``device="cuda"``, or a module on the GPU) the weights are uploaded once for every
+method, each session holds its state on the GPU, and a call is enqueued on torch's current
+stream without waiting for it. docs/programs.md describes the model.
 """
 import json
 import os
@@ -22,7 +24,7 @@ import torch
 
 from . import _native
 from .compiled import (InputError, _as_tensor, _capture_with, _concrete_applies, _dynamic_list,
-                       _from_result, _ranges_list, _rebuild, _Text, _to_capsule)
+                       _from_result, _ranges_list, _rebuild, _stream_of, _Text, _to_capsule)
 
 __all__ = ["GenerateResult", "Program", "Session", "compile_program", "load_program"]
 
@@ -75,22 +77,54 @@ def _capture_method(root, examples, dynamic):
         return _capture_with("make_fx", root, examples)
 
 
+def _program_device(module, methods, device):
+    """Where the program runs: ``device``, else cuda when the module's tensors or an example
+    are there, else the cpu; refused naming the reason where this machine cannot run it."""
+    if device is None:
+        tensors = list(module.parameters()) + list(module.buffers())
+        for spec in methods.values():
+            examples = spec.get("examples") if isinstance(spec, dict) else spec[0]
+            if isinstance(examples, torch.Tensor):
+                examples = (examples,)
+            tensors += [x for x in examples if isinstance(x, torch.Tensor)]
+        cuda = [t.device for t in tensors if t.device.type == "cuda"]
+        device = cuda[0] if cuda else "cpu"
+    dev = torch.device(device)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device() if torch.cuda.is_available() else 0)
+    if dev.type not in ("cpu", "cuda"):
+        raise InputError("device %s: inplace runs programs on cpu and cuda" % dev)
+    why = _native.load().device_unavailable(str(dev))
+    if why:
+        raise RuntimeError("inplace cannot compile a program for %s: %s" % (dev, why))
+    return dev
+
+
+def _host(t):
+    """``t`` on the host: the compiler reads weights and initial values there (a GPU program
+    uploads them once)."""
+    return t if t.device.type == "cpu" else t.detach().cpu()
+
+
 def compile_program(module, methods, *, name=None, caller_owned=(), device=None):
     """Compiles the methods of ``module`` into one Program (see the module docstring).
 
     ``methods``: {method name: (examples,) | (examples, dynamic) | {"examples", "dynamic",
     "value_ranges", "entry"}}; ``dynamic`` as for ``inplace.compile`` ({input: {dim: max}}: one
     prefill for every prompt length up to max). ``caller_owned``: buffers (dotted names) the
-    caller passes by name on every call instead of the session holding them. Programs run on
-    the cpu for now (``device`` "cpu" or None).
+    caller passes by name on every call instead of the session holding them. ``device``: "cpu"
+    or "cuda[:N]" (default: cuda when the module or an example is there, else the cpu): every
+    method runs there and sessions hold their state there. A module on the GPU is copied to the
+    host once for compiling (the program keeps that copy for ``save``).
     """
     if not isinstance(module, torch.nn.Module):
         raise InputError("compile_program takes an nn.Module, got %s" % type(module).__name__)
     if not methods:
         raise InputError("compile_program: no methods")
     C = _native.load()
-    dev = torch.device(device or "cpu")
+    dev = _program_device(module, methods, device)
     snapshots = {}  # buffer memory -> one copy: the initial value every method shares
+    hosted = {}  # a GPU tensor of the module -> its one host copy
     native_methods, specs, names = [], {}, {}
     buffers = {id(b) for _, b in module.named_buffers()}
     for mname, spec in methods.items():
@@ -100,11 +134,13 @@ def compile_program(module, methods, *, name=None, caller_owned=(), device=None)
         examples = tuple(examples)
         captured = _capture_method(_entry_root(module, mname, entry), examples, dynamic)
         user = captured.user_names
-        tensors = [_as_tensor(x, n, dev) for x, n in zip(examples, user)]
+        tensors = [_host(_as_tensor(x, n)) for x, n in zip(examples, user)]
         state = {}
         for target, t in captured.state.items():
             if id(t) in buffers:  # a buffer: its value now, not what the module does later
-                t = snapshots.setdefault(id(t), t.detach().clone())
+                t = snapshots.setdefault(id(t), _host(t).detach().clone())
+            elif t.device.type != "cpu":
+                t = hosted.setdefault(id(t), _host(t))
             state[target] = _to_capsule(t)
         native_methods.append((mname, json.dumps(captured.doc, allow_nan=False), os.getcwd(),
                                [_to_capsule(t) for t in tensors], state,
@@ -116,10 +152,13 @@ def compile_program(module, methods, *, name=None, caller_owned=(), device=None)
     return Program(native, specs, names)
 
 
-def load_program(path):
+def load_program(path, device=None):
     """A program file (``Program.save``), or an engine file as a one-method program
-    ``forward``. Loaded methods return their outputs flat: one tensor, or a tuple."""
-    return Program(_native.load().load_program(os.fspath(path)), {}, {})
+    ``forward``. Loaded methods return their outputs flat: one tensor, or a tuple. ``device``
+    ("cpu", "cuda[:N]"): run there instead of the device the program was compiled for (a
+    program compiled for cuda runs on a machine without a GPU with ``device="cpu"``)."""
+    dev = "" if device is None else str(torch.device(device))
+    return Program(_native.load().load_program(os.fspath(path), dev), {}, {})
 
 
 class Program:
@@ -136,6 +175,11 @@ class Program:
     @property
     def name(self):
         return self._native.name
+
+    @property
+    def device(self):
+        """Where every method runs and sessions hold their state (a torch.device)."""
+        return torch.device(self._native.device)
 
     @property
     def methods(self):
@@ -175,11 +219,15 @@ class Program:
 
 class Session:
     """One conversation: its own state (fixed addresses, across calls and ``reset()``), one
-    call at a time. ``session.<method>(...)`` is ``session.run("<method>", ...)``."""
+    call at a time. ``session.<method>(...)`` is ``session.run("<method>", ...)``. On CUDA, a
+    call is enqueued on torch's current stream (after the session's previous call, whatever
+    stream that was on) and returns without waiting; its outputs are tensors of their own, or
+    views of the session's state."""
 
     def __init__(self, program, native):
         self.program = program
         self._native = native
+        self._device = program.device
 
     def run(self, method, *args, **kwargs):
         p = self.program
@@ -199,7 +247,8 @@ class Session:
             if not isinstance(v, torch.Tensor) and k in dtypes and dtypes[k] is not None:
                 v = torch.tensor(v, dtype=dtypes[k])
             tensors[k] = _to_capsule(_as_tensor(v, k))
-        leaves = [_from_result(r) for r in self._native.run(method, tensors)]
+        leaves = [_from_result(r) for r in self._native.run(method, tensors,
+                                                              _stream_of(self._device))]
         spec = p._specs.get(method)
         if spec is None:
             return leaves[0] if len(leaves) == 1 else tuple(leaves)
@@ -214,13 +263,29 @@ class Session:
         return lambda *args, **kwargs: self.run(name, *args, **kwargs)
 
     def reset(self):
-        """Every runtime-owned state back to its initial value, in place (addresses kept)."""
-        self._native.reset()
+        """Every runtime-owned state back to its initial value, in place (addresses kept, so
+        captured CUDA graphs stay valid). On CUDA it waits for the session's calls and for the
+        work already on torch's current stream, then copies the initial values there."""
+        self._native.reset(_stream_of(self._device))
 
     def state(self, name):
-        """The live state ``name`` as a torch tensor over the session's memory (no copy): it
-        sees every later call, and keeps the memory alive."""
+        """The live state ``name`` as a torch tensor over the session's memory (no copy, on the
+        program's device): it sees every later call, and keeps the memory alive."""
         return _from_result(self._native.state(name))
+
+    def synchronize(self):
+        """Waits for the session's calls on the device and raises an error their kernels
+        flagged (a position outside the cache)."""
+        self._native.synchronize()
+
+    def set_backend_option(self, key, value):
+        """A backend option for every method: ``set_backend_option("cuda_graph", "off")``."""
+        self._native.set_backend_option(key, value)
+
+    def stats(self, method):
+        """What the method's context counts: calls, and on CUDA graph_captures and
+        graph_replays."""
+        return dict(self._native.stats(self.program._method(method)))
 
     def states(self):
         return {n: self.state(n) for n, _, _, owner in self.program._native.state

@@ -2,7 +2,8 @@
 // torch.export form (state placeholders become the module's attributes: parameters the
 // weights, written buffers the state), sessions called by method name on torch tensors
 // (DLPack both ways, never copied: an output or a state read shares the session's memory and
-// keeps it alive), and generate() with the GIL released in the loop.
+// keeps it alive), and generate() with the GIL released in the loop. On a GPU, a call is
+// enqueued on the caller's stream (torch's current one) without waiting for it.
 #include "program_bindings.h"
 
 #include <pybind11/functional.h>
@@ -47,10 +48,6 @@ std::vector<std::tuple<std::string, int64_t, int64_t>> triples(const py::list& i
 PyProgram compile_methods(const std::string& name, const py::list& methods,
                           const std::vector<std::string>& caller_owned, const std::string& device) {
   Device dev = Device::parse(device);
-  IP_CHECK(dev.is_cpu(), kInvalidArgument,
-           "[compile_program] programs run on the cpu for now, "
-           "not ",
-           device, " (sessions hold their state on the host)");
   std::vector<std::unique_ptr<Graph>> graphs;
   std::vector<MethodSource> sources;
   for (auto item : methods) {
@@ -82,6 +79,7 @@ PyProgram compile_methods(const std::string& name, const py::list& methods,
   ProgramOptions options;
   options.name = name;
   options.caller_owned = caller_owned;
+  options.device = dev;
   py::gil_scoped_release release;
   return {compile_program(sources, options)};
 }
@@ -104,7 +102,18 @@ py::list state_entries(const Program& p) {
   return out;
 }
 
-py::list run_method(PySession& self, const std::string& method, const py::dict& inputs) {
+// Whether output `t` is memory the caller already holds: a view of the session's state or of
+// one of the call's inputs.
+bool held_by_caller(const Session& s, const Tensor& t, const std::map<std::string, Tensor>& ins) {
+  for (const StateEntry& e : s.program().state().entries())
+    if (e.ownership == Ownership::kRuntime && t.same_storage(s.state(e.name))) return true;
+  for (const auto& in : ins)
+    if (t.same_storage(in.second)) return true;
+  return false;
+}
+
+py::list run_method(PySession& self, const std::string& method, const py::dict& inputs,
+                    uintptr_t stream) {
   std::map<std::string, Tensor> ts;
   for (auto item : inputs) {
     std::string name = item.first.cast<std::string>();
@@ -113,7 +122,13 @@ py::list run_method(PySession& self, const std::string& method, const py::dict& 
   std::vector<Tensor> outs;
   {
     py::gil_scoped_release release;
-    outs = self.session->run(method, ts);
+    outs = self.session->run(method, ts, reinterpret_cast<void*>(stream));
+    // A device context's outputs are its own buffers, rewritten by the method's next call: the
+    // caller gets tensors of its own, as from a torch op (copied on the call's stream).
+    if (!self.program->device().is_cpu())
+      for (Tensor& t : outs)
+        if (t.defined() && !t.is_meta() && !held_by_caller(*self.session, t, ts))
+          t = self.session->context(method).clone_on_device(t);
   }
   py::list out;
   for (const Tensor& t : outs) out.append(tensor_to_pair(t));
@@ -161,10 +176,31 @@ py::dict generate(PySession& self, const std::vector<int64_t>& prompt, int64_t m
 
 void bind_programs(py::module_& m) {
   py::class_<PySession>(m, "Session")
-      .def("run", &run_method, py::arg("method"), py::arg("inputs"))
+      .def("run", &run_method, py::arg("method"), py::arg("inputs"), py::arg("stream") = 0)
       .def(
-          "reset", [](PySession& self) { self.session->reset(); },
+          "reset",
+          [](PySession& self, uintptr_t stream) {
+            self.session->reset(reinterpret_cast<void*>(stream));
+          },
+          py::arg("stream") = 0, py::call_guard<py::gil_scoped_release>())
+      .def(
+          "synchronize", [](PySession& self) { self.session->synchronize(); },
           py::call_guard<py::gil_scoped_release>())
+      .def(
+          "set_backend_option",
+          [](PySession& self, const std::string& key, const std::string& value) {
+            self.session->set_backend_option(key, value);
+          },
+          py::arg("key"), py::arg("value"))
+      .def(
+          "stats",
+          [](const PySession& self, const std::string& method) {
+            ContextStats s = self.session->context(method).stats();
+            std::map<std::string, int64_t> out = s.backend;
+            out["calls"] = s.calls;
+            return out;
+          },
+          py::arg("method"))
       .def(
           "state",
           [](const PySession& self, const std::string& name) {
@@ -179,6 +215,8 @@ void bind_programs(py::module_& m) {
 
   py::class_<PyProgram>(m, "Program")
       .def_property_readonly("name", [](const PyProgram& self) { return self.program->name(); })
+      .def_property_readonly("device",
+                             [](const PyProgram& self) { return self.program->device().str(); })
       .def_property_readonly("methods",
                              [](const PyProgram& self) {
                                std::vector<std::string> names;
@@ -216,11 +254,13 @@ void bind_programs(py::module_& m) {
         py::arg("caller_owned") = std::vector<std::string>(), py::arg("device") = "cpu");
   m.def(
       "load_program",
-      [](const std::string& path) {
+      [](const std::string& path, const std::string& device) {
+        std::optional<Device> dev;
+        if (!device.empty()) dev = Device::parse(device);
         py::gil_scoped_release release;
-        return PyProgram{load_program_or_engine(path)};
+        return PyProgram{load_program_or_engine(path, dev)};
       },
-      py::arg("path"));
+      py::arg("path"), py::arg("device") = "");
 }
 
 }  // namespace inplace::python

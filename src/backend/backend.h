@@ -95,6 +95,16 @@ class Backend {
   virtual void copy_async(void* dst, const void* src, size_t nbytes, void* queue) const = 0;
   // The options set_option takes, "key=values: meaning" each (`inplace exec --help`).
   virtual std::vector<std::string> options() const = 0;
+  // Ordered queues for callers that keep several calls in flight at once (sessions on several
+  // queues): a new one (the backend's own handle; null on the cpu, whose work is done when a
+  // call returns) and its release.
+  virtual void* create_queue() const = 0;
+  virtual void destroy_queue(void* queue) const = 0;
+  // Waits on the host until the work already on `queue` is done (null: the default queue).
+  virtual void synchronize(void* queue) const = 0;
+  // Work enqueued on `queue` from now on starts after the work already on `after`, on the
+  // device: the host does not wait. Nothing to do when they are the same queue.
+  virtual void order_after(void* queue, void* after) const = 0;
 };
 
 // Registered with the kernels (register_cpu_backend, register_cuda_backend).

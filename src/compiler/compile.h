@@ -46,6 +46,9 @@ struct CompileOptions {
     int64_t lo = 0, hi = 0;
   };
   std::vector<ValueRange> value_ranges;
+  // Off the host: weights uploaded once for every engine compiled with it (compile_program's
+  // methods share one copy on the device); null: this engine's own copy.
+  DeviceWeights* device_weights = nullptr;
 };
 
 struct CompiledProgram {

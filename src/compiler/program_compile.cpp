@@ -80,9 +80,22 @@ std::shared_ptr<const Program> compile_program(const std::vector<MethodSource>& 
   std::vector<CompiledProgram> compiled;
   std::vector<StateEntry> table;
   std::vector<std::string> first_seen;
+  DeviceWeights uploads;  // off the host: each weight on the device once, for every method
+  auto compile_method = [&](const MethodSource& src, const Graph& graph,
+                            const std::vector<Tensor>& examples) {
+    CompileOptions co = src.options;
+    if (options.device) co.device = *options.device;
+    co.device_weights = &uploads;
+    try {
+      return compile(graph, examples, co);
+    } catch (const Error& e) {
+      throw Error(e.code(), str_cat("[compile_program] method '", src.name, "' for device '",
+                                    co.device.str(), "': ", e.what()));
+    }
+  };
   for (const MethodSource& src : sources) {
     IP_CHECK(src.graph, kInvalidArgument, "[compile_program] method '", src.name, "' has no graph");
-    CompiledProgram cp = compile(*src.graph, src.example_inputs, src.options);
+    CompiledProgram cp = compile_method(src, *src.graph, src.example_inputs);
     const Engine& e = *cp.engine;
     for (const auto& [index, target] : cp.lifted_buffers) {
       IP_CHECK(e.inputs()[index].name == target, kInvalidArgument, "[compile_program] method '",
@@ -129,7 +142,7 @@ std::shared_ptr<const Program> compile_program(const std::vector<MethodSource>& 
     if (read.empty()) continue;
     std::vector<Tensor> examples = sources[m].example_inputs;
     std::unique_ptr<Graph> lifted = read_state_as_inputs(g, read, &examples);
-    compiled[m] = compile(*lifted, examples, sources[m].options);
+    compiled[m] = compile_method(sources[m], *lifted, examples);
   }
   // One copy of each weight: equal name and contents share one tensor across methods.
   std::vector<std::pair<std::string, Tensor>> shared;
@@ -150,7 +163,7 @@ std::shared_ptr<const Program> compile_program(const std::vector<MethodSource>& 
         replaced = true;
       }
     }
-    if (replaced) e = Engine::from_plan(std::move(plan), e->name(), e->aliased_io());
+    if (replaced) e = Engine::from_plan(std::move(plan), e->name(), e->aliased_io(), &uploads);
     engines.push_back(std::move(e));
     names.push_back(sources[m].name);
   }

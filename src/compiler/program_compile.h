@@ -6,6 +6,7 @@
 // value (the buffer becomes an input binding of that method too).
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct ProgramOptions {
   // Plain inputs a method mutates that the runtime owns instead (a model traced with its
   // caches as arguments): each session allocates them, starting from zeros.
   std::vector<std::string> runtime_owned;
+  // Where every method runs (`--device cuda`), over each method's CompileOptions::device; a
+  // method whose ops have no kernel there is refused naming the method and the op. Off the host
+  // the weights are uploaded once for all methods, and sessions hold their state there.
+  std::optional<Device> device;
 };
 
 std::shared_ptr<const Program> compile_program(const std::vector<MethodSource>& methods,

@@ -225,11 +225,13 @@ void validate_plan(const Plan& plan) {
 }
 
 std::shared_ptr<const Engine> Engine::from_plan(Plan plan, std::string name,
-                                                const std::vector<Mutation>& recorded) {
+                                                const std::vector<Mutation>& recorded,
+                                                DeviceWeights* device_weights) {
   validate_plan(plan);
   plan.aliased_io = reconcile_aliased_io(derive_aliased_io(plan), recorded);
   check_write_set(plan);
-  return std::shared_ptr<const Engine>(new Engine(std::move(plan), std::move(name)));
+  return std::shared_ptr<const Engine>(
+      new Engine(std::move(plan), std::move(name), device_weights));
 }
 
 namespace {

@@ -8,6 +8,7 @@
 
 #include "backend/kernel_table.h"
 #include "backend/plan.h"
+#include "engine/device_weights.h"
 #include "ir/graph.h"
 
 namespace inplace {
@@ -33,6 +34,9 @@ struct EngineOptions {
   Device device;
   std::vector<DynamicDim> dynamic_dims;
   std::vector<ValueRange> value_ranges;
+  // Off the host: where the weights are uploaded, shared with the other engines built with it
+  // (a program's methods); null uploads this engine's own copy.
+  DeviceWeights* device_weights = nullptr;
 };
 
 class Engine {
@@ -50,7 +54,8 @@ class Engine {
   // map, reconciled with what the plan itself does (the plan wins for kv_cache_update; user
   // entries are kept).
   static std::shared_ptr<const Engine> from_plan(Plan plan, std::string name,
-                                                 const std::vector<Mutation>& recorded);
+                                                 const std::vector<Mutation>& recorded,
+                                                 DeviceWeights* device_weights = nullptr);
 
   const std::string& name() const { return name_; }
   const Plan& plan() const { return plan_; }
@@ -78,7 +83,7 @@ class Engine {
  private:
   // Resolves every step's kernel on the plan's device and uploads the weights there; refuses a
   // device that is not available and an op with no kernel for it (engine_device.cpp).
-  Engine(Plan plan, std::string name);
+  Engine(Plan plan, std::string name, DeviceWeights* device_weights);
   Plan plan_;
   std::string name_;
   std::vector<const Kernel*> kernels_;

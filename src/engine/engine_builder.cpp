@@ -35,7 +35,8 @@ std::shared_ptr<const Engine> Engine::build(const Graph& graph,
   drop_dead_steps(st);
   validate_plan(st.plan);
   check_write_set(st.plan);
-  return std::shared_ptr<const Engine>(new Engine(std::move(st.plan), graph.name));
+  return std::shared_ptr<const Engine>(
+      new Engine(std::move(st.plan), graph.name, options.device_weights));
 }
 
 }  // namespace inplace

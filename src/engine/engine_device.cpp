@@ -21,7 +21,8 @@ std::string unsupported_form(const KernelTable& table, const Step& s, DeviceType
 
 }  // namespace
 
-Engine::Engine(Plan plan, std::string name) : plan_(std::move(plan)), name_(std::move(name)) {
+Engine::Engine(Plan plan, std::string name, DeviceWeights* device_weights)
+    : plan_(std::move(plan)), name_(std::move(name)) {
   const Device device = plan_.device;
   const KernelTable& table = KernelTable::get();
   std::string why;
@@ -67,14 +68,15 @@ Engine::Engine(Plan plan, std::string name) : plan_(std::move(plan)), name_(std:
     return;
   }
   // The whole storage moves, so every constant ref's element offset stays valid.
-  const DeviceAllocator& allocator = device_allocator(device);
   for (const Tensor& c : plan_.constants) {
     if (!c.defined() || c.is_meta()) {
       device_constants_.push_back(c);
       continue;
     }
-    auto storage = Storage::allocate(c.storage()->nbytes(), device);
-    allocator.copy_from_host(storage->data(), c.storage()->data(), c.storage()->nbytes());
+    IP_CHECK(c.device().is_cpu(), kInvalidArgument, "[engine] '", name_, "': weight on device '",
+             c.device().str(), "'; an engine takes its weights from the host and uploads them");
+    auto storage = device_weights ? device_weights->upload(c.storage(), device)
+                                  : upload_storage(c.storage(), device);
     device_constants_.emplace_back(storage, c.offset(), c.shape(), c.strides(), c.dtype());
   }
 }

@@ -348,7 +348,8 @@ void save_engine(const Engine& e, const std::string& path) {
 
 std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const std::string& label,
                                                  const ExternalWeights* external,
-                                                 std::shared_ptr<const void> keep_alive) {
+                                                 std::shared_ptr<const void> keep_alive,
+                                                 std::optional<Device> device) {
   Reader r(bytes, label, "header");
   IP_CHECK(bytes.size() >= 8 && std::memcmp(bytes.data(), kEngineFileMagic, 8) == 0, kCorrupt,
            "[engine_file] ", label, ": not an inplace engine file (bad magic)");
@@ -387,7 +388,13 @@ std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const s
   } catch (const Error& e) {
     IP_FAIL(kCorrupt, "[engine_file] ", label, ": field TARGET_DEVICE: ", e.what());
   }
-  {
+  if (device) {
+    std::string why;
+    IP_CHECK(device_available(*device, &why), kUnsupported, "[engine_file] ", label,
+             ": loading for device '", device->str(), "' (compiled for '", plan.device.str(),
+             "'), which this machine cannot run: ", why);
+    plan.device = *device;
+  } else {
     std::string why;
     IP_CHECK(device_available(plan.device, &why), kUnsupported, "[engine_file] ", label,
              ": engine targets device '", plan.device.str(),
@@ -412,7 +419,8 @@ std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const s
       parse_aliased_io(std::string(fields[kFieldAliasedIO]), plan, label);
   plan.mutated_inputs = parse_mutated_inputs(std::string(fields[kFieldMutatedInputs]), plan, label);
   try {
-    return Engine::from_plan(std::move(plan), std::string(fields[kFieldName]), recorded);
+    return Engine::from_plan(std::move(plan), std::string(fields[kFieldName]), recorded,
+                             external ? external->device_weights : nullptr);
   } catch (const Error& e) {
     throw Error(e.code(), str_cat("[engine_file] ", label, ": ", e.what()));
   }

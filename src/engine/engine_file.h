@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,15 +45,18 @@ void save_engine(const Engine& engine, const std::string& path);
 struct ExternalWeights {
   std::vector<std::string> names;
   std::vector<Tensor> tensors;
+  DeviceWeights* device_weights = nullptr;  // their uploads off the host, shared (device_weights.h)
 };
 // `label` names the source in errors (a path, or "<memory>"). With `external`, the file's
 // WEIGHTS must be empty and the plan's constants are `external` (checked like stored ones).
 // Weights are copied out of `bytes`, unless `keep_alive` owns them: then (64-byte aligned in
 // memory, as a loaded file's are) the weights point into `bytes`, which must stay unchanged
-// while `keep_alive` lives, and hold it.
+// while `keep_alive` lives, and hold it. `device`, when given, is where the engine runs instead
+// of the device it was compiled for (its plan is device-neutral; every op needs a kernel there).
 std::shared_ptr<const Engine> deserialize_engine(std::string_view bytes, const std::string& label,
                                                  const ExternalWeights* external = nullptr,
-                                                 std::shared_ptr<const void> keep_alive = nullptr);
+                                                 std::shared_ptr<const void> keep_alive = nullptr,
+                                                 std::optional<Device> device = std::nullopt);
 // Reads the file once into private read-only memory (core/mapped_file.h) and loads it; the
 // weights point into that memory, so the file may change or vanish afterwards.
 std::shared_ptr<const Engine> load_engine(const std::string& path);

@@ -120,6 +120,13 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
   IP_CHECK(index >= 0 && index < static_cast<int>(plan.inputs.size()), kNotFound,
            "[bind] input index ", index, " out of range (", plan.inputs.size(), " inputs)");
   const Binding& b = plan.inputs[index];
+  // The very view bound already (a session's state and staged inputs, bound at every call):
+  // nothing to check again, and the backend's per-binding work (a device's table of scalar
+  // inputs, uploaded with a wait) is not redone.
+  if (bound_inputs_[index].defined() && !t.is_meta() && bound_inputs_[index].same_view(t)) {
+    std::erase(partly_updated_, index);
+    return;
+  }
   IP_CHECK(t.defined() && !t.is_meta(), kInvalidArgument, "[bind] input '", b.name,
            "' needs a tensor with data");
   bool fits = t.shape() == b.shape;

@@ -112,7 +112,7 @@ TokenMethods check_methods(const Program& p) {
   return out;
 }
 
-// ids [1, n] and positions [n] (or [1, n]) from `start`, on the engine's device.
+// ids [1, n] and positions [n] (or [1, n]) from `start`.
 std::map<std::string, Tensor> token_inputs(const TokenMethod& t, const int64_t* tokens, int64_t n,
                                            int64_t start) {
   Tensor ids = Tensor::empty({1, n}, DType::kInt64);
@@ -121,14 +121,9 @@ std::map<std::string, Tensor> token_inputs(const TokenMethod& t, const int64_t* 
     ids.data<int64_t>()[i] = tokens[i];
     pos.data<int64_t>()[i] = start + i;
   }
-  ids = ids.to(t.ids_dtype);
-  pos = pos.to(t.positions_dtype);
-  const Device device = t.method->engine->device();
-  if (!device.is_cpu()) {
-    ids = ids.to_device(device);
-    pos = pos.to_device(device);
-  }
-  return {{t.ids, ids}, {t.positions, pos}};
+  // On the host: a device session copies them into its own memory for the method, at the same
+  // address every step, so the step's recorded work (a CUDA graph) replays.
+  return {{t.ids, ids.to(t.ids_dtype)}, {t.positions, pos.to(t.positions_dtype)}};
 }
 
 // The last row of the logits, on the host.

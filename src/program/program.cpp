@@ -46,6 +46,10 @@ std::shared_ptr<const Program> Program::assemble(std::string name,
     method.name = mname;
     method.engine = std::move(engines[m]);
     const Engine& e = *method.engine;
+    IP_CHECK(p->methods_.empty() || e.device() == p->device(), kInvalidArgument, "[program] '",
+             p->name_, "': method '", mname, "' runs on '", e.device().str(), "' but method '",
+             p->methods_.front().name, "' on '", p->device().str(),
+             "'; a program runs every method on one device");
     for (size_t i = 0; i < e.inputs().size(); ++i) {
       const Binding& b = e.inputs()[i];
       int s = p->state_.find(b.name);
@@ -106,8 +110,8 @@ int64_t Program::weight_bytes() const {
 
 std::string Program::describe() const {
   std::ostringstream os;
-  os << "program " << name_ << ": " << methods_.size() << " methods, " << state_.size()
-     << " state entries, " << weights_.size() << " weights (" << weight_bytes()
+  os << "program " << name_ << " on " << device().str() << ": " << methods_.size() << " methods, "
+     << state_.size() << " state entries, " << weights_.size() << " weights (" << weight_bytes()
      << " bytes, shared by every method)\n";
   for (const Method& m : methods_) {
     const Engine& e = *m.engine;

@@ -38,6 +38,9 @@ class Program : public std::enable_shared_from_this<Program> {
                                                  StateTable state);
 
   const std::string& name() const { return name_; }
+  // Where every method runs and every session holds its runtime-owned state (one device a
+  // program: assemble() refuses methods of different devices).
+  Device device() const { return methods_.front().engine->device(); }
   const std::vector<Method>& methods() const { return methods_; }
   // Throws kNotFound naming the method and listing every method.
   int method_index(const std::string& method) const;

@@ -24,7 +24,8 @@ std::string metadata(const Program& p) {
   std::ostringstream os;
   os << "producer=inplace " << INPLACE_VERSION << "\nprogram_abi=" << kProgramFileAbi
      << "\nengine_abi=" << kEngineFileAbi << "\nmethods=" << p.methods().size()
-     << "\nstate=" << p.state().size() << "\nweight_bytes=" << p.weight_bytes() << "\n";
+     << "\nstate=" << p.state().size() << "\nweight_bytes=" << p.weight_bytes()
+     << "\ndevice=" << p.device().str() << "\n";
   return os.str();
 }
 
@@ -97,7 +98,8 @@ void save_program(const Program& p, const std::string& path) {
 }
 
 std::shared_ptr<const Program> deserialize_program(std::string_view bytes, const std::string& label,
-                                                   std::shared_ptr<const void> keep_alive) {
+                                                   std::shared_ptr<const void> keep_alive,
+                                                   std::optional<Device> device) {
   IP_CHECK(is_program_file(bytes), kCorrupt, "[program_file] ", label,
            ": not an inplace program file (bad magic)");
   Reader r(bytes, label, "header");
@@ -157,9 +159,11 @@ std::shared_ptr<const Program> deserialize_program(std::string_view bytes, const
   {
     Reader mr(fields[kProgramFieldMethods], label, "field METHODS");
     uint64_t n = mr.count("methods", 20);
+    DeviceWeights uploads;  // every method's weights on its device once
     for (uint64_t k = 0; k < n; ++k) {
       std::string name = mr.str("method name");
       ExternalWeights ext;
+      ext.device_weights = &uploads;
       uint64_t nw = mr.count("method weights", 4);
       for (uint64_t j = 0; j < nw; ++j) {
         size_t w = weight(mr, mr.u32("weight index"), "method '" + name + "'");
@@ -167,8 +171,8 @@ std::shared_ptr<const Program> deserialize_program(std::string_view bytes, const
         ext.tensors.push_back(table.constants[w]);
       }
       std::string_view engine_bytes = mr.view(mr.u64("engine length"), "engine");
-      engines.push_back(
-          deserialize_engine(engine_bytes, str_cat(label, ": method '", name, "'"), &ext));
+      engines.push_back(deserialize_engine(engine_bytes, str_cat(label, ": method '", name, "'"),
+                                           &ext, nullptr, device));
       names.push_back(std::move(name));
     }
     mr.expect_end();
@@ -182,9 +186,9 @@ std::shared_ptr<const Program> deserialize_program(std::string_view bytes, const
   }
 }
 
-std::shared_ptr<const Program> load_program(const std::string& path) {
+std::shared_ptr<const Program> load_program(const std::string& path, std::optional<Device> device) {
   std::shared_ptr<const MappedFile> file = MappedFile::open(path, "program_file");
-  return deserialize_program(file->bytes(), path, file);
+  return deserialize_program(file->bytes(), path, file, device);
 }
 
 std::shared_ptr<const Program> program_from_engine(std::shared_ptr<const Engine> engine) {
@@ -197,11 +201,12 @@ std::shared_ptr<const Program> program_from_engine(std::shared_ptr<const Engine>
   return Program::assemble(name, {std::move(engine)}, {"forward"}, StateTable(std::move(entries)));
 }
 
-std::shared_ptr<const Program> load_program_or_engine(const std::string& path) {
+std::shared_ptr<const Program> load_program_or_engine(const std::string& path,
+                                                      std::optional<Device> device) {
   std::shared_ptr<const MappedFile> file = MappedFile::open(path, "program_file");
   if (is_engine_file(file->bytes()))
-    return program_from_engine(deserialize_engine(file->bytes(), path, nullptr, file));
-  return deserialize_program(file->bytes(), path, file);
+    return program_from_engine(deserialize_engine(file->bytes(), path, nullptr, file, device));
+  return deserialize_program(file->bytes(), path, file, device);
 }
 
 }  // namespace inplace

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,18 +31,25 @@ enum ProgramFileField : uint32_t {
 std::string serialize_program(const Program& program);
 void save_program(const Program& program, const std::string& path);
 // Weights are copied out of `bytes` unless `keep_alive` owns them (deserialize_engine).
-std::shared_ptr<const Program> deserialize_program(
-    std::string_view bytes, const std::string& label,
-    std::shared_ptr<const void> keep_alive = nullptr);
+// Every method runs on the device the program was compiled for (recorded in each method's
+// engine), refused naming the method when this machine cannot run it, or on `device` when
+// given: a program compiled for cuda loads on the cpu, and one compiled on a machine without a
+// GPU loads on cuda (every op needs a kernel there). Off the host, the weights are uploaded once
+// for all methods.
+std::shared_ptr<const Program> deserialize_program(std::string_view bytes, const std::string& label,
+                                                   std::shared_ptr<const void> keep_alive = nullptr,
+                                                   std::optional<Device> device = std::nullopt);
 // Reads the file once into private read-only memory that the weights point into
 // (core/mapped_file.h): the file may change or vanish afterwards.
-std::shared_ptr<const Program> load_program(const std::string& path);
+std::shared_ptr<const Program> load_program(const std::string& path,
+                                            std::optional<Device> device = std::nullopt);
 bool is_program_file(std::string_view bytes);
 
 // A saved engine as a one-method program named `forward`: every input it writes is
 // caller-owned state (an engine file stores no initial values).
 std::shared_ptr<const Program> program_from_engine(std::shared_ptr<const Engine> engine);
 // A program file, or an engine file as above (told apart by the magic).
-std::shared_ptr<const Program> load_program_or_engine(const std::string& path);
+std::shared_ptr<const Program> load_program_or_engine(const std::string& path,
+                                                      std::optional<Device> device = std::nullopt);
 
 }  // namespace inplace

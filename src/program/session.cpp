@@ -1,6 +1,7 @@
 #include "program/session.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "core/error.h"
 
@@ -24,13 +25,45 @@ class SessionGuard {
   std::atomic<bool>& flag_;
 };
 
+// Whether `t` fits input binding `b` (bind_input's shape and dtype rule).
+bool fits(const Binding& b, const Tensor& t) {
+  if (t.dtype() != b.dtype || t.dim() != static_cast<int64_t>(b.shape.size())) return false;
+  for (size_t d = 0; d < b.shape.size(); ++d) {
+    const bool dynamic = std::find(b.dynamic_dims.begin(), b.dynamic_dims.end(),
+                                   static_cast<int64_t>(d)) != b.dynamic_dims.end();
+    if (dynamic ? t.size(d) > b.shape[d] : t.size(d) != b.shape[d]) return false;
+  }
+  return true;
+}
+
+// Copies every runtime-owned state's initial value into `state` (device memory) on `queue`,
+// after the work already there, and waits for the copies.
+void upload_initial(const Backend& backend, const StateTable& table,
+                    const std::vector<Tensor>& state, void* queue) {
+  std::vector<Tensor> sources;  // alive until the copies are done
+  for (size_t s = 0; s < table.size(); ++s) {
+    if (!state[s].defined()) continue;
+    sources.push_back(table[s].initial.contiguous());
+    if (state[s].nbytes())
+      backend.copy_async(state[s].data_ptr(), sources.back().data_ptr(), state[s].nbytes(), queue);
+  }
+  backend.synchronize(queue);
+}
+
 }  // namespace
 
-Session::Session(std::shared_ptr<const Program> program) : program_(std::move(program)) {
+Session::Session(std::shared_ptr<const Program> program)
+    : program_(std::move(program)), backend_(backend_for(program_->device())) {
   const StateTable& table = program_->state();
+  const Device device = program_->device();
   state_.resize(table.size());
-  for (size_t s = 0; s < table.size(); ++s)
-    if (table[s].ownership == Ownership::kRuntime) state_[s] = table[s].initial.clone();
+  for (size_t s = 0; s < table.size(); ++s) {
+    if (table[s].ownership != Ownership::kRuntime) continue;
+    state_[s] = device.is_cpu() ? table[s].initial.clone()
+                                : Tensor::empty(table[s].shape, table[s].dtype, device);
+  }
+  if (!device.is_cpu()) upload_initial(backend_, table, state_, nullptr);
+  input_memory_.resize(program_->methods().size());
   for (const Method& m : program_->methods()) {
     auto ctx = std::make_unique<ExecutionContext>(m.engine);
     for (size_t i = 0; i < m.state_of_input.size(); ++i) {
@@ -42,8 +75,26 @@ Session::Session(std::shared_ptr<const Program> program) : program_(std::move(pr
   }
 }
 
+Tensor Session::staged(int mi, int input, const Tensor& t, void* queue) {
+  const Device device = program_->device();
+  const Binding& b = program_->methods()[mi].engine->inputs()[input];
+  // Anything else is bound as given: bind_input names what does not fit.
+  if (device.is_cpu() || !t.defined() || t.is_meta() || !t.device().is_cpu() || !fits(b, t))
+    return t;
+  Tensor& memory = input_memory_[mi][input];
+  if (!memory.defined()) {
+    memory = Tensor::empty(b.shape, b.dtype, device);
+    backend_.synchronize(nullptr);  // its zero-fill, on the default queue, before our copies
+  }
+  Tensor view(memory.storage(), 0, t.shape(), contiguous_strides(t.shape()), t.dtype());
+  const Tensor source = t.contiguous();  // read before copy_async returns (host memory)
+  if (source.nbytes())
+    backend_.copy_async(view.data_ptr(), source.data_ptr(), source.nbytes(), queue);
+  return view;
+}
+
 std::vector<Tensor> Session::run(const std::string& method,
-                                 const std::map<std::string, Tensor>& inputs) {
+                                 const std::map<std::string, Tensor>& inputs, void* queue) {
   SessionGuard guard(in_flight_, "run", *program_);
   const int mi = program_->method_index(method);
   const Method& m = program_->methods()[mi];
@@ -65,14 +116,21 @@ std::vector<Tensor> Session::run(const std::string& method,
   ExecutionContext& ctx = *contexts_[mi];
   for (int i : m.call_inputs) {
     const std::string& name = e.inputs()[i].name;
-    auto it = inputs.find(name);
-    IP_CHECK(it != inputs.end(), kNotFound, "[session] method '", method, "' needs input '", name,
+    IP_CHECK(inputs.count(name), kNotFound, "[session] method '", method, "' needs input '", name,
              "'; its inputs are ", m.call_input_names());
-    ctx.bind_input(i, it->second);
+  }
+  // After the session's previous call (another method's context, maybe another queue): both
+  // use the session's state.
+  if (ran_ && queue != last_queue_) backend_.order_after(queue, last_queue_);
+  last_queue_ = queue;
+  ran_ = true;
+  for (int i : m.call_inputs) {
+    const Tensor& given = inputs.at(e.inputs()[i].name);
+    ctx.bind_input(i, m.state_of_input[i] < 0 ? staged(mi, i, given, queue) : given);
   }
   std::vector<Tensor> outputs;
   try {
-    outputs = ctx.execute();
+    outputs = ctx.execute(queue);
   } catch (const Error& err) {
     std::vector<std::string> runtime_written;
     for (int i : ctx.partly_updated()) {
@@ -91,13 +149,46 @@ std::vector<Tensor> Session::run(const std::string& method,
   return outputs;
 }
 
-void Session::reset() {
+void Session::reset(void* queue) {
   SessionGuard guard(in_flight_, "reset", *program_);
   const StateTable& table = program_->state();
-  for (size_t s = 0; s < table.size(); ++s)
-    if (state_[s].defined()) state_[s].copy_from(table[s].initial);
+  if (program_->device().is_cpu()) {
+    for (size_t s = 0; s < table.size(); ++s)
+      if (state_[s].defined()) state_[s].copy_from(table[s].initial);
+  } else {
+    for (auto& ctx : contexts_) {
+      try {
+        ctx->synchronize();
+      } catch (const Error&) {  // a flagged call: what it wrote is overwritten now
+      }
+    }
+    upload_initial(backend_, table, state_, queue);
+    ran_ = false;  // nothing of the session is in flight
+  }
   for (auto& ctx : contexts_) ctx->reset();
   refused_.clear();
+}
+
+void Session::synchronize() {
+  SessionGuard guard(in_flight_, "synchronize", *program_);
+  std::exception_ptr first;
+  for (auto& ctx : contexts_) {
+    try {
+      ctx->synchronize();
+    } catch (const Error&) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+
+void Session::set_backend_option(const std::string& key, const std::string& value) {
+  SessionGuard guard(in_flight_, "set_backend_option", *program_);
+  for (auto& ctx : contexts_) ctx->set_backend_option(key, value);
+}
+
+const ExecutionContext& Session::context(const std::string& method) const {
+  return *contexts_[program_->method_index(method)];
 }
 
 Tensor Session::state(const std::string& name) const {

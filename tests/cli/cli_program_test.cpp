@@ -1,6 +1,9 @@
 // `inplace compile --method`, `inplace inspect` and `inplace run` on a program: the replayed
 // calls give what the same sessions give through the C++ API, and usage mistakes are one-line
 // errors listing the valid names.
+#include <fstream>
+
+#include "backend/kernel_table.h"
 #include "cli/cli_util.h"
 #include "frontend/safetensors.h"
 #include "program/program_test_util.h"
@@ -101,6 +104,50 @@ TEST_F(CliProgram, RunReplaysSessionsLikeTheApi) {
       EXPECT_TRUE(
           tensor_equal(out.at(str_cat("session.", s, ".state.", name)), sessions[s]->state(name)))
           << s << " " << name;
+}
+
+// --device: compile every method for it (refused naming the method where it cannot be), run on
+// it with inputs from host files and results saved from the host, or load on another device.
+// The GPU half runs where this machine has one.
+TEST_F(CliProgram, TheDeviceIsHonouredOrRefusedNamingTheMethod) {
+  DecoderGraphs g = decoder_graphs(false);
+  write_methods(g);
+  CliResult c = run(compile_args());
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("for cpu"), std::string::npos) << c.out;
+  EXPECT_NE(run("inspect " + path("p.inplace")).out.find(" on cpu:"), std::string::npos);
+  const std::vector<Call> calls = conversation(3, 3, 7);
+  std::string script = "[";
+  for (size_t i = 0; i < calls.size(); ++i) {
+    write_safetensors(path(str_cat("in", i, ".safetensors")), calls[i].inputs);
+    script += str_cat(i ? "," : "", "{\"session\": \"a\", \"method\": \"", calls[i].method,
+                      "\", \"inputs\": \"in", i, ".safetensors\"}");
+  }
+  std::ofstream(path("calls.json")) << script + "]";
+  const std::string run_args = " --calls " + path("calls.json") + " --out ";
+  ASSERT_EQ(run("run " + path("p.inplace") + run_args + path("cpu.safetensors")).code, 0);
+  ASSERT_EQ(
+      run("run " + path("p.inplace") + run_args + path("again.safetensors") + " --device cpu").code,
+      0);
+  const auto want = read_safetensors(path("cpu.safetensors"));
+  for (const auto& [key, t] : read_safetensors(path("again.safetensors")))
+    EXPECT_TRUE(tensor_equal(t, want.at(key))) << key;
+  std::string why;
+  if (!device_available(Device::cuda(), &why)) {
+    EXPECT_TRUE(one_line_error(run(compile_args() + " --device cuda"), 1,
+                               {"method 'prefill' for device 'cuda:0'", why}));
+    EXPECT_TRUE(one_line_error(
+        run("run " + path("p.inplace") + run_args + path("o.safetensors") + " --device cuda"), 1,
+        {"method 'prefill'", "loading for device 'cuda:0'", why}));
+    return;
+  }
+  CliResult gpu = run(compile_args() + " --device cuda");
+  ASSERT_EQ(gpu.code, 0) << gpu.err;
+  EXPECT_NE(gpu.out.find("for cuda:0"), std::string::npos) << gpu.out;
+  ASSERT_EQ(run("run " + path("p.inplace") + run_args + path("gpu.safetensors")).code, 0);
+  const auto got = read_safetensors(path("gpu.safetensors"));
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [key, t] : got) EXPECT_TRUE(tensor_equal(t, want.at(key), 1e-5)) << key;
 }
 
 TEST_F(CliProgram, MistakesAreOneLineErrorsListingTheValidNames) {

@@ -29,7 +29,7 @@ int run_compile_program(const std::vector<std::string>& methods,
                         const std::vector<std::string>& ranges,
                         const std::vector<std::string>& caller_owned,
                         const std::vector<std::string>& runtime_owned, bool no_alias,
-                        const std::string& out_path);
+                        const std::string& device, const std::string& out_path);
 int run_demo(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
 // `bench --device cuda` (bench_gpu.cpp).

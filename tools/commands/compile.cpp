@@ -32,7 +32,8 @@ int run_compile(const std::vector<std::string>& args) {
            "example inputs fixing binding shapes (default: the placeholders' meta)");
   p.repeated("--mutated-input", "INPUT=OUTPUT", &mutated, "declare an aliased output");
   p.flag("--no-alias", &no_alias, "the copy-back engine (no aliased I/O)");
-  p.option("--device", "DEVICE", &device, "cpu (default), cuda or cuda:N: where the engine runs");
+  p.option("--device", "DEVICE", &device,
+           "cpu (default), cuda or cuda:N: where the engine (every method) runs");
   p.option("-o", "model.inplace", &out_path, "the engine file to write", /*required=*/true);
   runtime_value_flags(p, &dynamic, &ranges);
   if (!p.parse(args)) return 0;
@@ -43,7 +44,7 @@ int run_compile(const std::vector<std::string>& args) {
       throw UsageError(
           "compile: --mutated-input and --inputs apply to a single graph, not --method");
     return run_compile_program(methods, dynamic, ranges, caller_owned, runtime_owned, no_alias,
-                               out_path);
+                               device, out_path);
   }
   if (path.empty())
     throw UsageError(

@@ -1,5 +1,6 @@
 // inplace compile --method NAME=GRAPH.json [--method ...] [--dynamic METHOD.INPUT:DIM:MAX]...
-//                 [--value-range METHOD.INPUT:LO:HI]... [--caller-owned STATE]... -o P.inplace
+//                 [--value-range METHOD.INPUT:LO:HI]... [--caller-owned STATE]...
+//                 [--device cuda] -o P.inplace
 // Compiles one engine per method over one state table and one copy of the weights, and saves
 // the program file (docs/programs.md).
 #include <cstdio>
@@ -40,7 +41,7 @@ int run_compile_program(const std::vector<std::string>& method_args,
                         const std::vector<std::string>& ranges,
                         const std::vector<std::string>& caller_owned,
                         const std::vector<std::string>& runtime_owned, bool no_alias,
-                        const std::string& out_path) {
+                        const std::string& device, const std::string& out_path) {
   std::vector<std::string> names, paths;
   std::vector<std::pair<std::string, std::string>> inputs;
   for (const std::string& a : method_args) {
@@ -78,10 +79,12 @@ int run_compile_program(const std::vector<std::string>& method_args,
   po.name = graphs.size() == 1 ? graphs[0]->name : "program";
   po.caller_owned = caller_owned;
   po.runtime_owned = runtime_owned;
+  if (!device.empty()) po.device = Device::parse(device);
   std::shared_ptr<const Program> program = compile_program(sources, po);
   save_program(*program, out_path);
-  std::printf("wrote %s: %zu methods, %zu state entries, %zu weights\n", out_path.c_str(),
-              program->methods().size(), program->state().size(), program->weights().size());
+  std::printf("wrote %s: %zu methods, %zu state entries, %zu weights, for %s\n", out_path.c_str(),
+              program->methods().size(), program->state().size(), program->weights().size(),
+              program->device().str().c_str());
   return 0;
 }
 

@@ -1,5 +1,5 @@
 // inplace generate PROGRAM --prompt-ids 1,2,3 --max-new-tokens N [--temperature T] [--top-k K]
-//                  [--top-p P] [--seed S] [--stop ID]...
+//                  [--top-p P] [--seed S] [--stop ID]... [--device DEVICE]
 // Session::generate on a new session of PROGRAM: prints each new token as it comes, then the
 // time to first token and the decode rate (docs/programs.md, "Generation").
 #include <cstdio>
@@ -35,7 +35,8 @@ double parse_double_option(const std::string& option, const std::string& value) 
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args) {
-  std::string path, prompt, max_new = "16", temperature = "0", top_k = "0", top_p = "1", seed = "0";
+  std::string path, prompt, max_new = "16", temperature = "0", top_k = "0", top_p = "1", seed = "0",
+                            device;
   std::vector<std::string> stops;
   ArgParser p("generate",
               "Generates tokens from a program with methods decode (and prefill) taking\n"
@@ -50,6 +51,8 @@ int run_generate(const std::vector<std::string>& args) {
   p.option("--top-p", "P", &top_p, "and from the fewest whose probability reaches P (default 1)");
   p.option("--seed", "S", &seed, "the sampler's seed (default 0)");
   p.repeated("--stop", "ID", &stops, "a token that ends the generation (repeatable)");
+  p.option("--device", "DEVICE", &device,
+           "run on DEVICE (cpu, cuda, cuda:N) instead of the device PROGRAM was compiled for");
   if (!p.parse(args)) return 0;
   GenerateOptions options;
   options.max_new_tokens = parse_int_option("--max-new-tokens", max_new, 0, INT64_MAX);
@@ -61,7 +64,8 @@ int run_generate(const std::vector<std::string>& args) {
     options.stop_tokens.push_back(parse_int_option("--stop", s, 0, INT64_MAX));
   std::vector<int64_t> ids = parse_ids("--prompt-ids", prompt);
 
-  std::shared_ptr<const Program> program = load_program_or_engine(path);
+  std::shared_ptr<const Program> program = load_program_or_engine(
+      path, device.empty() ? std::nullopt : std::optional<Device>(Device::parse(device)));
   std::unique_ptr<Session> session = program->new_session();
   bool first = true;
   options.on_token = [&](int64_t token) {

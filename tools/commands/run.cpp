@@ -1,9 +1,11 @@
-// inplace run PROGRAM --calls CALLS.json --out OUT.safetensors [--print]
+// inplace run PROGRAM --calls CALLS.json --out OUT.safetensors [--print] [--device DEVICE]
 // Replays a script of calls (call_script.h) on a program's sessions, created on first use. The
 // runner plays the caller: it holds each session's caller-owned state (from the call's inputs
 // file when given there, else the tensor it already holds, else the stored initial value) and
 // passes it to every call. OUT holds call.<i>.output.<j> (its value when call i returned) for
 // every call and session.<S>.state.<name> for every state entry of every session at the end.
+// A program on a GPU takes its inputs from the host files (copied to the device) and its
+// results come back to the host to be saved.
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -24,17 +26,26 @@ struct ScriptSession {
   std::map<std::string, Tensor> caller_state;  // caller-owned state this caller holds
 };
 
+// A copy of host tensor `t` on `device`, where the caller keeps its state.
+Tensor on_device(const Tensor& t, Device device) {
+  return device.is_cpu() ? t.clone() : t.to_device(device);
+}
+
+Tensor on_host(const Tensor& t) {
+  return t.device().is_cpu() ? t : t.to_device(Device::cpu());
+}
+
 void hold_initial(const Program& p, ScriptSession& s) {
   s.caller_state.clear();
   for (const StateEntry& e : p.state().entries())
     if (e.ownership == Ownership::kCaller && e.initial.defined())
-      s.caller_state[e.name] = e.initial.clone();
+      s.caller_state[e.name] = on_device(e.initial, p.device());
 }
 
 }  // namespace
 
 int run_run(const std::vector<std::string>& args) {
-  std::string path, calls_path, out_path;
+  std::string path, calls_path, out_path, device;
   bool print = false;
   ArgParser p("run",
               "Replays CALLS.json on sessions of PROGRAM (a program file, or an engine file\n"
@@ -46,6 +57,8 @@ int run_run(const std::vector<std::string>& args) {
   p.option("--calls", "CALLS.json", &calls_path, "the script of calls", /*required=*/true);
   p.option("--out", "OUT.safetensors", &out_path, "where to write the results", true);
   p.flag("--print", &print, "also print every result");
+  p.option("--device", "DEVICE", &device,
+           "run on DEVICE (cpu, cuda, cuda:N) instead of the device PROGRAM was compiled for");
   if (!p.parse(args)) return 0;
   std::vector<ScriptEntry> script = read_call_script(calls_path);
   std::vector<std::pair<std::string, std::string>> inputs = {{"the program", path},
@@ -53,7 +66,8 @@ int run_run(const std::vector<std::string>& args) {
   for (const ScriptEntry& e : script)
     if (!e.inputs_path.empty()) inputs.emplace_back("a call's inputs", e.inputs_path);
   refuse_output_over_inputs("run", "--out", out_path, inputs);
-  std::shared_ptr<const Program> program = load_program_or_engine(path);
+  std::shared_ptr<const Program> program = load_program_or_engine(
+      path, device.empty() ? std::nullopt : std::optional<Device>(Device::parse(device)));
   const StateTable& table = program->state();
   std::map<std::string, ScriptSession> sessions;
   std::vector<std::string> order;
@@ -81,6 +95,7 @@ int run_run(const std::vector<std::string>& args) {
       const std::string& name = table[st].name;
       auto g = given.find(name);
       if (g != given.end()) {
+        if (!program->device().is_cpu()) g->second = on_device(g->second, program->device());
         s.caller_state[name] = g->second;  // the caller hands over its tensor
       } else {
         auto held = s.caller_state.find(name);
@@ -105,12 +120,13 @@ int run_run(const std::vector<std::string>& args) {
   }
   for (const std::string& name : order) {
     ScriptSession& s = sessions.at(name);
+    s.session->synchronize();  // an error a device flagged after the last call
     for (const StateEntry& st : table.entries()) {
       std::string key = str_cat("session.", name, ".state.", st.name);
       if (st.ownership == Ownership::kRuntime) {
-        results[key] = s.session->state(st.name);
+        results[key] = on_host(s.session->state(st.name));
       } else if (s.caller_state.count(st.name)) {
-        results[key] = s.caller_state.at(st.name);
+        results[key] = on_host(s.caller_state.at(st.name));
       }
     }
   }

@@ -56,6 +56,10 @@ class CpuBackend final : public Backend {
     if (nbytes) std::memcpy(dst, src, nbytes);
   }
   std::vector<std::string> options() const override { return {}; }
+  void* create_queue() const override { return nullptr; }
+  void destroy_queue(void*) const override {}
+  void synchronize(void*) const override {}
+  void order_after(void*, void*) const override {}
 };
 
 }  // namespace

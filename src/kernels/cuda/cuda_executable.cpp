@@ -295,6 +295,31 @@ class CudaBackend final : public Backend {
         "cuda_graph=on|off: capture a call's work once as a CUDA graph and replay it while "
         "every bound address stays (default on)"};
   }
+  void* create_queue() const override { return device_runtime().create_stream(); }
+  void destroy_queue(void* queue) const override { device_runtime().destroy_stream(queue); }
+  void synchronize(void* queue) const override {
+    const DeviceRuntime& rt = device_runtime();
+    Event done(rt);
+    rt.record(done.event, queue);
+    rt.wait_event(done.event);
+  }
+  void order_after(void* queue, void* after) const override {
+    if (queue == after) return;
+    const DeviceRuntime& rt = device_runtime();
+    Event done(rt);
+    rt.record(done.event, after);
+    rt.stream_wait(queue, done.event);  // an event may be released while work waits on it
+  }
+
+ private:
+  struct Event {
+    explicit Event(const DeviceRuntime& rt) : runtime(rt), event(rt.create_event()) {}
+    ~Event() { runtime.destroy_event(event); }
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    const DeviceRuntime& runtime;
+    void* event;
+  };
 };
 
 }  // namespace
