@@ -56,6 +56,18 @@ TEST(HfExport, Qwen2StaticCacheDecodeStep) {
 TEST(HfExport, Gpt2StaticCacheDecodeStep) {
   expect_exact("gpt2");
 }
+// Mistral (sliding-window config), Phi-3 (fused qkv_proj and gate_up_proj), Gemma (GeGLU,
+// scaled embedding, (1 + w) RMSNorm): exported on the GPU machine by scripts/test-hf.sh with
+// INPLACE_HF_DUMP (transformers 5.17, torch 2.11).
+TEST(HfExport, MistralStaticCacheDecodeStep) {
+  expect_exact("mistral");
+}
+TEST(HfExport, Phi3StaticCacheDecodeStep) {
+  expect_exact("phi3");
+}
+TEST(HfExport, GemmaStaticCacheDecodeStep) {
+  expect_exact("gemma");
+}
 
 }  // namespace
 }  // namespace inplace::testing
