@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/context_options.h"
 #include "engine/execution_context.h"
 #include "program/program.h"
 
@@ -39,6 +40,11 @@ class Session {
   void reset();
   // The session's runtime-owned state `name`: the live tensor (reads see every later call).
   Tensor state(const std::string& name) const;
+  // Backend options for every method's context (engine/context_options.h); returns the keys
+  // no method's backend takes.
+  std::vector<std::string> set_backend_options(const BackendOptions& options);
+  // What method `method`'s context counts (ExecutionContext::stats).
+  ContextStats stats(const std::string& method) const;
   // Non-empty while a failed call's partial write keeps the session refused: what to reset.
   const std::string& refused_reason() const { return refused_; }
 

@@ -1,4 +1,5 @@
-// inplace run PROGRAM --calls CALLS.json --out OUT.safetensors [--print]
+// inplace run PROGRAM --calls CALLS.json --out OUT.safetensors [--print] [--cuda-graph on|off]
+//             [--stats]
 // Replays a script of calls (call_script.h) on a program's sessions, created on first use. The
 // runner plays the caller: it holds each session's caller-owned state (from the call's inputs
 // file when given there, else the tensor it already holds, else the stored initial value) and
@@ -7,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "arg_parser.h"
 #include "call_script.h"
@@ -14,6 +16,7 @@
 #include "frontend/safetensors.h"
 #include "inplace/program.h"
 #include "output_path.h"
+#include "run_flags.h"
 
 namespace inplace::cli {
 
@@ -21,6 +24,7 @@ namespace {
 
 struct ScriptSession {
   std::unique_ptr<Session> session;
+  std::set<std::string> methods_called;
   std::map<std::string, Tensor> caller_state;  // caller-owned state this caller holds
 };
 
@@ -46,7 +50,10 @@ int run_run(const std::vector<std::string>& args) {
   p.option("--calls", "CALLS.json", &calls_path, "the script of calls", /*required=*/true);
   p.option("--out", "OUT.safetensors", &out_path, "where to write the results", true);
   p.flag("--print", &print, "also print every result");
+  RunFlags run;
+  run_flags(p, &run);
   if (!p.parse(args)) return 0;
+  const BackendOptions backend = backend_options("run", run);
   std::vector<ScriptEntry> script = read_call_script(calls_path);
   std::vector<std::pair<std::string, std::string>> inputs = {{"the program", path},
                                                              {"--calls", calls_path}};
@@ -64,6 +71,7 @@ int run_run(const std::vector<std::string>& args) {
     ScriptSession& s = it->second;
     if (fresh) {
       s.session = program->new_session();
+      s.session->set_backend_options(backend);
       hold_initial(*program, s);
       order.push_back(e.session);
     }
@@ -92,6 +100,7 @@ int run_run(const std::vector<std::string>& args) {
       }
     }
     std::vector<Tensor> outs;
+    s.methods_called.insert(e.method);
     try {
       outs = s.session->run(e.method, given);
     } catch (const Error& err) {
@@ -120,6 +129,11 @@ int run_run(const std::vector<std::string>& args) {
       std::printf("  %-40s %s\n", key.c_str(), t.to_string(16).c_str());
   std::printf("ran %zu entries on %zu sessions: wrote %s\n", script.size(), order.size(),
               out_path.c_str());
+  if (run.stats)
+    for (const std::string& name : order)
+      for (const std::string& method : sessions.at(name).methods_called)
+        std::printf("stats: session %s method %s: %s\n", name.c_str(), method.c_str(),
+                    stats_line(sessions.at(name).session->stats(method)).c_str());
   return 0;
 }
 
