@@ -193,7 +193,44 @@ def _mutated_list(mutated, names):
     return out
 
 
-class CompiledProgram(torch.nn.Module):
+def _graph_switch(cuda_graph):
+    """``cuda_graph`` (a bool) as the backend option; a cpu engine takes none and leaves it out."""
+    if not isinstance(cuda_graph, bool):
+        raise TypeError("cuda_graph: expected True or False, got %r" % (cuda_graph,))
+    return {"cuda_graph": "on" if cuda_graph else "off"}
+
+
+class _EngineRuntime:
+    """What every Python object running an engine offers about its calls (``self._native``)."""
+
+    def stats(self):
+        """What the engine's context counted, by name: ``calls``, ``host_scalar_reads``, and the
+        backend's counters (on cuda: ``graph_captures``, ``graph_replays``, ``joined_steps``,
+        ``scalars_on_device``, ``host_steps``, ``graph_off_for_host_steps``; docs/cuda.md)."""
+        return dict(self._native.stats())
+
+    @property
+    def cuda_graph(self):
+        """On a cuda engine: whether calls are captured once as a CUDA graph and replayed while
+        every binding stays (default True). Assign False to run every call directly. A cpu
+        engine has no graphs: it reads False and ignores an assignment."""
+        if "cuda_graph" not in self._native.backend_option_keys:
+            return False
+        return self.__dict__.get("_cuda_graph", True)
+
+    @cuda_graph.setter
+    def cuda_graph(self, value):
+        self._native.set_backend_options(_graph_switch(value))
+        self.__dict__["_cuda_graph"] = value
+
+    @property
+    def host_steps(self):
+        """The steps that run on the host because the engine's device has no kernel for their
+        op (each also named in a warning at compile time): [(node, op, why, bytes per call)]."""
+        return [tuple(h) for h in self._native.host_steps]
+
+
+class CompiledProgram(_EngineRuntime, torch.nn.Module):
     """What ``inplace.compile`` returns. Attributes the compiled module does not have itself are
     read from the original module (``compiled.layers[0].k_cache``, ``get_buffer``)."""
 
@@ -424,7 +461,7 @@ def _symbolic_then_concrete(build):
 
 
 def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, value_ranges=None,
-            alias=True, capture_with=None, device=None):
+            alias=True, capture_with=None, device=None, cuda_graph=True, strict_device=False):
     """Compiles ``module_or_fn`` for inputs like ``example_inputs`` and returns a
     CompiledProgram (an nn.Module) called like the original.
 
@@ -436,8 +473,14 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     torch.fx, then make_fx at the examples' shapes where that fails; see capture_concrete.py). ``device``: "cpu"
     or "cuda[:N]" (default: where the example inputs and the module's state are; they must all
     be there). On cuda, calls enqueue the kernels on torch's current stream without waiting.
+    ``cuda_graph``: on cuda, capture a call's work once as a CUDA graph and replay it while every
+    binding stays (from the third call with the same inputs; ``compiled.stats()`` counts
+    captures and replays); False runs every call directly; ignored on the cpu.
+    ``strict_device``: refuse an op with no kernel on ``device`` instead of running it on the
+    host with the copies it needs (named in a warning on stderr at compile time).
     """
     C = _native.load()
+    _graph_switch(cuda_graph)  # a bad value is refused before the capture
     if isinstance(example_inputs, (torch.Tensor, int, float)):
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs)
@@ -454,7 +497,7 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
             json.dumps(captured.doc, allow_nan=False), os.getcwd(),
             [_to_capsule(t) for t in examples],
             {t: _to_capsule(v) for t, v in captured.state.items()},
-            alias, _mutated_list(mutated_inputs, names), dyn, ranges, str(dev))
+            alias, _mutated_list(mutated_inputs, names), dyn, ranges, str(dev), strict_device)
         return captured, native, examples, dyn
 
     if capture_with is not None or not _concrete_applies(example_inputs, dynamic):
@@ -463,17 +506,22 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
         captured, native, examples, dyn = _symbolic_then_concrete(build)
     module = module_or_fn if isinstance(module_or_fn, torch.nn.Module) else None
     metas = [(tuple(t.shape), t.dtype) for t in examples]
-    return CompiledProgram(native, module, captured, dyn, metas)
+    compiled = CompiledProgram(native, module, captured, dyn, metas)
+    compiled.cuda_graph = cuda_graph
+    return compiled
 
 
 def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dynamic=None,
-                  value_ranges=None, alias=True, device=None):
+                  value_ranges=None, alias=True, device=None, cuda_graph=True,
+                  strict_device=False):
     """Compiles a graph JSON document (a dict, or a path) as written, e.g. a torch.export graph
     with its signature: ``state`` maps each parameter/buffer/constant target to its tensor (the
     caller's, written in place when the program mutates it). Returns a CompiledProgram whose
-    call returns the user outputs as a tuple."""
+    call returns the user outputs as a tuple. ``cuda_graph`` and ``strict_device`` as for
+    ``compile``."""
     from .capture import Captured
     C = _native.load()
+    _graph_switch(cuda_graph)
     base_dir = os.getcwd()
     if not isinstance(graph, dict):
         base_dir = os.path.dirname(os.path.abspath(os.fspath(graph)))
@@ -491,8 +539,11 @@ def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dyn
     native = C.compile_graph(json.dumps(graph, allow_nan=False), base_dir,
                              [_to_capsule(t) for t in examples],
                              {t: _to_capsule(v) for t, v in state.items()}, alias,
-                             _mutated_list(mutated_inputs, names), dyn, ranges, str(dev))
+                             _mutated_list(mutated_inputs, names), dyn, ranges, str(dev),
+                             strict_device)
     captured = Captured(graph, names, state, tuple(range(native.num_outputs_user)), set(),
                         "graph JSON", None)
-    return CompiledProgram(native, None, captured, dyn,
-                           [(tuple(t.shape), t.dtype) for t in examples])
+    compiled = CompiledProgram(native, None, captured, dyn,
+                               [(tuple(t.shape), t.dtype) for t in examples])
+    compiled.cuda_graph = cuda_graph
+    return compiled

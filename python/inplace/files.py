@@ -14,8 +14,8 @@ import torch
 
 from . import _native
 from .capture import _SizeSpec, capture
-from .compiled import (InputError, _as_tensor, _from_result, _rebuild, _refuse_grad_leaves,
-                       _stream_of, _Text, _to_capsule)
+from .compiled import (InputError, _as_tensor, _EngineRuntime, _from_result, _rebuild,
+                       _refuse_grad_leaves, _stream_of, _Text, _to_capsule)
 from .fx_export import _dumps
 from .safetensors_io import read_safetensors, read_safetensors_metadata, write_safetensors
 
@@ -60,8 +60,9 @@ def save(compiled, path):
     return path
 
 
-class LoadedProgram:
-    """An engine loaded from a file with its state: called with the user inputs."""
+class LoadedProgram(_EngineRuntime):
+    """An engine loaded from a file with its state: called with the user inputs (``stats()``,
+    ``cuda_graph`` and ``host_steps`` as for a compiled program)."""
 
     def __init__(self, native, state, state_targets, user_inputs, out_spec, scalar_outputs):
         self._native = native

@@ -182,6 +182,16 @@ void CompiledGraph::rebind_state(const std::string& target, const Tensor& t) {
   it->second = t;
 }
 
+std::vector<std::string> CompiledGraph::set_backend_options(const BackendOptions& options) {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  return apply_backend_options(*ctx_, options);
+}
+
+std::map<std::string, int64_t> CompiledGraph::stats() const {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  return stats_map(ctx_->stats());
+}
+
 void CompiledGraph::reset() {
   std::lock_guard<std::mutex> lock(call_mutex_);
   ctx_->reset();

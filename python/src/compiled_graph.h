@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/compile.h"
+#include "engine/context_options.h"
 #include "engine/execution_context.h"
 #include "interpreter/interpreter.h"
 
@@ -43,6 +44,11 @@ class CompiledGraph {
   void rebind_state(const std::string& target, const Tensor& t);
   // Accepts the state a failed call left partly updated (ExecutionContext::reset).
   void reset();
+  // The context's backend options (apply_backend_options): returns the keys its backend does
+  // not take, left out.
+  std::vector<std::string> set_backend_options(const BackendOptions& options);
+  // What the context counted (stats_map: calls, graph captures and replays, ...).
+  std::map<std::string, int64_t> stats() const;
   // What a failed call left partly updated: user input names and state targets.
   std::vector<std::string> partly_updated() const;
   // What the engine writes: user inputs (indices) and state entries (targets), in place or

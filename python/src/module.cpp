@@ -43,7 +43,7 @@ std::unique_ptr<CompiledGraph> compile_graph(const std::string& json, const std:
                                              const py::list& user_inputs, const py::dict& state,
                                              bool alias, const py::list& mutated,
                                              const py::list& dynamic, const py::list& value_ranges,
-                                             const std::string& device) {
+                                             const std::string& device, bool strict_device) {
   std::unique_ptr<Graph> graph = read_graph_json_string(json, base_dir, "<python>");
   std::vector<std::string> names = user_input_names(*graph);
   std::vector<Tensor> inputs = tensor_list(user_inputs, names);
@@ -55,6 +55,7 @@ std::unique_ptr<CompiledGraph> compile_graph(const std::string& json, const std:
   CompileOptions co;
   co.alias = alias;
   co.device = Device::parse(device);
+  co.strict_device = strict_device;
   for (auto m : mutated) {
     auto t = m.cast<py::tuple>();
     co.mutated_inputs.push_back({t[0].cast<std::string>(), t[1].cast<int>()});
@@ -110,6 +111,19 @@ PYBIND11_MODULE(_C, m) {
           },
           py::arg("target"), py::arg("tensor"))
       .def("reset", &CompiledGraph::reset, py::call_guard<py::gil_scoped_release>())
+      .def("set_backend_options", &CompiledGraph::set_backend_options, py::arg("options"),
+           py::call_guard<py::gil_scoped_release>())
+      .def("stats", &CompiledGraph::stats)
+      .def_property_readonly(
+          "backend_option_keys",
+          [](const CompiledGraph& self) { return backend_option_keys(self.engine().device()); })
+      .def_property_readonly("host_steps",
+                             [](const CompiledGraph& self) {
+                               py::list out;
+                               for (const HostStep& h : self.engine().host_steps())
+                                 out.append(py::make_tuple(h.node, h.op, h.why, h.bytes));
+                               return out;
+                             })
       .def_property_readonly("partly_updated", &CompiledGraph::partly_updated)
       .def_property_readonly("written_user_inputs", &CompiledGraph::written_user_inputs)
       .def_property_readonly("written_state", &CompiledGraph::written_state)
@@ -148,7 +162,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("compile_graph", &compile_graph, py::arg("json"), py::arg("base_dir"),
         py::arg("user_inputs"), py::arg("state"), py::arg("alias") = true,
         py::arg("mutated_inputs") = py::list(), py::arg("dynamic") = py::list(),
-        py::arg("value_ranges") = py::list(), py::arg("device") = "cpu");
+        py::arg("value_ranges") = py::list(), py::arg("device") = "cpu",
+        py::arg("strict_device") = false);
   // Whether this build and machine can run engines on `device` ("" when so, else the reason).
   m.def("device_unavailable", [](const std::string& device) {
     std::string why;

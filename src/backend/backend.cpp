@@ -28,10 +28,11 @@ const Backend& backend_for(Device device) {
 }
 
 void run_step(const PreparedSteps& steps, size_t q, const KernelContext& ctx) {
-  const Step& s = steps.plan->steps[q];
-  const std::vector<Value>& args = (*steps.args)[q];
-  const std::vector<Tensor>& outs = (*steps.outs)[q];
-  const Kernel* kernel = (*steps.kernels)[q];
+  run_step_on(steps.plan->steps[q], (*steps.kernels)[q], (*steps.args)[q], (*steps.outs)[q], ctx);
+}
+
+void run_step_on(const Step& s, const Kernel* kernel, const std::vector<Value>& args,
+                 const std::vector<Tensor>& outs, const KernelContext& ctx) {
   switch (s.kind) {
     case StepKind::kOut:
     case StepKind::kCopy:
@@ -40,7 +41,7 @@ void run_step(const PreparedSteps& steps, size_t q, const KernelContext& ctx) {
     case StepKind::kView:
       return;
     case StepKind::kEager: {
-      if (kernel) {  // a device kernel
+      if (kernel) {  // a device's kernel
         (*kernel)(args, outs, ctx);
         return;
       }

@@ -93,6 +93,9 @@ class Backend {
   // Copies `nbytes` from `src` to `dst` (host or this backend's device memory), ordered on
   // `queue` after the work already there.
   virtual void copy_async(void* dst, const void* src, size_t nbytes, void* queue) const = 0;
+  // What a step run on the host (Step::on_host) costs this backend beyond its copies, for the
+  // compile-time warning; "" when nothing.
+  virtual std::string host_step_note() const { return {}; }
   // The options set_option takes, "key=values: meaning" each (`inplace exec --help`).
   virtual std::vector<std::string> options() const = 0;
   // Ordered queues for callers that keep several calls in flight at once (sessions on several
@@ -122,5 +125,8 @@ inline int64_t now_ns() {
 // Runs step q of `steps` with its kernel (the cpu's eager steps through eager_call), as every
 // backend does for a step it does not launch in its own way. Errors propagate unchanged.
 void run_step(const PreparedSteps& steps, size_t q, const KernelContext& ctx);
+// The same on operands and results given apart from the prepared ones (a host step's copies).
+void run_step_on(const Step& s, const Kernel* kernel, const std::vector<Value>& args,
+                 const std::vector<Tensor>& outs, const KernelContext& ctx);
 
 }  // namespace inplace

@@ -3,7 +3,8 @@
 // registered here per device, each backend from its own folder: the cpu's from src/kernels/cpu,
 // a GPU's from src/kernels/<device>/ (register_builtin_backends below). Kernels are resolved once,
 // when an engine is built or loaded (Engine::kernel), never per call. An op with no kernel for an
-// engine's device is refused at compile time; nothing falls back to another device.
+// engine's device runs on the host with the copies it needs (Step::on_host), or is refused in
+// strict mode, at compile time.
 #pragma once
 #include <array>
 #include <functional>

@@ -66,6 +66,10 @@ struct Step {
   std::vector<IntSlot> ints;  // int arguments that are runtime scalars
   std::vector<TensorRef> outs;
   std::string writes_binding;  // when a result lands in an input binding: its name
+  // Runs on the host: the engine's device has no kernel for the op (or its kernel refuses these
+  // arguments). The backend waits for its queue, copies the operands to the host, runs the cpu
+  // kernel and copies the results back (run_host_step, backend/host_step.h).
+  bool on_host = false;
 };
 
 struct Binding {

@@ -81,6 +81,7 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   eo.alias = options.alias;
   eo.device = options.device;
   eo.device_weights = options.device_weights;
+  eo.strict_device = options.strict_device;
   // Each dim and each range once: a second one would silently win over the first.
   std::map<std::pair<std::string, int64_t>, int64_t> dims_seen;
   for (const auto& d : options.dynamic_dims) {

@@ -17,7 +17,10 @@ namespace inplace {
 
 struct CompileOptions {
   bool alias = true;  // false: the copy-back engine
-  Device device;      // where the engine runs (`--device cuda`); its ops need kernels there
+  Device device;      // where the engine runs (`--device cuda`)
+  // An op with no kernel on `device` (or whose kernel refuses its arguments) is refused, naming
+  // it (`--strict-device`); by default it runs on the host, named in a warning on stderr.
+  bool strict_device = false;
   // The merge_sibling_linears pass (q/k/v as one product): by default as the device's backend
   // prefers (backend/fusion_preferences.h: on for GPU engines).
   std::optional<bool> merge_sibling_linears;

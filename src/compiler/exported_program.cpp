@@ -78,10 +78,12 @@ CompiledProgram compile_exported(const Graph& graph, GraphInputs& inputs, State&
 }
 
 std::vector<Value> run_exported(const CompiledProgram& compiled, const Graph& graph,
-                                GraphInputs& inputs, State& state) {
+                                GraphInputs& inputs, State& state,
+                                const BackendOptions& backend_options, ContextStats* stats) {
   bind_lifted_placeholders(graph, inputs, state);
   std::vector<Node*> ph = graph.placeholders();
   ExecutionContext ctx(compiled.engine);
+  apply_backend_options(ctx, backend_options);
   for (int i = 0; i < compiled.num_user_inputs; ++i) {
     auto it = inputs.find(ph[i]->name);
     IP_CHECK(it != inputs.end() && it->second.is_tensor(), kNotFound, "[run_exported] input '",
@@ -91,6 +93,7 @@ std::vector<Value> run_exported(const CompiledProgram& compiled, const Graph& gr
   for (const auto& [index, target] : compiled.lifted_buffers)
     ctx.bind_input(index, state.at(target));
   std::vector<Tensor> outs = ctx.execute();
+  if (stats) *stats = ctx.stats();
   std::vector<Value> flat;
   for (int j = 0; j < compiled.engine->original_output_count(); ++j)
     flat.push_back(Value::from_tensor(outs[j]));

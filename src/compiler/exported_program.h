@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/compile.h"
+#include "engine/context_options.h"
 #include "ir/graph_run.h"
 
 namespace inplace {
@@ -35,7 +36,11 @@ CompiledProgram compile_exported(const Graph& graph, GraphInputs& inputs, State&
 // Runs a program compile_exported made, once: user inputs and parameters from `inputs`,
 // mutated buffers bound as the state's own tensors (the engine writes them in place, or
 // copies back for a copy-back engine), then the signature applied. Returns the user outputs.
+// `backend_options` go to the context (apply_backend_options); `stats`, when given, gets what
+// it counted.
 std::vector<Value> run_exported(const CompiledProgram& compiled, const Graph& graph,
-                                GraphInputs& inputs, State& state);
+                                GraphInputs& inputs, State& state,
+                                const BackendOptions& backend_options = {},
+                                ContextStats* stats = nullptr);
 
 }  // namespace inplace

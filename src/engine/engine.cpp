@@ -299,7 +299,8 @@ std::string Engine::describe() const {
     os << "  " << q << ": " << s.node << " = "
        << (s.kind == StepKind::kCopy ? "copy" : s.op->schema.full_name())
        << (s.kind == StepKind::kEager ? " [eager]" : "")
-       << (s.kind == StepKind::kView ? " [view, refresh only]" : "") << "(";
+       << (s.kind == StepKind::kView ? " [view, refresh only]" : "")
+       << (s.on_host ? " [on the host]" : "") << "(";
     for (size_t k = 0; k < s.tensors.size(); ++k)
       os << (k ? ", " : "") << ref_str(s.tensors[k].ref);
     os << ") -> ";
@@ -307,6 +308,9 @@ std::string Engine::describe() const {
     for (const IntSlot& i : s.ints) os << "  [" << plan_.scalar_names[i.scalar] << "]";
     if (!s.writes_binding.empty()) os << "  (in place: " << s.writes_binding << ")";
     os << "\n";
+  }
+  if (!host_steps_.empty()) {
+    os << "steps on the host:\n" << describe_host_steps(plan_, host_steps_, "  ");
   }
   os << "arena_bytes: " << plan_.arena_bytes << " (" << plan_.arena.size() << " buffers)\n";
   os << "weight_bytes: " << weight_bytes() << "\n";

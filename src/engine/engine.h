@@ -9,6 +9,7 @@
 #include "backend/kernel_table.h"
 #include "backend/plan.h"
 #include "engine/device_weights.h"
+#include "engine/host_fallback.h"
 #include "ir/graph.h"
 
 namespace inplace {
@@ -29,9 +30,12 @@ struct EngineOptions {
   // false builds the copy-back engine: every mutated value is computed into fresh memory and
   // copied back into its input after the call (what ExportedProgram.module() does).
   bool alias = true;
-  // The device the engine's kernels run on and its buffers live on; every op of the program
-  // needs a kernel there (KernelTable), else the build is refused naming the op.
+  // The device the engine's kernels run on and its buffers live on. A step whose op has no
+  // kernel there (KernelTable), or whose kernel refuses its arguments, runs on the host with
+  // the copies it needs, named in a warning on stderr (host_fallback.h).
   Device device;
+  // Refuse such a step instead, naming the node and the op.
+  bool strict_device = false;
   std::vector<DynamicDim> dynamic_dims;
   std::vector<ValueRange> value_ranges;
   // Off the host: where the weights are uploaded, shared with the other engines built with it
@@ -77,17 +81,22 @@ class Engine {
   bool input_is_aliased(int input) const;
   int input_index(const std::string& name) const;  // throws naming the binding
   int64_t weight_bytes() const;
-  // Steps, bindings, aliased I/O with kinds, arena bytes: `inplace plan`.
+  // The steps that run on the host because the device cannot (host_fallback.h).
+  const std::vector<HostStep>& host_steps() const { return host_steps_; }
+  // Steps, bindings, aliased I/O with kinds, steps on the host, arena bytes: `inplace plan`.
   std::string describe() const;
 
  private:
-  // Resolves every step's kernel on the plan's device and uploads the weights there; refuses a
-  // device that is not available and an op with no kernel for it (engine_device.cpp).
+  // Resolves every step's kernel on the plan's device (the cpu's for a step on the host) and
+  // uploads the weights there (through `device_weights` when given, shared by the methods of a
+  // program); refuses a device that is not available and any other step with no kernel for it
+  // (engine_device.cpp).
   Engine(Plan plan, std::string name, DeviceWeights* device_weights);
   Plan plan_;
   std::string name_;
   std::vector<const Kernel*> kernels_;
   std::vector<Tensor> device_constants_;
+  std::vector<HostStep> host_steps_;
 };
 
 // What the plan itself writes in place: output j is input i when its result is the whole

@@ -1,4 +1,7 @@
 // Engine::build: plan building (plan_builder.cpp), reinplacing, buffer finalisation.
+#include <cstdio>
+
+#include "core/device_allocator.h"
 #include "engine/build_state.h"
 #include "engine/write_set.h"
 
@@ -35,6 +38,14 @@ std::shared_ptr<const Engine> Engine::build(const Graph& graph,
   drop_dead_steps(st);
   validate_plan(st.plan);
   check_write_set(st.plan);
+  // Steps the device cannot run go to the host, named once here, at compile time. A device this
+  // build has no backend for is refused by the engine, naming it.
+  KernelTable::get();  // registers every backend this build has, with its allocator
+  if (has_device_allocator(st.plan.device.type)) {
+    const std::vector<HostStep> on_host = place_on_host(st.plan, options.strict_device);
+    const std::string prefix = str_cat("inplace: warning: [engine] '", graph.name, "': ");
+    std::fputs(describe_host_steps(st.plan, on_host, prefix).c_str(), stderr);
+  }
   return std::shared_ptr<const Engine>(
       new Engine(std::move(st.plan), graph.name, options.device_weights));
 }

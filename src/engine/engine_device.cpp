@@ -1,25 +1,11 @@
 // Engine construction on its device: kernels resolved per step from the kernel table (once,
-// never per call) and weights uploaded once. No step falls back to another device.
+// never per call) and weights uploaded once. A step marked to run on the host (Step::on_host,
+// host_fallback.h) takes the cpu's kernel; any other step its device cannot run is refused.
 #include "core/device_allocator.h"
 #include "engine/engine.h"
-#include "engine/op_meta.h"
+#include "engine/host_fallback.h"
 
 namespace inplace {
-
-namespace {
-
-// Why the kernel cannot run step `s`'s argument forms ("" when it can), asked over metas.
-std::string unsupported_form(const KernelTable& table, const Step& s, DeviceType device) {
-  const Supports* supports = table.supports(*s.op, device);
-  if (!supports) return "";
-  std::vector<Value> args = s.args;
-  for (const TensorSlot& t : s.tensors)
-    leaf_at(args, t.path)->tensor =
-        Tensor::meta(t.ref.shape, t.ref.dtype, t.ref.strides, t.ref.offset);
-  return (*supports)(args);
-}
-
-}  // namespace
 
 Engine::Engine(Plan plan, std::string name, DeviceWeights* device_weights)
     : plan_(std::move(plan)), name_(std::move(name)) {
@@ -34,33 +20,39 @@ Engine::Engine(Plan plan, std::string name, DeviceWeights* device_weights)
   kernels_.assign(plan_.steps.size(), nullptr);
   for (size_t q = 0; q < plan_.steps.size(); ++q) {
     const Step& s = plan_.steps[q];
+    if (s.on_host) {
+      IP_CHECK((s.kind == StepKind::kOut || s.kind == StepKind::kEager) && s.op, kCorrupt,
+               "[engine] node '", s.node, "': only a step with an op may run on the host");
+      // The cpu runs eager steps through eager_call; every planned op has a cpu kernel.
+      if (s.kind == StepKind::kOut) {
+        kernels_[q] = table.find(*s.op, DeviceType::kCpu);
+        IP_CHECK(kernels_[q] != nullptr, kUnsupported, "[engine] node '", s.node, "': op '",
+                 s.op->schema.full_name(), "' has no kernel on the host either");
+      }
+      continue;
+    }
     switch (s.kind) {
       case StepKind::kOut:
-        kernels_[q] = table.find(*s.op, device.type);
-        IP_CHECK(kernels_[q] != nullptr, kUnsupported, "[engine] node '", s.node, "': op '",
-                 s.op->schema.full_name(), "' has no kernel for device '", device.str(),
-                 "' (`inplace ops --device ", type, "` lists the ops it covers)");
-        if (std::string why_not = unsupported_form(table, s, device.type); !why_not.empty())
-          IP_FAIL(kUnsupported, "[engine] node '", s.node, "': op '", s.op->schema.full_name(),
-                  "' has no kernel for device '", device.str(), "' for these arguments: ", why_not);
+      case StepKind::kEager: {
+        const std::string why_not = why_not_on_device(table, s, device);
+        IP_CHECK(why_not.empty(), kUnsupported, "[engine] node '", s.node, "': op '",
+                 s.op->schema.full_name(), "' ", why_not, " (`inplace ops --device ", type,
+                 "` lists the ops it covers)");
+        // The cpu runs eager steps through eager_call; another device needs a kernel for them.
+        if (s.kind == StepKind::kOut || !device.is_cpu())
+          kernels_[q] = table.find(*s.op, device.type);
         break;
+      }
       case StepKind::kCopy:
         kernels_[q] = table.copy_kernel(device.type);
         IP_CHECK(kernels_[q] != nullptr, kUnsupported, "[engine] node '", s.node, "': device '",
                  device.str(), "' has no copy kernel");
         break;
-      case StepKind::kEager:
-        // The cpu runs these through eager_call; another device needs a kernel for them.
-        if (device.is_cpu()) break;
-        kernels_[q] = table.find(*s.op, device.type);
-        IP_CHECK(kernels_[q] != nullptr, kUnsupported, "[engine] node '", s.node, "': op '",
-                 s.op->schema.full_name(), "' has no kernel for device '", device.str(),
-                 "' (`inplace ops --device ", type, "` lists the ops it covers)");
-        break;
       case StepKind::kView:
         break;
     }
   }
+  host_steps_ = inplace::host_steps(plan_);
   IP_CHECK(device_available(device, &why), kUnsupported, "[engine] '", name_, "' targets device '",
            device.str(), "': ", why);
   if (device.is_cpu()) {

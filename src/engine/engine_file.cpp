@@ -40,6 +40,7 @@ std::string metadata(const Engine& e) {
      << "steps=" << e.plan().steps.size() << "\n"
      << "arena_bytes=" << e.plan().arena_bytes << "\n"
      << "weight_bytes=" << e.weight_bytes() << "\n";
+  if (!e.host_steps().empty()) os << "host_steps=" << e.host_steps().size() << "\n";
   return os.str();
 }
 

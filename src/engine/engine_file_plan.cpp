@@ -29,6 +29,9 @@ enum class Tag : uint8_t {
 };
 constexpr int kMaxValueDepth = 32;
 constexpr int kMaxRank = 32;
+// The step kind byte's high bit: the step runs on the host (Step::on_host); files written
+// before it was added never set it, so they load unchanged.
+constexpr uint8_t kStepOnHost = 0x80;
 // Bound every size read from a file so arithmetic on it cannot overflow int64.
 constexpr int64_t kMaxExtent = int64_t{1} << 50;
 constexpr int64_t kArenaAlignment = 64;
@@ -311,7 +314,7 @@ void write_plan(Writer& w, const Plan& plan) {
   write_bindings(w, plan.outputs);
   w.u32(static_cast<uint32_t>(plan.steps.size()));
   for (const Step& s : plan.steps) {
-    w.u8(uint8_t(s.kind));
+    w.u8(static_cast<uint8_t>(uint8_t(s.kind) | (s.on_host ? kStepOnHost : 0)));
     w.str(s.op ? s.op->schema.full_name() : std::string());
     w.str(s.node);
     w.str(s.writes_binding);
@@ -369,6 +372,8 @@ void read_plan(Reader& r, Plan* plan) {
   for (uint64_t q = 0; q < nsteps; ++q) {
     Step& s = plan->steps[q];
     uint8_t kind = r.u8("step kind");
+    s.on_host = (kind & kStepOnHost) != 0;
+    kind = static_cast<uint8_t>(kind & ~kStepOnHost);
     if (kind > uint8_t(StepKind::kView))
       r.fail(str_cat("step ", q, " has unknown kind ", int(kind)));
     s.kind = static_cast<StepKind>(kind);
@@ -425,6 +430,8 @@ void read_plan(Reader& r, Plan* plan) {
       r.fail(str_cat("step '", s.node, "' has ", s.args.size(), " arguments for op '", op,
                      "' which takes ", s.op->schema.args.size()));
     if (s.kind == StepKind::kOut && s.op && s.op->infer) check_out_results(r, s);
+    if (s.on_host && !((s.kind == StepKind::kOut || s.kind == StepKind::kEager) && s.op))
+      r.fail(str_cat("step '", s.node, "' runs on the host but is no op's step"));
     if (s.kind == StepKind::kEager && s.op && !has_eager(*s.op))
       r.fail(str_cat("step '", s.node, "' needs an eager kernel op '", op, "' lacks"));
   }

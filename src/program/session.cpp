@@ -93,6 +93,21 @@ Tensor Session::staged(int mi, int input, const Tensor& t, void* queue) {
   return view;
 }
 
+std::vector<std::string> Session::set_backend_options(const BackendOptions& options) {
+  SessionGuard guard(in_flight_, "set_backend_options", *program_);
+  std::map<std::string, size_t> left_out;
+  for (auto& ctx : contexts_)
+    for (const std::string& key : apply_backend_options(*ctx, options)) ++left_out[key];
+  std::vector<std::string> none_takes;
+  for (const auto& [key, n] : left_out)
+    if (n == contexts_.size()) none_takes.push_back(key);
+  return none_takes;
+}
+
+ContextStats Session::stats(const std::string& method) const {
+  return contexts_[program_->method_index(method)]->stats();
+}
+
 std::vector<Tensor> Session::run(const std::string& method,
                                  const std::map<std::string, Tensor>& inputs, void* queue) {
   SessionGuard guard(in_flight_, "run", *program_);

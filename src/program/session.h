@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/context_options.h"
 #include "engine/execution_context.h"
 #include "program/program.h"
 
@@ -61,6 +62,11 @@ class Session {
   void set_backend_option(const std::string& key, const std::string& value);
   // The execution context of `method`: its stats() (calls, graph_captures, graph_replays).
   const ExecutionContext& context(const std::string& method) const;
+  // Backend options for every method's context (engine/context_options.h); returns the keys
+  // no method's backend takes.
+  std::vector<std::string> set_backend_options(const BackendOptions& options);
+  // What method `method`'s context counts (ExecutionContext::stats).
+  ContextStats stats(const std::string& method) const;
   // Non-empty while a failed call's partial write keeps the session refused: what to reset.
   const std::string& refused_reason() const { return refused_; }
 

@@ -1,6 +1,7 @@
 // The device seam without a GPU: devices parse and print, tensors and storage know theirs, an
 // engine for a device this machine cannot run is refused with the reason, an op with no kernel
-// for the engine's device is refused naming the node and the op, and an engine file carries
+// for the engine's device is refused in strict mode naming the node and the op (else it goes to
+// the host with a warning naming it, tests/engine/host_steps_test.cpp), and an engine file carries
 // its device (a cuda engine loaded where no GPU is gives a clear error).
 #include <gtest/gtest.h>
 
@@ -64,11 +65,12 @@ TEST(DeviceSeam, CudaEngineRefusedWithTheReason) {
   auto g = graph_with("aten.cumsum.default");
   CompileOptions o;
   o.device = Device::cuda();
+  o.strict_device = true;
   std::string why;
   const bool gpu = device_available(Device::cuda(), &why);
   try {
     compile(*g, {Tensor::empty({4}, DType::kFloat32)}, o);
-    ADD_FAILURE() << "compiled cumsum for cuda";
+    ADD_FAILURE() << "compiled cumsum for cuda in strict mode";
   } catch (const Error& e) {
     const std::string msg = e.what();
 #ifdef INPLACE_WITH_CUDA
@@ -81,6 +83,23 @@ TEST(DeviceSeam, CudaEngineRefusedWithTheReason) {
     EXPECT_NE(msg.find("no CUDA backend"), std::string::npos) << msg;
 #endif
   }
+#ifdef INPLACE_WITH_CUDA
+  // Not strict: the step goes to the host, named in a warning, before the device's presence.
+  o.strict_device = false;
+  ::testing::internal::CaptureStderr();
+  std::string error;
+  try {
+    compile(*g, {Tensor::empty({4}, DType::kFloat32)}, o);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warning.find("inplace: warning: [engine] 'g': node 'y': op 'cumsum' has no kernel for "
+                         "device 'cuda:0'; runs on the host, moving 32 bytes per call"),
+            std::string::npos)
+      << warning;
+  EXPECT_EQ(error.empty(), gpu) << error;
+#endif
   if (gpu) return;
   // An op the backend covers, on a machine without the device: the reason, not a crash.
   auto ok = graph_with("aten.mul.Scalar");

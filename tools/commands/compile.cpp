@@ -15,7 +15,7 @@ namespace inplace::cli {
 
 int run_compile(const std::vector<std::string>& args) {
   std::string path, inputs_path, out_path, device;
-  bool no_alias = false;
+  bool no_alias = false, strict_device = false;
   std::vector<std::string> mutated, dynamic, ranges, methods, caller_owned, runtime_owned;
   ArgParser p("compile",
               "Compiles GRAPH.json into an engine file: bindings, steps, weights and\n"
@@ -34,6 +34,7 @@ int run_compile(const std::vector<std::string>& args) {
   p.flag("--no-alias", &no_alias, "the copy-back engine (no aliased I/O)");
   p.option("--device", "DEVICE", &device,
            "cpu (default), cuda or cuda:N: where the engine (every method) runs");
+  strict_device_flag(p, &strict_device);
   p.option("-o", "model.inplace", &out_path, "the engine file to write", /*required=*/true);
   runtime_value_flags(p, &dynamic, &ranges);
   if (!p.parse(args)) return 0;
@@ -60,6 +61,7 @@ int run_compile(const std::vector<std::string>& args) {
   CompileOptions co = compile_options("compile", no_alias, mutated);
   add_runtime_value_options(co, dynamic, ranges);
   if (!device.empty()) co.device = Device::parse(device);
+  co.strict_device = strict_device;
   CompiledProgram cp = compile(*g, example_inputs(*g, inputs_path), co);
   save_engine(*cp.engine, out_path);
   std::printf("wrote %s: %zu inputs, %zu outputs, %zu aliased\n", out_path.c_str(),

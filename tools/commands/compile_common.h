@@ -25,5 +25,7 @@ void add_runtime_value_options(CompileOptions& options, const std::vector<std::s
 class ArgParser;
 void runtime_value_flags(ArgParser& p, std::vector<std::string>* dynamic,
                          std::vector<std::string>* ranges);
+// Registers --strict-device (CompileOptions::strict_device) on a command's parser.
+void strict_device_flag(ArgParser& p, bool* strict);
 
 }  // namespace inplace::cli

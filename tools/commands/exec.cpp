@@ -1,5 +1,6 @@
 // inplace exec GRAPH.json --inputs IN.safetensors --out OUT.safetensors
 //              [--mode eager|functional|compiled] [--no-alias] [--mutated-input INPUT=OUTPUT]...
+//              [--cuda-graph on|off] [--stats]
 // (docs/graph-json.md, "inplace exec"). OUT holds output.<i>, input.<name> and buffer.<target>.
 #include <algorithm>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "frontend/safetensors.h"
 #include "ir/export_signature.h"
 #include "output_path.h"
+#include "run_flags.h"
 
 namespace inplace::cli {
 
@@ -68,7 +70,10 @@ int run_exec(const std::vector<std::string>& args) {
              "written back into it");
   std::vector<std::string> dynamic, ranges;
   runtime_value_flags(p, &dynamic, &ranges);
+  RunFlags run;
+  run_flags(p, &run);
   if (!p.parse(args)) return 0;
+  const BackendOptions backend = backend_options("exec", run);
 
   const Mode* mode = nullptr;
   for (const Mode& m : exec_modes())
@@ -83,13 +88,19 @@ int run_exec(const std::vector<std::string>& args) {
   options.dynamic = dynamic;
   options.value_ranges = ranges;
   options.mutated_inputs = parse_mutated_inputs("exec", mutated);
+  options.backend_options = backend;
+  options.stats = run.stats;
   IP_CHECK(mode->run != nullptr, kUnsupported, "mode '", mode_name, "' is not available yet");
 
   if (looks_like_engine_file(graph_path)) {
     refuse_output_over_inputs("exec", "--out", out_path,
                               {{"the engine file", graph_path}, {"--inputs", inputs_path}});
-    return run_exec_engine(graph_path, inputs_path, out_path, print);
+    return run_exec_engine(graph_path, inputs_path, out_path, print, backend, run.stats);
   }
+  if (run.stats && mode_name != "compiled")
+    throw UsageError(
+        "exec: --stats counts an engine's calls: give --mode compiled or an engine "
+        "file");
   std::vector<std::string> constant_files;
   std::unique_ptr<Graph> graph = read_graph_json(graph_path, &constant_files);
   std::vector<std::pair<std::string, std::string>> read_from = {{"the graph", graph_path},

@@ -1,6 +1,8 @@
 // `inplace exec --mode compiled [--no-alias]`: compiles the graph for the given inputs and runs
 // the engine once. Mutated inputs and buffers are bound as the caller's (the state's) tensors,
 // so the engine writes them in place (or copies back with --no-alias).
+#include <cstdio>
+
 #include "compile_common.h"
 #include "compiler/exported_program.h"
 #include "exec_modes.h"
@@ -14,7 +16,10 @@ std::vector<Value> run_mode_compiled(const Graph& graph, Inputs& inputs, State& 
   co.mutated_inputs = options.mutated_inputs;
   add_runtime_value_options(co, options.dynamic, options.value_ranges);
   CompiledProgram cp = compile_exported(graph, inputs, state, co);
-  return run_exported(cp, graph, inputs, state);
+  ContextStats stats;
+  std::vector<Value> out = run_exported(cp, graph, inputs, state, options.backend_options, &stats);
+  if (options.stats) std::printf("stats: %s\n", stats_line(stats).c_str());
+  return out;
 }
 
 }  // namespace inplace::cli

@@ -35,7 +35,8 @@ void write_exec_results(const std::string& out_path, const std::map<std::string,
 }
 
 int run_exec_engine(const std::string& path, const std::string& inputs_path,
-                    const std::string& out_path, bool print) {
+                    const std::string& out_path, bool print, const BackendOptions& options,
+                    bool stats) {
   std::shared_ptr<const Engine> engine = load_engine(path);
   std::map<std::string, Tensor> given;
   if (!inputs_path.empty()) given = read_safetensors(inputs_path);
@@ -49,6 +50,7 @@ int run_exec_engine(const std::string& path, const std::string& inputs_path,
              "' matches no input binding of engine ", path, "; its inputs are ", names);
   }
   ExecutionContext ctx(engine);
+  apply_backend_options(ctx, options);
   std::vector<Tensor> bound;
   for (const Binding& b : engine->inputs()) {
     auto it = given.find(b.name);
@@ -63,6 +65,7 @@ int run_exec_engine(const std::string& path, const std::string& inputs_path,
     results[str_cat("output.", i)] = outputs[i];
   for (size_t i = 0; i < bound.size(); ++i) results["input." + engine->inputs()[i].name] = bound[i];
   write_exec_results(out_path, results, print);
+  if (stats) std::printf("stats: %s\n", stats_line(ctx.stats()).c_str());
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/tensor.h"
+#include "run_flags.h"
 
 namespace inplace::cli {
 
@@ -13,6 +14,7 @@ bool looks_like_engine_file(const std::string& path);
 void write_exec_results(const std::string& out_path, const std::map<std::string, Tensor>& results,
                         bool print);
 int run_exec_engine(const std::string& path, const std::string& inputs_path,
-                    const std::string& out_path, bool print);
+                    const std::string& out_path, bool print, const BackendOptions& options,
+                    bool stats);
 
 }  // namespace inplace::cli

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/exported_program.h"
+#include "engine/context_options.h"
 #include "ir/mutation.h"
 
 namespace inplace::cli {
@@ -21,6 +22,10 @@ struct ExecOptions {
   std::vector<DeclaredMutation> mutated_inputs;
   // compiled: --dynamic INPUT:DIM:MAX and --value-range INPUT:LO:HI, as given.
   std::vector<std::string> dynamic, value_ranges;
+  // compiled: the engine's backend options (--cuda-graph), and --stats (print the context's
+  // counters to stdout after the call).
+  BackendOptions backend_options;
+  bool stats = false;
 };
 
 // Placeholder name -> value (tensors shared with the caller, never copied).

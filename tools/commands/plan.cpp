@@ -1,4 +1,5 @@
 // inplace plan GRAPH.json [--inputs IN.safetensors] [--no-alias] [--mutated-input IN=OUT]...
+//              [--device DEVICE] [--strict-device]
 // Prints the engine's steps, bindings, aliased I/O with kinds and arena bytes.
 #include <cstdio>
 
@@ -90,9 +91,15 @@ void runtime_value_flags(ArgParser& p, std::vector<std::string>* dynamic,
              "checked on each call)");
 }
 
+void strict_device_flag(ArgParser& p, bool* strict) {
+  p.flag("--strict-device", strict,
+         "refuse an op with no kernel on the engine's device instead of running it on the host "
+         "(with a warning naming it and the bytes it moves per call)");
+}
+
 int run_plan(const std::vector<std::string>& args) {
-  std::string path, inputs_path;
-  bool no_alias = false, verbose = false;
+  std::string path, inputs_path, device;
+  bool no_alias = false, verbose = false, strict_device = false;
   std::vector<std::string> mutated, dynamic, ranges;
   ArgParser p("plan",
               "Compiles GRAPH.json and prints the engine: bindings, aliased I/O with\n"
@@ -103,12 +110,16 @@ int run_plan(const std::vector<std::string>& args) {
   p.flag("--no-alias", &no_alias, "the copy-back engine");
   p.flag("--verbose", &verbose, "per-pass timing");
   p.repeated("--mutated-input", "INPUT=OUTPUT", &mutated, "declare an aliased output");
+  p.option("--device", "DEVICE", &device, "cpu (default), cuda or cuda:N: where the engine runs");
+  strict_device_flag(p, &strict_device);
   runtime_value_flags(p, &dynamic, &ranges);
   if (!p.parse(args)) return 0;
   std::unique_ptr<Graph> g = read_graph_json(path);
   CompileOptions co = compile_options("plan", no_alias, mutated);
   add_runtime_value_options(co, dynamic, ranges);
   co.verbose = verbose;
+  if (!device.empty()) co.device = Device::parse(device);
+  co.strict_device = strict_device;
   CompiledProgram cp = compile(*g, example_inputs(*g, inputs_path), co);
   std::fputs(cp.engine->describe().c_str(), stdout);
   return 0;

@@ -1,4 +1,5 @@
 // inplace run PROGRAM --calls CALLS.json --out OUT.safetensors [--print] [--device DEVICE]
+//             [--cuda-graph on|off] [--stats]
 // Replays a script of calls (call_script.h) on a program's sessions, created on first use. The
 // runner plays the caller: it holds each session's caller-owned state (from the call's inputs
 // file when given there, else the tensor it already holds, else the stored initial value) and
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "arg_parser.h"
 #include "call_script.h"
@@ -16,6 +18,7 @@
 #include "frontend/safetensors.h"
 #include "inplace/program.h"
 #include "output_path.h"
+#include "run_flags.h"
 
 namespace inplace::cli {
 
@@ -23,6 +26,7 @@ namespace {
 
 struct ScriptSession {
   std::unique_ptr<Session> session;
+  std::set<std::string> methods_called;
   std::map<std::string, Tensor> caller_state;  // caller-owned state this caller holds
 };
 
@@ -59,7 +63,10 @@ int run_run(const std::vector<std::string>& args) {
   p.flag("--print", &print, "also print every result");
   p.option("--device", "DEVICE", &device,
            "run on DEVICE (cpu, cuda, cuda:N) instead of the device PROGRAM was compiled for");
+  RunFlags run;
+  run_flags(p, &run);
   if (!p.parse(args)) return 0;
+  const BackendOptions backend = backend_options("run", run);
   std::vector<ScriptEntry> script = read_call_script(calls_path);
   std::vector<std::pair<std::string, std::string>> inputs = {{"the program", path},
                                                              {"--calls", calls_path}};
@@ -78,6 +85,7 @@ int run_run(const std::vector<std::string>& args) {
     ScriptSession& s = it->second;
     if (fresh) {
       s.session = program->new_session();
+      s.session->set_backend_options(backend);
       hold_initial(*program, s);
       order.push_back(e.session);
     }
@@ -107,6 +115,7 @@ int run_run(const std::vector<std::string>& args) {
       }
     }
     std::vector<Tensor> outs;
+    s.methods_called.insert(e.method);
     try {
       outs = s.session->run(e.method, given);
     } catch (const Error& err) {
@@ -136,6 +145,11 @@ int run_run(const std::vector<std::string>& args) {
       std::printf("  %-40s %s\n", key.c_str(), t.to_string(16).c_str());
   std::printf("ran %zu entries on %zu sessions: wrote %s\n", script.size(), order.size(),
               out_path.c_str());
+  if (run.stats)
+    for (const std::string& name : order)
+      for (const std::string& method : sessions.at(name).methods_called)
+        std::printf("stats: session %s method %s: %s\n", name.c_str(), method.c_str(),
+                    stats_line(sessions.at(name).session->stats(method)).c_str());
   return 0;
 }
 

@@ -1,10 +1,12 @@
 // The cpu backend's Executable: every step's kernel in order on the calling thread (with the
 // context's thread pool, when it has one); nothing is in flight when a call returns, so there
-// is no queue, no deferred error and nothing recorded.
+// is no queue, no deferred error and nothing recorded. A step marked to run on the host (only
+// a test marks one on a cpu engine) goes through run_host_step's copies like any backend's.
 #include <cstring>
 #include <map>
 
 #include "backend/backend.h"
+#include "backend/host_step.h"
 #include "kernels/cpu/registration.h"
 
 namespace inplace::cpu {
@@ -24,7 +26,10 @@ class CpuExecutable final : public Executable {
       KernelContext c;
       c.step = static_cast<int32_t>(q);
       try {
-        run_step(steps_, q, c);
+        if (steps_.plan->steps[q].on_host)
+          run_host_step(steps_, q, backend_for(steps_.device), nullptr);
+        else
+          run_step(steps_, q, c);
       } catch (const Error& e) {
         observer.failed(q, q, e);
       }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 
+#include "backend/host_step.h"
 #include "core/device_allocator.h"
 #include "kernels/cuda/registration.h"
 
@@ -20,6 +21,7 @@ CudaExecutable::CudaExecutable(const PreparedSteps& steps)
   error_host_ = static_cast<int32_t*>(runtime_.allocate_host(4 * sizeof(int32_t)));
   scalars_ = plan_device_scalars(p);
   launches_ = plan_launch_groups(p);
+  for (const Step& s : p.steps) host_steps_ += s.on_host ? 1 : 0;
   if (scalars_.on_device) {
     const DeviceAllocator& allocator = device_allocator(steps.device);
     const size_t code_bytes = scalars_.code.size() * sizeof(int64_t);
@@ -60,7 +62,9 @@ std::map<std::string, int64_t> CudaExecutable::counters() const {
   return {{"graph_captures", graph_captures_},
           {"graph_replays", graph_replays_},
           {"joined_steps", joined_steps_},
-          {"scalars_on_device", scalars_.on_device ? 1 : 0}};
+          {"scalars_on_device", scalars_.on_device ? 1 : 0},
+          {"host_steps", host_steps_},
+          {"graph_off_for_host_steps", cuda_graph_ && host_steps_ > 0 ? 1 : 0}};
 }
 
 KernelContext CudaExecutable::step_context(size_t q, void* stream) const {
@@ -138,7 +142,10 @@ void CudaExecutable::run_steps(void* stream, CallObserver& observer) {
     }
     const int64_t t0 = profiling ? now_ns() : 0;
     try {
-      run_step(steps_, q, step_context(q, stream));
+      if (plan().steps[q].on_host)
+        run_host_step(steps_, q, backend_for(steps_.device), stream);
+      else
+        run_step(steps_, q, step_context(q, stream));
     } catch (const Error& e) {
       observer.failed(q, q, e);
     }
@@ -290,10 +297,15 @@ class CudaBackend final : public Backend {
   void copy_async(void* dst, const void* src, size_t nbytes, void* queue) const override {
     device_runtime().copy_async(dst, src, nbytes, queue);
   }
+  std::string host_step_note() const override {
+    return "CUDA graphs are off for this engine (host work cannot be captured) and each such "
+           "step waits for the stream";
+  }
   std::vector<std::string> options() const override {
     return {
         "cuda_graph=on|off: capture a call's work once as a CUDA graph and replay it while "
-        "every bound address stays (default on)"};
+        "every bound address stays (default on; off by itself for an engine with a step on "
+        "the host)"};
   }
   void* create_queue() const override { return device_runtime().create_stream(); }
   void destroy_queue(void* queue) const override { device_runtime().destroy_stream(queue); }

@@ -66,6 +66,7 @@ class CudaExecutable final : public Executable {
   std::vector<int64_t> last_key_;  // the key of the last call that ran directly
   bool warm_ = false;  // a call ran directly (handles and scratch made) before any capture
   int64_t graph_captures_ = 0, graph_replays_ = 0, joined_steps_ = 0;
+  int64_t host_steps_ = 0;  // steps that run on the host (Step::on_host): no graph then
 };
 
 }  // namespace inplace::cuda

@@ -44,7 +44,8 @@ class DeviceRuntime {
   virtual void record(void* event, void* stream) const = 0;
   // True when all work before the event's record has completed (never waits).
   virtual bool done(void* event) const = 0;
-  virtual void wait_event(void* event) const = 0;  // blocks the host
+  virtual void wait_event(void* event) const = 0;    // blocks the host
+  virtual void synchronize(void* stream) const = 0;  // blocks the host until `stream` is idle
   // Work enqueued on `stream` after this call waits for `event` (on the device, not the host).
   virtual void stream_wait(void* stream, void* event) const = 0;
   // Page-locked host memory (for asynchronous copies to the host).

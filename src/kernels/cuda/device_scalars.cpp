@@ -103,6 +103,9 @@ DeviceScalarPlan plan_device_scalars(const Plan& plan) {
   };
   if (plan.device.is_cpu()) return refuse("a cpu engine");
   if (plan.scalars.empty()) return refuse("no runtime scalars");
+  // A step on the host reads the host's values of the runtime scalars and views.
+  for (const Step& s : plan.steps)
+    if (s.on_host) return refuse(str_cat("step '", s.node, "' runs on the host"));
   for (const RefreshItem& r : plan.refresh)
     if (r.kind == RefreshItem::Kind::kInput)
       return refuse(str_cat("input '", plan.inputs[r.index].name, "' has a dynamic size"));

@@ -45,8 +45,8 @@ bool writes_only(const Step& s, std::initializer_list<BufferKind> kinds) {
 // temporaries, and they are independent.
 bool pairable(const Plan& plan, const Step& a, const Step& b) {
   const auto kinds = {BufferKind::kInput, BufferKind::kArena};
-  return a.kind == StepKind::kOut && b.kind == StepKind::kOut && a.op == b.op &&
-         writes_only(a, kinds) && writes_only(b, kinds) && independent(plan, a, b);
+  return a.kind == StepKind::kOut && b.kind == StepKind::kOut && !a.on_host && !b.on_host &&
+         a.op == b.op && writes_only(a, kinds) && writes_only(b, kinds) && independent(plan, a, b);
 }
 
 // How many steps right after q (at most kMaxEpilogueWrites) write rows of step q's result into
@@ -55,13 +55,13 @@ bool pairable(const Plan& plan, const Step& a, const Step& b) {
 int epilogue_writes(const Plan& plan, size_t q, const WritesKernel** kernel) {
   const Step& a = plan.steps[q];
   *kernel = nullptr;
-  if (a.kind != StepKind::kOut || !a.op || a.outs.size() != 1 ||
+  if (a.kind != StepKind::kOut || a.on_host || !a.op || a.outs.size() != 1 ||
       a.outs[0].buffer.kind != BufferKind::kArena)
     return 0;
   int n = 0;
   for (size_t r = q + 1; r < plan.steps.size() && n < kMaxEpilogueWrites; ++r) {
     const Step& b = plan.steps[r];
-    if (b.kind != StepKind::kOut || !b.op) break;
+    if (b.kind != StepKind::kOut || b.on_host || !b.op) break;
     const WritesKernel* k = LaunchKernels::get().find_epilogue_writes(*a.op, *b.op);
     bool ok = k && (!*kernel || k == *kernel) && writes_only(b, {BufferKind::kInput}) &&
               uses(plan, b, a.outs[0].buffer);

@@ -163,6 +163,9 @@ class CudaRuntime final : public DeviceRuntime {
   void wait_event(void* e) const override {
     ok(cudaEventSynchronize(static_cast<cudaEvent_t>(e)), "waiting for the device");
   }
+  void synchronize(void* s) const override {
+    ok(cudaStreamSynchronize(as_stream(s)), "waiting for a stream");
+  }
   void stream_wait(void* s, void* e) const override {
     ok(cudaStreamWaitEvent(as_stream(s), static_cast<cudaEvent_t>(e), 0),
        "ordering a stream after an event");

@@ -1,0 +1,23 @@
+// Flags of the commands that run engines (`exec`, `run`): --cuda-graph on|off and --stats, one
+// parser for both (docs/cuda.md, "CUDA graphs").
+#pragma once
+#include <string>
+
+#include "engine/context_options.h"
+
+namespace inplace::cli {
+
+class ArgParser;
+
+struct RunFlags {
+  std::string cuda_graph = "on";
+  bool stats = false;
+};
+
+// Registers --cuda-graph and --stats on a command's parser.
+void run_flags(ArgParser& p, RunFlags* flags);
+// The backend options the flags ask for; UsageError naming `command` on a bad value. A cpu
+// engine takes no cuda_graph and leaves it out (apply_backend_options).
+BackendOptions backend_options(const std::string& command, const RunFlags& flags);
+
+}  // namespace inplace::cli
