@@ -208,7 +208,7 @@ TEST(HostSteps, AnOpWithoutACudaKernelGoesToTheHostNamedWithItsBytes) {
 // Which ops of the Hugging Face decoders (torch.export fixtures) cuda runs on the host, with the
 // GPU's fusion choices: none, so far. A new op there without a CUDA kernel shows up here first.
 TEST(HostSteps, HuggingFaceFixturesOnCuda) {
-  for (const char* model : {"llama", "qwen2", "gpt2"}) {
+  for (const char* model : {"llama", "qwen2", "gpt2", "mistral", "phi3", "gemma"}) {
     SCOPED_TRACE(model);
     auto g = read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" +
                              model + ".json");
@@ -218,6 +218,7 @@ TEST(HostSteps, HuggingFaceFixturesOnCuda) {
     CompileOptions o;
     o.merge_sibling_linears = true;
     o.fuse_norm_prologues = true;
+    o.skip_passes = {"fuse_pointwise"};  // off for cuda (its FusionPreferences)
     Plan p = compile(*g, inputs, o).engine->plan();
     p.device = Device::cuda();
     std::string ops;
