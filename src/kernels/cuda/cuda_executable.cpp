@@ -198,12 +198,15 @@ void CudaExecutable::run(const RunCall& call, CallObserver& observer) {
   // (handles and scratch are made outside any capture), a decoder whose positions are read on
   // the device captures once and replays from its third call on, and an engine whose host
   // values change every call never pays for a capture it would not replay.
+  // A step on the host cannot be captured (it waits for the stream and copies through the
+  // host): such an engine never records a graph.
+  const bool graphs = cuda_graph_ && host_steps_ == 0;
   std::vector<int64_t> key;
-  if (cuda_graph_) key = graph_key(call);
-  if (!cuda_graph_ || !warm_ || (key != graph_key_ && key != last_key_)) {
+  if (graphs) key = graph_key(call);
+  if (!graphs || !warm_ || (key != graph_key_ && key != last_key_)) {
     enqueue(stream, observer);
     warm_ = true;
-    if (cuda_graph_) last_key_ = std::move(key);
+    if (graphs) last_key_ = std::move(key);
   } else {
     if (!graph_ || key != graph_key_) {
       if (!capture_stream_) capture_stream_ = runtime_.create_stream();
