@@ -12,9 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # "FILE INCLUDE-PREFIX: why", each to be removed by the change named.
-KNOWN_EXCEPTIONS=(
-  "tools/commands/measure.cpp kernels/cpu/: bench sets OpenBLAS to one thread through the cpu backend's loader; an option of the cpu Backend replaces it (issue 28 step 3)"
-)
+KNOWN_EXCEPTIONS=()
 
 status=0
 TABLE=cmake/layers.txt

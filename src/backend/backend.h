@@ -98,6 +98,13 @@ class Backend {
   virtual std::string host_step_note() const { return {}; }
   // The options set_option takes, "key=values: meaning" each (`inplace exec --help`).
   virtual std::vector<std::string> options() const = 0;
+  // A setting of the backend for the whole process (the cpu's `blas_threads`: the threads of
+  // the BLAS library its large products call); one it does not take is refused naming those it
+  // does.
+  virtual void set_process_option(const std::string& key, const std::string& value) const {
+    IP_FAIL(kInvalidArgument, "[backend] unknown process option '", key, "' (value '", value,
+            "'); this backend takes none");
+  }
   // Ordered queues for callers that keep several calls in flight at once (sessions on several
   // queues): a new one (the backend's own handle; null on the cpu, whose work is done when a
   // call returns) and its release.

@@ -1,13 +1,13 @@
 #include "measure.h"
 
+#include "backend/backend.h"
+
 #include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
 #include <chrono>
 #include <vector>
-
-#include "kernels/cpu/blas_loader.h"
 
 namespace inplace::cli {
 
@@ -60,7 +60,7 @@ double percentile(std::vector<double> values, double q) {
 namespace inplace::cli {
 
 void single_threaded_blas() {
-  cpu::set_blas_threads(1);  // when OpenBLAS loads, if it ever does
+  backend_for(Device::cpu()).set_process_option("blas_threads", "1");
 }
 
 DType parse_weight_dtype(const std::string& value) {

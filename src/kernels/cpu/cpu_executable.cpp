@@ -3,10 +3,13 @@
 // is no queue, no deferred error and nothing recorded. A step marked to run on the host (only
 // a test marks one on a cpu engine) goes through run_host_step's copies like any backend's.
 #include <cstring>
+#include <exception>
 #include <map>
+#include <string>
 
 #include "backend/backend.h"
 #include "backend/host_step.h"
+#include "kernels/cpu/blas_loader.h"
 #include "kernels/cpu/registration.h"
 
 namespace inplace::cpu {
@@ -61,6 +64,18 @@ class CpuBackend final : public Backend {
     if (nbytes) std::memcpy(dst, src, nbytes);
   }
   std::vector<std::string> options() const override { return {}; }
+  void set_process_option(const std::string& key, const std::string& value) const override {
+    IP_CHECK(key == "blas_threads", kInvalidArgument, "[cpu] unknown process option '", key,
+             "'; the cpu backend takes blas_threads=N");
+    int threads = 0;
+    try {
+      threads = std::stoi(value);
+    } catch (const std::exception&) {
+    }
+    IP_CHECK(threads >= 1, kInvalidArgument,
+             "[cpu] blas_threads takes a thread count of at least 1, got '", value, "'");
+    set_blas_threads(threads);  // now, or when OpenBLAS loads, if it ever does
+  }
   void* create_queue() const override { return nullptr; }
   void destroy_queue(void*) const override {}
   void synchronize(void*) const override {}
