@@ -688,4 +688,11 @@ std::map<std::string, Tensor> redraw_inputs(const RandomProgram& p, uint64_t see
   return out;
 }
 
+std::vector<Tensor> in_placeholder_order(const RandomProgram& p,
+                                         const std::map<std::string, Tensor>& inputs) {
+  std::vector<Tensor> v;
+  for (Node* n : p.graph->placeholders()) v.push_back(inputs.at(n->name));
+  return v;
+}
+
 }  // namespace inplace::testing

@@ -41,4 +41,8 @@ RandomProgram make_random_program(uint64_t seed, const RandomProgramOptions& opt
 std::map<std::string, Tensor> redraw_inputs(const RandomProgram& p, uint64_t seed,
                                             double invalid = 0.15);
 
+// `inputs` (by placeholder name) in the graph's placeholder order: an engine's input bindings.
+std::vector<Tensor> in_placeholder_order(const RandomProgram& p,
+                                         const std::map<std::string, Tensor>& inputs);
+
 }  // namespace inplace::testing

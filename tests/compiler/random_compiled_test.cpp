@@ -47,25 +47,20 @@ void check_draws(uint64_t seed, int* with_positions) {
   RandomProgramOptions o;
   o.runtime_positions = true;
   RandomProgram p = make_random_program(seed, o);
-  std::vector<Node*> ph = p.graph->placeholders();
-  auto ordered = [&](const std::map<std::string, Tensor>& m) {
-    std::vector<Tensor> v;
-    for (Node* n : ph) v.push_back(m.at(n->name));
-    return v;
-  };
   *with_positions += !p.valid_positions.empty();
-  std::vector<std::vector<Tensor>> draws{ordered(p.inputs)};
-  for (uint64_t k = 0; k < 5; ++k) draws.push_back(ordered(redraw_inputs(p, seed * 7919 + k)));
+  std::vector<std::vector<Tensor>> draws{in_placeholder_order(p, p.inputs)};
+  for (uint64_t k = 0; k < 5; ++k)
+    draws.push_back(in_placeholder_order(p, redraw_inputs(p, seed * 7919 + k)));
   SCOPED_TRACE(::testing::Message()
                << "seed " << seed << " (replay: INPLACE_DRAW_SEED=" << seed << ")\n"
                << p.graph->to_string());
   try {
-    expect_engine_exact_on_draws(*p.graph, ordered(p.inputs), draws, 1e-5);
+    expect_engine_exact_on_draws(*p.graph, in_placeholder_order(p, p.inputs), draws, 1e-5);
   } catch (const Error& e) {
     std::string functional;
     try {
       PassOptions po;
-      for (Node* n : ph)
+      for (Node* n : p.graph->placeholders())
         po.input_metas[n->name] = Meta{p.inputs.at(n->name).shape(), p.inputs.at(n->name).dtype()};
       FunctionalProgram fp = make_functional(*p.graph, po);
       functional = fp.graph->to_string();

@@ -135,13 +135,7 @@ TEST(CudaEngine, OneEngineServesFreshValues) {
     RandomProgramOptions o;
     o.runtime_positions = true;
     RandomProgram p = make_random_program(seed, o);
-    std::vector<Node*> ph = p.graph->placeholders();
-    auto ordered = [&](const std::map<std::string, Tensor>& m) {
-      std::vector<Tensor> v;
-      for (Node* n : ph) v.push_back(m.at(n->name));
-      return v;
-    };
-    const std::vector<Tensor> example = ordered(p.inputs);
+    const std::vector<Tensor> example = in_placeholder_order(p, p.inputs);
     SCOPED_TRACE(::testing::Message() << "seed " << seed << "\n" << p.graph->to_string());
     std::optional<CompiledProgram> engines[2];
     try {
@@ -152,7 +146,8 @@ TEST(CudaEngine, OneEngineServesFreshValues) {
     }
     ++ran;
     for (uint64_t k = 0; k < 4; ++k) {
-      const std::vector<Tensor> draw = k == 0 ? example : ordered(redraw_inputs(p, seed * 31 + k));
+      const std::vector<Tensor> draw =
+          k == 0 ? example : in_placeholder_order(p, redraw_inputs(p, seed * 31 + k));
       EagerRun ref;
       try {
         ref = run_reference(*p.graph, draw);

@@ -108,14 +108,9 @@ TEST(CudaGraph, RandomProgramsWithPositionsOnFreshDrawsGraphsOnAndOff) {
     RandomProgramOptions o;
     o.runtime_positions = true;
     RandomProgram p = make_random_program(seed, o);
-    std::vector<Node*> ph = p.graph->placeholders();
-    auto ordered = [&](const std::map<std::string, Tensor>& m) {
-      std::vector<Tensor> v;
-      for (Node* n : ph) v.push_back(m.at(n->name));
-      return v;
-    };
-    std::vector<std::vector<Tensor>> draws{ordered(p.inputs)};
-    for (uint64_t k = 1; k < 6; ++k) draws.push_back(ordered(redraw_inputs(p, seed * 31 + k)));
+    std::vector<std::vector<Tensor>> draws{in_placeholder_order(p, p.inputs)};
+    for (uint64_t k = 1; k < 6; ++k)
+      draws.push_back(in_placeholder_order(p, redraw_inputs(p, seed * 31 + k)));
     SCOPED_TRACE(::testing::Message() << "seed " << seed << "\n" << p.graph->to_string());
     for (bool alias : {true, false}) {
       CompileOptions co;

@@ -81,10 +81,8 @@ TEST(HostSteps, EveryStepOnTheHostEqualsTheEngineOnRandomPrograms) {
   int programs = 0, steps = 0;
   for (uint64_t seed = 1; seed <= 300; ++seed) {
     RandomProgram p = make_random_program(seed);
-    std::vector<Tensor> inputs;
-    for (Node* n : p.graph->placeholders()) inputs.push_back(p.inputs.at(n->name));
     SCOPED_TRACE(::testing::Message() << "seed " << seed << "\n" << p.graph->to_string());
-    const int n = check_program(p, {inputs});
+    const int n = check_program(p, {in_placeholder_order(p, p.inputs)});
     programs += n > 0;
     steps += n;
     if (::testing::Test::HasFailure()) break;
@@ -99,14 +97,9 @@ TEST(HostSteps, EveryStepOnTheHostFollowsRuntimePositions) {
     RandomProgramOptions o;
     o.runtime_positions = true;
     RandomProgram p = make_random_program(seed, o);
-    std::vector<Node*> ph = p.graph->placeholders();
-    auto ordered = [&](const std::map<std::string, Tensor>& m) {
-      std::vector<Tensor> v;
-      for (Node* n : ph) v.push_back(m.at(n->name));
-      return v;
-    };
-    std::vector<std::vector<Tensor>> draws{ordered(p.inputs)};
-    for (uint64_t k = 0; k < 4; ++k) draws.push_back(ordered(redraw_inputs(p, seed * 7919 + k)));
+    std::vector<std::vector<Tensor>> draws{in_placeholder_order(p, p.inputs)};
+    for (uint64_t k = 0; k < 4; ++k)
+      draws.push_back(in_placeholder_order(p, redraw_inputs(p, seed * 7919 + k)));
     SCOPED_TRACE(::testing::Message() << "seed " << seed << "\n" << p.graph->to_string());
     programs += check_program(p, draws) > 0;
     if (::testing::Test::HasFailure()) break;

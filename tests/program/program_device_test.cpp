@@ -24,17 +24,6 @@ std::vector<std::vector<Tensor>> run_calls(Session& s, const std::vector<Call>& 
   return out;
 }
 
-void expect_same(const std::vector<std::vector<Tensor>>& got,
-                 const std::vector<std::vector<Tensor>>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t c = 0; c < got.size(); ++c) {
-    ASSERT_EQ(got[c].size(), want[c].size()) << what << " call " << c;
-    for (size_t j = 0; j < got[c].size(); ++j)
-      EXPECT_TRUE(tensor_equal(got[c][j], want[c][j], 1e-6))
-          << what << " call " << c << " output " << j;
-  }
-}
-
 uint64_t u64_at(const std::string& b, size_t pos) {
   uint64_t v = 0;
   std::memcpy(&v, b.data() + pos, 8);
@@ -158,7 +147,7 @@ TEST(ProgramDevice, LoadingForADeviceThisMachineCannotRunIsRefusedNamingTheFileA
   auto loaded = load_program(path, Device::cpu());
   std::vector<Call> calls = conversation(3, 2, 90);
   auto a = program->new_session(), b = loaded->new_session();
-  expect_same(run_calls(*b, calls), run_calls(*a, calls), "loaded for the cpu");
+  expect_outputs_equal(run_calls(*b, calls), run_calls(*a, calls), "loaded for the cpu");
   std::remove(path.c_str());
 }
 
@@ -193,14 +182,14 @@ TEST(ProgramDevice, SessionRunTakesAQueueAndResetOnAQueueKeepsEveryAddress) {
   for (const char* n : {"layers.0.k_cache", "layers.0.count"})
     addresses[n] = queued->state(n).data_ptr();
   const auto want = run_calls(*plain, calls);
-  expect_same(run_calls(*queued, calls, queues), want, "calls over three queues");
+  expect_outputs_equal(run_calls(*queued, calls, queues), want, "calls over three queues");
   queued->synchronize();
   queued->reset(queues[1]);
   for (const auto& [n, address] : addresses) EXPECT_EQ(queued->state(n).data_ptr(), address) << n;
   EXPECT_EQ(queued->state("layers.0.count").to_double_vector(), std::vector<double>{0});
-  expect_same(run_calls(*queued, calls, queues), want, "after reset(queue)");
+  expect_outputs_equal(run_calls(*queued, calls, queues), want, "after reset(queue)");
   for (const auto& [n, address] : addresses) EXPECT_EQ(queued->state(n).data_ptr(), address) << n;
-  expect_same(want, run_eager_conversation(g, calls, false).outputs, "against eager");
+  expect_outputs_equal(want, run_eager_conversation(g, calls, false).outputs, "against eager");
   for (void* q : queues) backend.destroy_queue(q);
 }
 

@@ -141,4 +141,17 @@ inline EagerConversation run_eager_conversation(const DecoderGraphs& g,
   return r;
 }
 
+// Every output of every call equal (to 1e-6), named by `what`, the call and the output.
+inline void expect_outputs_equal(const std::vector<std::vector<Tensor>>& got,
+                                 const std::vector<std::vector<Tensor>>& want,
+                                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t c = 0; c < got.size(); ++c) {
+    ASSERT_EQ(got[c].size(), want[c].size()) << what << " call " << c;
+    for (size_t j = 0; j < got[c].size(); ++j)
+      EXPECT_TRUE(tensor_equal(got[c][j], want[c][j], 1e-6))
+          << what << " call " << c << " output " << j;
+  }
+}
+
 }  // namespace inplace::testing

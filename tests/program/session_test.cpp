@@ -23,17 +23,6 @@ std::vector<std::vector<Tensor>> run_calls(Session& session, const std::vector<C
   return out;
 }
 
-void expect_outputs_equal(const std::vector<std::vector<Tensor>>& got,
-                          const std::vector<std::vector<Tensor>>& want, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t c = 0; c < got.size(); ++c) {
-    ASSERT_EQ(got[c].size(), want[c].size()) << what << " call " << c;
-    for (size_t j = 0; j < got[c].size(); ++j)
-      EXPECT_TRUE(tensor_equal(got[c][j], want[c][j], 1e-6))
-          << what << " call " << c << " output " << j;
-  }
-}
-
 TEST(Session, DecodeObservesTheRuntimeOwnedCacheThatPrefillWrote) {
   DecoderGraphs g = decoder_graphs(false);
   auto program = decoder_program(g, false);
