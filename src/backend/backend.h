@@ -79,6 +79,11 @@ class Executable {
   // Whether the host may read the bound inputs' memory (to check positions before any write);
   // a device whose kernels check them instead says no.
   virtual bool host_reads_inputs() const = 0;
+  // Inputs a call only reads, of at most this many bytes, are copied at every call into memory
+  // the context keeps, so that their addresses stay the same from call to call while the caller
+  // passes fresh tensors (a token, a position): work the executable recorded (a CUDA graph)
+  // keeps reading them. 0: every contiguous input is read where the caller keeps it.
+  virtual size_t stable_input_bytes() const { return 0; }
   // A backend option ("key=value" a backend documents); unknown keys are refused naming the
   // ones the backend takes.
   virtual void set_option(const std::string& key, const std::string& value) = 0;

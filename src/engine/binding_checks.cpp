@@ -23,17 +23,27 @@ MemorySpan memory_span(const Tensor& t) {
   return {base + lo, base + hi + item};
 }
 
+namespace {
+
+void check_pair(const BoundMemory& x, const BoundMemory& y) {
+  if (!(x.written || y.written) || !x.span.overlaps(y.span)) return;
+  const BoundMemory& w = x.written ? x : y;
+  const BoundMemory& o = x.written ? y : x;
+  IP_FAIL(kInvalidArgument, "[execute] ", w.kind, " '", *w.name, "' overlaps the memory of ",
+          o.kind, " '", *o.name, "'; the engine writes ", w.kind, " '", *w.name,
+          "', so it must not share memory with another binding (bind separate tensors)");
+}
+
+}  // namespace
+
 void check_binding_overlaps(const std::vector<BoundMemory>& bound) {
   for (size_t a = 0; a < bound.size(); ++a)
-    for (size_t b = a + 1; b < bound.size(); ++b) {
-      const BoundMemory &x = bound[a], &y = bound[b];
-      if (!(x.written || y.written) || !x.span.overlaps(y.span)) continue;
-      const BoundMemory& w = x.written ? x : y;
-      const BoundMemory& o = x.written ? y : x;
-      IP_FAIL(kInvalidArgument, "[execute] ", w.kind, " '", *w.name, "' overlaps the memory of ",
-              o.kind, " '", *o.name, "'; the engine writes ", w.kind, " '", *w.name,
-              "', so it must not share memory with another binding (bind separate tensors)");
-    }
+    for (size_t b = a + 1; b < bound.size(); ++b) check_pair(bound[a], bound[b]);
+}
+
+void check_overlaps_with(const std::vector<BoundMemory>& bound, size_t first) {
+  for (size_t a = 0; a < first; ++a)
+    for (size_t b = first; b < bound.size(); ++b) check_pair(bound[a], bound[b]);
 }
 
 }  // namespace inplace

@@ -46,5 +46,8 @@ struct BoundMemory {
 // Throws kInvalidArgument naming both bindings when a written binding overlaps any other.
 // Read-only bindings may share memory. O(bindings^2) on byte ranges, nothing per element.
 void check_binding_overlaps(const std::vector<BoundMemory>& bound);
+// The same for bound[0, first) against bound[first, end) only (bindings bound again since a
+// full check, against the written ones).
+void check_overlaps_with(const std::vector<BoundMemory>& bound, size_t first);
 
 }  // namespace inplace

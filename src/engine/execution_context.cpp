@@ -42,6 +42,10 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
                                              static_cast<size_t>(s.nbytes), device_));
   bound_inputs_.resize(plan.inputs.size());
   staged_inputs_.resize(plan.inputs.size());
+  staging_.resize(plan.inputs.size());
+  input_viewed_by_output_.assign(plan.inputs.size(), false);
+  for (const TensorRef& r : plan.output_refs)
+    if (r.buffer.kind == BufferKind::kInput) input_viewed_by_output_[r.buffer.index] = true;
   input_staged_.assign(plan.inputs.size(), false);
   bound_outputs_.resize(plan.output_buffer_bytes.size());
   scalar_values_.assign(plan.scalars.size(), 0);
@@ -146,13 +150,25 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
   IP_CHECK(t.device() == device_, kInvalidArgument, "[bind] input '", b.name, "' is on device '",
            t.device().str(), "'; the engine runs on '", device_.str(), "'");
   const bool writes = input_written_[index];
-  if (!t.is_contiguous()) {
+  // Staged: gathered from `t` into the context's memory at every execute()
+  // (gather_staged_inputs), never snapshotted here. A strided input is (kernels read contiguous
+  // bindings); so is a small one the call only reads, where the backend asks for stable
+  // addresses (work it recorded keeps reading the same memory while the
+  // caller passes a fresh tensor each call: a token, a position). Never one an output views,
+  // which must stay a view of the caller's tensor.
+  const bool stage = !t.is_contiguous() || (!writes && !input_viewed_by_output_[index] &&
+                                            t.nbytes() <= executable_->stable_input_bytes());
+  const void* before = input_storage_[index]->data();
+  const bool same_shape =
+      bound_inputs_[index].defined() && bound_inputs_[index].shape() == t.shape();
+  if (stage) {
     IP_CHECK(!writes, kInvalidArgument, "[bind] input '", b.name, "' ", shape_str(t.shape()),
              " with strides ", shape_str(t.strides()),
              " is written in place and must be contiguous");
-    // Gathered from `t` at every execute() (gather_staged_inputs), never snapshotted here.
-    if (!staged_inputs_[index].defined() || staged_inputs_[index].shape() != t.shape())
-      staged_inputs_[index] = Tensor::empty(t.shape(), b.dtype, device_);
+    // One allocation at the binding's bound, viewed at each call's shape: the address stays.
+    if (!staging_[index].defined()) staging_[index] = Tensor::empty(b.shape, b.dtype, device_);
+    staged_inputs_[index] =
+        Tensor(staging_[index].storage(), 0, t.shape(), contiguous_strides(t.shape()), b.dtype);
     input_storage_[index]->rebind(staged_inputs_[index].data_ptr(), staged_inputs_[index].nbytes());
     input_staged_[index] = true;
   } else {
@@ -160,8 +176,15 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
     input_staged_[index] = false;
   }
   bound_inputs_[index] = t;
-  bindings_checked_ = false;
-  call_.bindings_changed = true;
+  // A read-only input bound again is checked against the written bindings only (check_bindings).
+  if (writes || !bindings_checked_)
+    bindings_checked_ = false;
+  else if (std::find(rebound_inputs_.begin(), rebound_inputs_.end(), index) ==
+           rebound_inputs_.end())
+    rebound_inputs_.push_back(index);
+  // The backend's per-binding work (a device's table of scalar inputs) is redone only when
+  // what it reads moved: a staged input bound again at its shape changed nothing for it.
+  if (!same_shape || input_storage_[index]->data() != before) call_.bindings_changed = true;
   std::erase(partly_updated_, index);
 }
 

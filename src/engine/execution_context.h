@@ -107,6 +107,7 @@ class ExecutionContext {
   // Runtime contract (binding_checks.h): overlap check once per change of bindings, the
   // per-call gather of staged inputs, the state a failed call leaves.
   void check_bindings();
+  const std::string& output_name_of_buffer(size_t k) const;
   void gather_staged_inputs();
   // Steps before `first` are done, steps first..last failed (a backend may run several as one).
   std::string note_failed_call(size_t first, size_t last);
@@ -119,6 +120,9 @@ class ExecutionContext {
   std::vector<std::shared_ptr<Storage>> input_storage_, output_storage_, arena_storage_;
   std::vector<Tensor> bound_inputs_, staged_inputs_, bound_outputs_, reused_outputs_;
   std::vector<bool> input_staged_;
+  std::vector<int> rebound_inputs_;  // read-only inputs bound since the last full check
+  std::vector<Tensor> staging_;      // a staged input's memory, at the binding's bound
+  std::vector<bool> input_viewed_by_output_;
   bool reuse_outputs_ = false;
   // Prepared per step: arguments with tensors filled in, and results.
   std::vector<std::vector<Value>> step_args_;

@@ -22,23 +22,45 @@ void ExecutionContext::check_bindings() {
   IP_CHECK(partly_updated_.empty(), kInvalidArgument, "[execute] a failed call left input(s) ",
            quoted_names(plan, partly_updated_),
            " partly updated; rebind them (bind_input) or call reset() before the next call");
-  if (bindings_checked_) return;
+  if (bindings_checked_) {
+    // Read-only inputs bound again since (a decode loop's token and position every call): each
+    // against the written bindings, O(rebound x written), not every pair again.
+    if (rebound_inputs_.empty()) return;
+    std::vector<BoundMemory> bound;
+    for (int i : rebound_inputs_)
+      bound.push_back({"input", &plan.inputs[i].name, memory_span(bound_inputs_[i]), false});
+    const size_t rebound = bound.size();
+    for (size_t i = 0; i < plan.inputs.size(); ++i)
+      if (input_written_[i])
+        bound.push_back({"input", &plan.inputs[i].name, memory_span(bound_inputs_[i]), true});
+    for (size_t k = 0; k < bound_outputs_.size(); ++k)
+      if (bound_outputs_[k].defined())
+        bound.push_back(
+            {"output", &output_name_of_buffer(k), memory_span(bound_outputs_[k]), true});
+    check_overlaps_with(bound, rebound);
+    rebound_inputs_.clear();
+    return;
+  }
+  rebound_inputs_.clear();
   std::vector<BoundMemory> bound;
   bound.reserve(plan.inputs.size() + bound_outputs_.size());
   for (size_t i = 0; i < plan.inputs.size(); ++i)
     bound.push_back(
         {"input", &plan.inputs[i].name, memory_span(bound_inputs_[i]), input_written_[i]});
-  for (size_t k = 0; k < bound_outputs_.size(); ++k) {
-    if (!bound_outputs_[k].defined()) continue;
-    // bind_output takes plain result buffers only: one output is this buffer.
-    for (size_t j = 0; j < plan.output_refs.size(); ++j)
-      if (plan.output_refs[j].buffer == BufferId{BufferKind::kOutput, static_cast<int32_t>(k)}) {
-        bound.push_back({"output", &plan.outputs[j].name, memory_span(bound_outputs_[k]), true});
-        break;
-      }
-  }
+  for (size_t k = 0; k < bound_outputs_.size(); ++k)
+    if (bound_outputs_[k].defined())
+      bound.push_back({"output", &output_name_of_buffer(k), memory_span(bound_outputs_[k]), true});
   check_binding_overlaps(bound);
   bindings_checked_ = true;
+}
+
+// bind_output takes plain result buffers only: one output is the buffer.
+const std::string& ExecutionContext::output_name_of_buffer(size_t k) const {
+  const Plan& plan = engine_->plan();
+  for (size_t j = 0; j < plan.output_refs.size(); ++j)
+    if (plan.output_refs[j].buffer == BufferId{BufferKind::kOutput, static_cast<int32_t>(k)})
+      return plan.outputs[j].name;
+  IP_ASSERT(false, "a bound output buffer is some output's");
 }
 
 void ExecutionContext::gather_staged_inputs() {

@@ -108,3 +108,24 @@ TEST(BindingOverlap, TwoBoundOutputsSharingMemoryAreRefused) {
 }
 
 }  // namespace
+
+TEST(BindingOverlap, ReadOnlyInputBoundAgainAfterACheckedCallIsCheckedAgain) {
+  // A decode loop binds a fresh read-only input each call; after the first call's full check
+  // only that input is checked again, against the written bindings: an overlap is still found.
+  for (bool alias : {true, false}) {
+    SCOPED_TRACE(alias ? "aliased" : "copy-back");
+    ExecutionContext ctx(state_engine(alias));
+    Tensor big = Tensor::zeros({8, 4}, DType::kFloat32);
+    Tensor state = big.slice(0, 0, 4);
+    ctx.bind_input(0, state);
+    ctx.bind_input(1, iota({4, 4}));
+    ctx.execute();  // the full check passed
+    Tensor before = state.clone();
+    ctx.bind_input(1, big.slice(0, 2, 6));  // reaches into state's rows
+    std::string msg = error_of([&] { ctx.execute(); });
+    EXPECT_TRUE(mentions(msg, {"[execute]", "input 'state'", "input 'x'", "overlaps"})) << msg;
+    EXPECT_TRUE(tensor_equal(state, before));
+    ctx.bind_input(1, big.slice(0, 4, 8));  // adjacent again: runs
+    ctx.execute();
+  }
+}

@@ -31,6 +31,7 @@ class CudaExecutable final : public Executable {
   bool evaluates_scalars() const override { return scalars_.on_device; }
   const std::map<int, int64_t>& fixed_scalars() const override { return fixed_scalars_; }
   bool host_reads_inputs() const override { return false; }
+  size_t stable_input_bytes() const override;
   void set_option(const std::string& key, const std::string& value) override;
   std::map<std::string, int64_t> counters() const override;
 
