@@ -28,6 +28,10 @@ class CudaAllocator final : public DeviceAllocator {
     void* p = nullptr;
     check(cudaMalloc(&p, nbytes ? nbytes : 64), "cudaMalloc", device, nbytes);
     check(cudaMemset(p, 0, nbytes ? nbytes : 64), "zero-filling", device, nbytes);
+    // The fill runs on the legacy default stream, which work on a non-blocking stream (a torch
+    // stream, a session's queue) does not wait for: finish it before the memory is handed out.
+    // Allocation is rare (a context's first call, a session's state), never per step.
+    check(cudaStreamSynchronize(nullptr), "zero-filling", device, nbytes);
     return p;
   }
   void release(Device, void* data) const override { cudaFree(data); }
