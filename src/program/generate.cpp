@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 
+#include "backend/kernel_table.h"
 #include "core/error.h"
+#include "ops/registry.h"
 #include "program/session.h"
 
 namespace inplace {
@@ -134,6 +136,21 @@ std::vector<double> last_row(const Tensor& logits, int64_t vocab) {
   return rows.select(0, rows.shape()[0] - 1).to_double_vector();
 }
 
+// Greedy on a device: the argmax of the last row there (the device's argmax kernel: the first
+// maximum, as torch.argmax), and 8 bytes to the host instead of the row.
+int64_t device_argmax(const Tensor& logits, int64_t vocab) {
+  Tensor rows = logits.reshape({-1, vocab});
+  IP_CHECK(rows.shape()[0] >= 1, kInvalidArgument, "[generate] the logits have no row");
+  const Tensor row = rows.select(0, rows.shape()[0] - 1);
+  const OpDef* op = Registry::get().find("argmax");
+  const Kernel* kernel = op ? KernelTable::get().find(*op, row.device().type) : nullptr;
+  IP_CHECK(kernel != nullptr, kInternal, "[generate] no argmax kernel on ", row.device().str());
+  Tensor index = Tensor::empty({}, DType::kInt64, row.device());
+  KernelContext c;  // the default queue, where the session's calls of generate() run
+  (*kernel)({Value::from_tensor(row), Value::none(), Value::boolean(false)}, {index}, c);
+  return index.to_device(Device::cpu()).data<int64_t>()[0];
+}
+
 }  // namespace
 
 void check_generate_methods(const Program& program) {
@@ -183,7 +200,9 @@ GenerateResult Session::generate(const std::vector<int64_t>& prompt,
       const int64_t last = result.tokens.back();
       logits = run("decode", token_inputs(methods.decode, &last, 1, position++))[0];
     }
-    const int64_t token = sampler.next(last_row(logits, vocab));
+    const int64_t token = sampler.greedy() && !logits.device().is_cpu()
+                              ? device_argmax(logits, vocab)
+                              : sampler.next(last_row(logits, vocab));
     result.tokens.push_back(token);
     if (k == 0) {
       first = Clock::now();
