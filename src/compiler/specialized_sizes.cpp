@@ -73,7 +73,8 @@ bool view_groups(const Shape& in, const std::vector<int64_t>& out, std::vector<G
 
 class Resymbolizer {
  public:
-  Resymbolizer(Graph& graph, const PassOptions& options) : graph_(graph), options_(options) {}
+  Resymbolizer(Graph& graph, const PassOptions& options, bool refuse_unclear)
+      : graph_(graph), options_(options), refuse_unclear_(refuse_unclear) {}
 
   void run(const std::vector<Tensor>& examples, const std::vector<DynamicDim>& dims) {
     std::vector<Node*> ph = graph_.placeholders();
@@ -168,14 +169,17 @@ class Resymbolizer {
       int64_t factor;
     };
     std::vector<Pending> pending;  // entries that follow a dynamic dim k, times the static rest
+    // Unclear: refused where planning at the bound needs the rewrite; where every dynamic dim's
+    // example is its bound, left as written (exact at the bound, refused at bind elsewhere).
     auto refuse = [&](const std::string& why) {
+      if (!refuse_unclear_) return;
       IP_FAIL(kInvalidArgument, "[compile] node '", n.name, "': the sizes ", sizes_str(*sizes),
               " were recorded at the example's extent of a dynamic dim of its input (",
               shape_str(in), "), and ", why,
               "; capture with the dim dynamic (torch.export's dynamic_shapes) or take the size "
               "from the tensor (x.size(1))");
     };
-    if (!view_groups(in, out, &groups)) refuse("the sizes do not map onto the input's dims");
+    if (!view_groups(in, out, &groups)) return refuse("the sizes do not map onto the input's dims");
     for (const Group& g : groups) {
       std::vector<size_t> dyn;
       int64_t rest = 1;  // the static dims merged with the dynamic one
@@ -189,15 +193,15 @@ class Resymbolizer {
       bool follows = false;  // an entry of the group is -1: it follows the input already
       for (size_t j : g.out) follows |= static_cast<int64_t>(j) == inferred;
       if (follows) continue;
-      if (dyn.size() != 1) refuse("one entry would stand for several dynamic dims");
+      if (dyn.size() != 1) return refuse("one entry would stand for several dynamic dims");
       const size_t k = dyn[0];
       if (g.out.size() == 1) {  // k kept, or merged with static dims
         pending.push_back({g.out[0], k, rest});
         continue;
       }
       // k split: only a split into k and static 1s (left out of the groups) is clear.
-      refuse("the dynamic dim " + std::to_string(k) + " is split into " +
-             std::to_string(g.out.size()) + " entries");
+      return refuse("the dynamic dim " + std::to_string(k) + " is split into " +
+                    std::to_string(g.out.size()) + " entries");
     }
     for (const Pending& p : pending) {
       if (inferred < 0 && pending.size() == 1) {  // the one entry that varies: -1
@@ -212,6 +216,7 @@ class Resymbolizer {
 
   Graph& graph_;
   const PassOptions& options_;
+  const bool refuse_unclear_;
   TwoExtents t_;
 };
 
@@ -219,13 +224,15 @@ class Resymbolizer {
 
 void resymbolize_sizes(Graph& graph, const std::vector<Tensor>& examples,
                        const std::vector<DynamicDim>& dims, const PassOptions& options) {
-  bool any = false;
+  bool any = false, below_bound = false;
   for (const DynamicDim& d : dims)
     if (d.input >= 0 && d.input < static_cast<int>(examples.size()) && d.dim >= 0 &&
-        d.dim < examples[d.input].dim() && examples[d.input].shape()[d.dim] > 1)
+        d.dim < examples[d.input].dim() && examples[d.input].shape()[d.dim] > 1) {
       any = true;
+      below_bound |= examples[d.input].shape()[d.dim] != d.max;
+    }
   if (!any) return;  // an extent of 0 or 1 is not told apart from the literals around it
-  Resymbolizer(graph, options).run(examples, dims);
+  Resymbolizer(graph, options, below_bound).run(examples, dims);
 }
 
 }  // namespace inplace

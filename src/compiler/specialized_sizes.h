@@ -6,8 +6,9 @@
 // entry that stands for the dim becomes -1 where the list has none, else
 // sym_size(input, dim) (times the static sizes merged with it). Which entry that is comes from
 // the dims the view keeps, splits or merges at the example's sizes; a list where that is unclear
-// is refused, naming the node. Literals that no tensor ties to the dim (arange(5), zeros(5))
-// are left as written.
+// is refused, naming the node (left as written where every dynamic dim's example is its bound:
+// the graph then plans and runs at the bound as captured). Literals that no tensor ties to the dim
+// (arange(5), zeros(5)) are left as written.
 #pragma once
 #include <vector>
 
