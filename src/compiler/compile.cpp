@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backend/fusion_preferences.h"
+#include "compiler/specialized_sizes.h"
 
 namespace inplace {
 
@@ -114,6 +115,8 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   // kv_cache_update matcher) on a copy of the graph.
   CompiledProgram cp;
   cp.program.graph = graph.clone();
+  // Sizes recorded at the example's extent of a dynamic dim follow the input instead.
+  resymbolize_sizes(*cp.program.graph, example_inputs, eo.dynamic_dims, po);
   cp.program.context.options = std::move(po);
   run_passes(compile_passes(), *cp.program.graph, cp.program.context);
   const PassContext& ctx = cp.program.context;
