@@ -6,6 +6,7 @@
 // reset(queue). Skipped without a GPU.
 #include "backend/backend.h"
 #include "cuda_test_util.h"
+#include "program/generate_test_util.h"
 #include "program/program_test_util.h"
 
 using namespace inplace;
@@ -164,3 +165,19 @@ TEST(CudaProgram, EightSessionsInterleavedOverFourQueuesEqualEightSeparateRuns) 
 }
 
 }  // namespace
+
+// generate() on the GPU: the prompt through prefill, then decode per token, greedy taken by the
+// device's argmax (8 bytes to the host per token), equal to the eager loop token for token.
+TEST(CudaProgram, GreedyGenerateOnTheDeviceEqualsTheEagerLoop) {
+  IP_REQUIRE_CUDA();
+  TinyLlama model;
+  const std::vector<int64_t> prompt = {1, 17, 42, 9, 200};
+  std::shared_ptr<const Program> gpu = tiny_llama_program(model, true, Device::cuda());
+  GenerateOptions o;
+  o.max_new_tokens = 12;
+  GenerateResult r = gpu->new_session()->generate(prompt, o);
+  EXPECT_EQ(r.tokens, eager_greedy(model, prompt, 12));
+  EXPECT_GT(r.tokens_per_second, 0.0);
+  std::printf("[gpu suite] generate on cuda: %zu tokens, %.0f tokens/s\n", r.tokens.size(),
+              r.tokens_per_second);
+}

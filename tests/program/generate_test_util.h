@@ -21,7 +21,8 @@ struct TinyLlama {
 
 // Methods `prefill` (unless `with_prefill` is false) and `decode`, the caches runtime-owned.
 inline std::shared_ptr<const Program> tiny_llama_program(const TinyLlama& m,
-                                                         bool with_prefill = true) {
+                                                         bool with_prefill = true,
+                                                         Device device = Device::cpu()) {
   std::unique_ptr<Graph> prefill = models::llama_prefill_graph(m.config, m.weights);
   std::unique_ptr<Graph> decode = models::llama_decode_graph(m.config, m.weights);
   std::vector<MethodSource> sources;
@@ -32,6 +33,7 @@ inline std::shared_ptr<const Program> tiny_llama_program(const TinyLlama& m,
   sources.push_back({"decode", decode.get(), models::llama_example_inputs(m.config, 1), {}});
   ProgramOptions options;
   options.name = "tiny_llama";
+  options.device = device;
   std::vector<std::string> names = models::llama_input_names(m.config);
   options.runtime_owned.assign(names.begin() + 2, names.end());  // the caches
   return compile_program(sources, options);
