@@ -2,7 +2,8 @@
 // torch.argmax), or sampled at a temperature from the top-k tokens and then the smallest set of
 // them whose probability reaches top-p. The random numbers come from a std::mt19937_64 seeded by
 // the caller and are turned into doubles by bit arithmetic, so a seed gives the same tokens on
-// every platform and standard library. Sampling runs on the host (docs/programs.md).
+// every platform and standard library. Sampling runs on the host; a device session takes a
+// greedy token by its own argmax (generate.cpp, docs/programs.md).
 #pragma once
 #include <cstdint>
 #include <random>
