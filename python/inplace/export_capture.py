@@ -54,18 +54,71 @@ def signature_of(ep, module=None):
     return ins, outs
 
 
+def _is_grad_mode_region(node):
+    t = node.target
+    name = getattr(t, "_name", None) or getattr(t, "__name__", None) or str(t)
+    return node.op == "call_function" and name.endswith("wrap_with_set_grad_enabled")
+
+
+def inline_grad_mode_regions(gm):
+    """torch.export records a region run under another grad mode (a ``torch.no_grad()`` block in
+    forward, exported with grad enabled) as ``wrap_with_set_grad_enabled(enabled, submodule,
+    *args)``. Grad mode changes no value an inference engine computes: the submodule's nodes
+    are copied in its place, and its results replace the region's (``getitem`` of a tuple)."""
+    import operator
+    for node in list(gm.graph.nodes):
+        if not _is_grad_mode_region(node):
+            continue
+        sub_node = node.args[1]
+        sub = getattr(gm, sub_node.target)
+        env = {}
+        placeholders = [n for n in sub.graph.nodes if n.op == "placeholder"]
+        for p, a in zip(placeholders, node.args[2:]):
+            env[p] = a
+        out = None
+        with gm.graph.inserting_before(node):
+            for n in sub.graph.nodes:
+                if n.op == "placeholder":
+                    continue
+                if n.op == "output":
+                    out = n.args[0]
+                    continue
+                if n.op == "get_attr":  # the submodule's own attribute, moved to the parent
+                    name = "%s_%s" % (sub_node.target, n.target.replace(".", "_"))
+                    setattr(gm, name, getattr(sub, n.target))
+                    env[n] = gm.graph.get_attr(name)
+                    env[n].meta = dict(n.meta)
+                    continue
+                env[n] = gm.graph.node_copy(n, lambda x: env[x])
+        result = torch.fx.node.map_arg(out, lambda x: env[x])
+        for user in list(node.users):
+            if user.op == "call_function" and user.target is operator.getitem:
+                user.replace_all_uses_with(result[user.args[1]])
+                gm.graph.erase_node(user)
+        if node.users:
+            node.replace_all_uses_with(result)
+        gm.graph.erase_node(node)
+        if not sub_node.users:
+            gm.graph.erase_node(sub_node)
+    gm.recompile()
+
+
 def capture_exported(module, example_inputs):
     """``module``: an nn.Module (exported here) or an ExportedProgram (its state is then the
     program's own tensors)."""
     if isinstance(module, torch.export.ExportedProgram):
         ep, module = module, None
     else:
-        ep = torch.export.export(module, tuple(example_inputs))
+        # An engine computes values, never gradients: exported without grad mode, a
+        # `torch.no_grad()` region inside forward is no region at all.
+        with torch.no_grad():
+            ep = torch.export.export(module, tuple(example_inputs))
     # A copy of the graph (the nodes and their meta; attributes shared): the edits below must
     # leave the ExportedProgram as it was.
     graph = torch.fx.Graph()
     graph.output(graph.graph_copy(ep.graph_module.graph, {}))
     gm = torch.fx.GraphModule(ep.graph_module, graph)
+    inline_grad_mode_regions(gm)
     for node in list(gm.graph.nodes):  # runtime guard checks some releases add: no data work
         if node.op == "call_module" and str(node.target).startswith("_guards") and not node.users:
             gm.graph.erase_node(node)
