@@ -2,9 +2,14 @@
 //   x * cos + cat(-x[..., d/2:], x[..., :d/2], -1) * sin
 // (the halves as getitem or, as torch.export records them, aten.slice of the last dim)
 // becomes one rotary_embedding(x, cos, sin) step instead of five (neg, cat, two muls, add),
-// none of their temporaries written. Only float32 chains whose intermediates nothing else reads
-// are fused; the kernel does the chain's float operations in its order (bit-identical).
+// none of their temporaries written. Chains whose intermediates nothing else reads are fused at
+// float32, bfloat16 and float16 (x, cos and sin of one dtype, as Hugging Face casts cos and sin
+// to x's dtype); the kernel does the chain's float operations in its order and rounds where the
+// chain's ops round (each product and the sum, to the dtype): bit-identical. Phi-3's partial
+// rotary (x[..., :rd] rotated, x[..., rd:] passed through by a cat) fuses the rotated slice; the
+// cat stays.
 #include "ops/registry.h"
+#include "ops/rotary_args.h"
 #include "passes/dtype_of.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
@@ -97,9 +102,10 @@ class FuseRotaryPass : public Pass {
         continue;
       const int64_t h = cm->size(-1) / 2;
       if (!((s1 == -1 || s1 == 0) && e1 == h && s2 == h && (e2 == -1 || e2 >= 2 * h))) continue;
-      if (dtypes.of(x) != DType::kFloat32 || dtypes.of(cos) != DType::kFloat32 ||
-          dtypes.of(sin) != DType::kFloat32)
-        continue;
+      // One dtype for all three, so every op of the chain computes and rounds at it (a float32
+      // cos with a bfloat16 x would promote the products to float32: another chain).
+      const std::optional<DType> t = dtypes.of(x);
+      if (!t || !rotary::takes_dtype(*t) || dtypes.of(cos) != t || dtypes.of(sin) != t) continue;
       Node* fused =
           g.insert_before(y, NodeOp::kCallFunction, "inplace.rotary_embedding",
                           {Value::node_ref(x), Value::node_ref(cos), Value::node_ref(sin)}, {},
