@@ -8,6 +8,9 @@
 // contents of every cache must be equal, and equal to the eager interpreter's.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "compiler/rewrite_differential.h"
 #include "frontend/graph_json.h"
 #include "ir/builder.h"
@@ -50,8 +53,10 @@ TEST(HfBf16Rotary, FixturesBitwiseWithAndWithoutTheRewrites) {
     SCOPED_TRACE(model);
     auto g = fixture(model);
     std::vector<std::vector<Tensor>> draws;
-    for (uint32_t s = 0; s < 8; ++s) draws.push_back(draw(*g, s * 3 + 1));  // positions 23 apart
-    draws.push_back(draw(*g, 0));                                           // position 0
+    for (uint32_t s = 0; s < 8; ++s)
+      draws.push_back(draw(*g, s * 3 + 1));  // positions 23, 28, .., 58
+    draws.push_back(draw(*g, 0));            // position 0
+    draws.push_back(draw(*g, 25));           // position 63
     const std::string plan = expect_rewrite_exact(*g, draws[1], draws, kRewrites, 0);
     EXPECT_EQ(count_of(plan, "= rotary_embedding("), 4) << plan;  // q and k of two layers
     EXPECT_EQ(count_of(plan, "= neg("), 0) << plan;
@@ -59,6 +64,63 @@ TEST(HfBf16Rotary, FixturesBitwiseWithAndWithoutTheRewrites) {
     EXPECT_EQ(count_of(plan, "= arange("), 0) << plan;
     EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[1], draws, 0), static_cast<int>(draws.size()));
   }
+}
+
+// The same Llama at float16 (the bf16 fixture with its dtype renamed): fp16 rounds where the
+// chain rounds, too.
+TEST(HfBf16Rotary, LlamaAtFloat16Bitwise) {
+  std::ifstream in(kHf + "llama_bf16.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  for (size_t at; (at = json.find("bfloat16")) != std::string::npos;)
+    json.replace(at, 8, "float16");
+  auto g = read_graph_json_string(json, "llama_fp16");
+  std::vector<std::vector<Tensor>> draws;
+  for (uint32_t s = 0; s < 6; ++s) draws.push_back(draw(*g, s * 5 + 2));
+  const std::string plan = expect_rewrite_exact(*g, draws[0], draws, kRewrites, 0);
+  EXPECT_EQ(lines_with(plan, "= rotary_embedding(", "float16"), 4) << plan;
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 0), 6);
+}
+
+// Phi-3 (float32 fixture) rotates q[..., :rd] and cats q[..., rd:] back on; at rd == d the tail
+// is empty and the cat goes with the rotate-half chain.
+TEST(HfBf16Rotary, Phi3RotaryAndItsEmptyPassThrough) {
+  auto g = read_graph_json(kHf + "phi3.json");
+  std::vector<std::vector<Tensor>> draws;
+  for (uint32_t s = 0; s < 6; ++s) draws.push_back(draw(*g, s * 7 + 1));
+  const std::string plan = expect_rewrite_exact(*g, draws[0], draws, kRewrites, 0);
+  EXPECT_EQ(count_of(plan, "= rotary_embedding("), 4) << plan;
+  EXPECT_EQ(count_of(plan, "= cat("), 1) << plan;  // cat(freqs, freqs) only
+  // Against eager within float32 rounding: rms_norm keeps its statistics in double.
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 1e-5), 6);
+}
+
+// A partial rotary (Phi-3 with partial_rotary_factor < 1: the first rd of d columns rotated, the
+// rest passed through): the rotated slice fuses, the cat stays; bitwise at bfloat16.
+TEST(HfBf16Rotary, PartialRotaryFusesTheRotatedSlice) {
+  GraphBuilder b("partial");
+  const DType bf = DType::kBFloat16;
+  Node* q = b.set_meta(b.placeholder("q"), {1, 4, 3, 16}, bf);
+  Node* cos = b.set_meta(b.placeholder("cos"), {1, 1, 3, 8}, bf);
+  Node* sin = b.set_meta(b.placeholder("sin"), {1, 1, 3, 8}, bf);
+  auto call = [&](const char* t, std::vector<Arg> a) { return b.call_function(t, std::move(a)); };
+  Node* rot = call("aten.slice.Tensor", {q, 3, 0, 8});
+  Node* pass = call("aten.slice.Tensor", {q, 3, 8, INT64_MAX});
+  Node* x1 = call("aten.slice.Tensor", {rot, 3, 0, 4});
+  Node* x2 = call("aten.slice.Tensor", {rot, 3, 4, INT64_MAX});
+  Node* half = call("aten.cat.default", {arg::list({call("aten.neg.default", {x2}), x1}), -1});
+  Node* emb = call("aten.add.Tensor",
+                   {call("aten.mul.Tensor", {rot, cos}), call("aten.mul.Tensor", {half, sin})});
+  b.output(arg::tuple({call("aten.cat.default", {arg::list({emb, pass}), -1})}));
+  auto g = b.build();
+  std::vector<std::vector<Tensor>> draws;
+  for (uint32_t s = 0; s < 4; ++s) draws.push_back(draw(*g, s + 1));
+  const std::string plan = expect_rewrite_exact(*g, draws[0], draws, {"fuse_rotary"}, 0);
+  EXPECT_EQ(count_of(plan, "= rotary_embedding("), 1) << plan;
+  EXPECT_EQ(count_of(plan, "= neg("), 0) << plan;
+  EXPECT_EQ(count_of(plan, "= cat("), 1) << plan;  // the pass-through
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 0), 4);
 }
 
 TEST(HfBf16Rotary, LlamaPlanKeepsNoRotateHalf) {
