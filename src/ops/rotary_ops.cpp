@@ -1,5 +1,9 @@
-// rotary_embedding(x, cos, sin): x * cos + rotate_half(x) * sin in one step (float32), what the
-// fuse_rotary pass rewrites Hugging Face's apply_rotary_pos_emb chain into.
+// rotary_embedding(x, cos, sin): x * cos + rotate_half(x) * sin in one step, what the fuse_rotary
+// pass rewrites Hugging Face's apply_rotary_pos_emb chain into. x, cos and sin share one dtype:
+// float32, bfloat16 or float16 (the result's). The rounding points are the chain's at that dtype:
+// each product is computed in float and rounded to the dtype (x * cos, and rotate_half(x) * sin,
+// whose negation is exact), then their sum in float, rounded to the dtype. At float32 the
+// roundings are identities, so one definition covers every dtype and older files.
 #include "core/error.h"
 #include "ops/registry.h"
 #include "ops/rotary_args.h"
@@ -12,14 +16,20 @@ namespace {
 constexpr const char* kOp = "rotary_embedding";
 }  // namespace
 
+bool takes_dtype(DType t) {
+  return t == DType::kFloat32 || t == DType::kBFloat16 || t == DType::kFloat16;
+}
+
 Shape result_shape(const Args& a) {
   const Tensor& x = a[kX].as_tensor(kOp);
   const Tensor& c = a[kCos].as_tensor(kOp);
   const Tensor& s = a[kSin].as_tensor(kOp);
   for (const Tensor* t : {&x, &c, &s})
-    IP_CHECK(t->dtype() == DType::kFloat32 && t->dim() >= 1, kDTypeMismatch, "[", kOp,
-             "] expects float32 tensors of at least one dim, got ", dtype_name(t->dtype()), " ",
-             shape_str(t->shape()));
+    IP_CHECK(t->dtype() == x.dtype() && takes_dtype(t->dtype()) && t->dim() >= 1, kDTypeMismatch,
+             "[", kOp,
+             "] expects x, cos and sin of one dtype (float32, bfloat16 or float16) and at least "
+             "one dim, got x ",
+             dtype_name(x.dtype()), ", ", dtype_name(t->dtype()), " ", shape_str(t->shape()));
   Shape out = broadcast_shapes(broadcast_shapes(x.shape(), c.shape(), kOp), s.shape(), kOp);
   IP_CHECK(out.back() % 2 == 0 && x.size(-1) == out.back() && c.size(-1) == out.back() &&
                s.size(-1) == out.back(),
@@ -34,7 +44,8 @@ void register_rotary_ops(Registry& r) {
   r.add_out(
       "rotary_embedding(Tensor x, Tensor cos, Tensor sin) -> Tensor",
       [](const Args& a) {
-        return std::vector<Tensor>{Tensor::meta(rotary::result_shape(a), DType::kFloat32)};
+        return std::vector<Tensor>{Tensor::meta(
+            rotary::result_shape(a), a[rotary::kX].as_tensor("rotary_embedding").dtype())};
       },
       nullptr);
 }

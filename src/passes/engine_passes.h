@@ -41,6 +41,15 @@ std::unique_ptr<Pass> make_canonicalize_repeat_kv_pass();
 // mask, when the mask provably keeps exactly that prefix (the pass's file says when).
 std::unique_ptr<Pass> make_attend_filled_prefix_pass();
 
+// fold_position_arithmetic: a one-element int64 value proved equal to an input's element (the
+// `arange(1) + cache_position` chains torch.export records) is a view of that element; `x + 0` of
+// an integer tensor is x.
+std::unique_ptr<Pass> make_fold_position_arithmetic_pass();
+
+// outer_product_matmul: a matmul a [.., M, 1] @ b [.., 1, N] (inner dim 1, the rotary's
+// `inv_freq @ position_ids`) is a * b (+ 0 at float dtypes, as the matmul's sum from zero).
+std::unique_ptr<Pass> make_outer_product_matmul_pass();
+
 // fuse_weight_casts: linear(x, w.to(float32)) with w a bfloat16 constant becomes
 // inplace.fused_linear(x, w), which reads the bf16 weight directly (float32 compute); likewise
 // F.embedding(ids, w).to(float32) becomes inplace.fused_embedding(ids, w).

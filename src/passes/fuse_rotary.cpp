@@ -2,9 +2,14 @@
 //   x * cos + cat(-x[..., d/2:], x[..., :d/2], -1) * sin
 // (the halves as getitem or, as torch.export records them, aten.slice of the last dim)
 // becomes one rotary_embedding(x, cos, sin) step instead of five (neg, cat, two muls, add),
-// none of their temporaries written. Only float32 chains whose intermediates nothing else reads
-// are fused; the kernel does the chain's float operations in its order (bit-identical).
+// none of their temporaries written. Chains whose intermediates nothing else reads are fused at
+// float32, bfloat16 and float16 (x, cos and sin of one dtype, as Hugging Face casts cos and sin
+// to x's dtype); the kernel does the chain's float operations in its order and rounds where the
+// chain's ops round (each product and the sum, to the dtype): bit-identical. Phi-3's partial
+// rotary (x[..., :rd] rotated, x[..., rd:] passed through by a cat) fuses the rotated slice; the
+// cat stays, unless the tail is empty (rd == d, Phi-3's default): then the cat, a copy, goes.
 #include "ops/registry.h"
+#include "ops/rotary_args.h"
 #include "passes/dtype_of.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
@@ -97,9 +102,10 @@ class FuseRotaryPass : public Pass {
         continue;
       const int64_t h = cm->size(-1) / 2;
       if (!((s1 == -1 || s1 == 0) && e1 == h && s2 == h && (e2 == -1 || e2 >= 2 * h))) continue;
-      if (dtypes.of(x) != DType::kFloat32 || dtypes.of(cos) != DType::kFloat32 ||
-          dtypes.of(sin) != DType::kFloat32)
-        continue;
+      // One dtype for all three, so every op of the chain computes and rounds at it (a float32
+      // cos with a bfloat16 x would promote the products to float32: another chain).
+      const std::optional<DType> t = dtypes.of(x);
+      if (!t || !rotary::takes_dtype(*t) || dtypes.of(cos) != t || dtypes.of(sin) != t) continue;
       Node* fused =
           g.insert_before(y, NodeOp::kCallFunction, "inplace.rotary_embedding",
                           {Value::node_ref(x), Value::node_ref(cos), Value::node_ref(sin)}, {},
@@ -107,6 +113,40 @@ class FuseRotaryPass : public Pass {
       fused->meta = y->meta;
       g.replace_all_uses_with(y, fused);
       g.erase_all({y, a, b, rot, neg, x2, x1});
+    }
+    drop_empty_pass_through(g, cached_metas(g, ctx));  // the metas of the new steps too
+  }
+
+ private:
+  // Phi-3 rotates x[..., :rd] and cats x[..., rd:] back on; at rd == d the tail is empty and the
+  // cat is a copy of the rotary's result: its readers (calls) read the rotary itself.
+  static void drop_empty_pass_through(Graph& g, MetaTable& metas) {
+    for (Node* c : g.nodes()) {
+      if (op_name(c) != "cat" || c->args.size() < 2 || !c->args[0].is_sequence() ||
+          c->args[0].items.size() < 2 || !c->args[0].items[0].is_node())
+        continue;
+      Node* r = c->args[0].items[0].node;
+      const Tensor* rm = metas.tensor(r);
+      const Tensor* cm = metas.tensor(c);
+      if (op_name(r) != "rotary_embedding" || !rm || !cm || rm->shape() != cm->shape() ||
+          rm->dtype() != cm->dtype() ||
+          !(int_is(c->args[1], -1) || int_is(c->args[1], rm->dim() - 1)))
+        continue;
+      std::vector<Node*> tails;
+      bool empty = true;
+      for (size_t i = 1; i < c->args[0].items.size(); ++i) {
+        const Value& v = c->args[0].items[i];
+        const Tensor* tm = v.is_node() ? metas.tensor(v.node) : nullptr;
+        empty &= tm && tm->dim() == rm->dim() && tm->size(-1) == 0 && tm->dtype() == rm->dtype();
+        if (v.is_node()) tails.push_back(v.node);
+      }
+      bool calls_only = true;
+      for (Node* u : g.users(c)) calls_only &= u->is_call();
+      if (!empty || !calls_only) continue;
+      g.replace_all_uses_with(c, r);
+      g.erase(c);
+      for (Node* t : tails)
+        if (g.users(t).empty() && op_name(t) == "slice") g.erase(t);
     }
   }
 };

@@ -12,7 +12,8 @@
 // same cos and sin of d elements (one position, broadcast over heads and rows), its input is a
 // chain of single-reader views (a last-dim slice at a multiple of d, a view splitting the last
 // dim into [.., d], transposes that keep the last dim last), the rotated ranges tile a prefix of
-// the columns, and nothing else reads that prefix.
+// the columns, nothing else reads that prefix, and the rotary is float32 (a bfloat16 rotary's
+// rounding points are not in the epilogue: it stays its own step).
 #include <algorithm>
 
 #include "ops/registry.h"
@@ -66,7 +67,9 @@ class FuseRotaryEpiloguesPass : public Pass {
     const Tensor* cos = metas.tensor(r->args[1].node);
     const Tensor* sin = metas.tensor(r->args[2].node);
     const Tensor* x = metas.tensor(r->args[0].node);
-    if (!cos || !sin || !x || x->dim() < 1) return false;
+    // float32 only: the products' epilogues rotate in float without the rounding points of a
+    // bfloat16 or float16 rotary (each product and the sum rounded to the dtype).
+    if (!cos || !sin || !x || x->dim() < 1 || x->dtype() != DType::kFloat32) return false;
     const int64_t d = x->size(-1);
     if (d % 8 != 0 || cos->numel() != d || sin->numel() != d || cos->size(-1) != d ||
         sin->size(-1) != d)

@@ -38,6 +38,8 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   passes.push_back(make_recognize_attention_pass());
   passes.push_back(make_canonicalize_repeat_kv_pass());
   passes.push_back(make_attend_filled_prefix_pass());
+  passes.push_back(make_fold_position_arithmetic_pass());
+  passes.push_back(make_outer_product_matmul_pass());
   passes.push_back(make_fuse_weight_casts_pass());
   passes.push_back(make_fuse_rms_norm_pass());
   passes.push_back(make_fuse_rotary_pass());
@@ -63,8 +65,13 @@ std::vector<std::string> pass_names(const std::vector<std::unique_ptr<Pass>>& pa
 
 namespace {
 // Rewrites that only make the program faster: leaving one out keeps it correct.
-const char* const kOptionalRewrites[] = {"drop_identity_casts", "recognize_attention",
-                                         "canonicalize_repeat_kv", "attend_filled_prefix",
+const char* const kOptionalRewrites[] = {"drop_identity_casts",
+                                         "recognize_attention",
+                                         "canonicalize_repeat_kv",
+                                         "attend_filled_prefix",
+                                         "fold_position_arithmetic",
+                                         "outer_product_matmul",
+                                         "fuse_rotary",
                                          "fuse_pointwise"};
 
 bool is_optional_rewrite(const std::string& name) {

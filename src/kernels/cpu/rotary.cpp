@@ -8,9 +8,13 @@
 
 namespace inplace::cpu {
 
-void rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out) {
+namespace {
+
+// T is float, BFloat16 or Half; arithmetic in float, each result rounded to T (the chain's
+// mul, mul and add at T: PyTorch's opmath).
+template <typename T>
+void rotary_typed(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out) {
   const Shape& shape = out.shape();
-  IP_ASSERT(!shape.empty() && shape.back() % 2 == 0, "rotary's last dim is even");
   const int64_t d = shape.back(), h = d / 2;
   const Shape xs = broadcast_strides(x, shape, "rotary_embedding"),
               cs = broadcast_strides(cos, shape, "rotary_embedding"),
@@ -18,30 +22,51 @@ void rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin, con
   const Shape rows(shape.begin(), shape.end() - 1);
   auto lead = [](const Shape& s) { return Shape(s.begin(), s.end() - 1); };
   const int64_t xl = xs.back(), cl = cs.back(), sl = ss.back(), ol = out.strides().back();
-  const float* xp = x.data<float>();
-  const float* cp = cos.data<float>();
-  const float* sp = sin.data<float>();
-  float* op = out.data<float>();
+  const T* xp = x.data<T>();
+  const T* cp = cos.data<T>();
+  const T* sp = sin.data<T>();
+  T* op = out.data<T>();
+  auto f = [](T v) { return static_cast<float>(v); };
+  auto round = [](float v) { return static_cast<float>(static_cast<T>(v)); };
   strided_loop<4>(
       rows, {lead(xs), lead(cs), lead(ss), lead(out.strides())},
       [&](const std::array<int64_t, 4>& off, int64_t n, const std::array<int64_t, 4>& st) {
         for (int64_t j = 0; j < n; ++j) {
-          const float* xr = xp + off[0] + j * st[0];
-          const float* cr = cp + off[1] + j * st[1];
-          const float* sr = sp + off[2] + j * st[2];
-          float* orow = op + off[3] + j * st[3];
+          const T* xr = xp + off[0] + j * st[0];
+          const T* cr = cp + off[1] + j * st[1];
+          const T* sr = sp + off[2] + j * st[2];
+          T* orow = op + off[3] + j * st[3];
           for (int64_t i = 0; i < h; ++i) {
-            const float a = xr[i * xl] * cr[i * cl];
-            const float b = -xr[(i + h) * xl] * sr[i * sl];
-            orow[i * ol] = a + b;
+            const float a = round(f(xr[i * xl]) * f(cr[i * cl]));
+            const float b = round(-f(xr[(i + h) * xl]) * f(sr[i * sl]));
+            orow[i * ol] = static_cast<T>(a + b);
           }
           for (int64_t i = h; i < d; ++i) {
-            const float a = xr[i * xl] * cr[i * cl];
-            const float b = xr[(i - h) * xl] * sr[i * sl];
-            orow[i * ol] = a + b;
+            const float a = round(f(xr[i * xl]) * f(cr[i * cl]));
+            const float b = round(f(xr[(i - h) * xl]) * f(sr[i * sl]));
+            orow[i * ol] = static_cast<T>(a + b);
           }
         }
       });
+}
+
+}  // namespace
+
+void rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin, const Tensor& out) {
+  const Shape& shape = out.shape();
+  IP_ASSERT(!shape.empty() && shape.back() % 2 == 0, "rotary's last dim is even");
+  IP_ASSERT(x.dtype() == out.dtype() && cos.dtype() == out.dtype() && sin.dtype() == out.dtype(),
+            "rotary's operands share the result's dtype");
+  switch (out.dtype()) {
+    case DType::kFloat32:
+      return rotary_typed<float>(x, cos, sin, out);
+    case DType::kBFloat16:
+      return rotary_typed<BFloat16>(x, cos, sin, out);
+    case DType::kFloat16:
+      return rotary_typed<Half>(x, cos, sin, out);
+    default:
+      IP_FAIL(kDTypeMismatch, "[rotary_embedding] no kernel for ", dtype_name(out.dtype()));
+  }
 }
 
 void register_rotary_kernels(KernelTable& table) {
