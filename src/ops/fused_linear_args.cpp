@@ -79,9 +79,11 @@ Tensor gated_mlp_meta(const Args& a) {
 
 Tensor norm_form_meta(const char* norm_form, const Args& a) {
   const bool linear = std::string(norm_form) == kNormLinear;
-  const std::vector<Tensor> normed = op("rms_norm").infer(norm_args(norm_form, a));
-  check_dtype(norm_form, "norm weight", a[kNormWeight].as_tensor(norm_form),
-              a[kInput].as_tensor(norm_form).dtype());
+  const std::string norm = norm_of(norm_form, a);
+  const std::vector<Tensor> normed = op(norm_op(norm)).infer(norm_op_args(norm_form, a));
+  if (norm == kNormRms)  // upcast_rms_norm's rule checks its weight's dtype
+    check_dtype(norm_form, "norm weight", a[kNormWeight].as_tensor(norm_form),
+                a[kInput].as_tensor(norm_form).dtype());
   const Args p = product_args(norm_form, Value::from_tensor(normed[0]), a);
   Tensor out = linear ? linear_meta(p) : gated_mlp_meta(p);
   Tensor cos, sin;
@@ -111,6 +113,26 @@ Args norm_args(const char* name, const Args& a) {
   IP_CHECK(x.dim() >= 1, kShapeMismatch, "[", name, "] input ", shape_str(x.shape()),
            " must have at least one dim");
   return {a[kInput], Value::int_list({x.size(-1)}), a[kNormWeight], a[kEps]};
+}
+
+std::string norm_of(const char* norm_form, const Args& a) {
+  const size_t at = std::string(norm_form) == kNormLinear ? kLinearNorm : kGatedMlpNorm;
+  if (a.size() <= at || a[at].is_none()) return kNormRms;
+  const std::string norm = a[at].as_string(norm_form);
+  IP_CHECK(norm == kNormRms || norm == kNormUpcast || norm == kNormUpcastFloatWeight,
+           kInvalidArgument, "[", norm_form, "] norm '", norm, "' is not one of '", kNormRms,
+           "', '", kNormUpcast, "', '", kNormUpcastFloatWeight, "'");
+  return norm;
+}
+
+const char* norm_op(const std::string& norm) {
+  return norm == kNormRms ? "rms_norm" : "upcast_rms_norm";
+}
+
+Args norm_op_args(const char* norm_form, const Args& a) {
+  const std::string norm = norm_of(norm_form, a);
+  if (norm == kNormRms) return norm_args(norm_form, a);
+  return {a[kInput], a[kNormWeight], a[kEps], Value::boolean(norm == kNormUpcastFloatWeight)};
 }
 
 }  // namespace inplace::fused_linear

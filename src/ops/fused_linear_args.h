@@ -6,10 +6,16 @@
 //   gated_mlp(input, gate_weight, up_weight, activation)
 //                                                    = act(input @ gate_weight^T) *
 //                                                      (input @ up_weight^T)
-//   rms_norm_linear(input, norm_weight, eps, weight, bias, cos, sin, rotary_cols)
-//   rms_norm_gated_mlp(input, norm_weight, eps, gate_weight, up_weight, activation)
+//   rms_norm_linear(input, norm_weight, eps, weight, bias, cos, sin, rotary_cols, norm)
+//   rms_norm_gated_mlp(input, norm_weight, eps, gate_weight, up_weight, activation, norm)
 // A norm form (an RMSNorm prologue) is its product on the normalised input: the product's
-// arguments are the input, then the ones after eps.
+// arguments are the input, then the ones after eps. Its `norm` names the norm: "rms_norm"
+// (rms_norm(input, [k], norm_weight, eps)), "upcast" or "upcast_float_weight"
+// (upcast_rms_norm(input, norm_weight, eps, weight_in_float), Hugging Face's RMSNorm at a half
+// dtype: ops/nn_ops.cpp).
+// At a half input dtype every op of the chain rounds its result to that dtype, as the chain
+// does: the product (+ bias) is rounded before the residual is added (in float, rounded again);
+// the gate and up products, silu(gate) and the gated product are each rounded.
 #pragma once
 #include "ops/registry.h"
 
@@ -33,8 +39,15 @@ enum NormArg {
   kNormActivation = 5,
   kCos = 5,
   kSin = 6,
-  kRotaryCols = 7
+  kRotaryCols = 7,
+  kLinearNorm = 8,    // rms_norm_linear's norm
+  kGatedMlpNorm = 6,  // rms_norm_gated_mlp's norm
 };
+
+// The norms a norm form may name (its `norm` argument).
+inline constexpr const char* kNormRms = "rms_norm";
+inline constexpr const char* kNormUpcast = "upcast";
+inline constexpr const char* kNormUpcastFloatWeight = "upcast_float_weight";
 
 // Whether `args` (a node's, which may stop before the defaults, or bound ones) sets position
 // `pos` to something other than None.
@@ -61,5 +74,11 @@ Tensor norm_form_meta(const char* norm_form, const Args& a);
 bool rotary_of(const Args& a, int64_t n, Tensor* cos, Tensor* sin, int64_t* cols);
 // rms_norm's arguments (input, [k], norm_weight, eps) from a norm form's first three.
 Args norm_args(const char* name, const Args& a);
+// The norm a norm form names (kNormRms when its `norm` is left out); throws on another name.
+std::string norm_of(const char* norm_form, const Args& a);
+// The norm's op and arguments: rms_norm's (norm_args) or upcast_rms_norm's
+// (input, norm_weight, eps, weight_in_float).
+const char* norm_op(const std::string& norm);
+Args norm_op_args(const char* norm_form, const Args& a);
 
 }  // namespace inplace::fused_linear

@@ -22,7 +22,8 @@ void register_fused_linear_ops(Registry& r) {
       [](const Args& a) { return std::vector<Tensor>{linear_meta(a)}; }, nullptr);
   r.add_out(
       "rms_norm_linear(Tensor input, Tensor norm_weight, float eps, Tensor weight, Tensor? "
-      "bias=None, Tensor? cos=None, Tensor? sin=None, int rotary_cols=0) -> Tensor",
+      "bias=None, Tensor? cos=None, Tensor? sin=None, int rotary_cols=0, str norm=\"rms_norm\") -> "
+      "Tensor",
       [](const Args& a) { return std::vector<Tensor>{norm_form_meta(kNormLinear, a)}; }, nullptr);
 }
 

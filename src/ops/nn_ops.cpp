@@ -1,6 +1,6 @@
-// nn ops: layer_norm (+ native_layer_norm), rms_norm, scaled_dot_product_attention, dropout
-// (eval mode only: inplace runs inference). Their arguments are decoded by ops/nn_args.h, which
-// the kernels read too.
+// nn ops: layer_norm (+ native_layer_norm), rms_norm, upcast_rms_norm,
+// scaled_dot_product_attention, dropout (eval mode only: inplace runs inference). Their arguments
+// are decoded by ops/nn_args.h, which the kernels read too.
 #include <string>
 
 #include "ops/nn_args.h"
@@ -49,6 +49,33 @@ void register_norms(Registry& r) {
       [](const Args& a) {
         const Tensor& x = a[0].as_tensor("rms_norm");
         check_norm("rms_norm", x, a[1].as_int_list("rms_norm"), a[2], Value::none());
+        return std::vector<Tensor>{Tensor::meta(x.shape(), x.dtype())};
+      },
+      nullptr);
+  // Hugging Face's RMSNorm at a half dtype dt (LlamaRMSNorm, GemmaRMSNorm; made by fuse_rms_norm):
+  //   h = x.to(float32) * rsqrt(x.to(float32).pow(2).mean(-1, keepdim=True) + eps)
+  //   weight_in_float=False: weight * h.to(dt)               (weight of dt)
+  //   weight_in_float=True:  (weight * h).to(dt)             (weight float32: Gemma's 1 + w)
+  // Every backend computes each element by the chain's float32 operations, rounding only where
+  // the chain does (h to dt, then the product to dt; the product alone for weight_in_float).
+  r.add_out(
+      "upcast_rms_norm(Tensor input, Tensor weight, float eps, bool weight_in_float=False) -> "
+      "Tensor",
+      [](const Args& a) {
+        const char* op = "upcast_rms_norm";
+        const Tensor& x = a[0].as_tensor(op);
+        const Tensor& w = a[1].as_tensor(op);
+        const bool in_float = a.size() > 3 && a[3].as_bool(op);
+        IP_CHECK(x.dtype() == DType::kBFloat16 || x.dtype() == DType::kFloat16 ||
+                     x.dtype() == DType::kFloat32,
+                 kDTypeMismatch, "[", op, "] input must be bfloat16, float16 or float32, got ",
+                 dtype_name(x.dtype()));
+        const DType want = in_float ? DType::kFloat32 : x.dtype();
+        IP_CHECK(w.dtype() == want, kDTypeMismatch, "[", op, "] weight is ", dtype_name(w.dtype()),
+                 " but must be ", dtype_name(want),
+                 in_float ? " (weight_in_float)" : " (the input's dtype)");
+        IP_CHECK(x.dim() >= 1 && w.dim() == 1 && w.size(0) == x.size(-1), kShapeMismatch, "[", op,
+                 "] weight ", shape_str(w.shape()), " does not fit input ", shape_str(x.shape()));
         return std::vector<Tensor>{Tensor::meta(x.shape(), x.dtype())};
       },
       nullptr);

@@ -13,29 +13,18 @@ std::optional<DType> DtypeOf::of(const Node* n) {
   auto it = memo_.find(n);
   if (it != memo_.end()) return it->second;
   memo_[n] = std::nullopt;  // cycles cannot happen, but stay safe
-  static const std::set<std::string> kSameAsFirst = {"linear",
-                                                     "scaled_dot_product_attention",
-                                                     "reshape",
-                                                     "view",
-                                                     "transpose",
-                                                     "permute",
-                                                     "contiguous",
-                                                     "clone",
-                                                     "unsqueeze",
-                                                     "squeeze",
-                                                     "silu",
-                                                     "neg",
-                                                     "rms_norm",
-                                                     "slice",
-                                                     "select",
-                                                     "expand",
-                                                     "index_select",
-                                                     "embedding",
-                                                     "getitem",
-                                                     "rsqrt",
-                                                     "sqrt",
-                                                     "exp",
-                                                     "rotary_embedding"};
+  static const std::set<std::string> kSameAsFirst = {"linear",     "scaled_dot_product_attention",
+                                                     "reshape",    "view",
+                                                     "transpose",  "permute",
+                                                     "contiguous", "clone",
+                                                     "unsqueeze",  "squeeze",
+                                                     "silu",       "neg",
+                                                     "rms_norm",   "upcast_rms_norm",
+                                                     "slice",      "select",
+                                                     "expand",     "index_select",
+                                                     "embedding",  "getitem",
+                                                     "rsqrt",      "sqrt",
+                                                     "exp",        "rotary_embedding"};
   static const std::set<std::string> kBinary = {"add", "sub", "mul", "div", "pow"};
   const std::string name = op_name(n);
   std::optional<DType> out;
@@ -58,6 +47,8 @@ std::optional<DType> DtypeOf::of(const Node* n) {
               name == "rms_norm_gated_mlp") &&
              !n->args.empty() && n->args[0].is_node()) {
     out = of(n->args[0].node);  // computed in the input's dtype, whatever the weight's
+  } else if (name == "type_as" && n->args.size() == 2 && n->args[1].is_node()) {
+    out = of(n->args[1].node);
   } else if (name == "to" || name == "_to_copy") {  // the dtype argument, wherever it sits
     for (const Value& v : n->args)
       if (v.kind == Value::Kind::kDType) out = v.dtype;

@@ -8,7 +8,9 @@
 // microseconds, on the cpu a pass over a temporary. Only products whose input has at most
 // options.decode_max_rows rows (a decode step, as the engine's backend declares it; a prompt
 // keeps its matmul) and whose intermediates nothing
-// else reads are fused; shapes must match exactly (no broadcasting).
+// else reads are fused; shapes and dtypes must match exactly (no broadcasting, no promotion). At
+// a half dtype the fused ops round where the chain rounds (the product before the residual add;
+// gate, up, silu and the product), so the rewrite is exact there too.
 #include "ops/fused_linear_args.h"
 #include "ops/registry.h"
 #include "passes/dtype_of.h"
@@ -41,8 +43,14 @@ class FuseLinearEpiloguesPass : public Pass {
   }
 
  private:
+  // float32, or a half dtype (a model exported in bf16 / fp16: the fused ops then round each
+  // result of the chain to it, as the chain does).
+  static bool computes_in(DType d) {
+    return d == DType::kFloat32 || d == DType::kBFloat16 || d == DType::kFloat16;
+  }
+
   // A fused_linear without a residual read only by `user`, of at most `rows` input rows, with a
-  // known float32 result.
+  // known result of a dtype the fused ops compute in.
   static Node* decode_linear(const Graph& g, const MetaTable& metas, Node* n, const Node* user,
                              bool bias_allowed, int64_t rows) {
     using namespace fused_linear;
@@ -54,7 +62,7 @@ class FuseLinearEpiloguesPass : public Pass {
     if (!n->kwargs.empty() || (has_bias && !bias_allowed)) return nullptr;
     const Tensor* x = metas.tensor(n->args[0].node);
     const Tensor* y = metas.tensor(n);
-    if (!x || !y || x->dim() < 1 || y->dtype() != DType::kFloat32) return nullptr;
+    if (!x || !y || x->dim() < 1 || !computes_in(y->dtype())) return nullptr;
     const int64_t k = x->size(-1);
     if (k == 0 || x->numel() / k > rows) return nullptr;
     return n;

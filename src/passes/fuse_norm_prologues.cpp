@@ -7,11 +7,15 @@
 // A decoder layer's input norm feeds the merged q/k/v product and its post-attention norm the
 // gate/up product: on a GPU each norm was a launch of its own, a few microseconds at one token,
 // and now every block of the product normalises the input rows it reads (a few kilobytes).
+// A norm read by several such products (q, k and v whose weights are inputs, which
+// merge_sibling_linears cannot stack) joins each of them: every one normalises its input row.
 // The norm may also reach the product through a `select`, a `slice` or a getitem of ints and
 // slices that leaves the last dim whole (the LM head's h[:, -1]): the norm is per row, so
 // norm(x)[i] = norm(x[i]), and the selection moves to x. Off for the cpu, where the norm is a pass
 // over one row either way. Only float32 x and norm weights of x's last dim, an eps given as a
 // number, inputs of at most options.decode_max_rows rows, and a fused_linear without a residual.
+// At a half dtype the norm is upcast_rms_norm (Hugging Face's RMSNorm in bf16 / fp16); the norm
+// form then names it (norm="upcast" or "upcast_float_weight") and rounds where it rounds.
 #include "ops/fused_linear_args.h"
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
@@ -30,73 +34,139 @@ class FuseNormProloguesPass : public Pass {
     MetaTable& metas = cached_metas(g, ctx);
     std::vector<Node*> norms;
     for (Node* n : g.nodes())
-      if (op_name(n) == "rms_norm") norms.push_back(n);
+      if (op_name(n) == "rms_norm" || op_name(n) == "upcast_rms_norm") norms.push_back(n);
     for (Node* n : norms) fuse(g, metas, n, ctx.options.decode_max_rows);
   }
 
  private:
-  static void fuse(Graph& g, const MetaTable& metas, Node* norm, int64_t rows) {
+  // The norm's input, weight, eps and the name a norm form gives it (fused_linear_args.h); false
+  // when `norm` has another form. rms_norm(x, [k], w, eps): float32 x and w;
+  // upcast_rms_norm(x, w, eps, weight_in_float): a half x, w of x's dtype (or float32).
+  static bool norm_parts(const MetaTable& metas, const Node* norm, Value* w, Value* eps,
+                         const char** form) {
     using namespace fused_linear;
-    if (norm->args.size() != 4 || !norm->kwargs.empty() || !norm->args[0].is_node() ||
-        !norm->args[2].is_node() || !norm->args[3].is_number())
-      return;
+    const auto& a = norm->args;
+    if (!norm->kwargs.empty() || a.empty() || !a[0].is_node()) return false;
+    const Tensor* x = metas.tensor(a[0].node);
+    if (!x || x->dim() < 1 || x->size(-1) == 0) return false;
+    const Node* wn = nullptr;
+    DType want = DType::kFloat32;
+    if (op_name(norm) == "rms_norm") {
+      if (a.size() != 4 || !a[2].is_node() || !a[3].is_number() || x->dtype() != DType::kFloat32 ||
+          !a[1].is_sequence() || a[1].items.size() != 1 ||
+          a[1].items[0].kind != Value::Kind::kInt || a[1].items[0].i != x->size(-1))
+        return false;
+      wn = a[2].node;
+      *w = a[2];
+      *eps = a[3];
+      *form = kNormRms;
+    } else {
+      const bool in_float = a.size() > 3 && a[3].kind == Value::Kind::kBool && a[3].b;
+      if (a.size() < 3 || a.size() > 4 || !a[1].is_node() || !a[2].is_number() ||
+          (a.size() == 4 && a[3].kind != Value::Kind::kBool) ||
+          (x->dtype() != DType::kBFloat16 && x->dtype() != DType::kFloat16))
+        return false;
+      if (!in_float) want = x->dtype();
+      wn = a[1].node;
+      *w = a[1];
+      *eps = a[2];
+      *form = in_float ? kNormUpcastFloatWeight : kNormUpcast;
+    }
+    const Tensor* wm = metas.tensor(wn);
+    return wm && wm->dtype() == want && wm->shape() == Shape{x->size(-1)};
+  }
+
+  static void fuse(Graph& g, const MetaTable& metas, Node* norm, int64_t rows) {
+    Value norm_weight, eps;
+    const char* form = nullptr;
+    if (!norm_parts(metas, norm, &norm_weight, &eps, &form)) return;
     const Tensor* x = metas.tensor(norm->args[0].node);
-    const Tensor* w = metas.tensor(norm->args[2].node);
-    if (!x || !w || x->dtype() != DType::kFloat32 || w->dtype() != DType::kFloat32 ||
-        x->dim() < 1 || x->size(-1) == 0 || x->numel() / x->size(-1) > rows)
-      return;
-    const Value& shape = norm->args[1];
-    if (!shape.is_sequence() || shape.items.size() != 1 ||
-        shape.items[0].kind != Value::Kind::kInt || shape.items[0].i != x->size(-1) ||
-        w->shape() != Shape{x->size(-1)})
-      return;
+    if (x->numel() / x->size(-1) > rows) return;
     const std::vector<Node*> users = g.users(norm);
-    if (users.size() != 1) return;
+    if (users.size() > 1) {
+      // Products of one norm (q, k and v where their weights are inputs, which
+      // merge_sibling_linears cannot stack): each normalises the input itself, one launch less.
+      for (Node* u : users)
+        if (!fused_target(u, norm)) return;
+      for (Node* u : users)
+        join(g, u, fused_target(u, norm), norm->args[0], norm_weight, eps, form);
+      g.erase_all(users);
+      g.erase(norm);
+      return;
+    }
     Node* product = users[0];
     Node* pick = nullptr;  // a select / slice between the norm and the product
     if (row_pick(g, product, x->dim(), norm)) {
       pick = product;
       product = g.users(pick)[0];
     }
-    const std::string name = op_name(product);
-    const bool linear = name == kLinear;
-    const char* fused_target = linear              ? "inplace.rms_norm_linear"
-                               : name == kGatedMlp ? "inplace.rms_norm_gated_mlp"
-                                                   : nullptr;
-    Node* input = pick ? pick : norm;
-    if (!fused_target || !product->kwargs.empty() || product->args.size() < 2 ||
-        (linear && has_arg(product->args, kResidual)) || !product->args[0].is_node() ||
-        product->args[0].node != input)
-      return;
-    for (size_t i = 1; i < product->args.size(); ++i)  // the norm only as the input
-      if (product->args[i].is_node() && product->args[i].node == input) return;
+    const char* target = fused_target(product, pick ? pick : norm);
+    if (!target) return;
     Value source = norm->args[0];
-    if (pick) {  // the same selection of x
+    if (pick && op_name(pick) != "alias") {  // the same selection of x
       std::vector<Value> pick_args = pick->args;
       pick_args[0] = source;
       Node* picked = g.insert_before(product, NodeOp::kCallFunction, pick->target,
                                      std::move(pick_args), pick->kwargs, pick->name + "_input");
       source = Value::node_ref(picked);
     }
-    std::vector<Value> args{source, norm->args[2], norm->args[3]};
-    // The product's own after its input: a linear's weight and bias, a gated MLP's weights and
-    // activation.
-    const size_t own = std::min<size_t>(product->args.size(), linear ? kResidual : 4);
-    args.insert(args.end(), product->args.begin() + 1, product->args.begin() + own);
-    Node* fused = g.insert_before(product, NodeOp::kCallFunction, fused_target, std::move(args), {},
-                                  product->name + "_normed");
-    fused->meta = product->meta;
-    g.replace_all_uses_with(product, fused);
+    join(g, product, target, source, norm_weight, eps, form);
     if (pick)
       g.erase_all({product, pick, norm});
     else
       g.erase_all({product, norm});
   }
 
+  // The norm form `product` joins with its input's norm, or null when it cannot: a linear
+  // without a residual or a gated MLP, reading `input` only as its input.
+  static const char* fused_target(const Node* product, const Node* input) {
+    using namespace fused_linear;
+    const std::string name = op_name(product);
+    const bool linear = name == kLinear;
+    const char* target = linear              ? "inplace.rms_norm_linear"
+                         : name == kGatedMlp ? "inplace.rms_norm_gated_mlp"
+                                             : nullptr;
+    if (!target || !product->kwargs.empty() || product->args.size() < 2 ||
+        (linear && has_arg(product->args, kResidual)) || !product->args[0].is_node() ||
+        product->args[0].node != input)
+      return nullptr;
+    for (size_t i = 1; i < product->args.size(); ++i)  // the norm only as the input
+      if (product->args[i].is_node() && product->args[i].node == input) return nullptr;
+    return target;
+  }
+
+  // Replaces `product` (erased by the caller) by its norm form on `source`.
+  static void join(Graph& g, Node* product, const char* target, const Value& source,
+                   const Value& norm_weight, const Value& eps, const char* form) {
+    using namespace fused_linear;
+    const bool linear = op_name(product) == kLinear;
+    std::vector<Value> args{source, norm_weight, eps};
+    // The product's own after its input: a linear's weight and bias, a gated MLP's weights and
+    // activation.
+    const size_t own = std::min<size_t>(product->args.size(), linear ? kResidual : 4);
+    args.insert(args.end(), product->args.begin() + 1, product->args.begin() + own);
+    if (form != std::string(kNormRms)) {  // the defaults up to `norm`, then the norm's name
+      if (linear) {
+        args.resize(kCos, Value::none());
+        args.insert(args.end(), {Value::none(), Value::none(), Value::integer(0)});
+      } else if (args.size() < kNormActivation + 1) {
+        args.push_back(Value::string(kSilu));
+      }
+      args.push_back(Value::string(form));
+    }
+    Node* fused = g.insert_before(product, NodeOp::kCallFunction, target, std::move(args), {},
+                                  product->name + "_normed");
+    fused->meta = product->meta;
+    g.replace_all_uses_with(product, fused);
+  }
+
   // n = select(norm, dim, i) or slice(norm, dim, ...) of a dim other than the last (of an
-  // ndim-dim norm), read only by one node.
+  // ndim-dim norm), or alias(norm), read only by one node.
   static bool row_pick(const Graph& g, const Node* n, int64_t ndim, const Node* norm) {
     const std::string name = op_name(n);
+    if (name == "alias")  // torch.export's alias before the LM head: the whole norm
+      return n->args.size() == 1 && n->kwargs.empty() && n->args[0].is_node() &&
+             n->args[0].node == norm && g.users(n).size() == 1;
     if ((name != "select" && name != "slice" && name != "getitem") || !n->kwargs.empty() ||
         n->args.size() < 2 || !n->args[0].is_node() || n->args[0].node != norm ||
         g.users(n).size() != 1)

@@ -4,6 +4,10 @@
 // reading it back (three times the bytes). The cast is dropped when nothing else reads it.
 // Exact: widening bf16 to f32 is exact, and both forms sum in the same order. Likewise
 // `F.embedding(ids, w).to(float32)` becomes `inplace.fused_embedding(ids, w)`.
+// At a half dtype (a model exported in bf16 or fp16) there is no cast: `linear(x, w, b)` with x
+// and w of one half dtype, at decode size (options.decode_max_rows rows of x), becomes
+// `inplace.fused_linear(x, w, b)`, the same product (its kernels round as linear's), so that the
+// epilogue and prologue fusions that follow reach it.
 #include "ops/registry.h"
 #include "passes/dtype_of.h"
 #include "passes/engine_passes.h"
@@ -25,6 +29,10 @@ class FuseWeightCastsPass : public Pass {
       if (op_name(n) == "linear") linears.push_back(n);
     for (Node* n : linears) {
       if (n->args.size() < 2 || !n->args[0].is_node() || !n->args[1].is_node()) continue;
+      if (half_product(metas, n, ctx.options.decode_max_rows)) {
+        n->target = "inplace.fused_linear";
+        continue;
+      }
       Node* cast = n->args[1].node;
       const std::string cast_name = op_name(cast);
       if (cast_name != "to" && cast_name != "_to_copy") continue;
@@ -44,6 +52,20 @@ class FuseWeightCastsPass : public Pass {
   }
 
  private:
+  // linear(x, w[, b]) at decode size with x, w (and b) of one half dtype, arguments positional.
+  static bool half_product(const MetaTable& metas, const Node* n, int64_t rows) {
+    if (!n->kwargs.empty() || n->args.size() > 3) return false;
+    const Tensor* x = metas.tensor(n->args[0].node);
+    const Tensor* w = metas.tensor(n->args[1].node);
+    if (!x || !w || (x->dtype() != DType::kBFloat16 && x->dtype() != DType::kFloat16) ||
+        w->dtype() != x->dtype() || w->dim() != 2 || x->dim() < 1 || x->size(-1) != w->size(1) ||
+        w->size(1) == 0 || x->numel() / w->size(1) > rows)
+      return false;
+    if (n->args.size() < 3 || n->args[2].is_none()) return true;
+    const Tensor* b = n->args[2].is_node() ? metas.tensor(n->args[2].node) : nullptr;
+    return b && b->dtype() == x->dtype() && b->dim() == 1;
+  }
+
   // `F.embedding(ids, w).to(float32)` with w a bfloat16 2-D constant, the cast the rows' only
   // reader: the cast becomes `inplace.fused_embedding(ids, w)`, one step instead of a
   // gather and a widening copy.

@@ -438,4 +438,41 @@ TEST(CudaKernels, FusedLinearWiderThanAWave) {
   check("inplace.rms_norm_gated_mlp", {T(x), T(nw), eps, T(w), T(w2)}, {}, 1e-3);
 }
 
+// The fused linear family at a half dtype (a model exported in bf16 or fp16: gemv_half.h)
+// against the cpu's kernels (the chain's own): every epilogue, both upcast norms. The GPU sums in
+// another order, which may move a rounded result by one unit in its last place (and silu(g) * u
+// by a few): tolerances of a few of the dtype's units.
+TEST(CudaKernels, FusedLinearAtHalfDtypes) {
+  IP_REQUIRE_CUDA();
+  uint32_t seed = 1200;
+  for (DType dt : {DType::kBFloat16, DType::kFloat16})
+    for (int64_t rows : {1, 2, 4})
+      for (int64_t k : {64, 1024, 2816, 37}) {
+        const int64_t n = 72;
+        SCOPED_TRACE(str_cat(dtype_name(dt), " rows ", rows, " k ", k, " n ", n));
+        const double tol = dt == DType::kBFloat16 ? 4e-2 : 1e-2;
+        const Tensor x = random_tensor({1, rows, k}, dt, seed++);
+        const Tensor w = random_tensor({n, k}, dt, seed++);
+        const Tensor w2 = random_tensor({n, k}, dt, seed++);
+        const Tensor b = random_tensor({n}, dt, seed++);
+        const Tensor r = random_tensor({1, rows, n}, dt, seed++);
+        const Tensor nw = random_tensor({k}, dt, seed++);
+        const Tensor nw_float = random_tensor({k}, DType::kFloat32, seed++);
+        const Value eps = Value::floating(1e-6);
+        check("inplace.fused_linear", {T(x), T(w), T(b)}, {}, tol);
+        check("inplace.fused_linear", {T(x), T(w), Value::none(), T(r)}, {}, tol);
+        check("inplace.fused_linear", {T(x), T(w), T(b), T(r)}, {}, tol);
+        check("inplace.gated_mlp", {T(x), T(w), T(w2)}, {}, 2 * tol);
+        for (const char* norm : {"upcast", "upcast_float_weight"}) {
+          SCOPED_TRACE(str_cat("norm ", norm));
+          const Tensor& g = std::string(norm) == "upcast" ? nw : nw_float;
+          const Value none = Value::none(), zero = Value::integer(0), form = Value::string(norm);
+          check("inplace.rms_norm_linear", {T(x), T(g), eps, T(w), T(b), none, none, zero, form},
+                {}, tol);
+          check("inplace.rms_norm_gated_mlp",
+                {T(x), T(g), eps, T(w), T(w2), Value::string("silu"), form}, {}, 2 * tol);
+        }
+      }
+}
+
 }  // namespace

@@ -219,6 +219,37 @@ TEST(HostSteps, HuggingFaceFixturesOnCuda) {
     EXPECT_EQ(ops, "") << "ops of " << model << " without a CUDA kernel:" << ops;
   }
 }
+// The bf16 fixtures with the GPU's fusion choices: every norm and product of the fused linear
+// family reaches a CUDA kernel (gemv_half), none runs on the host.
+TEST(HostSteps, HuggingFaceBf16FusedLinearFamilyOnCuda) {
+  for (const char* model : {"llama_bf16", "mistral_bf16", "gemma_bf16"}) {
+    SCOPED_TRACE(model);
+    auto g = read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" +
+                             model + ".json");
+    std::vector<Tensor> inputs;
+    for (Node* n : g->placeholders())
+      inputs.push_back(Tensor::zeros(*n->meta.shape, *n->meta.dtype));
+    CompileOptions o;
+    o.merge_sibling_linears = true;
+    o.fuse_norm_prologues = true;
+    o.skip_passes = {"fuse_pointwise"};
+    Plan p = compile(*g, inputs, o).engine->plan();
+    p.device = Device::cuda();
+    int fused = 0;
+    for (const Step& s : p.steps)
+      if (s.op) {
+        const std::string op = s.op->schema.name;
+        fused += op == "rms_norm_linear" || op == "rms_norm_gated_mlp" || op == "fused_linear";
+      }
+    EXPECT_GT(fused, 0);
+    std::string ops;
+    for (const HostStep& h : place_on_host(p, false))
+      if (h.op.find("linear") != std::string::npos || h.op.find("norm") != std::string::npos ||
+          h.op == "gated_mlp")
+        ops += " " + h.op;
+    EXPECT_EQ(ops, "") << "fused ops of " << model << " without a CUDA kernel:" << ops;
+  }
+}
 #endif
 
 }  // namespace

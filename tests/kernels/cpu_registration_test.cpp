@@ -21,36 +21,16 @@ const OpDef& op(const char* name) {
 
 TEST(CpuRegistration, MovedFamiliesDeclareAndTheCpuComputesFromTheTable) {
   const KernelTable& table = KernelTable::get();
-  for (const char* name : {"kv_cache_update",
-                           "rotary_embedding",
-                           "fused_linear",
-                           "gated_mlp",
-                           "rms_norm_linear",
-                           "rms_norm_gated_mlp",
-                           "gather",
-                           "scatter.src",
-                           "scatter.value",
-                           "scatter.reduce",
-                           "scatter.value_reduce",
-                           "scatter_add",
-                           "scatter_reduce.two",
-                           "slice_scatter",
-                           "select_scatter",
-                           "diagonal_scatter",
-                           "as_strided_scatter",
-                           "index.Tensor",
-                           "_unsafe_index.Tensor",
-                           "index_put",
-                           "_unsafe_index_put",
-                           "index_select",
-                           "index_copy",
-                           "index_add",
-                           "index_fill.int_Scalar",
-                           "index_fill.int_Tensor",
-                           "masked_scatter",
-                           "embedding",
-                           "embedding_functional",
-                           "fused_embedding"}) {
+  for (
+      const char* name :
+      {"kv_cache_update",  "rotary_embedding",      "fused_linear",          "gated_mlp",
+       "rms_norm_linear",  "rms_norm_gated_mlp",    "upcast_rms_norm",       "gather",
+       "scatter.src",      "scatter.value",         "scatter.reduce",        "scatter.value_reduce",
+       "scatter_add",      "scatter_reduce.two",    "slice_scatter",         "select_scatter",
+       "diagonal_scatter", "as_strided_scatter",    "index.Tensor",          "_unsafe_index.Tensor",
+       "index_put",        "_unsafe_index_put",     "index_select",          "index_copy",
+       "index_add",        "index_fill.int_Scalar", "index_fill.int_Tensor", "masked_scatter",
+       "embedding",        "embedding_functional",  "fused_embedding"}) {
     const OpDef& d = op(name);
     EXPECT_TRUE(d.infer) << name;
     EXPECT_FALSE(d.out) << name << " computes in its declaration";

@@ -231,7 +231,7 @@ TEST(Llama, NormProloguesJoinTheirProductsBitForBit) {
 // Without the q/k/v merge the input norm has three readers: it stays a step, and so does the
 // rotary (it joins only a norm-prologue product); the post-attention norm still joins gate/up,
 // and the final norm the LM head.
-TEST(Llama, NormPrologueNeedsASoleReader) {
+TEST(Llama, NormPrologueJoinsEachReader) {
   const LlamaConfig c = llama_config("tiny", kSMax, 7, DType::kBFloat16);
   const LlamaWeights w = llama_weights(c);
   CompileOptions o;
@@ -239,9 +239,10 @@ TEST(Llama, NormPrologueNeedsASoleReader) {
   o.fuse_norm_prologues = true;
   LlamaEngines e = compile_llama(c, w, kPrompt, true);
   e.decode = compile(*llama_decode_graph(c, w), llama_example_inputs(c, 1), o).engine;
-  EXPECT_EQ(count_steps(*e.decode, "rms_norm"), c.n_layers);
+  // Without the merge the input norm has three readers (q, k, v): it joins each of them.
+  EXPECT_EQ(count_steps(*e.decode, "rms_norm"), 0);
   EXPECT_EQ(count_steps(*e.decode, "rms_norm_gated_mlp"), c.n_layers);
-  EXPECT_EQ(count_steps(*e.decode, "rms_norm_linear"), 1);  // the LM head
+  EXPECT_EQ(count_steps(*e.decode, "rms_norm_linear"), 3 * c.n_layers + 1);  // and the LM head
   EXPECT_EQ(count_steps(*e.decode, "rotary_embedding"), 2 * c.n_layers);
   LlamaEngineRunner a(c, e, llama_new_caches(c));
   LlamaEagerRunner eager(c, w, kPrompt, llama_new_caches(c));

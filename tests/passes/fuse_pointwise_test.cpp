@@ -207,7 +207,8 @@ TEST(FusePointwise, Bf16NormTailIsOneStepAndExact) {
   std::vector<Tensor> in = {seeded_uniform({2, 1, 64}, 3).to(DType::kBFloat16),
                             seeded_uniform({64}, 4).to(DType::kBFloat16)};
   std::string plan = expect_rewrite_exact(*g, in, {in}, {"fuse_pointwise"}, 0);
-  EXPECT_EQ(count_of(plan, "fused_pointwise"), 1) << plan;
+  // fuse_rms_norm now makes the whole chain one upcast_rms_norm step (before fuse_pointwise).
+  EXPECT_EQ(count_of(plan, "fused_pointwise") + count_of(plan, "= upcast_rms_norm("), 1) << plan;
   EXPECT_EQ(count_of(plan, "= rsqrt"), 0) << plan;
 }
 

@@ -1,14 +1,17 @@
 // The cpu kernels of the fused linear family (fused_linear, gated_mlp and their RMSNorm-prologue
 // forms rms_norm_linear, rms_norm_gated_mlp), registered into the kernel table. They cover a
-// float32 input with a float32 or bfloat16 weight (the streaming GEMV's two weight types).
+// float32 input with a float32 or bfloat16 weight (the streaming GEMV's two weight types), and a
+// bfloat16 or float16 input with a weight of its dtype (a model exported at that dtype).
 // Arguments are read at the positions of ops/fused_linear_args.h, whose shape rules each kernel
 // checks first. Exact: every result element is computed by the same float operations, in the
 // same order, as the chain's kernels; a norm form runs the chain itself (the norm into a
-// temporary, the product, then the rotation).
+// temporary, the product, then the rotation). At a half dtype the product runs the chain's own
+// kernels (chain.h: linear, add, silu, mul), each rounding its result to that dtype.
 #include <algorithm>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "kernels/cpu/chain.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/matrix.h"
@@ -27,12 +30,35 @@ using namespace fused_linear;
 // 147 vs 175 ms); it also needs no float32 copy of the weight.
 constexpr int64_t kGemvPromptRows = 256;
 
-// The weight types the GEMV streams: "" when the kernels run `a`'s dtypes, else why not.
+bool is_half(DType d) {
+  return d == DType::kBFloat16 || d == DType::kFloat16;
+}
+
+// The weight types the GEMV streams, or a half input with a weight of its dtype (the chain's
+// kernels): "" when the kernels run `a`'s dtypes, else why not.
 std::string supports(const Args& a) {
   const DType x = a[kInput].tensor.dtype(), w = a[kWeight].tensor.dtype();
+  if (is_half(x) && w == x) return "";
   if (x != DType::kFloat32 || (w != DType::kFloat32 && w != DType::kBFloat16))
-    return "an input that is not float32 or a weight that is not float32 or bfloat16";
+    return "an input that is not float32 or a weight that is not float32 or bfloat16 (or a "
+           "bfloat16 / float16 input and weight)";
   return "";
+}
+
+const ChainOp kLinearOp("linear"), kAddOp("add.Tensor"), kSiluOp("silu"), kMulOp("mul.Tensor");
+
+// fused_linear at a half dtype: linear (its result rounded), then the residual's add (rounded).
+void run_half_linear(const Args& a, const std::vector<Tensor>& out) {
+  kLinearOp.into({a[kInput], a[kWeight], a[kBias]}, out[0]);
+  if (has_arg(a, kResidual)) kAddOp.into({a[kResidual], Value::from_tensor(out[0])}, out[0]);
+}
+
+// gated_mlp at a half dtype: silu(x @ wg^T) * (x @ wu^T), each step rounded as the chain's.
+void run_half_gated_mlp(const Args& a, const std::vector<Tensor>& out) {
+  const Tensor gate = kLinearOp({a[kInput], a[kWeight], Value::none()});
+  const Tensor up = kLinearOp({a[kInput], a[kUpWeight], Value::none()});
+  kMulOp.into({Value::from_tensor(kSiluOp({Value::from_tensor(gate)})), Value::from_tensor(up)},
+              out[0]);
 }
 
 void check_supported(const char* op, const Args& a) {
@@ -60,6 +86,7 @@ void linear_product(const Args& a, const Tensor& y) {
 void run_linear(const Args& a, const std::vector<Tensor>& out) {
   linear_meta(a);
   check_supported(kLinear, a);
+  if (is_half(a[kInput].tensor.dtype())) return run_half_linear(a, out);
   const Tensor& x = a[kInput].tensor;
   const Tensor& w = a[kWeight].tensor;
   const Tensor& y = out[0];
@@ -162,6 +189,7 @@ void gated_mlp_product(const Args& a, const Tensor& y) {
 void run_gated_mlp(const Args& a, const std::vector<Tensor>& out) {
   gated_mlp_meta(a);
   check_supported(kGatedMlp, a);
+  if (is_half(a[kInput].tensor.dtype())) return run_half_gated_mlp(a, out);
   const Tensor& y = out[0];
   IP_CHECK(y.is_contiguous(), kUnsupported, "[", kGatedMlp, "] a result that is not contiguous");
   if (a[kWeight].tensor.dtype() == DType::kBFloat16)
@@ -185,33 +213,16 @@ void rotate_prefix(const Tensor& y, const Tensor& cos, const Tensor& sin, int64_
     }
 }
 
-// rms_norm's declaration and cpu kernel, resolved at the first call (the table is complete by
-// then; the norm's kernel may be registered after this family's).
-struct RmsNorm {
-  const OpDef* op;
-  const Kernel* kernel;
-};
-const RmsNorm& rms_norm() {
-  static const RmsNorm r = [] {
-    const OpDef* op = Registry::get().find("rms_norm");
-    IP_CHECK(op != nullptr && op->infer, kInternal, "[rms_norm] is not registered");
-    const Kernel* k = KernelTable::get().find(*op, DeviceType::kCpu);
-    IP_CHECK(k != nullptr, kInternal, "[rms_norm] has no cpu kernel");
-    return RmsNorm{op, k};
-  }();
-  return r;
-}
+const ChainOp kRmsNormOp("rms_norm"), kUpcastRmsNormOp("upcast_rms_norm");
 
 using Product = void (*)(const Args&, const std::vector<Tensor>&);
 
-// The norm form as its chain: rms_norm into a temporary, the product, then the rotation.
+// The norm form as its chain: its norm (rms_norm or upcast_rms_norm) into a temporary, the
+// product, then the rotation.
 Kernel norm_form(const char* name, Product run_product) {
   return [name, run_product](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
-    const RmsNorm& norm = rms_norm();
-    const Args na = norm_args(name, a);
-    const std::vector<Tensor> meta = norm.op->infer(na);
-    Tensor normed = Tensor::empty(meta[0].shape(), meta[0].dtype());
-    (*norm.kernel)(na, {normed}, KernelContext{});
+    const std::string norm = norm_of(name, a);
+    const Tensor normed = (norm == kNormRms ? kRmsNormOp : kUpcastRmsNormOp)(norm_op_args(name, a));
     run_product(product_args(name, Value::from_tensor(normed), a), out);
     Tensor cos, sin;
     int64_t cols = 0;
@@ -225,7 +236,9 @@ Kernel norm_form(const char* name, Product run_product) {
 
 // fused_linear: the residual epilogue's kernel when it has one.
 void run_fused_linear(const Args& a, const std::vector<Tensor>& out) {
-  if (has_arg(a, kResidual))
+  if (is_half(a[kInput].tensor.dtype()))
+    run_linear(a, out);  // with its residual
+  else if (has_arg(a, kResidual))
     run_add(a, out);
   else
     run_linear(a, out);
@@ -238,6 +251,8 @@ Kernel kernel(Product run) {
 
 // A norm form's dtypes are its product's.
 std::string supports_norm_form(const char* name, const Args& a) {
+  if (is_half(a[kInput].tensor.dtype()) && std::string(name) == kNormLinear && rotary_cols(a) > 0)
+    return "a rotary epilogue at a half dtype";
   return supports(product_args(name, a[kInput], a));
 }
 

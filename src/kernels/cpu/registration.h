@@ -35,6 +35,7 @@ void register_matrix_kernels(KernelTable& table);           // matrix_kernels.cp
 void register_matrix_batch_kernels(KernelTable& table);     // matrix_kernels.cpp
 void register_einsum_kernels(KernelTable& table);           // einsum_kernels.cpp
 void register_nn_kernels(KernelTable& table);               // nn_kernels.cpp
+void register_upcast_rms_norm_kernels(KernelTable& table);  // upcast_rms_norm.cpp
 void register_fused_pointwise_kernels(KernelTable& table);  // fused_pointwise.cpp
 
 }  // namespace inplace::cpu

@@ -3,7 +3,10 @@
 // `linear(x, w.to(float32))`; its residual: fuse_linear_epilogues), gated_mlp (the SwiGLU
 // epilogue), and the two with an RMSNorm prologue (rms_norm_linear, rms_norm_gated_mlp:
 // fuse_norm_prologues), whose arguments are (x, norm_weight, eps, then the product's own). The
-// GEMV covers a float32 input with a bfloat16 weight; supports() refuses other dtypes.
+// GEMV covers a float32 input with a bfloat16 weight, and a bfloat16 or float16 input with a
+// weight of its dtype (gemv_half.h: a model exported at that dtype, its norm upcast_rms_norm);
+// supports() refuses other dtypes.
+#include "kernels/cuda/gemv_half.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/launch_groups.h"
 #include "kernels/cuda/registration.h"
@@ -35,6 +38,62 @@ bool rows_of(const Tensor& x, int64_t k, int64_t* stride) {
     }
   }
   return true;
+}
+
+bool is_half(DType d) {
+  return d == DType::kBFloat16 || d == DType::kFloat16;
+}
+
+bool half_input(const Args& a) {
+  return is_half(a[kInput].tensor.dtype());
+}
+
+// The product's operands at a half dtype (every operand of the input's dtype): "" or why the
+// kernel cannot run them; pointers only when `data`.
+std::string half_operands(const Args& a, const Tensor& y, GemvHalf* g, bool data = true) {
+  const Tensor& x = a[kInput].tensor;
+  const Tensor& w = a[kWeight].tensor;
+  if (w.dtype() != x.dtype()) return "a weight of another dtype than the half input's";
+  if (!w.is_contiguous()) return "a weight that is not contiguous";
+  int64_t stride = 0;
+  if (!rows_of(x, w.size(1), &stride)) return "an input whose rows are not evenly strided";
+  if (!y.is_contiguous()) return "a result that is not contiguous";
+  const Value& bias = a[kBias];
+  if (!bias.is_none() && (!bias.tensor.is_contiguous() || bias.tensor.dtype() != x.dtype()))
+    return "a bias that is not contiguous";
+  g->dtype = x.dtype();
+  g->x_stride = stride;
+  g->k = w.size(1);
+  g->n = w.size(0);
+  g->rows = g->k ? x.numel() / g->k : 0;
+  g->y_stride = g->n;
+  if (data && g->rows > 0 && g->n > 0) {
+    g->x = x.data_ptr();
+    g->w = w.data_ptr();
+    g->y = y.data_ptr();
+    if (!bias.is_none()) g->bias = bias.tensor.data_ptr();
+  }
+  return "";
+}
+
+// fused_linear (its residual too) at a half dtype.
+std::string supports_half_linear(const Args& a) {
+  GemvHalf g;
+  Shape out(a[kInput].tensor.shape().begin(), a[kInput].tensor.shape().end() - 1);
+  out.push_back(a[kWeight].tensor.size(0));
+  std::string why = half_operands(a, Tensor::meta(out, a[kInput].tensor.dtype()), &g, false);
+  int64_t stride = 0;
+  if (why.empty() && has_arg(a, kResidual) &&
+      !rows_of(a[kResidual].tensor, a[kWeight].tensor.size(0), &stride))
+    why = "a residual whose rows are not evenly strided";
+  return why;
+}
+
+std::string supports_half_gated_mlp(const Args& a) {
+  const Tensor& up = a[kUpWeight].tensor;
+  if (!up.is_contiguous() || up.dtype() != a[kInput].tensor.dtype())
+    return "an up weight that is not contiguous or not of the input's dtype";
+  return supports_half_linear({a[kInput], a[kWeight], Value::none(), Value::none()});
 }
 
 // The product's operands as a GemvBf16 (epilogue kNone; pointers only when `data`): "" or why
@@ -78,6 +137,7 @@ std::string supports_linear(const Args& a) {
 }
 
 std::string supports(const Args& a) {
+  if (half_input(a)) return supports_half_linear(a);
   if (!has_arg(a, kResidual)) return supports_linear(a);
   if (!a[kBias].is_none() && !a[kBias].tensor.is_contiguous())
     return "a bias that is not contiguous";
@@ -90,6 +150,7 @@ std::string supports(const Args& a) {
 }
 
 std::string supports_gated_mlp(const Args& a) {
+  if (half_input(a)) return supports_half_gated_mlp(a);
   if (!a[kUpWeight].tensor.is_contiguous()) return "an up weight that is not contiguous";
   return supports_product(a);
 }
@@ -97,6 +158,32 @@ std::string supports_gated_mlp(const Args& a) {
 void check_operands(const std::string& why, const char* op, const Tensor& x) {
   IP_CHECK(why.empty(), kUnsupported, "[cuda] ", op, ": input ", shape_str(x.shape()),
            " with strides ", shape_str(x.strides()), ": ", why);
+}
+
+GemvHalf half_product(const Args& a, const std::vector<Tensor>& outs, const char* op) {
+  GemvHalf g;
+  check_operands(half_operands(a, outs[0], &g), op, a[kInput].tensor);
+  return g;
+}
+
+void run_half_linear(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  GemvHalf g = half_product(a, outs, kLinear);
+  if (has_arg(a, kResidual)) {
+    int64_t stride = 0;
+    IP_CHECK(rows_of(a[kResidual].tensor, g.n, &stride), kUnsupported, "[cuda] ", kLinear,
+             ": a residual whose rows are not evenly strided");
+    if (g.rows > 0 && g.n > 0) g.residual = a[kResidual].tensor.data_ptr();
+    g.residual_stride = stride;
+    g.epilogue = GemvEpilogue::kResidual;
+  }
+  gemv_half(g, ctx.queue);
+}
+
+GemvHalf half_gated_mlp(const Args& a, const std::vector<Tensor>& outs, const char* op) {
+  GemvHalf g = half_product({a[kInput], a[kWeight], Value::none(), Value::none()}, outs, op);
+  if (g.rows > 0 && g.n > 0) g.w2 = a[kUpWeight].tensor.data_ptr();
+  g.epilogue = GemvEpilogue::kSwiGLU;
+  return g;
 }
 
 GemvBf16 linear(const Args& a, const std::vector<Tensor>& outs) {
@@ -121,7 +208,9 @@ void run_add(const Args& a, const std::vector<Tensor>& outs, const KernelContext
 
 // fused_linear: the residual epilogue when it has one.
 void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  if (has_arg(a, kResidual))
+  if (half_input(a))
+    run_half_linear(a, outs, ctx);
+  else if (has_arg(a, kResidual))
     run_add(a, outs, ctx);
   else
     gemv_bf16(linear(a, outs), ctx.queue);
@@ -136,6 +225,7 @@ GemvBf16 gated_mlp(const Args& a, const std::vector<Tensor>& outs, const char* o
 }
 
 void run_gated_mlp(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  if (half_input(a)) return gemv_half(half_gated_mlp(a, outs, kGatedMlp), ctx.queue);
   gemv_bf16(gated_mlp(a, outs, kGatedMlp), ctx.queue);
 }
 
@@ -163,6 +253,26 @@ std::string supports_rotary(const Args& a) {
   return "";
 }
 
+// A half norm form's norm (upcast_rms_norm): its weight of the input's dtype, or float32 for
+// norm="upcast_float_weight", contiguous [k], k within gemv_half's shared row.
+std::string supports_half_norm(const char* norm_form, const Args& a) {
+  const std::string norm = norm_of(norm_form, a);
+  if (norm == kNormRms) return "rms_norm at a half dtype (the GPU runs upcast_rms_norm's form)";
+  const Tensor& nw = a[kNormWeight].tensor;
+  const Tensor& x = a[kInput].tensor;
+  const DType want = norm == kNormUpcastFloatWeight ? DType::kFloat32 : x.dtype();
+  if (!nw.is_contiguous() || nw.dtype() != want || nw.dim() != 1 || nw.size(0) != x.size(-1))
+    return "a norm weight that is not a contiguous [k] of its form's dtype";
+  if (x.size(-1) > kGemvHalfMaxNormK) return "a norm over more elements than a block holds";
+  return "";
+}
+
+void add_half_norm(const char* norm_form, const Args& a, GemvHalf* g) {
+  if (g->rows > 0 && g->n > 0) g->norm_w = a[kNormWeight].tensor.data_ptr();
+  g->norm_w_float = norm_of(norm_form, a) == kNormUpcastFloatWeight;
+  g->eps = static_cast<float>(a[kEps].as_double(norm_form));
+}
+
 std::string supports_norm(const Args& a) {
   const Tensor& nw = a[kNormWeight].tensor;
   if (!nw.is_contiguous() || nw.dtype() != DType::kFloat32 || nw.dim() != 1 ||
@@ -172,6 +282,12 @@ std::string supports_norm(const Args& a) {
 }
 
 std::string supports_norm_linear(const Args& a) {
+  if (half_input(a)) {
+    if (has_rotary(a)) return "a rotary epilogue at a half dtype";
+    const std::string why = supports_half_norm(kNormLinear, a);
+    return why.empty() ? supports_half_linear(product_args(kNormLinear, a)) : why;
+  }
+  if (norm_of(kNormLinear, a) != kNormRms) return "an upcast norm at float32";
   std::string why = supports_norm(a);
   if (why.empty()) why = supports_rotary(a);
   return why.empty() ? supports_linear(product_args(kNormLinear, a)) : why;
@@ -201,10 +317,22 @@ GemvBf16 norm_linear(const Args& a, const std::vector<Tensor>& outs) {
 }
 
 void run_norm_linear(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  if (half_input(a)) {
+    IP_CHECK(!has_rotary(a), kUnsupported, "[cuda] ", kNormLinear,
+             ": a rotary epilogue at a half dtype");
+    GemvHalf g = half_product(product_args(kNormLinear, a), outs, kNormLinear);
+    add_half_norm(kNormLinear, a, &g);
+    return gemv_half(g, ctx.queue);
+  }
   gemv_bf16(norm_linear(a, outs), ctx.queue);
 }
 
 void run_norm_gated_mlp(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  if (half_input(a)) {
+    GemvHalf g = half_gated_mlp(product_args(kNormGatedMlp, a), outs, kNormGatedMlp);
+    add_half_norm(kNormGatedMlp, a, &g);
+    return gemv_half(g, ctx.queue);
+  }
   GemvBf16 g = gated_mlp(product_args(kNormGatedMlp, a), outs, kNormGatedMlp);
   add_norm(a, &g);
   gemv_bf16(g, ctx.queue);
@@ -251,7 +379,8 @@ bool row_write_of(const StepCall& write, const GemvBf16& g, GemvRowWrite* w) {
 WritesKernel with_row_writes(GemvBf16 (*product)(const Args&, const std::vector<Tensor>&),
                              Supports supports) {
   return [=](const StepCall& p, const StepCall* writes, int n) {
-    if (n > kMaxEpilogueWrites || !supports(*p.args).empty()) return false;
+    // The row writes are the float32 GEMV's (gemv_half has none).
+    if (n > kMaxEpilogueWrites || half_input(*p.args) || !supports(*p.args).empty()) return false;
     GemvBf16 g = product(*p.args, *p.outs);
     for (int k = 0; k < n; ++k)
       if (!row_write_of(writes[k], g, &g.writes[g.n_writes++])) return false;
@@ -268,6 +397,11 @@ void register_fused_linear_kernels(KernelTable& table) {
   table.add(DeviceType::kCuda, kGatedMlp, run_gated_mlp, supports_gated_mlp);
   table.add(DeviceType::kCuda, kNormLinear, run_norm_linear, supports_norm_linear);
   table.add(DeviceType::kCuda, kNormGatedMlp, run_norm_gated_mlp, [](const Args& a) {
+    if (half_input(a)) {
+      const std::string why = supports_half_norm(kNormGatedMlp, a);
+      return why.empty() ? supports_half_gated_mlp(product_args(kNormGatedMlp, a)) : why;
+    }
+    if (norm_of(kNormGatedMlp, a) != kNormRms) return std::string("an upcast norm at float32");
     const std::string why = supports_norm(a);
     return why.empty() ? supports_gated_mlp(product_args(kNormGatedMlp, a)) : why;
   });

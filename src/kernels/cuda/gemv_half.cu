@@ -1,0 +1,175 @@
+// The decode GEMV at a half activation dtype (gemv_half.h): one warp per output column, eight
+// columns a block, lanes striding along k (16-byte loads of eight elements where k % 8 == 0 and
+// the rows are aligned), float32 accumulation, a warp reduction, then the epilogue rounding to T
+// where the chain rounds. With a norm, the block first normalises each input row into shared
+// memory as T (the value the chain's norm hands the product), its squares summed in double.
+#include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/gemv_half.h"
+
+namespace inplace::cuda {
+
+namespace {
+
+constexpr int kWarps = 8;
+
+template <typename T>
+struct Num;
+template <>
+struct Num<__nv_bfloat16> {
+  __device__ static float to(__nv_bfloat16 v) { return __bfloat162float(v); }
+  __device__ static __nv_bfloat16 from(float f) { return __float2bfloat16_rn(f); }
+};
+template <>
+struct Num<__half> {
+  __device__ static float to(__half v) { return __half2float(v); }
+  __device__ static __half from(float f) { return __float2half_rn(f); }
+};
+
+// Eight elements at p (16-byte aligned) as floats.
+template <typename T>
+__device__ inline void load8(const T* p, float* out) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const T* v = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = Num<T>::to(v[i]);
+}
+
+// Row m of x normalised as upcast_rms_norm does, into xn[0, k): every thread of the block calls
+// it.
+template <typename T>
+__device__ inline void normalise_row(const GemvHalf& g, const T* xr, T* xn) {
+  __shared__ double part[kWarps];
+  __shared__ float inv_shared;
+  double sq = 0;
+  for (int64_t k = threadIdx.x; k < g.k; k += blockDim.x) {
+    const float v = Num<T>::to(xr[k]);
+    sq += static_cast<double>(v * v);  // pow(x, 2) in float32, summed in double by mean
+  }
+  for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = sq;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double total = 0;
+    for (int w = 0; w < kWarps; ++w) total += part[w];
+    const float mean = static_cast<float>(total / static_cast<double>(g.k));
+    inv_shared = 1.0f / sqrtf(mean + g.eps);  // rsqrt as the cpu's kernel: 1 / sqrt
+  }
+  __syncthreads();
+  const float inv = inv_shared;
+  for (int64_t k = threadIdx.x; k < g.k; k += blockDim.x) {
+    const float h = Num<T>::to(xr[k]) * inv;
+    if (g.norm_w_float) {
+      xn[k] = Num<T>::from(h * static_cast<const float*>(g.norm_w)[k]);
+    } else {
+      const float w = Num<T>::to(static_cast<const T*>(g.norm_w)[k]);
+      xn[k] = Num<T>::from(w * Num<T>::to(Num<T>::from(h)));
+    }
+  }
+  __syncthreads();
+}
+
+template <typename T, GemvEpilogue kE, bool kVector, bool kNorm>
+__global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
+  constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
+  __shared__ __align__(16) T xn[kNorm ? kGemvHalfMaxNormK : 8];
+  pdl_trigger();
+  pdl_wait();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+  const bool active = n < g.n;
+  const T* w = static_cast<const T*>(g.w) + (active ? n : 0) * g.k;
+  const T* w2 = kTwo ? static_cast<const T*>(g.w2) + (active ? n : 0) * g.k : nullptr;
+  for (int64_t m = 0; m < g.rows; ++m) {
+    const T* xr = static_cast<const T*>(g.x) + m * g.x_stride;
+    if constexpr (kNorm) {
+      normalise_row<T>(g, xr, xn);
+      xr = xn;
+    }
+    float acc = 0.f, acc2 = 0.f;
+    if (active) {
+      if constexpr (kVector) {
+        for (int64_t k = lane * 8; k < g.k; k += 256) {
+          float xv[8], wv[8];
+          load8(xr + k, xv);
+          load8(w + k, wv);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc += xv[i] * wv[i];
+          if constexpr (kTwo) {
+            load8(w2 + k, wv);
+#pragma unroll
+            for (int i = 0; i < 8; ++i) acc2 += xv[i] * wv[i];
+          }
+        }
+      } else {
+        for (int64_t k = lane; k < g.k; k += 32) {
+          const float xv = Num<T>::to(xr[k]);
+          acc += xv * Num<T>::to(w[k]);
+          if constexpr (kTwo) acc2 += xv * Num<T>::to(w2[k]);
+        }
+      }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+      acc += __shfl_xor_sync(0xffffffffu, acc, o);
+      if constexpr (kTwo) acc2 += __shfl_xor_sync(0xffffffffu, acc2, o);
+    }
+    if (active && lane == 0) {
+      if (g.bias) acc = acc + Num<T>::to(static_cast<const T*>(g.bias)[n]);
+      T v = Num<T>::from(acc);
+      if constexpr (kE == GemvEpilogue::kResidual)
+        v = Num<T>::from(Num<T>::to(static_cast<const T*>(g.residual)[m * g.residual_stride + n]) +
+                         Num<T>::to(v));
+      if constexpr (kTwo) {
+        const float gate = Num<T>::to(v);
+        const T s = Num<T>::from(gate / (1.f + expf(-gate)));
+        v = Num<T>::from(Num<T>::to(s) * Num<T>::to(Num<T>::from(acc2)));
+      }
+      static_cast<T*>(g.y)[m * g.y_stride + n] = v;
+    }
+    if constexpr (kNorm) __syncthreads();  // xn is rewritten for the next row
+  }
+}
+
+bool aligned16(const void* p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+template <typename T, GemvEpilogue kE>
+void launch(const GemvHalf& g, unsigned blocks, cudaStream_t s) {
+  using Kernel = void (*)(GemvHalf);
+  constexpr Kernel kKernels[2][2] = {
+      {gemv_half_kernel<T, kE, false, false>, gemv_half_kernel<T, kE, false, true>},
+      {gemv_half_kernel<T, kE, true, false>, gemv_half_kernel<T, kE, true, true>}};
+  // x rows are read from shared memory with the norm (aligned there).
+  const bool vector = g.k % 8 == 0 && aligned16(g.w) && (!g.w2 || aligned16(g.w2)) &&
+                      (g.norm_w || (g.x_stride % 8 == 0 && aligned16(g.x)));
+  launch_pdl(kKernels[vector][g.norm_w != nullptr], blocks, 32 * kWarps, s, g);
+}
+
+template <typename T>
+void launch_epilogue(const GemvHalf& g, unsigned blocks, cudaStream_t s) {
+  switch (g.epilogue) {
+    case GemvEpilogue::kNone:
+      return launch<T, GemvEpilogue::kNone>(g, blocks, s);
+    case GemvEpilogue::kResidual:
+      return launch<T, GemvEpilogue::kResidual>(g, blocks, s);
+    case GemvEpilogue::kSwiGLU:
+      return launch<T, GemvEpilogue::kSwiGLU>(g, blocks, s);
+  }
+}
+
+}  // namespace
+
+void gemv_half(const GemvHalf& g, void* stream) {
+  if (g.rows == 0 || g.n == 0) return;
+  IP_CHECK(!g.norm_w || g.k <= kGemvHalfMaxNormK, kInternal,
+           "[cuda] fused_linear: a norm over more than ", kGemvHalfMaxNormK, " elements");
+  const unsigned blocks = static_cast<unsigned>((g.n + kWarps - 1) / kWarps);
+  const cudaStream_t s = as_stream(stream);
+  if (g.dtype == DType::kBFloat16)
+    launch_epilogue<__nv_bfloat16>(g, blocks, s);
+  else
+    launch_epilogue<__half>(g, blocks, s);
+  IP_CUDA_CHECK(cudaGetLastError(), "fused_linear");
+}
+
+}  // namespace inplace::cuda

@@ -1,0 +1,44 @@
+// The decode GEMV at a half activation dtype (a model exported in bf16 or fp16): x, the weights,
+// bias, residual and y all of one dtype T (bfloat16 or float16). Each result is computed by the
+// float operations of the chain the fused op replaces, rounding to T where the chain rounds:
+//   the product sum_k x[k] * w[n, k] accumulated in float32 (+ bias), rounded to T;
+//   kResidual: T(float(y) + float(residual));
+//   kSwiGLU: g and u rounded to T, s = T(silu(g)) (x / (1 + exp(-x))), y = T(s * u);
+//   with norm_w, each input row first becomes upcast_rms_norm(x, norm_w, eps, norm_w_float):
+//   inv = 1 / sqrt(float(mean_k(float(x)^2)) + eps) (the squares summed in double, as the cpu's
+//   mean), h = float(x) * inv, then T(float(norm_w) * float(T(h))), or T(h * norm_w) with a
+//   float32 norm_w (Gemma's 1 + w).
+// The sum's order is the GPU's (lanes, then a warp reduction): results match the cpu's up to
+// the rounding of the float32 sum, which may move a T result by one unit in the last place.
+#pragma once
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "kernels/cuda/launch.h"
+
+namespace inplace::cuda {
+
+// Rows of x a norm form normalises into shared memory: k at most this.
+inline constexpr int64_t kGemvHalfMaxNormK = 16384;
+
+struct GemvHalf {
+  DType dtype = DType::kBFloat16;  // T: kBFloat16 or kFloat16
+  const void* x = nullptr;
+  int64_t x_stride = 0, rows = 0;
+  const void* w = nullptr;
+  const void* w2 = nullptr;  // kSwiGLU's up weight
+  int64_t k = 0, n = 0;
+  const void* bias = nullptr;
+  const void* residual = nullptr;
+  int64_t residual_stride = 0;
+  void* y = nullptr;
+  int64_t y_stride = 0;
+  GemvEpilogue epilogue = GemvEpilogue::kNone;
+  const void* norm_w = nullptr;  // T [k], or float32 [k] with norm_w_float
+  bool norm_w_float = false;
+  float eps = 0.f;
+};
+
+void gemv_half(const GemvHalf& g, void* stream);
+
+}  // namespace inplace::cuda

@@ -1,0 +1,95 @@
+// Hugging Face decoders exported in bf16 (torch.export fixtures, random weights) reach the fused
+// norm and linear ops: the RMSNorm with its float32 upcast and cast back becomes
+// upcast_rms_norm, the linears fused_linear (the residual adds after o_proj and down_proj as its
+// epilogue), silu(gate) * up a gated_mlp, and with the GPU's preferences each norm joins the
+// products it feeds (rms_norm_linear, rms_norm_gated_mlp). Every output and cache is bitwise
+// the eager interpreter's: the fused ops round where the chain rounds. Engines are built once
+// and run on fresh draws.
+#include <gtest/gtest.h>
+
+#include "compiler/rewrite_differential.h"
+#include "frontend/graph_json.h"
+
+namespace inplace::testing {
+namespace {
+
+std::unique_ptr<Graph> fixture(const std::string& name) {
+  return read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" + name +
+                         ".json");
+}
+
+std::vector<Tensor> seeded(const Graph& g, uint32_t seed) {
+  std::vector<Tensor> out;
+  for (Node* p : g.placeholders()) {
+    if (*p->meta.dtype == DType::kInt64) {
+      Tensor t = Tensor::zeros(*p->meta.shape, DType::kInt64);
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.data<int64_t>()[i] = p->name == "input_ids" ? (seed * 31 + i) % 128 : seed % 48;
+      out.push_back(t);
+    } else {
+      out.push_back(seeded_uniform(*p->meta.shape, seed * 17 + static_cast<uint32_t>(out.size()))
+                        .to(*p->meta.dtype));
+    }
+  }
+  return out;
+}
+
+// The GPU's fusion choices (its FusionPreferences), compiled for the cpu.
+CompileOptions gpu_like() {
+  CompileOptions o;
+  o.merge_sibling_linears = true;
+  o.fuse_norm_prologues = true;
+  o.skip_passes = {"fuse_pointwise"};
+  return o;
+}
+
+std::string plan_of(const Graph& g, const std::vector<Tensor>& example, CompileOptions o = {}) {
+  return compile(g, clones(example), o).engine->describe();
+}
+
+TEST(HfBf16NormLinear, FixturesAreBitwiseEagerOnFreshDraws) {
+  for (const char* model : {"llama_bf16", "mistral_bf16", "gemma_bf16"}) {
+    auto g = fixture(model);
+    std::vector<std::vector<Tensor>> draws;
+    for (uint32_t s = 1; s <= 4; ++s) draws.push_back(seeded(*g, s * 13));
+    for (bool gpu : {false, true}) {
+      SCOPED_TRACE(str_cat(model, gpu ? " with the GPU's fusions" : " with the cpu's fusions"));
+      EXPECT_EQ(
+          expect_engine_exact_on_draws(*g, draws[0], draws, 0, gpu ? gpu_like() : CompileOptions{}),
+          4);
+    }
+  }
+}
+
+TEST(HfBf16NormLinear, LlamaPlanHasNoNormChainAndFusedLinears) {
+  auto g = fixture("llama_bf16");
+  const std::vector<Tensor> example = seeded(*g, 1);
+  const std::string cpu = plan_of(*g, example);
+  for (const char* gone : {"= pow.", "= mean.", "= rsqrt", "= linear(", "= silu", "= mul."})
+    EXPECT_EQ(count_of(cpu, gone), 0) << gone << "\n" << cpu;
+  EXPECT_EQ(count_of(cpu, "= upcast_rms_norm("), 5) << cpu;  // 2 per layer and the final norm
+  // q, k, v, o (+ residual), down (+ residual) per layer, and the LM head.
+  EXPECT_EQ(count_of(cpu, "= fused_linear("), 11) << cpu;
+  EXPECT_EQ(lines_with(cpu, "_linear_add = fused_linear(", "bfloat16"), 4) << cpu;
+  EXPECT_EQ(count_of(cpu, "= gated_mlp("), 2) << cpu;
+  // The only casts left are the rotary tables' (cos, sin) and the positions'.
+  EXPECT_EQ(count_of(cpu, "to.dtype"), 1) << cpu;
+
+  const std::string gpu = plan_of(*g, example, gpu_like());
+  EXPECT_EQ(count_of(gpu, "upcast_rms_norm"), 0) << gpu;
+  // q, k and v each normalise their input; the LM head the final norm's.
+  EXPECT_EQ(count_of(gpu, "= rms_norm_linear("), 7) << gpu;
+  EXPECT_EQ(count_of(gpu, "= rms_norm_gated_mlp("), 2) << gpu;
+  EXPECT_EQ(count_of(gpu, "= fused_linear("), 4) << gpu;  // o_proj and down_proj, with residual
+}
+
+TEST(HfBf16NormLinear, GemmaNormWeightsInFloat) {
+  auto g = fixture("gemma_bf16");
+  const std::string cpu = plan_of(*g, seeded(*g, 1));
+  EXPECT_EQ(count_of(cpu, "= upcast_rms_norm("), 5) << cpu;
+  EXPECT_EQ(count_of(cpu, "= pow."), 0) << cpu;
+  EXPECT_EQ(count_of(cpu, "= type_as"), 0) << cpu;
+}
+
+}  // namespace
+}  // namespace inplace::testing
