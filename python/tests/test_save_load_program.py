@@ -93,7 +93,7 @@ class OneArtifact(CompileCase):
         eager = self.eager_copy()
         with torch.no_grad():
             want = eager(x, p)
-        self.assertSame(got["output.1"], want, "exec output")
+        self.assertSame(got["output.0"], want, "exec output")
         self.assertSame(got["state.cache"], eager.cache, "exec final cache")
 
     def test_an_engine_file_with_its_state_file_still_loads(self):
