@@ -1,11 +1,14 @@
-"""Files: ``save`` / ``load`` an engine for the C++ runtime, ``export`` graph JSON + weights.
+"""Files: ``save`` / ``load`` a compiled module as one artifact, ``export`` graph JSON + weights.
 
-``save(compiled, path)`` writes the engine file (docs/engine-format.md) at ``path`` and, beside
-it, ``path + ".state.safetensors"``: the tensors of the engine's state bindings (parameters,
-buffers, constants) keyed by binding name, as they are now, with the user input names and the
-output structure in its metadata. ``inplace exec path --inputs`` takes user inputs and state
-from one safetensors file keyed by binding name; ``load(path)`` reads both files back into a
-callable that owns the state (a buffer the engine mutates persists in it across calls).
+``save(compiled, path)`` writes a program file (docs/programs.md) with one method ``forward``,
+built from the engine already compiled: the module's parameters (and buffers it never writes)
+are its weights, every buffer it writes is runtime-owned state whose initial value is the
+buffer's value at save time, and the Python call convention (user input names, output
+structure) is kept in the file's metadata. ``inplace exec path --inputs`` runs it with the user
+inputs alone (a mutated user input is passed too); ``load(path)`` reads it back into a callable
+called as the compiled module, backed by a session that owns the state. Files of earlier
+versions, an engine file with its state beside it in ``path + ".state.safetensors"``, still
+load; that state file is read for them only.
 """
 import json
 import os
@@ -14,14 +17,17 @@ import torch
 
 from . import _native
 from .capture import _SizeSpec, capture
-from .compiled import (InputError, _as_tensor, _EngineRuntime, _from_result, _rebuild,
-                       _refuse_grad_leaves, _stream_of, _Text, _to_capsule)
+from .compiled import (InputError, _as_tensor, _EngineRuntime, _from_result, _graph_switch,
+                       _rebuild, _refuse_grad_leaves, _stream_of, _Text, _to_capsule)
 from .fx_export import _dumps
 from .safetensors_io import read_safetensors, read_safetensors_metadata, write_safetensors
 
 __all__ = ["LoadedProgram", "export", "load", "save"]
 
-_STATE_SUFFIX = ".state.safetensors"
+_STATE_SUFFIX = ".state.safetensors"  # beside an engine file of an earlier version
+_PROGRAM_MAGIC = b"INPLPROG"
+_METHOD = "forward"
+_CALL_KEY = "python.call"  # the Python call convention, in the program's metadata
 
 
 def _spec_to_json(spec):
@@ -45,25 +51,133 @@ def _spec_from_json(j):
 
 
 def save(compiled, path):
-    """Writes the engine (and its state file beside it); see the module docstring."""
+    """Writes the program file (see the module docstring); returns ``path``."""
     path = os.fspath(path)
-    compiled._native.save(path)
-    bindings = compiled._native.state_bindings  # binding name -> state target
-    state = {b: compiled._state[t].detach().cpu().contiguous() for b, t in bindings.items()}
-    meta = {
-        "inplace.user_inputs": json.dumps(compiled.input_names),
-        "inplace.state_targets": json.dumps(bindings),
-        "inplace.out_spec": json.dumps(_spec_to_json(compiled._captured.out_spec)),
-        "inplace.scalar_outputs": json.dumps(sorted(compiled._captured.scalar_outputs)),
+    native = compiled._native
+    state = {t: compiled._state[t].detach().cpu().contiguous()
+             for t in set(native.state_bindings.values())}
+    call = {
+        "user_inputs": compiled.input_names,
+        "user_outputs": list(native.user_outputs),
+        "out_spec": _spec_to_json(compiled._captured.out_spec),
+        "scalar_outputs": sorted(compiled._captured.scalar_outputs),
     }
-    write_safetensors(path + _STATE_SUFFIX, state, meta)
+    C = _native.load()
+    program = C.program_from_compiled(native, {t: _to_capsule(v) for t, v in state.items()},
+                                      {_CALL_KEY: json.dumps(call, allow_nan=False)})
+    program.save(path)
     return path
 
 
-class LoadedProgram(_EngineRuntime):
-    """An engine loaded from a file with its state: called with the user inputs (``stats()``,
-    ``cuda_graph`` and ``host_steps`` as for a compiled program)."""
+class LoadedProgram:
+    """A saved compiled module: called with the user inputs as the compiled module was, on a
+    session of the program file that holds its state (``get_buffer(target)`` is that state,
+    live; ``reset()`` restores the saved values). ``stats()``, ``cuda_graph`` and
+    ``host_steps`` as for a compiled module; ``program`` and ``session`` are the
+    ``inplace.Program`` and its ``Session``."""
 
+    def __init__(self, program, call):
+        from .program import Program
+        self._native = program
+        self.program = Program(program, {}, {})
+        self.session = self.program.new_session()
+        self.device = torch.device(program.device)
+        inputs = program.method_inputs(_METHOD)  # (name, shape, dtype, dynamic, is state)
+        self._names = list(call.get("user_inputs") or [i[0] for i in inputs])
+        self._outputs = call.get("user_outputs")
+        self._spec = _spec_from_json(call.get("out_spec"))
+        self._scalars = call.get("scalar_outputs", [])
+        self._aliased = {o: name for o, name, _ in program.aliased_io(_METHOD)}
+        self._runtime = {s[0] for s in program.state if s[3] == "runtime"}
+        self._state = {}  # runtime-owned state name -> its torch tensor (one object each)
+        written = {s[0] for s in program.state if s[3] == "caller"}
+        self._written = [k for k, n in enumerate(self._names) if n in written]
+
+    @property
+    def input_names(self):
+        return list(self._names)
+
+    @property
+    def aliased_io(self):
+        """{engine output index: (input name or state target, kind)}."""
+        return {o: (name, kind) for o, name, kind in self._native.aliased_io(_METHOD)}
+
+    @property
+    def plan(self):
+        return _Text(self._native.plan_text(_METHOD))
+
+    @property
+    def state(self):
+        """The runtime-owned state by name: the session's live tensors."""
+        return {n: self.get_buffer(n) for n in sorted(self._runtime)}
+
+    def get_buffer(self, target):
+        if target not in self._runtime:
+            raise KeyError("'%s' is no state of the program; its state is %s" % (
+                target, ", ".join("'%s'" % n for n in sorted(self._runtime)) or "(none)"))
+        if target not in self._state:
+            self._state[target] = self.session.state(target)
+        return self._state[target]
+
+    def reset(self):
+        """Restores the state to the values saved in the file (in place) and accepts a session
+        that a failed call left partly updated."""
+        self.session.reset()
+
+    def stats(self):
+        return self.session.stats(_METHOD)
+
+    @property
+    def cuda_graph(self):
+        if "cuda_graph" not in self._native.backend_option_keys:
+            return False
+        return self.__dict__.get("_cuda_graph", True)
+
+    @cuda_graph.setter
+    def cuda_graph(self, value):
+        for key, v in _graph_switch(value).items():
+            self.session.set_backend_option(key, v)
+        self.__dict__["_cuda_graph"] = value
+
+    @property
+    def host_steps(self):
+        return [tuple(h) for h in self._native.host_steps(_METHOD)]
+
+    def __call__(self, *args):
+        if len(args) != len(self._names):
+            raise TypeError("the program takes %d inputs (%s), got %d"
+                            % (len(self._names), ", ".join(self._names), len(args)))
+        given = {n: _as_tensor(a, n, self.device) for a, n in zip(args, self._names)}
+        _refuse_grad_leaves(self._written, [given[n] for n in self._names], self._names)
+        refused = self.session._native.refused_reason
+        if refused:
+            raise _native.load().Error("[call] the state is partly updated: %s" % refused)
+        results = self.session._native.run(_METHOD, {n: _to_capsule(t) for n, t in given.items()},
+                                           _stream_of(self.device))
+        picked = range(len(results)) if self._outputs is None else self._outputs
+        leaves = [self._leaf(j, results[j], args, given) for j in picked]
+        for i in self._scalars:
+            leaves[i] = leaves[i].item()
+        return _rebuild(self._spec, leaves)
+
+    def _leaf(self, j, result, args, given):
+        """Output ``j`` as eager returns it: the caller's tensor (or the state) it writes or
+        is, else a tensor of its own."""
+        name = self._aliased.get(j)
+        if name in self._runtime:
+            return self.get_buffer(name)
+        t = _from_result(result)
+        for a, n in zip(args, self._names):
+            g = given[n]
+            if n == name or (t.data_ptr() == g.data_ptr() and t.shape == g.shape
+                             and t.stride() == g.stride() and t.dtype == g.dtype):
+                return a if isinstance(a, torch.Tensor) else g
+        return t
+
+
+class _EngineWithStateFile(_EngineRuntime):
+    """An engine file of an earlier version with its state file beside it (or alone: every
+    binding is then an input), called as LoadedProgram is."""
     def __init__(self, native, state, state_targets, user_inputs, out_spec, scalar_outputs):
         self._native = native
         self.state = state  # binding name -> tensor (owned here; mutated in place by calls)
@@ -136,8 +250,19 @@ class LoadedProgram(_EngineRuntime):
 
 
 def load(path):
-    """Loads an engine saved by ``save`` (with its state file) as a LoadedProgram."""
+    """Loads a file ``save`` wrote as a LoadedProgram (an engine file of an earlier version,
+    with its state file, as an object called the same way)."""
     path = os.fspath(path)
+    with open(path, "rb") as f:
+        magic = f.read(8)
+    if magic == _PROGRAM_MAGIC:
+        native = _native.load().load_program(path, "")
+        methods = list(native.methods)
+        if methods != [_METHOD]:
+            raise InputError("%s is a program of methods %s: load it with inplace.load_program"
+                             % (path, ", ".join(methods)))
+        meta = dict(native.metadata)
+        return LoadedProgram(native, json.loads(meta.get(_CALL_KEY, "{}")))
     native = _native.load().load_engine(path)
     state_path = path + _STATE_SUFFIX
     if os.path.exists(state_path):
@@ -151,7 +276,7 @@ def load(path):
             state = {b: t.to(native.device) for b, t in state.items()}
     else:  # an engine alone: every binding is an input
         state, targets, users, spec, scalars = {}, {}, list(native.user_input_names), None, []
-    return LoadedProgram(native, state, targets, users, spec, scalars)
+    return _EngineWithStateFile(native, state, targets, users, spec, scalars)
 
 
 def export(module_or_fn, example_inputs, path, constants_file="weights.safetensors"):

@@ -230,6 +230,13 @@ int CompiledGraph::num_user_outputs() const {
   return n;
 }
 
+std::vector<int> CompiledGraph::user_outputs() const {
+  std::vector<int> out;
+  for (size_t j = 0; j < sinks_.size(); ++j)
+    if (sinks_[j].user_output) out.push_back(static_cast<int>(j));
+  return out;
+}
+
 std::vector<CompiledGraph::AliasEntry> CompiledGraph::aliased_io() const {
   std::vector<AliasEntry> out;
   for (const Mutation& m : engine_->aliased_io()) {

@@ -60,6 +60,8 @@ class CompiledGraph {
   std::shared_ptr<const Engine> engine_ptr() const { return engine_; }
   const std::vector<std::string>& user_input_names() const { return user_names_; }
   int num_user_outputs() const;
+  // The flat engine outputs that are user outputs (the others are signature mutations).
+  std::vector<int> user_outputs() const;
   // output index (user outputs, flattened) -> (user input index or -1, state target, kind).
   struct AliasEntry {
     int output = 0;

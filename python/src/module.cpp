@@ -139,6 +139,7 @@ PYBIND11_MODULE(_C, m) {
             return out;
           })
       .def_property_readonly("state_bindings", &CompiledGraph::state_bindings)
+      .def_property_readonly("user_outputs", &CompiledGraph::user_outputs)
       .def_property_readonly("input_binding_names",
                              [](const CompiledGraph& self) {
                                std::vector<std::string> names;

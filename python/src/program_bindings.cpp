@@ -11,9 +11,11 @@
 
 #include <memory>
 
+#include "compiled_graph.h"
 #include "compiler/program_compile.h"
 #include "frontend/graph_json.h"
 #include "ir/export_signature.h"
+#include "program/engine_program.h"
 #include "program/generate.h"
 #include "program/method_from_export.h"
 #include "program/program_file.h"
@@ -172,6 +174,45 @@ py::dict generate(PySession& self, const std::vector<int64_t>& prompt, int64_t m
   return out;
 }
 
+// An in-process compiled graph as a one-method program `forward` (what inplace.save writes):
+// `state` holds, by state target, the value each state binding starts from (parameters become
+// weights, written buffers runtime-owned state; program_from_engine).
+PyProgram program_from_compiled(const CompiledGraph& g, const py::dict& state,
+                                const std::map<std::string, std::string>& metadata) {
+  const Engine& e = g.engine();
+  std::map<std::string, Tensor> values;
+  for (auto item : state) {
+    std::string target = item.first.cast<std::string>();
+    values[target] = tensor_from_pair(item.second, "state '" + target + "'");
+  }
+  EngineProgramOptions options;
+  options.metadata = metadata;
+  for (const auto& [binding, target] : g.state_bindings()) {
+    auto it = values.find(target);
+    IP_CHECK(it != values.end(), kNotFound, "[save] no value for state '", target, "'");
+    options.state[e.input_index(binding)] = {target, it->second};
+  }
+  // A write the engine leaves to the caller (a copy-back engine's signature mutation) would
+  // be lost in a session: refused instead.
+  for (const std::string& target : g.written_state()) {
+    bool in_engine = false;
+    for (const auto& [binding, t] : g.state_bindings())
+      for (int i : e.mutated_inputs()) in_engine |= t == target && e.inputs()[i].name == binding;
+    IP_CHECK(in_engine, kUnsupported, "[save] engine '", e.name(), "' returns the new value of '",
+             target, "' for the caller to copy back; compile with aliasing to save it");
+  }
+  py::gil_scoped_release release;
+  return {program_from_engine(g.engine_ptr(), options)};
+}
+
+py::list method_aliased_io(const Program& p, const std::string& method) {
+  const Engine& e = *p.method(method).engine;
+  py::list out;
+  for (const Mutation& a : e.aliased_io())
+    out.append(py::make_tuple(a.output, e.inputs()[a.input].name, mutation_kind_name(a.kind)));
+  return out;
+}
+
 }  // namespace
 
 void bind_programs(py::module_& m) {
@@ -236,6 +277,32 @@ void bind_programs(py::module_& m) {
            })
       .def_property_readonly("state",
                              [](const PyProgram& self) { return state_entries(*self.program); })
+      .def_property_readonly("metadata",
+                             [](const PyProgram& self) { return self.program->metadata(); })
+      .def(
+          "aliased_io",
+          [](const PyProgram& self, const std::string& method) {
+            return method_aliased_io(*self.program, method);
+          },
+          py::arg("method"))
+      .def(
+          "host_steps",
+          [](const PyProgram& self, const std::string& method) {
+            py::list out;
+            for (const HostStep& h : self.program->method(method).engine->host_steps())
+              out.append(py::make_tuple(h.node, h.op, h.why, h.bytes));
+            return out;
+          },
+          py::arg("method"))
+      .def(
+          "plan_text",
+          [](const PyProgram& self, const std::string& method) {
+            return self.program->method(method).engine->describe();
+          },
+          py::arg("method"))
+      .def_property_readonly(
+          "backend_option_keys",
+          [](const PyProgram& self) { return backend_option_keys(self.program->device()); })
       .def_property_readonly("weight_bytes",
                              [](const PyProgram& self) { return self.program->weight_bytes(); })
       .def_property_readonly("num_weights",
@@ -250,6 +317,8 @@ void bind_programs(py::module_& m) {
         return PySession{self.program, self.program->new_session()};
       });
 
+  m.def("program_from_compiled", &program_from_compiled, py::arg("compiled"), py::arg("state"),
+        py::arg("metadata"));
   m.def("compile_program", &compile_methods, py::arg("name"), py::arg("methods"),
         py::arg("caller_owned") = std::vector<std::string>(), py::arg("device") = "cpu");
   m.def(

@@ -28,12 +28,19 @@ std::string Method::call_input_names() const {
 std::shared_ptr<const Program> Program::assemble(std::string name,
                                                  std::vector<std::shared_ptr<const Engine>> engines,
                                                  std::vector<std::string> method_names,
-                                                 StateTable state) {
+                                                 StateTable state,
+                                                 std::map<std::string, std::string> metadata) {
   IP_ASSERT(engines.size() == method_names.size(), "one name per method engine");
   IP_CHECK(!engines.empty(), kInvalidArgument, "[program] '", name, "' has no methods");
+  for (const auto& [key, value] : metadata)
+    IP_CHECK(!key.empty() && key.find_first_of("=\n") == std::string::npos &&
+                 value.find('\n') == std::string::npos,
+             kInvalidArgument, "[program] metadata key '", key,
+             "': keys are non-empty without '=' or a newline, values without a newline");
   std::shared_ptr<Program> p(new Program());
   p->name_ = std::move(name);
   p->state_ = std::move(state);
+  p->metadata_ = std::move(metadata);
   std::set<std::string> names;
   std::vector<bool> used(p->state_.size(), false);
   for (size_t m = 0; m < engines.size(); ++m) {

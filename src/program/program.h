@@ -32,10 +32,13 @@ class Program : public std::enable_shared_from_this<Program> {
   // Checks that the methods agree with the state table: unique method names; each state
   // binding has the entry's shape and dtype and no dynamic dim; every input a method writes is
   // state; every entry is used by some method. Errors name the method, binding and entry.
+  // `metadata`: what a frontend keeps with the program (the Python call convention), saved in
+  // the file: keys without '=' or a newline, values without a newline.
   static std::shared_ptr<const Program> assemble(std::string name,
                                                  std::vector<std::shared_ptr<const Engine>> engines,
                                                  std::vector<std::string> method_names,
-                                                 StateTable state);
+                                                 StateTable state,
+                                                 std::map<std::string, std::string> metadata = {});
 
   const std::string& name() const { return name_; }
   // Where every method runs and every session holds its runtime-owned state (one device a
@@ -46,6 +49,7 @@ class Program : public std::enable_shared_from_this<Program> {
   int method_index(const std::string& method) const;
   const Method& method(const std::string& method) const { return methods_[method_index(method)]; }
   const StateTable& state() const { return state_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // The weights of every method, each distinct tensor once (methods share them).
   struct Weight {
     std::string name;
@@ -66,6 +70,7 @@ class Program : public std::enable_shared_from_this<Program> {
   std::vector<Method> methods_;
   StateTable state_;
   std::vector<Weight> weights_;
+  std::map<std::string, std::string> metadata_;
 };
 
 }  // namespace inplace

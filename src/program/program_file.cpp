@@ -19,6 +19,7 @@ namespace {
 
 constexpr uint32_t kNoInitial = 0xffffffffu;
 const char* kFieldNames[] = {"NAME", "METHODS", "STATE", "METADATA", "WEIGHTS"};
+constexpr std::string_view kMetaPrefix = "meta.";
 
 std::string metadata(const Program& p) {
   std::ostringstream os;
@@ -26,7 +27,23 @@ std::string metadata(const Program& p) {
      << "\nengine_abi=" << kEngineFileAbi << "\nmethods=" << p.methods().size()
      << "\nstate=" << p.state().size() << "\nweight_bytes=" << p.weight_bytes()
      << "\ndevice=" << p.device().str() << "\n";
+  for (const auto& [key, value] : p.metadata()) os << kMetaPrefix << key << "=" << value << "\n";
   return os.str();
+}
+
+// The frontend's entries of the METADATA field: its `meta.KEY=VALUE` lines.
+std::map<std::string, std::string> frontend_metadata(std::string_view field) {
+  std::map<std::string, std::string> out;
+  while (!field.empty()) {
+    size_t end = field.find('\n');
+    std::string_view line = field.substr(0, end);
+    field = end == std::string_view::npos ? std::string_view() : field.substr(end + 1);
+    size_t eq = line.find('=');
+    if (line.substr(0, kMetaPrefix.size()) != kMetaPrefix || eq == std::string_view::npos) continue;
+    out[std::string(line.substr(kMetaPrefix.size(), eq - kMetaPrefix.size()))] =
+        std::string(line.substr(eq + 1));
+  }
+  return out;
 }
 
 int weight_index(const std::vector<Program::Weight>& weights, const Tensor& t) {
@@ -179,7 +196,8 @@ std::shared_ptr<const Program> deserialize_program(std::string_view bytes, const
   }
   try {
     return Program::assemble(std::string(fields[kProgramFieldName]), std::move(engines),
-                             std::move(names), StateTable(std::move(entries)));
+                             std::move(names), StateTable(std::move(entries)),
+                             frontend_metadata(fields[kProgramFieldMetadata]));
   } catch (const Error& e) {
     throw Error(e.code() == ErrorCode::kInternal ? e.code() : ErrorCode::kCorrupt,
                 str_cat("[program_file] ", label, ": ", e.what()));
@@ -189,16 +207,6 @@ std::shared_ptr<const Program> deserialize_program(std::string_view bytes, const
 std::shared_ptr<const Program> load_program(const std::string& path, std::optional<Device> device) {
   std::shared_ptr<const MappedFile> file = MappedFile::open(path, "program_file");
   return deserialize_program(file->bytes(), path, file, device);
-}
-
-std::shared_ptr<const Program> program_from_engine(std::shared_ptr<const Engine> engine) {
-  std::vector<StateEntry> entries;
-  for (int i : engine->mutated_inputs()) {
-    const Binding& b = engine->inputs()[i];
-    entries.push_back({b.name, b.shape, b.dtype, Tensor(), Ownership::kCaller});
-  }
-  std::string name = engine->name();
-  return Program::assemble(name, {std::move(engine)}, {"forward"}, StateTable(std::move(entries)));
 }
 
 std::shared_ptr<const Program> load_program_or_engine(const std::string& path,

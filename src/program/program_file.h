@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "program/engine_program.h"
 #include "program/program.h"
 
 namespace inplace {
@@ -45,10 +46,9 @@ std::shared_ptr<const Program> load_program(const std::string& path,
                                             std::optional<Device> device = std::nullopt);
 bool is_program_file(std::string_view bytes);
 
-// A saved engine as a one-method program named `forward`: every input it writes is
-// caller-owned state (an engine file stores no initial values).
-std::shared_ptr<const Program> program_from_engine(std::shared_ptr<const Engine> engine);
-// A program file, or an engine file as above (told apart by the magic).
+// A program file, or an engine file as a one-method program named `forward` whose every
+// written input is caller-owned state (an engine file stores no initial values;
+// program_from_engine, engine_program.h), told apart by the magic.
 std::shared_ptr<const Program> load_program_or_engine(const std::string& path,
                                                       std::optional<Device> device = std::nullopt);
 

@@ -47,7 +47,7 @@ std::string join(const std::vector<std::string>& names) {
 }  // namespace
 
 int run_exec(const std::vector<std::string>& args) {
-  std::string graph_path, inputs_path, out_path, mode_name = "eager";
+  std::string graph_path, inputs_path, out_path, method, mode_name = "eager";
   bool no_alias = false, print = false;
   std::vector<std::string> mutated;
   ArgParser p("exec",
@@ -56,13 +56,18 @@ int run_exec(const std::vector<std::string>& args) {
               "flattened order (numbers as 0-d tensors: bool, int64, float64), input.<name> for\n"
               "every placeholder after the call (so mutations show) and buffer.<target> for\n"
               "every graph constant after the call.");
-  p.positional("GRAPH.json", &graph_path, "the graph (graph JSON version 1)");
+  p.positional("GRAPH.json", &graph_path,
+               "the graph (graph JSON version 1), or a program or engine file");
   p.option("--inputs", "IN.safetensors", &inputs_path,
            "the inputs; may be left out when the graph has none");
   p.option("--out", "OUT.safetensors", &out_path, "where to write the results", true);
   p.option("--mode", "eager|functional|compiled", &mode_name,
            "eager: the graph as written (default); functional: after the lowering passes; "
            "compiled: through an engine");
+  p.option("--method", "NAME", &method,
+           "a program file: the method to call (default: its only method); the program's state "
+           "comes from the file, so IN holds the method's inputs alone, and OUT also gets "
+           "state.<name> for each runtime-owned state");
   p.flag("--no-alias", &no_alias, "compiled mode: copy results back instead of aliasing I/O");
   p.flag("--print", &print, "also print every result written to OUT");
   p.repeated("--mutated-input", "INPUT=OUTPUT", &mutated,
@@ -92,6 +97,12 @@ int run_exec(const std::vector<std::string>& args) {
   options.stats = run.stats;
   IP_CHECK(mode->run != nullptr, kUnsupported, "mode '", mode_name, "' is not available yet");
 
+  if (looks_like_program_file(graph_path)) {
+    refuse_output_over_inputs("exec", "--out", out_path,
+                              {{"the program file", graph_path}, {"--inputs", inputs_path}});
+    return run_exec_program(graph_path, method, inputs_path, out_path, print, backend, run.stats);
+  }
+  if (!method.empty()) throw UsageError("exec: --method names a method of a program file");
   if (looks_like_engine_file(graph_path)) {
     refuse_output_over_inputs("exec", "--out", out_path,
                               {{"the engine file", graph_path}, {"--inputs", inputs_path}});

@@ -11,19 +11,33 @@
 #include "engine/execution_context.h"
 #include "exec_engine.h"
 #include "frontend/safetensors.h"
+#include "program/program_file.h"
 
 namespace inplace::cli {
 
-bool looks_like_engine_file(const std::string& path) {
+namespace {
+
+// The first 8 bytes of `path` (empty when it is no regular file or is shorter).
+std::string file_magic(const std::string& path) {
   try {
     check_regular_file(path, "exec");  // never open a FIFO here: the reader reports it
   } catch (const Error&) {
-    return false;
+    return std::string();
   }
   std::ifstream f(path, std::ios::binary);
   char head[8] = {};
   f.read(head, 8);
-  return f.gcount() == 8 && is_engine_file(std::string_view(head, 8));
+  return f.gcount() == 8 ? std::string(head, 8) : std::string();
+}
+
+}  // namespace
+
+bool looks_like_engine_file(const std::string& path) {
+  return is_engine_file(file_magic(path));
+}
+
+bool looks_like_program_file(const std::string& path) {
+  return is_program_file(file_magic(path));
 }
 
 void write_exec_results(const std::string& out_path, const std::map<std::string, Tensor>& results,

@@ -1,0 +1,95 @@
+// `inplace exec` on a program file: the state comes from the file, so the user's inputs alone
+// run it (issue #30: the engine file of a module with a buffer needed the buffer passed in);
+// outputs and final state equal the eager interpreter's on the graph. `--method` picks one of
+// several methods; naming mistakes are one-line errors listing the valid names.
+#include "cli/cli_util.h"
+#include "engine/engine_file.h"
+#include "frontend/safetensors.h"
+#include "inplace/program.h"
+#include "program/exported_cache_module.h"
+
+using namespace inplace;
+using namespace inplace::testing;
+
+namespace {
+
+class CliExecProgram : public Cli {
+ protected:
+  void SetUp() override {
+    Cli::SetUp();
+    graph_ = exported_cache_module();
+    GraphInputs inputs = {{"x", Value::from_tensor(cache_module_x(1))},
+                          {"p", Value::from_tensor(cache_module_p(0))}};
+    State bound = cache_module_state();
+    compiled_ = compile_exported(*graph_, inputs, bound);
+    EngineProgramOptions options;
+    for (const SignatureInput& in : graph_->signature.inputs)
+      if (in.kind != "user_input")
+        options.state[compiled_.engine->input_index(in.node)] = {in.target, state_.at(in.target)};
+    program_ = program_from_engine(compiled_.engine, options);
+    write_safetensors(path("in.safetensors"), {{"x", x_}, {"p", p_}});
+  }
+  std::string exec(const std::string& file, const std::string& extra = "") const {
+    return "exec " + file + " --inputs " + path("in.safetensors") + " --out " +
+           path("out.safetensors") + extra;
+  }
+  // The eager interpreter's output and final cache for one call from the saved state.
+  std::pair<Tensor, Tensor> eager() const {
+    State state = cache_module_state();
+    GraphInputs in = {{"x", Value::from_tensor(x_.clone())}, {"p", Value::from_tensor(p_)}};
+    std::vector<Value> out = run_exported_eager(*graph_, in, state);
+    return {out.at(0).tensor, state.at("cache")};
+  }
+
+  std::unique_ptr<Graph> graph_;
+  State state_ = cache_module_state();
+  CompiledProgram compiled_;
+  std::shared_ptr<const Program> program_;
+  Tensor x_ = cache_module_x(7), p_ = cache_module_p(2);
+};
+
+TEST_F(CliExecProgram, TheUsersInputsAloneRunAProgramFileLikeEager) {
+  // The engine file alone needs the buffer (its caller's input): the failure of issue #30.
+  save_engine(*compiled_.engine, path("e.inplace"));
+  EXPECT_TRUE(one_line_error(run(exec(path("e.inplace"))), 1,
+                             {"missing input binding 'p_l_weight'", "in.safetensors"}));
+
+  save_program(*program_, path("p.inplace"));
+  CliResult r = run(exec(path("p.inplace")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::map<std::string, Tensor> got = read_safetensors(path("out.safetensors"));
+  auto [output, cache] = eager();  // output.0 is the cache written, output.1 the sum
+  ASSERT_TRUE(got.count("output.1") && got.count("state.cache")) << got.size();
+  EXPECT_EQ(got["output.1"].to_double_vector(), output.to_double_vector());
+  EXPECT_EQ(got["state.cache"].to_double_vector(), cache.to_double_vector());
+  EXPECT_EQ(got["input.x"].to_double_vector(), x_.to_double_vector());
+  EXPECT_EQ(got.count("state.l.weight"), 0u) << "a parameter is a weight, not state";
+}
+
+TEST_F(CliExecProgram, MethodPicksOneOfSeveralAndMistakesListTheNames) {
+  const Method& m = program_->methods()[0];
+  save_program(
+      *Program::assemble("two", {m.engine, m.engine}, {"first", "second"}, program_->state()),
+      path("two.inplace"));
+  EXPECT_TRUE(one_line_error(run(exec(path("two.inplace"))), 1, {"'first', 'second'", "--method"}));
+  EXPECT_TRUE(one_line_error(run(exec(path("two.inplace"), " --method third")), 1,
+                             {"no method 'third'", "'first', 'second'"}));
+  CliResult r = run(exec(path("two.inplace"), " --method second"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_safetensors(path("out.safetensors"))["state.cache"].to_double_vector(),
+            eager().second.to_double_vector());
+}
+
+TEST_F(CliExecProgram, InputsThatAreNotTheMethodsAreNamed) {
+  save_program(*program_, path("p.inplace"));
+  write_safetensors(path("in.safetensors"), {{"x", x_}, {"p", p_}, {"cache", state_["cache"]}});
+  EXPECT_TRUE(one_line_error(run(exec(path("p.inplace"))), 1,
+                             {"tensor 'cache'", "'x', 'p'", "the program's own"}));
+  write_safetensors(path("in.safetensors"), {{"x", x_}});
+  EXPECT_TRUE(one_line_error(run(exec(path("p.inplace"))), 1, {"missing input 'p'", "'x', 'p'"}));
+  write_graph(*graph_, "g.json");
+  EXPECT_TRUE(one_line_error(run(exec(path("g.json"), " --method forward")), 2,
+                             {"--method", "program file"}));
+}
+
+}  // namespace
