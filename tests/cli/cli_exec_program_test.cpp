@@ -23,11 +23,7 @@ class CliExecProgram : public Cli {
                           {"p", Value::from_tensor(cache_module_p(0))}};
     State bound = cache_module_state();
     compiled_ = compile_exported(*graph_, inputs, bound);
-    EngineProgramOptions options;
-    for (const SignatureInput& in : graph_->signature.inputs)
-      if (in.kind != "user_input")
-        options.state[compiled_.engine->input_index(in.node)] = {in.target, state_.at(in.target)};
-    program_ = program_from_engine(compiled_.engine, options);
+    program_ = exported_program(compiled_, *graph_, state_);
     write_safetensors(path("in.safetensors"), {{"x", x_}, {"p", p_}});
   }
   std::string exec(const std::string& file, const std::string& extra = "") const {
