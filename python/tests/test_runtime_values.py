@@ -1,7 +1,7 @@
 """Compile once, run on every value — against PyTorch itself.
 
-Each program is exported once with inplace.export_graph, compiled once into an engine file
-(`inplace compile -o`), and that one engine is then run (`inplace exec ENGINE`) on fresh values
+Each program is exported once with inplace.export_graph, compiled once into a program file
+(`inplace compile -o`), and that one file is then run (`inplace exec PROGRAM`) on fresh values
 of every input: decode positions 0..15, ring-buffer steps, indices across their range
 (negatives included), prompt lengths 1..max. Every output and the final contents of every input
 are compared with what PyTorch eager computes on the same values; where PyTorch raises, the
@@ -46,7 +46,7 @@ class CompileOnceRunOnEveryValue(unittest.TestCase):
         return os.path.join(self.dir, name)
 
     def compile(self, module, example, extra=()):
-        """Exports `module` on `example` and compiles one engine file; returns (engine, names)."""
+        """Exports `module` on `example` and compiles one program file; returns (path, names)."""
         r = inplace.export_graph(module, tuple(t.clone() for t in example), self.path("graph.json"))
         inplace.write_inputs(self.path("example.safetensors"), r.inputs_dict(example))
         run("compile", self.path("graph.json"), "--inputs", self.path("example.safetensors"),

@@ -115,6 +115,32 @@ class OneArtifact(CompileCase):
                 x, p = inputs(step)
                 self.assertSame(loaded(x, p), eager(x, p), "old file step %d" % step)
 
+    def test_load_reads_what_the_cli_compile_writes(self):
+        # `inplace compile GRAPH.json` writes the same kind of file, without the Python call
+        # convention: the method's inputs are the user's, its outputs the graph's.
+        binary = os.environ.get("INPLACE_BIN")
+        if not binary:
+            self.skipTest("INPLACE_BIN is not set")
+        eager = self.eager_copy()
+        self.module.cache.copy_(self.saved_cache)
+        graph = inplace.export(self.module, inputs(0), os.path.join(self.dir.name, "g.json"))
+        compiled = os.path.join(self.dir.name, "c.inplace")
+        r = subprocess.run([binary, "compile", graph, "-o", compiled], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        program = inplace.load_program(compiled)
+        self.assertEqual(program.methods, ["forward"])
+        self.assertEqual(program.state_names, ["cache"])
+        loaded = inplace.load(compiled)
+        self.assertEqual(loaded.input_names, ["x", "p"])
+        with torch.no_grad():
+            for step in range(1, 4):
+                x, p = inputs(step)
+                got = loaded(x, p)
+                want = eager(x, p)
+                self.assertSame(got, want, "step %d output" % step)
+                self.assertSame(loaded.get_buffer("cache"), eager.cache, "step %d cache" % step)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,7 +1,8 @@
 #include "compiler/exported_program.h"
 
-#include "engine/execution_context.h"
 #include "interpreter/interpreter.h"
+#include "ir/export_signature.h"
+#include "program/session.h"
 
 namespace inplace {
 
@@ -77,23 +78,53 @@ CompiledProgram compile_exported(const Graph& graph, GraphInputs& inputs, State&
   return compile(graph, examples, options);
 }
 
+std::shared_ptr<const Program> exported_program(const CompiledProgram& compiled, const Graph& graph,
+                                                const State& state, EngineProgramOptions options) {
+  // Engine input bindings: the placeholders in graph order, then the lifted buffers.
+  std::vector<Node*> ph = graph.placeholders();
+  for (size_t i = 0; i < ph.size(); ++i) {
+    const SignatureInput* in = signature_input(graph, ph[i]->name);
+    if (!in || in->kind == "user_input") continue;
+    auto it = state.find(in->target);
+    if (it != state.end()) options.state[static_cast<int>(i)] = {in->target, it->second};
+  }
+  for (const auto& [index, target] : compiled.lifted_buffers)
+    options.state[index] = {target, state.at(target)};
+  return program_from_engine(compiled.engine, options);
+}
+
 std::vector<Value> run_exported(const CompiledProgram& compiled, const Graph& graph,
                                 GraphInputs& inputs, State& state,
                                 const BackendOptions& backend_options, ContextStats* stats) {
   bind_lifted_placeholders(graph, inputs, state);
+  std::shared_ptr<const Program> program = exported_program(compiled, graph, state);
+  // The call's inputs by binding name: plain inputs and caller-owned state keep the engine's
+  // binding names (the placeholders' own).
+  std::map<std::string, Tensor> by_binding;
   std::vector<Node*> ph = graph.placeholders();
-  ExecutionContext ctx(compiled.engine);
-  apply_backend_options(ctx, backend_options);
   for (int i = 0; i < compiled.num_user_inputs; ++i) {
     auto it = inputs.find(ph[i]->name);
     IP_CHECK(it != inputs.end() && it->second.is_tensor(), kNotFound, "[run_exported] input '",
              ph[i]->name, "' is not bound to a tensor");
-    ctx.bind_input(i, it->second.tensor);
+    by_binding[compiled.engine->inputs()[i].name] = it->second.tensor;
   }
-  for (const auto& [index, target] : compiled.lifted_buffers)
-    ctx.bind_input(index, state.at(target));
-  std::vector<Tensor> outs = ctx.execute();
-  if (stats) *stats = ctx.stats();
+  const Method& method = program->methods()[0];
+  std::map<std::string, Tensor> given;
+  for (int i : method.call_inputs) {
+    const std::string& name = method.engine->inputs()[i].name;
+    given[name] = by_binding.at(name);
+  }
+  Session session(program);
+  session.set_backend_options(backend_options);
+  std::vector<Tensor> outs = session.run(method.name, given);
+  session.synchronize();
+  if (stats) *stats = session.stats(method.name);
+  for (const StateEntry& e : program->state().entries()) {
+    if (e.ownership != Ownership::kRuntime) continue;
+    const Tensor& now = session.state(e.name);
+    Tensor& dst = state.at(e.name);
+    if (!now.same_view(dst)) dst.copy_from(now);
+  }
   std::vector<Value> flat;
   for (int j = 0; j < compiled.engine->original_output_count(); ++j)
     flat.push_back(Value::from_tensor(outs[j]));

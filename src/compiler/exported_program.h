@@ -1,8 +1,9 @@
 // Compiling and running a graph with a torch.export signature the way `inplace exec` does, for
-// C++ callers: parameters, buffers and constants are bound from the program state (by target,
-// never copied), buffer_mutation / user_input_mutation outputs are written back into their
-// buffer or input, and only user outputs are returned (ExportedProgram.module()'s contract).
-// A graph without a signature runs the same way: every placeholder is a user input.
+// C++ callers: parameters, buffers and constants come from the program state (by target),
+// buffer_mutation / user_input_mutation outputs are written back into their buffer or input,
+// and only user outputs are returned (ExportedProgram.module()'s contract). A graph without a
+// signature runs the same way: every placeholder is a user input. The compiled engine runs as
+// a one-method program on a session (exported_program()), the one bound-state implementation.
 #pragma once
 #include <map>
 #include <string>
@@ -11,6 +12,7 @@
 #include "compiler/compile.h"
 #include "engine/context_options.h"
 #include "ir/graph_run.h"
+#include "program/engine_program.h"
 
 namespace inplace {
 
@@ -33,11 +35,19 @@ std::vector<Value> run_exported_eager(const Graph& graph, GraphInputs& inputs, S
 CompiledProgram compile_exported(const Graph& graph, GraphInputs& inputs, State& state,
                                  const CompileOptions& options = {});
 
-// Runs a program compile_exported made, once: user inputs and parameters from `inputs`,
-// mutated buffers bound as the state's own tensors (the engine writes them in place, or
-// copies back for a copy-back engine), then the signature applied. Returns the user outputs.
-// `backend_options` go to the context (apply_backend_options); `stats`, when given, gets what
-// it counted.
+// The engine compile_exported made as a one-method program (`options.method`, default
+// `forward`; program_from_engine): every parameter, buffer and constant placeholder of the
+// signature and every buffer lifted from get_attr is its state, valued from `state` by target
+// (a weight when the engine never writes it, else runtime-owned state starting from that
+// value). A signature placeholder whose target `state` lacks stays a plain input.
+std::shared_ptr<const Program> exported_program(const CompiledProgram& compiled, const Graph& graph,
+                                                const State& state,
+                                                EngineProgramOptions options = {});
+
+// Runs a program compile_exported made, once, on a session of exported_program(): user
+// inputs from `inputs` (a mutated one updated in place), the state's values from `state` and
+// written back into it after the call, then the signature applied. Returns the user outputs.
+// `backend_options` go to the session; `stats`, when given, gets what its context counted.
 std::vector<Value> run_exported(const CompiledProgram& compiled, const Graph& graph,
                                 GraphInputs& inputs, State& state,
                                 const BackendOptions& backend_options = {},

@@ -4,6 +4,7 @@
 // several methods; naming mistakes are one-line errors listing the valid names.
 #include "cli/cli_util.h"
 #include "engine/engine_file.h"
+#include "frontend/graph_json.h"
 #include "frontend/safetensors.h"
 #include "inplace/program.h"
 #include "program/exported_cache_module.h"
@@ -22,11 +23,7 @@ class CliExecProgram : public Cli {
                           {"p", Value::from_tensor(cache_module_p(0))}};
     State bound = cache_module_state();
     compiled_ = compile_exported(*graph_, inputs, bound);
-    EngineProgramOptions options;
-    for (const SignatureInput& in : graph_->signature.inputs)
-      if (in.kind != "user_input")
-        options.state[compiled_.engine->input_index(in.node)] = {in.target, state_.at(in.target)};
-    program_ = program_from_engine(compiled_.engine, options);
+    program_ = exported_program(compiled_, *graph_, state_);
     write_safetensors(path("in.safetensors"), {{"x", x_}, {"p", p_}});
   }
   std::string exec(const std::string& file, const std::string& extra = "") const {
@@ -64,6 +61,36 @@ TEST_F(CliExecProgram, TheUsersInputsAloneRunAProgramFileLikeEager) {
   EXPECT_EQ(got["state.cache"].to_double_vector(), cache.to_double_vector());
   EXPECT_EQ(got["input.x"].to_double_vector(), x_.to_double_vector());
   EXPECT_EQ(got.count("state.l.weight"), 0u) << "a parameter is a weight, not state";
+}
+
+// `inplace compile GRAPH.json` writes a program file of one method `forward` (issue #30: one
+// artifact): the parameters are its weights, the buffer it writes its state from the graph's
+// constants, so exec runs it on the user's inputs alone, like the eager interpreter.
+TEST_F(CliExecProgram, CompiledGraphRunsOnTheUsersInputsAlone) {
+  for (const auto& [target, t] : state_) graph_->constants[target] = t;
+  GraphJsonFileOptions o;
+  o.constants_file = "state.safetensors";
+  write_graph_json_file(*graph_, path("g.json"), o);
+  CliResult c = run("compile " + path("g.json") + " --inputs " + path("in.safetensors") + " -o " +
+                    path("c.inplace"));
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("method forward: 2 inputs"), std::string::npos) << c.out;
+  std::shared_ptr<const Program> loaded = load_program(path("c.inplace"));
+  ASSERT_EQ(loaded->methods().size(), 1u);
+  EXPECT_EQ(loaded->methods()[0].call_input_names(), "'x', 'p'");
+  ASSERT_EQ(loaded->state().size(), 1u) << "the parameters are weights, not state";
+  EXPECT_EQ(loaded->state()[0].name, "cache");
+  EXPECT_EQ(loaded->state()[0].ownership, Ownership::kRuntime);
+
+  CliResult r = run(exec(path("c.inplace")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::map<std::string, Tensor> got = read_safetensors(path("out.safetensors"));
+  auto [output, cache] = eager();
+  ASSERT_TRUE(got.count("output.1") && got.count("state.cache")) << got.size();
+  EXPECT_EQ(got["output.1"].to_double_vector(), output.to_double_vector());
+  EXPECT_EQ(got["state.cache"].to_double_vector(), cache.to_double_vector());
+  EXPECT_NE(got["state.cache"].to_double_vector(), state_["cache"].to_double_vector())
+      << "the call wrote the cache";
 }
 
 TEST_F(CliExecProgram, MethodPicksOneOfSeveralAndMistakesListTheNames) {

@@ -4,6 +4,9 @@
 #include <sys/stat.h>
 
 #include "cli/cli_util.h"
+#include "compiler/compile.h"
+#include "engine/engine_file.h"
+#include "frontend/graph_json.h"
 #include "frontend/safetensors.h"
 #include "ir/builder.h"
 
@@ -106,14 +109,19 @@ TEST_F(CliFiles, OutputOverAnInputIsRefused) {
   EXPECT_EQ(slurp(g), g_text);
   EXPECT_EQ(slurp(in), in_text);
   EXPECT_EQ(slurp(w), w_text);
-  // A saved engine: exec may not write over the engine file or its inputs either.
+  // A compiled program: exec may not write over the program file or its inputs either.
   ASSERT_EQ(run("compile " + g + " --inputs " + in + " -o " + path("e.inplace")).code, 0);
   const std::string e_text = slurp(path("e.inplace"));
   EXPECT_TRUE(one_line_error(run(exec_args(path("e.inplace"), in, path("e.inplace")), kTimeout), 1,
-                             {"the same file as the engine file"}));
+                             {"the same file as the program file"}));
   EXPECT_TRUE(one_line_error(run(exec_args(path("e.inplace"), in, in), kTimeout), 1, {"--inputs"}));
   EXPECT_EQ(slurp(path("e.inplace")), e_text);
   EXPECT_EQ(slurp(in), in_text);
+  // An engine file of an older build: the same.
+  std::unique_ptr<Graph> graph = read_graph_json(g);
+  save_engine(*compile(*graph, {ft({10, 20, 30}, {3})}).engine, path("old.inplace"));
+  EXPECT_TRUE(one_line_error(run(exec_args(path("old.inplace"), in, path("old.inplace")), kTimeout),
+                             1, {"the same file as the engine file"}));
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // A graph carrying a torch.export signature, compiled through the library API
 // (compiler/exported_program.h) exactly as `inplace exec --mode compiled` runs it, against the
-// eager interpreter: parameters/buffers bound from the state, buffer_mutation written back
-// (in place for the aliased engine), only user outputs returned.
+// eager interpreter: parameters/buffers from the state (a session of exported_program(), whose
+// runtime-owned buffer is written back into the caller's after the call), only user outputs
+// returned.
 #include <gtest/gtest.h>
 
 #include <random>

@@ -116,10 +116,12 @@ TEST(EngineFileCli, CompileThenInspect) {
   ASSERT_EQ(status, 0) << out;
   out = run_cli("inspect " + file, &status);
   ASSERT_EQ(status, 0) << out;
-  EXPECT_NE(out.find("cache [1,2,8,4] float32"), std::string::npos) << out;
-  EXPECT_NE(out.find("kind=kv_cache_update"), std::string::npos) << out;
-  EXPECT_NE(out.find("arena_bytes:"), std::string::npos) << out;
-  EXPECT_NE(out.find("weight_bytes:"), std::string::npos) << out;
+  // compile writes a program file of one method (the engine file's successor).
+  EXPECT_NE(out.find("program ABI"), std::string::npos) << out;
+  EXPECT_NE(out.find("method forward:"), std::string::npos) << out;
+  EXPECT_NE(out.find("cache [1,2,8,4] float32  state, caller-owned, written"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("'cache' (kv_cache_update)"), std::string::npos) << out;
   EXPECT_NE(out.find("kv_cache_update: 1"), std::string::npos) << out;
 
   out = run_cli("compile " + dir + "/graph.json --inputs " + dir +
@@ -127,9 +129,9 @@ TEST(EngineFileCli, CompileThenInspect) {
                 &status);
   ASSERT_EQ(status, 0) << out;
   out = run_cli("inspect " + file, &status);
-  EXPECT_NE(out.find("aliased_io: none"), std::string::npos) << out;
+  EXPECT_NE(out.find("aliased_io: (none)"), std::string::npos) << out;
 
-  // exec runs the engine file like the graph: same outputs, same inputs after the call.
+  // exec runs the program file like the graph: same outputs, same inputs after the call.
   out = run_cli("compile " + dir + "/graph.json --inputs " + dir + "/inputs.safetensors -o " + file,
                 &status);
   ASSERT_EQ(status, 0) << out;
@@ -148,7 +150,7 @@ TEST(EngineFileCli, CompileThenInspect) {
   }
   EXPECT_FALSE(tensor_equal(ra.at("input.cache"),
                             read_safetensors(dir + "/inputs.safetensors").at("cache"), 0))
-      << "the engine wrote the cache";
+      << "the program wrote the cache (caller-owned state)";
 
   // A broken file: exit status 1, one line naming the file.
   std::ofstream(file, std::ios::binary) << "INPLACE";

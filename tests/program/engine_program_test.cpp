@@ -27,10 +27,7 @@ std::shared_ptr<const Program> cache_module_program(const Graph& g, const State&
   CompiledProgram compiled = compile_exported(g, inputs, bound);
   EngineProgramOptions options;
   options.metadata = std::move(meta);
-  for (const SignatureInput& in : g.signature.inputs)
-    if (in.kind != "user_input")
-      options.state[compiled.engine->input_index(in.node)] = {in.target, state.at(in.target)};
-  return program_from_engine(compiled.engine, options);
+  return exported_program(compiled, g, state, options);
 }
 
 void expect_same(const Tensor& got, const Tensor& want, const std::string& what) {
