@@ -1,10 +1,11 @@
 // safetensors headers of many tensors are read and written in time linear in their size: the
 // order-preserving JSON object used to find every key by linear search (40k / 80k / 160k
 // one-element tensors: 0.9 / 5.3 / 22.4 s; 200k would be about 35 s). 200k tensors now take a
-// fraction of a second in Release; the bound below leaves room for a loaded machine and
-// sanitizer builds while staying far under the quadratic time.
+// fraction of a second in Release; the test compares 50k with 200k.
+#include <algorithm>
 #include <chrono>
 #include <string>
+#include <utility>
 
 #include "frontend/json_util.h"
 #include "frontend/safetensors.h"
@@ -38,25 +39,41 @@ std::string many_tensors_file(int n) {
 }
 
 constexpr int kTensors = 200000;
-constexpr double kBoundSeconds = 8.0;
 
-TEST(SafetensorsLargeHeader, TwoHundredThousandTensorsParseInLinearTime) {
-  const std::string bytes = many_tensors_file(kTensors);
+// Seconds to read and to write a header of n tensors.
+std::pair<double, double> read_write_seconds(int n) {
+  const std::string bytes = many_tensors_file(n);
   auto t0 = std::chrono::steady_clock::now();
   auto tensors = read_safetensors_bytes(bytes, "<many>");
   const double read_s = seconds_since(t0);
-  ASSERT_EQ(tensors.size(), static_cast<size_t>(kTensors));
-  for (int k : {0, 1, 77777, kTensors - 1})
-    EXPECT_EQ(*tensors.at(str_cat("layer.", k, ".w")).data<float>(), static_cast<float>(k));
-  EXPECT_LT(read_s, kBoundSeconds) << "reading " << kTensors << " tensors";
-
+  EXPECT_EQ(tensors.size(), static_cast<size_t>(n));
   t0 = std::chrono::steady_clock::now();
   const std::string written = write_safetensors_bytes(tensors);
   const double write_s = seconds_since(t0);
-  EXPECT_LT(write_s, kBoundSeconds) << "writing " << kTensors << " tensors";
   auto again = read_safetensors_bytes(written, "<rewritten>");
-  ASSERT_EQ(again.size(), tensors.size());
-  EXPECT_EQ(*again.at("layer.123456.w").data<float>(), 123456.0f);
+  EXPECT_EQ(again.size(), tensors.size());
+  for (int k : {0, 1, n / 2 + 7, n - 1}) {
+    const std::string key = str_cat("layer.", k, ".w");
+    EXPECT_EQ(*tensors.at(key).data<float>(), static_cast<float>(k)) << key;
+    EXPECT_EQ(*again.at(key).data<float>(), static_cast<float>(k)) << key;
+  }
+  return {read_s, write_s};
+}
+
+// Linear, not quadratic: four times the tensors take about four times as long (a quadratic
+// parse, sixteen). A ratio, not a bound in seconds, so a loaded machine or a sanitizer build
+// (both slow every size alike) does not fail it; benchmarks give the seconds
+// (docs/performance.md, "safetensors headers of many tensors").
+TEST(SafetensorsLargeHeader, TwoHundredThousandTensorsParseInLinearTime) {
+  const auto [read_small, write_small] = read_write_seconds(kTensors / 4);
+  const auto [read_big, write_big] = read_write_seconds(kTensors);
+  // A floor on the small times keeps a timer's granularity out of the ratio.
+  EXPECT_LT(read_big, 10 * std::max(read_small, 0.01))
+      << "reading " << kTensors / 4 << " tensors: " << read_small << " s, " << kTensors << ": "
+      << read_big << " s";
+  EXPECT_LT(write_big, 10 * std::max(write_small, 0.01))
+      << "writing " << kTensors / 4 << " tensors: " << write_small << " s, " << kTensors << ": "
+      << write_big << " s";
 }
 
 TEST(SafetensorsLargeHeader, StrictParseKeepsOrderAndStillRefusesRepeatedKeys) {
