@@ -136,8 +136,8 @@ def _capture_fx(module_or_fn, example_inputs):
         if root is not module:
             prefix = ROOT_PREFIX
     else:
-        from .fx_export import FullTracer
-        graph = FullTracer(example_inputs).trace(module_or_fn)
+        from .fx_export import trace_graph
+        graph = trace_graph(module_or_fn, example_inputs)
         gm = torch.fx.GraphModule(torch.nn.Module(), graph, getattr(module_or_fn, "__name__", "fn"))
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(example_inputs):

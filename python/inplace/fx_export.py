@@ -115,6 +115,11 @@ class FullTracer(torch.fx.Tracer):
     def is_leaf_module(self, m, module_qualified_name):
         return False
 
+    def release_examples(self):
+        self._values.clear()
+        self._state.clear()
+        self._examples = None
+
     def call_module(self, m, forward, args, kwargs):
         from .module_decomp import DECOMPOSITIONS
         decomp = DECOMPOSITIONS.get(type(m))
@@ -169,9 +174,21 @@ def _raw_attr(obj, name):
     return obj.__dict__[name] if name in getattr(obj, "__dict__", {}) else object.__getattribute__(obj, name)
 
 
+def trace_graph(root, example_inputs=None, concrete_args=None):
+    """FullTracer's graph of ``root``. The tracer's example values (clones of the module's
+    state, one copy of every weight) are dropped here: the tracer sits in reference cycles
+    (its proxies point back at it), so they would otherwise live until the next garbage
+    collection, a second copy of the weights next to the one shape propagation makes."""
+    tracer = FullTracer(example_inputs)
+    try:
+        return tracer.trace(root, concrete_args=concrete_args)
+    finally:
+        tracer.release_examples()
+
+
 def trace(module, concrete_args=None, example_inputs=None):
     """Traces ``module`` with FullTracer and returns the GraphModule."""
-    graph = FullTracer(example_inputs).trace(module, concrete_args=concrete_args)
+    graph = trace_graph(module, example_inputs, concrete_args)
     name = module.__class__.__name__
     return torch.fx.GraphModule(module, graph, name)
 
@@ -384,6 +401,13 @@ class _ShapeProp(ShapeProp):
     def __init__(self, gm):
         super().__init__(gm)
         self._state = {}
+
+    def propagate(self, *args):
+        try:
+            return super().propagate(*args)
+        finally:  # the clones of the state go now, not at the next garbage collection
+            self._state.clear()
+            self.env.clear()
 
     def fetch_attr(self, target):
         if target not in self._state:
