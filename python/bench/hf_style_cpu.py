@@ -106,7 +106,7 @@ class Decoder(nn.Module):
         # LlamaRotaryEmbedding: freqs = inv_freq @ position_ids, emb = cat(freqs, freqs).
         freqs = (self.inv_freq[None, :, None].float() @ cache_position[None, None, :].float())
         emb = torch.cat((freqs.transpose(1, 2), freqs.transpose(1, 2)), dim=-1)
-        cos, sin = emb.cos()[:, None], emb.sin()[:, None]
+        cos, sin = emb.cos()[:, None].to(x.dtype), emb.sin()[:, None].to(x.dtype)  # as HF casts
         # The static cache's causal mask: key j is visible when j <= cache_position.
         mask = (torch.arange(self.s_max) <= cache_position[:, None])[None, None]
         for layer in self.layers:
@@ -122,6 +122,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--check", action="store_true", help="tokens against eager, 16 steps")
+    ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                    help="weights, activations and caches (the rotary frequencies stay float32)")
     args = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -129,6 +131,11 @@ def main():
         model = Decoder(8192, 512, 8, 4, 1408, args.layers, s_max).eval()
         for p in model.parameters():
             nn.init.normal_(p, std=0.02)
+        dtype = getattr(torch, args.dtype)
+        if dtype != torch.float32:  # as transformers' model.to(dtype): inv_freq stays float32
+            inv_freq = model.inv_freq
+            model = model.to(dtype)
+            model.inv_freq = inv_freq
         compiled = inplace.compile(model, (torch.tensor([[1]]), torch.tensor([0])))
         token = torch.tensor([[1]])
         for t in range(8):  # warm up
@@ -143,7 +150,7 @@ def main():
                 times.append(time.perf_counter() - t0)
             means.append(sum(times) / len(times))
             best = min(best, min(times))
-        out = {"s_max": s_max, "ms_mean": round(1e3 * min(means), 3), "ms_min": round(1e3 * best, 3),
+        out = {"s_max": s_max, "dtype": args.dtype, "ms_mean": round(1e3 * min(means), 3), "ms_min": round(1e3 * best, 3),
                "steps": args.steps, "load": os.getloadavg()[0]}
         if args.check:
             def fresh_copy():
