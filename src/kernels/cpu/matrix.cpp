@@ -1,6 +1,9 @@
 // Batched matrix product with broadcast batch dims. When b is shared by every batch and a's batch
 // dims flatten into its rows (x @ W in a linear layer), the whole product is one gemm.
 #include <algorithm>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -76,6 +79,44 @@ void gemm_loop(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Scala
   }
 }
 
+#if defined(__SSE2__)
+// The eight outputs of gemm_half_bt over p in [0, 8 * floor(k / 8)) for bf16 rows, in vector
+// registers: eight rows' 8 x 8 blocks transposed, so that lane l of column q is row l's element
+// p + q, widened to float by placing its bits high (a bf16 is a float's upper half). Every lane
+// multiplies and adds in the order of the scalar loop, one element of p at a time, so the sums
+// are the scalar loop's bit for bit. Returns where the scalar loop continues.
+int64_t bf16_dot8(const BFloat16* const* rows, const float* x, int64_t k, float* acc) {
+  const __m128i zero = _mm_setzero_si128();
+  __m128 lo = _mm_loadu_ps(acc), hi = _mm_loadu_ps(acc + 4);
+  int64_t p = 0;
+  for (; p + 8 <= k; p += 8) {
+    __m128i r[8];
+    for (int l = 0; l < 8; ++l)
+      r[l] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[l] + p));
+    const __m128i a0 = _mm_unpacklo_epi16(r[0], r[1]), a1 = _mm_unpackhi_epi16(r[0], r[1]);
+    const __m128i a2 = _mm_unpacklo_epi16(r[2], r[3]), a3 = _mm_unpackhi_epi16(r[2], r[3]);
+    const __m128i a4 = _mm_unpacklo_epi16(r[4], r[5]), a5 = _mm_unpackhi_epi16(r[4], r[5]);
+    const __m128i a6 = _mm_unpacklo_epi16(r[6], r[7]), a7 = _mm_unpackhi_epi16(r[6], r[7]);
+    const __m128i b0 = _mm_unpacklo_epi32(a0, a2), b1 = _mm_unpackhi_epi32(a0, a2);
+    const __m128i b2 = _mm_unpacklo_epi32(a1, a3), b3 = _mm_unpackhi_epi32(a1, a3);
+    const __m128i b4 = _mm_unpacklo_epi32(a4, a6), b5 = _mm_unpackhi_epi32(a4, a6);
+    const __m128i b6 = _mm_unpacklo_epi32(a5, a7), b7 = _mm_unpackhi_epi32(a5, a7);
+    const __m128i col[8] = {_mm_unpacklo_epi64(b0, b4), _mm_unpackhi_epi64(b0, b4),
+                            _mm_unpacklo_epi64(b1, b5), _mm_unpackhi_epi64(b1, b5),
+                            _mm_unpacklo_epi64(b2, b6), _mm_unpackhi_epi64(b2, b6),
+                            _mm_unpacklo_epi64(b3, b7), _mm_unpackhi_epi64(b3, b7)};
+    for (int q = 0; q < 8; ++q) {
+      const __m128 xv = _mm_set1_ps(x[p + q]);
+      lo = _mm_add_ps(lo, _mm_mul_ps(xv, _mm_castsi128_ps(_mm_unpacklo_epi16(zero, col[q]))));
+      hi = _mm_add_ps(hi, _mm_mul_ps(xv, _mm_castsi128_ps(_mm_unpackhi_epi16(zero, col[q]))));
+    }
+  }
+  _mm_storeu_ps(acc, lo);
+  _mm_storeu_ps(acc + 4, hi);
+  return p;
+}
+#endif
+
 // gemm_loop for a half type when b is a transposed matrix with contiguous columns (b[p][j] =
 // W[j][p]: x @ W^T, a linear layer's weight): gemm_loop walks b along p with stride 1 per j only
 // through a strided column for every p, a cache miss per element on a weight larger than the
@@ -100,7 +141,11 @@ void gemm_half_bt(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Sc
       const T* rows[kLanes];
       for (int64_t l = 0; l < kLanes; ++l)
         rows[l] = b.data + (j0 + std::min(l, lanes - 1)) * b.col_stride;
-      for (int64_t p = 0; p < a.cols; ++p) {
+      int64_t p = 0;
+#if defined(__SSE2__)
+      if constexpr (std::is_same_v<T, BFloat16>) p = bf16_dot8(rows, av.data(), a.cols, acc);
+#endif
+      for (; p < a.cols; ++p) {
         const float x = av[p];
         for (int64_t l = 0; l < kLanes; ++l) acc[l] += x * static_cast<float>(rows[l][p]);
       }
