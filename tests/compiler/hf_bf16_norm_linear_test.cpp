@@ -7,32 +7,12 @@
 // and run on fresh draws.
 #include <gtest/gtest.h>
 
+#include "compiler/hf_fixtures.h"
 #include "compiler/rewrite_differential.h"
 #include "frontend/graph_json.h"
 
 namespace inplace::testing {
 namespace {
-
-std::unique_ptr<Graph> fixture(const std::string& name) {
-  return read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" + name +
-                         ".json");
-}
-
-std::vector<Tensor> seeded(const Graph& g, uint32_t seed) {
-  std::vector<Tensor> out;
-  for (Node* p : g.placeholders()) {
-    if (*p->meta.dtype == DType::kInt64) {
-      Tensor t = Tensor::zeros(*p->meta.shape, DType::kInt64);
-      for (int64_t i = 0; i < t.numel(); ++i)
-        t.data<int64_t>()[i] = p->name == "input_ids" ? (seed * 31 + i) % 128 : seed % 48;
-      out.push_back(t);
-    } else {
-      out.push_back(seeded_uniform(*p->meta.shape, seed * 17 + static_cast<uint32_t>(out.size()))
-                        .to(*p->meta.dtype));
-    }
-  }
-  return out;
-}
 
 // The GPU's fusion choices (its FusionPreferences), compiled for the cpu.
 CompileOptions gpu_like() {
@@ -49,9 +29,9 @@ std::string plan_of(const Graph& g, const std::vector<Tensor>& example, CompileO
 
 TEST(HfBf16NormLinear, FixturesAreBitwiseEagerOnFreshDraws) {
   for (const char* model : {"llama_bf16", "mistral_bf16", "gemma_bf16"}) {
-    auto g = fixture(model);
+    auto g = hf_fixture(model);
     std::vector<std::vector<Tensor>> draws;
-    for (uint32_t s = 1; s <= 4; ++s) draws.push_back(seeded(*g, s * 13));
+    for (uint32_t s = 1; s <= 4; ++s) draws.push_back(seeded_hf_inputs(*g, s * 13, 48));
     for (bool gpu : {false, true}) {
       SCOPED_TRACE(str_cat(model, gpu ? " with the GPU's fusions" : " with the cpu's fusions"));
       EXPECT_EQ(
@@ -62,8 +42,8 @@ TEST(HfBf16NormLinear, FixturesAreBitwiseEagerOnFreshDraws) {
 }
 
 TEST(HfBf16NormLinear, LlamaPlanHasNoNormChainAndFusedLinears) {
-  auto g = fixture("llama_bf16");
-  const std::vector<Tensor> example = seeded(*g, 1);
+  auto g = hf_fixture("llama_bf16");
+  const std::vector<Tensor> example = seeded_hf_inputs(*g, 1, 48);
   const std::string cpu = plan_of(*g, example);
   for (const char* gone : {"= pow.", "= mean.", "= rsqrt", "= linear(", "= silu", "= mul."})
     EXPECT_EQ(count_of(cpu, gone), 0) << gone << "\n" << cpu;
@@ -85,8 +65,8 @@ TEST(HfBf16NormLinear, LlamaPlanHasNoNormChainAndFusedLinears) {
 }
 
 TEST(HfBf16NormLinear, GemmaNormWeightsInFloat) {
-  auto g = fixture("gemma_bf16");
-  const std::string cpu = plan_of(*g, seeded(*g, 1));
+  auto g = hf_fixture("gemma_bf16");
+  const std::string cpu = plan_of(*g, seeded_hf_inputs(*g, 1, 48));
   EXPECT_EQ(count_of(cpu, "= upcast_rms_norm("), 5) << cpu;
   EXPECT_EQ(count_of(cpu, "= pow."), 0) << cpu;
   EXPECT_EQ(count_of(cpu, "= type_as"), 0) << cpu;

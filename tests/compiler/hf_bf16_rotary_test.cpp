@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "compiler/hf_fixtures.h"
 #include "compiler/rewrite_differential.h"
 #include "frontend/graph_json.h"
 #include "ir/builder.h"
@@ -45,7 +46,7 @@ std::vector<Tensor> draw(const Graph& g, uint32_t seed) {
 }
 
 std::unique_ptr<Graph> fixture(const std::string& model) {
-  return read_graph_json(kHf + model + "_bf16.json");
+  return hf_fixture(model + "_bf16");
 }
 
 TEST(HfBf16Rotary, FixturesBitwiseWithAndWithoutTheRewrites) {

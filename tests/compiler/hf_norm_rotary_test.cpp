@@ -6,6 +6,7 @@
 // read elsewhere) keep their chain. Tolerance 1e-5: rms_norm keeps its statistics in double.
 #include <gtest/gtest.h>
 
+#include "compiler/hf_fixtures.h"
 #include "compiler/rewrite_differential.h"
 #include "frontend/graph_json.h"
 #include "ir/builder.h"
@@ -15,28 +16,12 @@ namespace {
 
 constexpr double kTol = 1e-5;
 
-std::vector<Tensor> seeded(const Graph& g, uint32_t seed) {
-  std::vector<Tensor> out;
-  for (Node* p : g.placeholders()) {
-    if (*p->meta.dtype == DType::kInt64) {
-      Tensor t = Tensor::zeros(*p->meta.shape, DType::kInt64);
-      for (int64_t i = 0; i < t.numel(); ++i)
-        t.data<int64_t>()[i] = p->name == "input_ids" ? (seed * 31 + i) % 128 : seed % 64;
-      out.push_back(t);
-    } else {
-      out.push_back(seeded_uniform(*p->meta.shape, seed * 17 + static_cast<uint32_t>(out.size())));
-    }
-  }
-  return out;
-}
-
 TEST(HfNormRotary, LlamaFixtureReachesRmsNormAndRotary) {
   for (const char* model : {"llama", "qwen2"}) {
     SCOPED_TRACE(model);
-    auto g = read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" +
-                             model + ".json");
+    auto g = hf_fixture(model);
     std::vector<std::vector<Tensor>> draws;
-    for (uint32_t s = 1; s <= 5; ++s) draws.push_back(seeded(*g, s * 11));
+    for (uint32_t s = 1; s <= 5; ++s) draws.push_back(seeded_hf_inputs(*g, s * 11, 64));
     std::string plan = expect_rewrite_exact(*g, draws[0], draws, {"drop_identity_casts"}, kTol);
     EXPECT_EQ(count_of(plan, "= rms_norm("), 5) << plan;  // 2 per layer and the final norm
     EXPECT_EQ(count_of(plan, "= pow."), 0) << plan;
@@ -74,7 +59,7 @@ TEST(HfNormRotary, RmsNormWithCastsAndInputWeight) {
     SCOPED_TRACE(static_cast<int>(form));
     auto g = norm_graph(form);
     std::vector<std::vector<Tensor>> draws;
-    for (uint32_t s = 1; s <= 4; ++s) draws.push_back(seeded(*g, s));
+    for (uint32_t s = 1; s <= 4; ++s) draws.push_back(seeded_hf_inputs(*g, s, 64));
     std::string plan = expect_rewrite_exact(*g, draws[0], draws, {"drop_identity_casts"}, kTol);
     EXPECT_EQ(count_of(plan, "= rms_norm("), form == NormForm::kHf ? 1 : 0) << plan;
     EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws,

@@ -4,29 +4,12 @@
 // output and cache is bitwise the plan's without the pass.
 #include <gtest/gtest.h>
 
+#include "compiler/hf_fixtures.h"
 #include "compiler/rewrite_differential.h"
 #include "frontend/graph_json.h"
 
 namespace inplace::testing {
 namespace {
-
-std::vector<Tensor> seeded(const Graph& g, uint32_t seed) {
-  std::vector<Tensor> out;
-  for (Node* p : g.placeholders()) {
-    if (*p->meta.dtype == DType::kInt64) {
-      Tensor t = Tensor::zeros(*p->meta.shape, DType::kInt64);
-      for (int64_t i = 0; i < t.numel(); ++i)
-        t.data<int64_t>()[i] = p->name == "input_ids" ? (seed * 31 + i) % 128 : seed % 32;
-      out.push_back(t);
-    } else if (*p->meta.dtype == DType::kBool) {
-      out.push_back(Tensor::full(*p->meta.shape, Scalar(true), DType::kBool));
-    } else {
-      out.push_back(seeded_uniform(*p->meta.shape, seed * 17 + static_cast<uint32_t>(out.size()))
-                        .to(*p->meta.dtype));
-    }
-  }
-  return out;
-}
 
 size_t steps(const Graph& g, const std::vector<Tensor>& example, CompileOptions o) {
   return compile(g, clones(example), o).engine->plan().steps.size();
@@ -40,7 +23,7 @@ TEST(HfPointwise, DecodeStepsRunFewerStepsAndStayBitwise) {
     SCOPED_TRACE(file);
     auto g = read_graph_json(dir + file);
     std::vector<std::vector<Tensor>> draws;
-    for (uint32_t s = 1; s <= 3; ++s) draws.push_back(seeded(*g, s * 7));
+    for (uint32_t s = 1; s <= 3; ++s) draws.push_back(seeded_hf_inputs(*g, s * 7, 32));
     const std::string plan = expect_rewrite_exact(*g, draws[0], draws, {"fuse_pointwise"}, 0);
     EXPECT_GT(count_of(plan, "fused_pointwise"), 0) << plan;
     CompileOptions without;

@@ -1,0 +1,39 @@
+// The Hugging Face decoder graphs torch.export recorded (tests/frontend/fixtures/hf/*.json,
+// without weights) and inputs for them: random weights made here, token ids and positions
+// chosen from a seed.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/differential.h"
+#include "frontend/graph_json.h"
+
+namespace inplace::testing {
+
+inline std::unique_ptr<Graph> hf_fixture(const std::string& name) {
+  return read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" + name +
+                         ".json");
+}
+
+// One tensor per placeholder: int64 `input_ids` in [0, 128) and other int64 inputs (positions)
+// at seed % positions, bools all true, floats uniform from the seed in the placeholder's dtype.
+inline std::vector<Tensor> seeded_hf_inputs(const Graph& g, uint32_t seed, uint32_t positions) {
+  std::vector<Tensor> out;
+  for (Node* p : g.placeholders()) {
+    if (*p->meta.dtype == DType::kInt64) {
+      Tensor t = Tensor::zeros(*p->meta.shape, DType::kInt64);
+      for (int64_t i = 0; i < t.numel(); ++i)
+        t.data<int64_t>()[i] = p->name == "input_ids" ? (seed * 31 + i) % 128 : seed % positions;
+      out.push_back(t);
+    } else if (*p->meta.dtype == DType::kBool) {
+      out.push_back(Tensor::full(*p->meta.shape, Scalar(true), DType::kBool));
+    } else {
+      out.push_back(seeded_uniform(*p->meta.shape, seed * 17 + static_cast<uint32_t>(out.size()))
+                        .to(*p->meta.dtype));
+    }
+  }
+  return out;
+}
+
+}  // namespace inplace::testing
