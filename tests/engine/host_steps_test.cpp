@@ -198,22 +198,28 @@ TEST(HostSteps, AnOpWithoutACudaKernelGoesToTheHostNamedWithItsBytes) {
                         "inplace ops --device cuda", "without strict_device it runs on the host"}));
 }
 
+// A Hugging Face fixture compiled with the GPU's fusion choices, its plan placed on cuda
+// (compiled here for the cpu's kernel table: no GPU is needed to see what cuda would run).
+Plan cuda_plan_of_fixture(const std::string& model) {
+  auto g = read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" +
+                           model + ".json");
+  std::vector<Tensor> inputs;
+  for (Node* n : g->placeholders()) inputs.push_back(Tensor::zeros(*n->meta.shape, *n->meta.dtype));
+  CompileOptions o;
+  o.merge_sibling_linears = true;
+  o.fuse_norm_prologues = true;
+  o.skip_passes = {"fuse_pointwise"};  // off for cuda (its FusionPreferences)
+  Plan p = compile(*g, inputs, o).engine->plan();
+  p.device = Device::cuda();
+  return p;
+}
+
 // Which ops of the Hugging Face decoders (torch.export fixtures) cuda runs on the host, with the
 // GPU's fusion choices: none, so far. A new op there without a CUDA kernel shows up here first.
 TEST(HostSteps, HuggingFaceFixturesOnCuda) {
   for (const char* model : {"llama", "qwen2", "gpt2", "mistral", "phi3", "gemma"}) {
     SCOPED_TRACE(model);
-    auto g = read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" +
-                             model + ".json");
-    std::vector<Tensor> inputs;
-    for (Node* n : g->placeholders())
-      inputs.push_back(Tensor::zeros(*n->meta.shape, *n->meta.dtype));
-    CompileOptions o;
-    o.merge_sibling_linears = true;
-    o.fuse_norm_prologues = true;
-    o.skip_passes = {"fuse_pointwise"};  // off for cuda (its FusionPreferences)
-    Plan p = compile(*g, inputs, o).engine->plan();
-    p.device = Device::cuda();
+    Plan p = cuda_plan_of_fixture(model);
     std::string ops;
     for (const HostStep& h : place_on_host(p, false)) ops += " " + h.op;
     EXPECT_EQ(ops, "") << "ops of " << model << " without a CUDA kernel:" << ops;
@@ -224,17 +230,7 @@ TEST(HostSteps, HuggingFaceFixturesOnCuda) {
 TEST(HostSteps, HuggingFaceBf16FusedLinearFamilyOnCuda) {
   for (const char* model : {"llama_bf16", "mistral_bf16", "gemma_bf16"}) {
     SCOPED_TRACE(model);
-    auto g = read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" +
-                             model + ".json");
-    std::vector<Tensor> inputs;
-    for (Node* n : g->placeholders())
-      inputs.push_back(Tensor::zeros(*n->meta.shape, *n->meta.dtype));
-    CompileOptions o;
-    o.merge_sibling_linears = true;
-    o.fuse_norm_prologues = true;
-    o.skip_passes = {"fuse_pointwise"};
-    Plan p = compile(*g, inputs, o).engine->plan();
-    p.device = Device::cuda();
+    Plan p = cuda_plan_of_fixture(model);
     int fused = 0;
     for (const Step& s : p.steps)
       if (s.op) {
