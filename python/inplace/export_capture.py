@@ -66,9 +66,8 @@ def inline_grad_mode_regions(gm):
     *args)``. Grad mode changes no value an inference engine computes: the submodule's nodes
     are copied in its place, and its results replace the region's (``getitem`` of a tuple)."""
     import operator
-    for node in list(gm.graph.nodes):
-        if not _is_grad_mode_region(node):
-            continue
+    regions = [n for n in gm.graph.nodes if _is_grad_mode_region(n)]
+    for node in regions:
         sub_node = node.args[1]
         sub = getattr(gm, sub_node.target)
         env = {}
@@ -100,7 +99,8 @@ def inline_grad_mode_regions(gm):
         gm.graph.erase_node(node)
         if not sub_node.users:
             gm.graph.erase_node(sub_node)
-    gm.recompile()
+    if regions:
+        gm.recompile()
 
 
 def capture_exported(module, example_inputs):
