@@ -7,6 +7,7 @@
 
 #include "backend/kernel_table.h"
 #include "compiler/compile.h"
+#include "compiler/hf_fixtures.h"
 #include "kernels/cuda/launch_groups.h"
 #include "models/llama.h"
 #include "ops/registry.h"
@@ -99,6 +100,67 @@ TEST(LaunchGroups, TemporariesPairOnlyWhenTheirMemoryIsApart) {
   plan.arena = {{0, 16}, {16, 16}};
   plan.steps[1].tensors[0].ref.buffer = {BufferKind::kArena, 0};
   EXPECT_EQ(cuda::plan_launch_groups(plan).pair[0], nullptr);
+}
+
+// A Hugging Face decoder writes its per-layer position state, `cumulative_length =
+// cache_position[0] + 1`, with one int64 add a layer, each independent of everything between:
+// one batch at the first, every later one a member (the bf16 Llama fixture, the GPU's fusion
+// choices, compiled for the cpu: the same steps).
+TEST(LaunchGroups, PerLayerPositionStateWritesAreOneBatch) {
+  auto g = testing::hf_fixture("llama_bf16");
+  std::vector<Tensor> inputs;
+  for (Node* n : g->placeholders()) inputs.push_back(Tensor::zeros(*n->meta.shape, *n->meta.dtype));
+  CompileOptions o;
+  o.merge_sibling_linears = true;
+  o.fuse_norm_prologues = true;
+  auto engine = compile(*g, inputs, o).engine;
+  const Plan& plan = engine->plan();
+  const cuda::LaunchGroups lg = cuda::plan_launch_groups(plan);
+  std::vector<size_t> int_adds;
+  for (size_t q = 0; q < plan.steps.size(); ++q)
+    if (op_of(plan.steps[q]) == "add" && plan.steps[q].outs[0].dtype == DType::kInt64)
+      int_adds.push_back(q);
+  ASSERT_EQ(int_adds.size(), 2u);  // one a layer
+  EXPECT_NE(lg.batch[int_adds[0]], nullptr);
+  EXPECT_EQ(lg.batch_members[int_adds[0]], std::vector<size_t>{int_adds[1]});
+  EXPECT_TRUE(lg.batched[int_adds[1]]);
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    if (!lg.batched[q]) continue;
+    EXPECT_EQ(lg.pair[q], nullptr);
+    EXPECT_EQ(lg.writes[q], nullptr);
+  }
+}
+
+// Three adds into temporaries: the third joins the first's batch only when nothing from the
+// first up to it reads or writes its result's memory.
+TEST(LaunchGroups, ABatchMemberIsIndependentOfEveryStepItPasses) {
+  const OpDef* add = Registry::get().find("add.Tensor");
+  ASSERT_NE(add, nullptr);
+  auto step = [&](int out, BufferId in) {
+    Step s;
+    s.op = add;
+    s.node = "add" + std::to_string(out);
+    s.args = {Value::from_tensor(Tensor::meta({4}, DType::kInt64)), Value::integer(1)};
+    s.tensors.push_back({{0}, TensorRef{in, 0, {4}, {1}, DType::kInt64}});
+    s.outs.push_back(TensorRef{{BufferKind::kArena, out}, 0, {4}, {1}, DType::kInt64});
+    return s;
+  };
+  const BufferId x{BufferKind::kInput, 0};
+  Plan plan;
+  plan.steps = {step(0, x), step(1, {BufferKind::kArena, 0}), step(2, x)};
+  plan.arena = {{0, 32}, {32, 32}, {64, 32}};
+  cuda::LaunchGroups g = cuda::plan_launch_groups(plan);
+  ASSERT_NE(g.batch[0], nullptr);  // step 1 reads step 0's result; step 2 joins
+  EXPECT_EQ(g.batch_members[0], std::vector<size_t>{2});
+  // Step 2's result where step 1 writes (the memory plan reused it): it stays in place.
+  plan.arena = {{0, 32}, {32, 32}, {40, 32}};
+  g = cuda::plan_launch_groups(plan);
+  EXPECT_EQ(g.batch[0], nullptr);
+  EXPECT_FALSE(g.batched[2]);
+  // Another dtype: never one batch.
+  plan.arena = {{0, 32}, {32, 32}, {64, 32}};
+  plan.steps[2].outs[0].dtype = DType::kFloat32;
+  EXPECT_EQ(cuda::plan_launch_groups(plan).batch[0], nullptr);
 }
 
 }  // namespace

@@ -114,6 +114,24 @@ void CudaExecutable::run_pair(size_t q, void* stream, CallObserver& observer) {
   }
 }
 
+void CudaExecutable::run_batch(size_t q, void* stream, CallObserver& observer) {
+  const std::vector<std::vector<Value>>& args = *steps_.args;
+  const std::vector<std::vector<Tensor>>& outs = *steps_.outs;
+  const std::vector<size_t>& members = launches_.batch_members[q];
+  std::array<StepCall, kMaxBatch> calls;
+  calls[0] = {&args[q], &outs[q], step_context(q, stream)};
+  for (size_t k = 0; k < members.size(); ++k) {
+    const size_t r = members[k];
+    calls[k + 1] = {&args[r], &outs[r], step_context(r, stream)};
+  }
+  try {
+    (*launches_.batch[q])(calls.data(), static_cast<int>(members.size() + 1));
+  } catch (const Error& e) {
+    // The batch's steps run at q: every one up to its last member is in doubt.
+    observer.failed(q, members.back(), e);
+  }
+}
+
 bool CudaExecutable::run_with_writes(size_t q, void* stream, CallObserver& observer) {
   const std::vector<std::vector<Value>>& args = *steps_.args;
   const std::vector<std::vector<Tensor>>& outs = *steps_.outs;
@@ -138,6 +156,12 @@ void CudaExecutable::run_steps(void* stream, CallObserver& observer) {
     if (!profiling && launches_.writes[q] && run_with_writes(q, stream, observer)) {
       joined_steps_ += launches_.write_count[q];
       q += static_cast<size_t>(launches_.write_count[q]);
+      continue;
+    }
+    if (!profiling && launches_.batched[q]) continue;  // ran in an earlier step's batch
+    if (!profiling && launches_.batch[q]) {
+      run_batch(q, stream, observer);
+      joined_steps_ += static_cast<int64_t>(launches_.batch_members[q].size());
       continue;
     }
     if (!profiling && launches_.pair[q]) {  // q and q + 1 in one launch

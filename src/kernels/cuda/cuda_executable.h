@@ -41,6 +41,8 @@ class CudaExecutable final : public Executable {
   void enqueue(void* stream, CallObserver& observer);
   void run_steps(void* stream, CallObserver& observer);
   void run_pair(size_t q, void* stream, CallObserver& observer);
+  // Step q's batch (launch groups): q and its later members in one launch.
+  void run_batch(size_t q, void* stream, CallObserver& observer);
   bool run_with_writes(size_t q, void* stream, CallObserver& observer);
   KernelContext step_context(size_t q, void* stream) const;
   std::vector<int64_t> graph_key(const RunCall& call) const;

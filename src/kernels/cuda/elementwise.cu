@@ -2,6 +2,7 @@
 // (kernels/cpu/elementwise.h), numbered by the neutral op codes (ops/elementwise_codes.h): inputs
 // converted to the compute type, results stored in out's dtype. One kernel per compute type; the op
 // is a uniform runtime switch (cheap to compile).
+#include <algorithm>
 #include <type_traits>
 
 #include "kernels/cuda/device_common.cuh"
@@ -26,6 +27,26 @@ __global__ void binary_kernel(int op, Operand out, Operand a, Operand b, T alpha
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     store<T>(out, i, binary_op<T>(op, load<T>(a, i), load<T>(b, i), alpha));
+}
+
+struct BinaryBatch {
+  BinaryTask task[kMaxBinaryBatch];
+  int64_t n[kMaxBinaryBatch];  // elements of each task's result
+};
+static_assert(sizeof(BinaryBatch) < 32000, "a kernel's parameters hold at most 32764 bytes");
+
+// Task blockIdx.y of the batch, as binary_kernel<T> computes it (the parameter is read where it
+// lies: __grid_constant__ keeps a thread from copying the batch).
+template <typename T>
+__global__ void binary_batch_kernel(const __grid_constant__ BinaryBatch batch) {
+  pdl_begin();
+  const BinaryTask& t = batch.task[blockIdx.y];
+  const T alpha =
+      std::is_integral<T>::value ? static_cast<T>(t.alpha_i) : static_cast<T>(t.alpha_f);
+  const int64_t n = batch.n[blockIdx.y];
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    store<T>(t.out, i, binary_op<T>(t.op, load<T>(t.a, i), load<T>(t.b, i), alpha));
 }
 
 template <typename T>
@@ -97,6 +118,31 @@ void binary(int op, const Operand& out, const Operand& a, const Operand& b, Scal
       launch_pdl(binary_kernel<int64_t>, blocks_for(n), 256, s, op, out, a, b, alpha.to_int(), n);
   }
   check_launch("binary");
+}
+
+void binary_batch(const BinaryTask* tasks, int n, void* stream) {
+  IP_ASSERT(n > 0 && n <= kMaxBinaryBatch, "a binary batch holds 1 to kMaxBinaryBatch tasks");
+  BinaryBatch batch;
+  unsigned blocks = 1;
+  for (int k = 0; k < n; ++k) {
+    IP_ASSERT(tasks[k].out.dtype == tasks[0].out.dtype, "a binary batch has one result dtype");
+    batch.task[k] = tasks[k];
+    batch.n[k] = numel(tasks[k].out);
+    blocks = std::max(blocks, blocks_for(batch.n[k]));
+  }
+  const dim3 grid(blocks, static_cast<unsigned>(n));
+  const cudaStream_t s = as_stream(stream);
+  switch (compute_kind(tasks[0].out.dtype)) {
+    case 0:
+      launch_pdl(binary_batch_kernel<float>, grid, 256, s, batch);
+      break;
+    case 1:
+      launch_pdl(binary_batch_kernel<double>, grid, 256, s, batch);
+      break;
+    default:
+      launch_pdl(binary_batch_kernel<int64_t>, grid, 256, s, batch);
+  }
+  check_launch("binary batch");
 }
 
 void unary(int op, const Operand& out, const Operand& in, void* stream) {

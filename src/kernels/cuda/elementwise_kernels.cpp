@@ -2,7 +2,10 @@
 // copies, casts and fills. Arguments are decoded and ops numbered by the neutral headers the cpu
 // kernels read too (ops/elementwise_args.h, ops/elementwise_codes.h); the result dtype was fixed
 // by the op's shape rule when the plan was built.
+#include <array>
+
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/launch_groups.h"
 #include "kernels/cuda/registration.h"
 #include "ops/elementwise_args.h"
 
@@ -29,13 +32,42 @@ Kernel binary_kernel(const BinaryDecl& d) {
   };
 }
 
+// Steps of one binary op in one launch (launch groups' batches), each as binary_kernel runs it.
+static_assert(kMaxBatch <= kMaxBinaryBatch, "a batch of steps fits one binary batch");
+BatchKernel binary_batch_kernel(const BinaryDecl& d) {
+  const char* op = d.name;
+  return [d, op](const StepCall* calls, int n) {
+    std::array<BinaryTask, kMaxBinaryBatch> tasks;
+    int count = 0;
+    for (int c = 0; c < n; ++c) {
+      const Args& args = *calls[c].args;
+      const Tensor& out = (*calls[c].outs)[0];
+      if (out.numel() == 0) continue;
+      BinaryTask& t = tasks[count++];
+      t.op = static_cast<int>(d.mode >= 0 ? elementwise::div_mode(args, d.mode) : d.op);
+      t.out = operand(out);
+      t.a = at(args[d.a], out.shape(), op);
+      t.b = at(args[d.b], out.shape(), op);
+      const Scalar alpha = d.alpha >= 0 ? args[d.alpha].as_scalar(op) : Scalar(int64_t{1});
+      if (is_floating(out.dtype()))
+        t.alpha_f = alpha.to_double();
+      else
+        t.alpha_i = alpha.to_int();
+    }
+    if (count) binary_batch(tasks.data(), count, calls[0].ctx.queue);
+  };
+}
+
 bool is_bitwise(BinaryOp op) {
   return op == BinaryOp::kBitwiseAnd || op == BinaryOp::kBitwiseOr || op == BinaryOp::kBitwiseXor;
 }
 
 void register_binary(KernelTable& t) {
   for (const BinaryDecl& d : kBinaryOps)
-    if (!is_bitwise(d.op)) t.add(DeviceType::kCuda, d.name, binary_kernel(d));  // TODO: bitwise
+    if (!is_bitwise(d.op)) {  // TODO: bitwise
+      t.add(DeviceType::kCuda, d.name, binary_kernel(d));
+      LaunchKernels::get().add_batch(d.name, binary_batch_kernel(d));
+    }
 }
 
 void register_unary(KernelTable& t) {

@@ -42,7 +42,18 @@ int64_t numel(const Operand& o);
 void copy_cast(const Operand& out, const Operand& src, void* stream);
 void fill(const Operand& out, Scalar value, void* stream);
 void binary(int op, const Operand& out, const Operand& a, const Operand& b, Scalar alpha,
-            void* stream);                                                // op: BinaryOp
+            void* stream);  // op: BinaryOp
+// Independent binary ops of one result dtype in one launch (a launch group's batch): task k
+// computes exactly what binary(op, out, a, b, alpha) computes. `alpha` as binary() converts it
+// for the result's compute type (alpha_f for floats, alpha_i for integers and bool).
+constexpr int kMaxBinaryBatch = 16;
+struct BinaryTask {
+  Operand out, a, b;
+  int op = 0;
+  double alpha_f = 1;
+  int64_t alpha_i = 1;
+};
+void binary_batch(const BinaryTask* tasks, int n, void* stream);
 void unary(int op, const Operand& out, const Operand& in, void* stream);  // op: UnaryOp
 void compare(int op, const Operand& out, const Operand& a, const Operand& b, DType compute,
              void* stream);  // op: CompareOp (ops/elementwise_codes.h numbers them all)

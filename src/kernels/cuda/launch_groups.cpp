@@ -74,6 +74,30 @@ int epilogue_writes(const Plan& plan, size_t q, const WritesKernel** kernel) {
   return n;
 }
 
+// Steps after q that run in q's batch: of q's op and result dtype, one result each, writing
+// bindings or temporaries, in no other group, each independent of every step from q up to it.
+// Looks at most kBatchWindow steps ahead.
+constexpr size_t kBatchWindow = 1024;
+std::vector<size_t> batch_members(const Plan& plan, size_t q, const std::vector<bool>& taken) {
+  const Step& a = plan.steps[q];
+  const auto kinds = {BufferKind::kInput, BufferKind::kArena};
+  std::vector<size_t> members;
+  if (a.kind != StepKind::kOut || a.on_host || !a.op || a.outs.size() != 1 ||
+      !writes_only(a, kinds))
+    return members;
+  const size_t end = std::min(plan.steps.size(), q + 1 + kBatchWindow);
+  for (size_t r = q + 1; r < end && members.size() + 1 < kMaxBatch; ++r) {
+    const Step& b = plan.steps[r];
+    if (taken[r] || b.kind != StepKind::kOut || b.on_host || b.op != a.op || b.outs.size() != 1 ||
+        b.outs[0].dtype != a.outs[0].dtype || !writes_only(b, kinds))
+      continue;
+    bool ok = true;
+    for (size_t e = q; e < r && ok; ++e) ok = independent(plan, plan.steps[e], b);
+    if (ok) members.push_back(r);
+  }
+  return members;
+}
+
 }  // namespace
 
 LaunchKernels& LaunchKernels::get() {
@@ -85,6 +109,21 @@ void LaunchKernels::add_pair(const std::string& name, PairKernel kernel) {
   const std::vector<const OpDef*>& ops = Registry::get().overloads(name);
   IP_ASSERT(!ops.empty(), "pair kernels are registered for registered ops");
   for (const OpDef* op : ops) pairs_[op] = kernel;
+}
+
+void LaunchKernels::add_batch(const std::string& name, BatchKernel kernel) {
+  // As the kernel table names ops: "add.Tensor" one overload, "add" every overload.
+  const Registry& registry = Registry::get();
+  if (const OpDef* one = registry.find(name); one && name.find('.') != std::string::npos) {
+    batches_[one] = kernel;
+    return;
+  }
+  for (const OpDef* op : registry.overloads(name)) batches_[op] = kernel;
+}
+
+const BatchKernel* LaunchKernels::find_batch(const OpDef& op) const {
+  auto it = batches_.find(&op);
+  return it == batches_.end() ? nullptr : &it->second;
 }
 
 const PairKernel* LaunchKernels::find_pair(const OpDef& op) const {
@@ -123,6 +162,29 @@ LaunchGroups plan_launch_groups(const Plan& plan) {
       g.pair[q] = k;
       ++q;  // q + 1 is taken
     }
+  }
+  // Steps already in a group of writes or a pair stay there.
+  std::vector<bool> taken(n, false);
+  for (size_t q = 0; q < n; ++q) {
+    if (g.writes[q])
+      for (size_t r = q; r <= q + static_cast<size_t>(g.write_count[q]) && r < n; ++r)
+        taken[r] = true;
+    if (g.pair[q]) taken[q] = taken[q + 1] = true;
+  }
+  g.batch.assign(n, nullptr);
+  g.batch_members.assign(n, {});
+  g.batched.assign(n, false);
+  for (size_t q = 0; q < n; ++q) {
+    const Step& a = plan.steps[q];
+    if (taken[q] || !a.op) continue;
+    const BatchKernel* k = LaunchKernels::get().find_batch(*a.op);
+    if (!k) continue;
+    std::vector<size_t> members = batch_members(plan, q, taken);
+    if (members.empty()) continue;
+    taken[q] = true;
+    for (size_t r : members) taken[r] = g.batched[r] = true;
+    g.batch[q] = k;
+    g.batch_members[q] = std::move(members);
   }
   return g;
 }

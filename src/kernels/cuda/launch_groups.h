@@ -7,6 +7,11 @@
 // - pairs: two adjacent steps of one op with a pair kernel (LaunchKernels::add_pair) that write
 //   bindings or temporaries, neither reading or writing memory the other writes (temporaries
 //   compared by their planned arena ranges).
+// - batches: steps of one op with a batch kernel (LaunchKernels::add_batch), each writing one
+//   result of one dtype to bindings or temporaries and in no other group, run as one launch
+//   where the first of them is: each later one is independent of every step from the first up
+//   to it, so running it early changes nothing (a Hugging Face decoder's per-layer position
+//   state, `cumulative_length = cache_position[0] + 1`: one int64 add a layer, one launch).
 // A run takes a group of epilogue writes first; a pair inside it runs when the kernel refuses.
 #pragma once
 #include <functional>
@@ -41,6 +46,11 @@ struct StepCall {
 constexpr int kMaxEpilogueWrites = 2;
 using WritesKernel = std::function<bool(const StepCall& product, const StepCall* writes, int n)>;
 
+// Up to kMaxBatch independent steps of one op in one launch (calls in step order), each
+// computed exactly as the op's kernel computes it alone.
+constexpr int kMaxBatch = 16;
+using BatchKernel = std::function<void(const StepCall* calls, int n)>;
+
 // The joined-launch kernels of this backend, registered with its kernels.
 class LaunchKernels {
  public:
@@ -50,11 +60,15 @@ class LaunchKernels {
   // A kernel for a step of `product` followed by steps of `write` (every overload of each).
   void add_epilogue_writes(const std::string& product, const std::string& write,
                            WritesKernel kernel);
+  // A batch kernel for every overload of `name`.
+  void add_batch(const std::string& name, BatchKernel kernel);
   const PairKernel* find_pair(const OpDef& op) const;
+  const BatchKernel* find_batch(const OpDef& op) const;
   const WritesKernel* find_epilogue_writes(const OpDef& product, const OpDef& write) const;
 
  private:
   std::unordered_map<const OpDef*, PairKernel> pairs_;
+  std::unordered_map<const OpDef*, BatchKernel> batches_;
   std::map<std::pair<const OpDef*, const OpDef*>, WritesKernel> epilogue_writes_;
 };
 
@@ -64,6 +78,11 @@ struct LaunchGroups {
   std::vector<int> write_count;
   // pair[q]: steps q and q + 1 run as one launch through this kernel (null: not paired).
   std::vector<const PairKernel*> pair;
+  // batch[q]: step q and the steps batch_members[q] (later ones) run as one launch at q through
+  // this kernel; batched[r]: step r runs in an earlier step's batch (skipped at its place).
+  std::vector<const BatchKernel*> batch;
+  std::vector<std::vector<size_t>> batch_members;
+  std::vector<bool> batched;
 };
 
 LaunchGroups plan_launch_groups(const Plan& plan);
