@@ -1,6 +1,6 @@
 // merge_sibling_linears (an engine pass, where the backend prefers it: GPU compiles): fused_linear
-// products of one input with bf16 weights at decode size become one product over all their
-// weights, each former result a slice of the merged one (a view):
+// products of one input with bf16 weights (or fp16 weights and input) at decode size become one
+// product over all their weights, each former result a slice of the merged one (a view):
 //   q = fused_linear(x, wq); k = fused_linear(x, wk); v = fused_linear(x, wv)
 //   -> qkv = fused_linear(x, cat([wq, wk, wv])); q = qkv[..., :nq]; k = ...; v = ...
 // Attention's q/k/v projections are then one GEMV launch instead of three (on a GPU each launch
@@ -10,8 +10,8 @@
 // weights that are graph inputs (an exported model's parameters, the caller's memory, which is
 // never copied) stay where they are: the merged product reads them as one grouped product,
 // fused_linear(x, wq, None, None, [wk, wv]) (at most fused_linear::kMaxWeights a product). The
-// input may be float32 or of the weights' dtype (a model exported in bf16). Off for the cpu,
-// where a product costs its bytes, not its launch, and where the caller's weights would
+// input may be float32 or of the weights' dtype (a model exported in bf16 or fp16). Off for the
+// cpu, where a product costs its bytes, not its launch, and where the caller's weights would
 // otherwise be held twice.
 #include <algorithm>
 
@@ -57,8 +57,9 @@ class MergeSiblingLinearsPass : public Pass {
   }
 
  private:
-  // The bf16 weight of fused_linear(x, w) without a bias, a residual or more weights, x of at
-  // most `rows` rows, float32 or bf16; w a constant (*constant set) or a graph input.
+  // The weight of fused_linear(x, w) without a bias, a residual or more weights, x of at most
+  // `rows` rows: bf16 with x float32 or bf16, or fp16 with x fp16; w a constant (*constant set)
+  // or a graph input.
   static const Tensor* plain_product_weight(const Graph& g, const MetaTable& metas, const Node* n,
                                             int64_t rows, bool* constant) {
     using namespace fused_linear;
@@ -77,11 +78,14 @@ class MergeSiblingLinearsPass : public Pass {
       weight = metas.tensor(w);
       *constant = false;
     }
-    if (!weight || weight->dtype() != DType::kBFloat16 || weight->dim() != 2) return nullptr;
     const Tensor* x = metas.tensor(n->args[0].node);
-    if (!x || x->dim() < 1 || x->size(-1) != weight->size(1) || weight->size(1) == 0 ||
-        x->numel() / x->size(-1) > rows ||
-        (x->dtype() != DType::kFloat32 && x->dtype() != DType::kBFloat16))
+    if (!weight || !x || weight->dim() != 2 || x->dim() < 1 || x->size(-1) != weight->size(1) ||
+        weight->size(1) == 0 || x->numel() / x->size(-1) > rows)
+      return nullptr;
+    // A float32 input and bf16 weights, or an input and weights of one half dtype.
+    const bool half = x->dtype() == weight->dtype() && x->dtype() == DType::kFloat16;
+    if (!half && (weight->dtype() != DType::kBFloat16 ||
+                  (x->dtype() != DType::kFloat32 && x->dtype() != DType::kBFloat16)))
       return nullptr;
     return weight;
   }
@@ -136,7 +140,7 @@ class MergeSiblingLinearsPass : public Pass {
       if (w.size(1) != k) return;
     int64_t rows = 0;
     for (const Tensor& w : weights) rows += w.size(0);
-    Tensor stacked = Tensor::empty({rows, k}, DType::kBFloat16);
+    Tensor stacked = Tensor::empty({rows, k}, weights[0].dtype());
     int64_t at = 0;
     for (const Tensor& w : weights) {
       stacked.slice(0, at, at + w.size(0)).copy_from(w);

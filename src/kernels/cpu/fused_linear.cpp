@@ -246,12 +246,24 @@ void run_one_weight(const Args& a, const std::vector<Tensor>& out) {
 
 // fused_linear: a grouped product (more_weights) as one product per weight into its block of
 // the result's columns, with its block of the bias and the residual; each block's elements are
-// those of the product with the weights stacked (each column's dot product on its own).
+// those of the product with the weights stacked (the GEMV computes each column on its own). A
+// long prompt's product (a matrix product, whose blocking depends on the columns) runs on the
+// weights stacked into a temporary, as that path widens its weight into one anyway.
 void run_fused_linear(const Args& a, const std::vector<Tensor>& out) {
   if (!has_more_weights(a, kMoreWeights)) return run_one_weight(a, out);
   linear_meta(a);
   const std::vector<Tensor> weights = product_weights(a);
   const Tensor& y = out[0];
+  const int64_t k = weights[0].size(1);
+  if (k > 0 && a[kInput].tensor.numel() / k > kGemvPromptRows) {
+    Tensor stacked = Tensor::empty({y.size(-1), k}, weights[0].dtype());
+    int64_t at = 0;
+    for (const Tensor& w : weights) {
+      stacked.slice(0, at, at + w.size(0)).copy_from(w);
+      at += w.size(0);
+    }
+    return run_one_weight({a[kInput], Value::from_tensor(stacked), a[kBias], a[kResidual]}, out);
+  }
   int64_t at = 0;
   for (const Tensor& w : weights) {
     const int64_t n = w.size(0);
