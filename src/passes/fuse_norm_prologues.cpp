@@ -7,8 +7,8 @@
 // A decoder layer's input norm feeds the merged q/k/v product and its post-attention norm the
 // gate/up product: on a GPU each norm was a launch of its own, a few microseconds at one token,
 // and now every block of the product normalises the input rows it reads (a few kilobytes).
-// A norm read by several such products (q, k and v whose weights are inputs, which
-// merge_sibling_linears cannot stack) joins each of them: every one normalises its input row.
+// A norm read by several such products (siblings merge_sibling_linears did not merge) joins each
+// of them: every one normalises its input row.
 // The norm may also reach the product through a `select`, a `slice` or a getitem of ints and
 // slices that leaves the last dim whole (the LM head's h[:, -1]): the norm is per row, so
 // norm(x)[i] = norm(x[i]), and the selection moves to x. Off for the cpu, where the norm is a pass
@@ -86,8 +86,8 @@ class FuseNormProloguesPass : public Pass {
     if (x->numel() / x->size(-1) > rows) return;
     const std::vector<Node*> users = g.users(norm);
     if (users.size() > 1) {
-      // Products of one norm (q, k and v where their weights are inputs, which
-      // merge_sibling_linears cannot stack): each normalises the input itself, one launch less.
+      // Products of one norm (siblings merge_sibling_linears did not merge): each normalises
+      // the input itself, one launch less.
       for (Node* u : users)
         if (!fused_target(u, norm)) return;
       for (Node* u : users)
