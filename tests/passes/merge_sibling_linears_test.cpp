@@ -8,6 +8,7 @@
 #include "compiler/differential.h"
 #include "compiler/rewrite_differential.h"
 #include "frontend/graph_json.h"
+#include "ir/builder.h"
 
 namespace inplace::testing {
 namespace {
@@ -110,6 +111,50 @@ TEST(MergeSiblingLinears, Float32WeightsAreLeftApart) {
                     "inplace.fused_linear");
   const std::string plan = merged_plan(*g);
   EXPECT_EQ(count_of(plan, "= fused_linear("), 2) << plan;
+}
+
+// A float32 layer whose bf16 q/k/v weights are inputs: the grouped product takes the norm
+// (fuse_norm_prologues) and the rotation of q and k (fuse_rotary_epilogues, its rotated prefix
+// spanning two weights' columns) and keeps its more_weights; bitwise eager.
+TEST(MergeSiblingLinears, GroupedProductTakesTheNormAndTheRotary) {
+  GraphBuilder b("layer");
+  Node* x = b.placeholder("x");
+  Node* nw = b.placeholder("nw");
+  Node* wq = b.placeholder("wq");
+  Node* wk = b.placeholder("wk");
+  Node* wv = b.placeholder("wv");
+  Node* cos = b.placeholder("cos");
+  Node* sin = b.placeholder("sin");
+  Node* h = b.call_function("aten.rms_norm.default", {x, arg::ints({32}), nw, 1e-5});
+  auto head = [&](Node* w, int64_t heads) {
+    Node* y = b.call_function("inplace.fused_linear", {h, w});
+    Node* v = b.call_function("aten.view.default", {y, arg::ints({1, 1, heads, 8})});
+    return b.call_function("aten.transpose.int", {v, 1, 2});
+  };
+  Node* q = b.call_function("inplace.rotary_embedding", {head(wq, 4), cos, sin});
+  Node* k = b.call_function("inplace.rotary_embedding", {head(wk, 2), cos, sin});
+  Node* v = b.call_function("inplace.fused_linear", {h, wv});
+  b.output(arg::tuple({q, k, v}));
+  auto g = b.build();
+  const Shape shapes[] = {{1, 1, 32}, {32},         {32, 32},    {16, 32},
+                          {16, 32},   {1, 1, 1, 8}, {1, 1, 1, 8}};
+  std::vector<std::vector<Tensor>> draws;
+  for (uint32_t s = 1; s <= 3; ++s) {
+    std::vector<Tensor> in;
+    for (const Shape& shape : shapes) {
+      const bool weight = in.size() >= 2 && in.size() <= 4;
+      in.push_back(seeded_uniform(shape, s * 41 + static_cast<uint32_t>(in.size()))
+                       .to(weight ? DType::kBFloat16 : DType::kFloat32));
+    }
+    draws.push_back(in);
+  }
+  CompileOptions o = merging();
+  o.fuse_norm_prologues = true;
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 0, o), 3);
+  const std::string plan = compile(*g, clones(draws[0]), o).engine->describe();
+  EXPECT_EQ(count_of(plan, "= rms_norm_linear("), 1) << plan;
+  EXPECT_EQ(count_of(plan, "rotary_embedding"), 0) << plan;
+  EXPECT_EQ(count_of(plan, "input3[16,32]:bfloat16, input4[16,32]:bfloat16"), 1) << plan;
 }
 
 }  // namespace
