@@ -45,17 +45,21 @@ TEST(GroupedProduct, FusedLinearIsTheStackedProductBitForBit) {
       const int64_t n = w.size(0);
       for (int64_t rows : {1, 3, 5, 300}) {
         SCOPED_TRACE(str_cat(dtype_name(x_dt), " rows ", rows, " weights ", ws.size()));
+        // x contiguous, or its rows strided (the matmul's path at float32).
         const Tensor x = uniform_tensor({1, rows, k}, x_dt, rng);
+        const Tensor xs = uniform_tensor({1, rows, k + 8}, x_dt, rng).slice(2, 0, k);
         const Tensor b = uniform_tensor({n}, x_dt, rng);
         const Tensor r = uniform_tensor({1, rows, n}, x_dt, rng);
-        for (const Value& bias : {None(), T(b)})
-          for (const Value& residual : {None(), T(r)}) {
-            const Tensor want = call_t("inplace.fused_linear", {T(x), T(w), bias, residual});
-            const Tensor got =
-                call_t("inplace.fused_linear", {T(x), T(ws[0]), bias, residual, more_of(ws)});
-            EXPECT_TRUE(tensor_equal(got, want))
-                << "bias " << !bias.is_none() << " residual " << !residual.is_none();
-          }
+        for (const Tensor& input : {x, xs})
+          for (const Value& bias : {None(), T(b)})
+            for (const Value& residual : {None(), T(r)}) {
+              const Tensor want = call_t("inplace.fused_linear", {T(input), T(w), bias, residual});
+              const Tensor got =
+                  call_t("inplace.fused_linear", {T(input), T(ws[0]), bias, residual, more_of(ws)});
+              EXPECT_TRUE(tensor_equal(got, want))
+                  << "bias " << !bias.is_none() << " residual " << !residual.is_none()
+                  << " strided " << !input.is_contiguous();
+            }
       }
     }
 }

@@ -244,18 +244,29 @@ void run_one_weight(const Args& a, const std::vector<Tensor>& out) {
     run_linear(a, out);
 }
 
+// Whether a float32 fused_linear without a residual runs the widened-weight matmul (whose
+// blocking depends on the columns) rather than the GEMV: linear_product's choice.
+bool runs_matmul(const Args& a, const std::vector<Tensor>& weights) {
+  const Tensor& x = a[kInput].tensor;
+  const int64_t k = weights[0].size(1);
+  if (is_half(x.dtype()) || has_arg(a, kResidual) || k == 0) return false;
+  bool contiguous = x.is_contiguous();
+  for (const Tensor& w : weights) contiguous &= w.is_contiguous();
+  return x.numel() / k > kGemvPromptRows || !contiguous;
+}
+
 // fused_linear: a grouped product (more_weights) as one product per weight into its block of
 // the result's columns, with its block of the bias and the residual; each block's elements are
-// those of the product with the weights stacked (the GEMV computes each column on its own). A
-// long prompt's product (a matrix product, whose blocking depends on the columns) runs on the
-// weights stacked into a temporary, as that path widens its weight into one anyway.
+// those of the product with the weights stacked (the GEMV and the half kernels compute each
+// column on its own). A product the matmul takes (a long prompt) runs on the weights stacked
+// into a temporary, as that path widens its weight into one anyway.
 void run_fused_linear(const Args& a, const std::vector<Tensor>& out) {
   if (!has_more_weights(a, kMoreWeights)) return run_one_weight(a, out);
   linear_meta(a);
   const std::vector<Tensor> weights = product_weights(a);
   const Tensor& y = out[0];
   const int64_t k = weights[0].size(1);
-  if (k > 0 && a[kInput].tensor.numel() / k > kGemvPromptRows) {
+  if (runs_matmul(a, weights)) {
     Tensor stacked = Tensor::empty({y.size(-1), k}, weights[0].dtype());
     int64_t at = 0;
     for (const Tensor& w : weights) {
