@@ -26,12 +26,27 @@ void check_dtype(const char* op, const char* what, const Tensor& t, DType dtype)
            " but the input is ", dtype_name(dtype));
 }
 
-void check_bias(const char* op, const Value& bias, const Tensor& x, const Tensor& w) {
+// A bias of the product's n columns.
+void check_bias(const char* op, const Value& bias, const Tensor& x, int64_t n) {
   if (bias.is_none()) return;
   const Tensor& b = bias.as_tensor(op);
   check_dtype(op, "bias", b, x.dtype());
-  IP_CHECK(b.dim() == 1 && b.size(0) == w.size(0), kShapeMismatch, "[", op, "] bias ",
-           shape_str(b.shape()), " does not fit weight ", shape_str(w.shape()));
+  IP_CHECK(b.dim() == 1 && b.size(0) == n, kShapeMismatch, "[", op, "] bias ", shape_str(b.shape()),
+           " does not fit the product's ", n, " columns");
+}
+
+// A grouped product's weights: each fits x, of the first's dtype, kMaxWeights at most; returns
+// the result's columns.
+int64_t grouped_columns(const Tensor& x, const std::vector<Tensor>& ws) {
+  IP_CHECK(ws.size() <= static_cast<size_t>(kMaxWeights), kInvalidArgument, "[", kLinear, "] ",
+           ws.size(), " weights; a grouped product reads at most ", kMaxWeights);
+  int64_t n = 0;
+  for (const Tensor& w : ws) {
+    IP_CHECK(w.dtype() == ws[0].dtype(), kDTypeMismatch, "[", kLinear, "] more_weights of ",
+             dtype_name(w.dtype()), " after a weight of ", dtype_name(ws[0].dtype()));
+    n += product_shape(kLinear, x, w).back();
+  }
+  return n;
 }
 
 const OpDef& op(const char* name) {
@@ -42,18 +57,34 @@ const OpDef& op(const char* name) {
 
 }  // namespace
 
+std::vector<Tensor> product_weights(const Args& a) {
+  std::vector<Tensor> ws{a[kWeight].as_tensor(kLinear)};
+  if (a.size() > kMoreWeights && !a[kMoreWeights].is_none())
+    for (const Value& w : a[kMoreWeights].items) ws.push_back(w.as_tensor(kLinear));
+  return ws;
+}
+
+int64_t product_rows(const Args& a) {
+  int64_t n = 0;
+  for (const Tensor& w : product_weights(a)) n += w.dim() ? w.size(0) : 0;
+  return n;
+}
+
 Args product_args(const char* norm_form, const Value& input, const Args& a) {
   if (std::string(norm_form) == kNormGatedMlp)
     return {input, a[kProductWeight], a[kProductWeight + 1],
             a.size() > kNormActivation ? a[kNormActivation] : Value::string(kSilu)};
-  return {input, a[kProductWeight], a[kProductWeight + 1], Value::none()};
+  Args p{input, a[kProductWeight], a[kProductWeight + 1], Value::none()};
+  if (a.size() > kNormMoreWeights) p.push_back(a[kNormMoreWeights]);
+  return p;
 }
 
 Tensor linear_meta(const Args& a) {
   const Tensor& x = a[kInput].as_tensor(kLinear);
-  const Tensor& w = a[kWeight].as_tensor(kLinear);
-  Shape out = product_shape(kLinear, x, w);
-  check_bias(kLinear, a[kBias], x, w);
+  const std::vector<Tensor> ws = product_weights(a);
+  Shape out = product_shape(kLinear, x, ws[0]);
+  out.back() = grouped_columns(x, ws);
+  check_bias(kLinear, a[kBias], x, out.back());
   if (has_arg(a, kResidual)) {
     const Tensor& r = a[kResidual].as_tensor(kLinear);
     check_dtype(kLinear, "residual", r, x.dtype());

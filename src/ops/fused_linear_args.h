@@ -2,17 +2,24 @@
 // op computes in its input's dtype; its weights may be of a narrower float dtype (a bfloat16
 // weight with a float32 input: the product reads the weight's bytes where they lie, widening as
 // it goes, instead of a float32 copy of the weight made on every call):
-//   fused_linear(input, weight, bias, residual)      = [residual +] linear(input, weight, bias)
+//   fused_linear(input, weight, bias, residual, more_weights)
+//                                                    = [residual +] linear(input, weight, bias)
 //   gated_mlp(input, gate_weight, up_weight, activation)
 //                                                    = act(input @ gate_weight^T) *
 //                                                      (input @ up_weight^T)
-//   rms_norm_linear(input, norm_weight, eps, weight, bias, cos, sin, rotary_cols, norm)
+//   rms_norm_linear(input, norm_weight, eps, weight, bias, cos, sin, rotary_cols, norm,
+//                   more_weights)
 //   rms_norm_gated_mlp(input, norm_weight, eps, gate_weight, up_weight, activation, norm)
 // A norm form (an RMSNorm prologue) is its product on the normalised input: the product's
 // arguments are the input, then the ones after eps. Its `norm` names the norm: "rms_norm"
 // (rms_norm(input, [k], norm_weight, eps)), "upcast" or "upcast_float_weight"
 // (upcast_rms_norm(input, norm_weight, eps, weight_in_float), Hugging Face's RMSNorm at a half
 // dtype: ops/nn_ops.cpp).
+// more_weights (a grouped product: merge_sibling_linears where the weights are the caller's, which
+// it does not copy into one stacked constant): further weights of weight's dtype and k, at most
+// kMaxWeights in all; the result's columns are the product with weight, then with each further
+// weight in order, exactly the product with the weights stacked along the output dim (bias and
+// residual span all the columns).
 // At a half input dtype every op of the chain rounds its result to that dtype, as the chain
 // does: the product (+ bias) is rounded before the residual is added (in float, rounded again);
 // the gate and up products, silu(gate) and the gated product are each rounded.
@@ -29,7 +36,15 @@ inline constexpr const char* kNormGatedMlp = "rms_norm_gated_mlp";
 inline constexpr const char* kSilu = "silu";
 
 // Argument positions of the products.
-enum Arg { kInput = 0, kWeight = 1, kBias = 2, kUpWeight = 2, kResidual = 3, kActivation = 3 };
+enum Arg {
+  kInput = 0,
+  kWeight = 1,
+  kBias = 2,
+  kUpWeight = 2,
+  kResidual = 3,
+  kActivation = 3,
+  kMoreWeights = 4,  // fused_linear's
+};
 // Argument positions of the norm forms (input is kInput; the product's weight, then its bias or
 // up weight, from kProductWeight).
 enum NormArg {
@@ -40,8 +55,9 @@ enum NormArg {
   kCos = 5,
   kSin = 6,
   kRotaryCols = 7,
-  kLinearNorm = 8,    // rms_norm_linear's norm
-  kGatedMlpNorm = 6,  // rms_norm_gated_mlp's norm
+  kLinearNorm = 8,       // rms_norm_linear's norm
+  kNormMoreWeights = 9,  // rms_norm_linear's more_weights
+  kGatedMlpNorm = 6,     // rms_norm_gated_mlp's norm
 };
 
 // The norms a norm form may name (its `norm` argument).
@@ -54,6 +70,20 @@ inline constexpr const char* kNormUpcastFloatWeight = "upcast_float_weight";
 inline bool has_arg(const std::vector<Value>& args, size_t pos) {
   return args.size() > pos && !args[pos].is_none();
 }
+
+// Whether a node's or a bound call's `args` give position `pos` (more_weights) a non-empty list.
+inline bool has_more_weights(const std::vector<Value>& args, size_t pos) {
+  return args.size() > pos && args[pos].is_sequence() && !args[pos].items.empty();
+}
+
+// The most weights one grouped product reads (weight and its more_weights).
+inline constexpr int kMaxWeights = 4;
+
+// A product's weights (fused_linear's arguments, or a linear norm form's product_args): weight,
+// then each of more_weights.
+std::vector<Tensor> product_weights(const Args& a);
+// The rows of every product weight together: the result's columns.
+int64_t product_rows(const Args& a);
 
 // A norm form's product arguments: `input` (normalised, or the norm form's own input where the
 // kernel normalises as it reads), then the product's own after eps.

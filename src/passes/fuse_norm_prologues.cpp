@@ -7,15 +7,17 @@
 // A decoder layer's input norm feeds the merged q/k/v product and its post-attention norm the
 // gate/up product: on a GPU each norm was a launch of its own, a few microseconds at one token,
 // and now every block of the product normalises the input rows it reads (a few kilobytes).
-// A norm read by several such products (q, k and v whose weights are inputs, which
-// merge_sibling_linears cannot stack) joins each of them: every one normalises its input row.
+// A norm read by several such products (siblings merge_sibling_linears did not merge) joins each
+// of them: every one normalises its input row.
 // The norm may also reach the product through a `select`, a `slice` or a getitem of ints and
 // slices that leaves the last dim whole (the LM head's h[:, -1]): the norm is per row, so
 // norm(x)[i] = norm(x[i]), and the selection moves to x. Off for the cpu, where the norm is a pass
 // over one row either way. Only float32 x and norm weights of x's last dim, an eps given as a
 // number, inputs of at most options.decode_max_rows rows, and a fused_linear without a residual.
 // At a half dtype the norm is upcast_rms_norm (Hugging Face's RMSNorm in bf16 / fp16); the norm
-// form then names it (norm="upcast" or "upcast_float_weight") and rounds where it rounds.
+// form then names it (norm="upcast" or "upcast_float_weight") and rounds where it rounds. A
+// grouped product (more_weights: merge_sibling_linears) keeps its weights, the norm form's last
+// argument.
 #include "ops/fused_linear_args.h"
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
@@ -84,8 +86,8 @@ class FuseNormProloguesPass : public Pass {
     if (x->numel() / x->size(-1) > rows) return;
     const std::vector<Node*> users = g.users(norm);
     if (users.size() > 1) {
-      // Products of one norm (q, k and v where their weights are inputs, which
-      // merge_sibling_linears cannot stack): each normalises the input itself, one launch less.
+      // Products of one norm (siblings merge_sibling_linears did not merge): each normalises
+      // the input itself, one launch less.
       for (Node* u : users)
         if (!fused_target(u, norm)) return;
       for (Node* u : users)
@@ -130,8 +132,11 @@ class FuseNormProloguesPass : public Pass {
         (linear && has_arg(product->args, kResidual)) || !product->args[0].is_node() ||
         product->args[0].node != input)
       return nullptr;
-    for (size_t i = 1; i < product->args.size(); ++i)  // the norm only as the input
+    for (size_t i = 1; i < product->args.size(); ++i) {  // the norm only as the input
       if (product->args[i].is_node() && product->args[i].node == input) return nullptr;
+      for (const Value& item : product->args[i].items)  // more_weights
+        if (item.is_node() && item.node == input) return nullptr;
+    }
     return target;
   }
 
@@ -145,7 +150,9 @@ class FuseNormProloguesPass : public Pass {
     // activation.
     const size_t own = std::min<size_t>(product->args.size(), linear ? kResidual : 4);
     args.insert(args.end(), product->args.begin() + 1, product->args.begin() + own);
-    if (form != std::string(kNormRms)) {  // the defaults up to `norm`, then the norm's name
+    // A grouped product's more weights are the norm form's last argument.
+    const bool grouped = linear && has_more_weights(product->args, kMoreWeights);
+    if (form != std::string(kNormRms) || grouped) {  // the defaults up to `norm`, then its name
       if (linear) {
         args.resize(kCos, Value::none());
         args.insert(args.end(), {Value::none(), Value::none(), Value::integer(0)});
@@ -154,6 +161,7 @@ class FuseNormProloguesPass : public Pass {
       }
       args.push_back(Value::string(form));
     }
+    if (grouped) args.push_back(product->args[kMoreWeights]);
     Node* fused = g.insert_before(product, NodeOp::kCallFunction, target, std::move(args), {},
                                   product->name + "_normed");
     fused->meta = product->meta;

@@ -16,6 +16,7 @@
 // rounding points are not in the epilogue: it stays its own step).
 #include <algorithm>
 
+#include "ops/fused_linear_args.h"
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
@@ -24,6 +25,10 @@
 namespace inplace {
 
 namespace {
+
+using fused_linear::kCos;
+using fused_linear::kRotaryCols;
+using fused_linear::kSin;
 
 constexpr const char* kProduct = "rms_norm_linear";
 
@@ -103,7 +108,7 @@ class FuseRotaryEpiloguesPass : public Pass {
         const int64_t step = int_arg(n, 4, 1);
         if (dim != nd - 1 || step != 1 || !split) return false;
         const Node* p = n->args[0].node;
-        if (op_name(p) != kProduct || p->args.size() > 5) return false;
+        if (op_name(p) != kProduct || rotated(p)) return false;
         const int64_t L = in->size(-1);
         int64_t begin = int_arg(n, 2, 0), end = int_arg(n, 3, L);
         if (begin == INT64_MIN || end == INT64_MIN) return false;
@@ -121,6 +126,13 @@ class FuseRotaryEpiloguesPass : public Pass {
       }
       n = n->args[0].node;
     }
+  }
+
+  // Whether product p rotates columns already.
+  static bool rotated(const Node* p) {
+    if (p->args.size() <= kRotaryCols || p->args[kRotaryCols].is_none()) return false;
+    const Value& cols = p->args[kRotaryCols];
+    return cols.kind != Value::Kind::kInt || cols.i != 0;
   }
 
   static bool before(const Graph& g, const Node* a, const Node* b) {
@@ -159,10 +171,11 @@ class FuseRotaryEpiloguesPass : public Pass {
           u->args[0].node != product || dim != y->dim() - 1 || int_arg(u, 2, 0) < covered)
         return;
     }
-    while (product->args.size() < 5) product->args.push_back(Value::none());
-    product->args.push_back(chains[0].rotary->args[1]);
-    product->args.push_back(chains[0].rotary->args[2]);
-    product->args.push_back(Value::integer(covered));
+    // The product's later arguments (norm, more_weights) stay where they are.
+    if (product->args.size() <= kRotaryCols) product->args.resize(kRotaryCols + 1, Value::none());
+    product->args[kCos] = chains[0].rotary->args[1];
+    product->args[kSin] = chains[0].rotary->args[2];
+    product->args[kRotaryCols] = Value::integer(covered);
     std::vector<Node*> dead;
     for (const Chain& c : chains) {
       g.replace_all_uses_with(c.rotary, c.rotary->args[0].node);

@@ -223,7 +223,7 @@ Kernel norm_form(const char* name, Product run_product) {
   return [name, run_product](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
     const std::string norm = norm_of(name, a);
     const Tensor normed = (norm == kNormRms ? kRmsNormOp : kUpcastRmsNormOp)(norm_op_args(name, a));
-    run_product(product_args(name, Value::from_tensor(normed), a), out);
+    run_product(product_args(name, Value::from_tensor(normed), a), out);  // its more weights too
     Tensor cos, sin;
     int64_t cols = 0;
     if (rotary_of(a, out[0].size(-1), &cos, &sin, &cols)) {
@@ -234,14 +234,64 @@ Kernel norm_form(const char* name, Product run_product) {
   };
 }
 
-// fused_linear: the residual epilogue's kernel when it has one.
-void run_fused_linear(const Args& a, const std::vector<Tensor>& out) {
+// fused_linear of one weight: the residual epilogue's kernel when it has one.
+void run_one_weight(const Args& a, const std::vector<Tensor>& out) {
   if (is_half(a[kInput].tensor.dtype()))
     run_linear(a, out);  // with its residual
   else if (has_arg(a, kResidual))
     run_add(a, out);
   else
     run_linear(a, out);
+}
+
+// Whether a float32 fused_linear without a residual runs the widened-weight matmul (whose
+// blocking depends on the columns) rather than the GEMV: linear_product's choice.
+bool runs_matmul(const Args& a, const std::vector<Tensor>& weights) {
+  const Tensor& x = a[kInput].tensor;
+  const int64_t k = weights[0].size(1);
+  if (is_half(x.dtype()) || has_arg(a, kResidual) || k == 0) return false;
+  bool contiguous = x.is_contiguous();
+  for (const Tensor& w : weights) contiguous &= w.is_contiguous();
+  return x.numel() / k > kGemvPromptRows || !contiguous;
+}
+
+// fused_linear: a grouped product (more_weights) as one product per weight into its block of
+// the result's columns, with its block of the bias and the residual; each block's elements are
+// those of the product with the weights stacked (the GEMV and the half kernels compute each
+// column on its own). A product the matmul takes (a long prompt) runs on the weights stacked
+// into a temporary, as that path widens its weight into one anyway.
+void run_fused_linear(const Args& a, const std::vector<Tensor>& out) {
+  if (!has_more_weights(a, kMoreWeights)) return run_one_weight(a, out);
+  linear_meta(a);
+  const std::vector<Tensor> weights = product_weights(a);
+  const Tensor& y = out[0];
+  const int64_t k = weights[0].size(1);
+  if (runs_matmul(a, weights)) {
+    Tensor stacked = Tensor::empty({y.size(-1), k}, weights[0].dtype());
+    int64_t at = 0;
+    for (const Tensor& w : weights) {
+      stacked.slice(0, at, at + w.size(0)).copy_from(w);
+      at += w.size(0);
+    }
+    return run_one_weight({a[kInput], Value::from_tensor(stacked), a[kBias], a[kResidual]}, out);
+  }
+  int64_t at = 0;
+  for (const Tensor& w : weights) {
+    const int64_t n = w.size(0);
+    auto block = [&](const Value& v) {
+      return v.is_none() ? v : Value::from_tensor(v.tensor.slice(-1, at, at + n));
+    };
+    const Tensor part = y.slice(-1, at, at + n);
+    const Args one{a[kInput], Value::from_tensor(w), block(a[kBias]), block(a[kResidual])};
+    if (part.is_contiguous()) {  // one row: the block lies in place
+      run_one_weight(one, {part});
+    } else {
+      const Tensor t = Tensor::empty(part.shape(), y.dtype());
+      run_one_weight(one, {t});
+      part.copy_from(t);
+    }
+    at += n;
+  }
 }
 
 Kernel kernel(Product run) {
@@ -262,7 +312,7 @@ void register_fused_linear_kernels(KernelTable& table) {
   const DeviceType c = DeviceType::kCpu;
   table.add(c, kLinear, kernel(run_fused_linear), supports);
   table.add(c, kGatedMlp, kernel(run_gated_mlp), supports);
-  table.add(c, kNormLinear, norm_form(kNormLinear, run_linear),
+  table.add(c, kNormLinear, norm_form(kNormLinear, run_fused_linear),
             [](const Args& a) { return supports_norm_form(kNormLinear, a); });
   table.add(c, kNormGatedMlp, norm_form(kNormGatedMlp, run_gated_mlp),
             [](const Args& a) { return supports_norm_form(kNormGatedMlp, a); });

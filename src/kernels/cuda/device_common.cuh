@@ -186,6 +186,21 @@ __device__ inline void store(const Operand& o, int64_t i, T v) {
   store_at<T>(o.data, o.dtype, offset_of(o, i), v);
 }
 
+// Row n of a GEMV's weights of k elements, `w`'s or a further weight's (GemvMoreWeights): every
+// column of a grouped product picks its weight from the row range it falls in.
+template <typename T>
+__device__ inline const T* weight_row(const void* w, const GemvMoreWeights& more, int64_t n,
+                                      int64_t k) {
+  int64_t first = 0;
+#pragma unroll
+  for (int i = 0; i < kGemvMaxMoreWeights; ++i)
+    if (i < more.count && n >= more.first[i]) {
+      w = more.w[i];
+      first = more.first[i];
+    }
+  return static_cast<const T*>(w) + (n - first) * k;
+}
+
 // The compute type of a dtype: 0 float, 1 double, 2 int64.
 inline int compute_kind(DType t) {
   if (t == DType::kFloat64) return 1;

@@ -33,7 +33,7 @@ bool aligned16(const void* p) {
 
 // The 16-byte path's conditions.
 bool vector_form(const GemvBf16& g) {
-  return g.k % 8 == 0 && g.x_stride % 4 == 0 && aligned16(g.x) && aligned16(g.w) &&
+  return g.k % 8 == 0 && g.x_stride % 4 == 0 && aligned16(g.x) && weights_aligned16(g.w, g.more) &&
          (g.epilogue != GemvEpilogue::kSwiGLU || aligned16(g.w2)) &&
          (!g.norm_w || aligned16(g.norm_w));
 }
@@ -61,6 +61,8 @@ void gemv_bf16(const GemvBf16& given, void* stream) {
   GemvBf16 g = given;
   IP_CHECK(g.n_writes == 0 || gemv_bf16_runs_writes(g), kInternal,
            "[cuda] fused_linear: row writes from a product that cannot run them");
+  IP_CHECK(g.more.count == 0 || g.epilogue != GemvEpilogue::kSwiGLU, kInternal,
+           "[cuda] gated_mlp: a grouped product");
   const bool vector = vector_form(g);
   g.split = vector && g.rows == 1 ? column_split(g) : 1;
   const int64_t columns = kWarpsPerBlock / g.split;  // a block

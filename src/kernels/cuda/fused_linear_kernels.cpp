@@ -48,13 +48,39 @@ bool half_input(const Args& a) {
   return is_half(a[kInput].tensor.dtype());
 }
 
+static_assert(kGemvMaxMoreWeights + 1 == kMaxWeights, "a GEMV reads every weight of a product");
+
+// The product's weights (weight, then more_weights) as the GEMV reads them: the further ones in
+// `more` (pointers only when `data`), their rows in `n`; "" or why the kernel cannot read them.
+std::string weights_of(const Args& a, GemvMoreWeights* more, int64_t* n, bool data) {
+  const std::vector<Tensor> ws = product_weights(a);
+  if (ws.size() > static_cast<size_t>(kMaxWeights))
+    return str_cat("more than ", kMaxWeights, " weights in one product");
+  *n = 0;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const Tensor& w = ws[i];
+    if (!w.is_contiguous()) return "a weight that is not contiguous";
+    if (w.dtype() != ws[0].dtype() || w.dim() != 2 || w.size(1) != ws[0].size(1))
+      return "more weights of another dtype or k than the weight's";
+    if (i > 0) {
+      more->first[i - 1] = *n;
+      if (data && w.numel() > 0) more->w[i - 1] = w.data_ptr();
+    }
+    *n += w.size(0);
+  }
+  more->count = static_cast<int>(ws.size()) - 1;
+  return "";
+}
+
 // The product's operands at a half dtype (every operand of the input's dtype): "" or why the
 // kernel cannot run them; pointers only when `data`.
 std::string half_operands(const Args& a, const Tensor& y, GemvHalf* g, bool data = true) {
   const Tensor& x = a[kInput].tensor;
   const Tensor& w = a[kWeight].tensor;
   if (w.dtype() != x.dtype()) return "a weight of another dtype than the half input's";
-  if (!w.is_contiguous()) return "a weight that is not contiguous";
+  int64_t n = 0;
+  const std::string why = weights_of(a, &g->more, &n, data);
+  if (!why.empty()) return why;
   int64_t stride = 0;
   if (!rows_of(x, w.size(1), &stride)) return "an input whose rows are not evenly strided";
   if (!y.is_contiguous()) return "a result that is not contiguous";
@@ -64,7 +90,7 @@ std::string half_operands(const Args& a, const Tensor& y, GemvHalf* g, bool data
   g->dtype = x.dtype();
   g->x_stride = stride;
   g->k = w.size(1);
-  g->n = w.size(0);
+  g->n = n;
   g->rows = g->k ? x.numel() / g->k : 0;
   g->y_stride = g->n;
   if (data && g->rows > 0 && g->n > 0) {
@@ -80,11 +106,10 @@ std::string half_operands(const Args& a, const Tensor& y, GemvHalf* g, bool data
 std::string supports_half_linear(const Args& a) {
   GemvHalf g;
   Shape out(a[kInput].tensor.shape().begin(), a[kInput].tensor.shape().end() - 1);
-  out.push_back(a[kWeight].tensor.size(0));
+  out.push_back(product_rows(a));
   std::string why = half_operands(a, Tensor::meta(out, a[kInput].tensor.dtype()), &g, false);
   int64_t stride = 0;
-  if (why.empty() && has_arg(a, kResidual) &&
-      !rows_of(a[kResidual].tensor, a[kWeight].tensor.size(0), &stride))
+  if (why.empty() && has_arg(a, kResidual) && !rows_of(a[kResidual].tensor, out.back(), &stride))
     why = "a residual whose rows are not evenly strided";
   return why;
 }
@@ -101,13 +126,14 @@ std::string supports_half_gated_mlp(const Args& a) {
 std::string operands(const Args& a, const Tensor& y, GemvBf16* g, bool data = true) {
   const Tensor& x = a[kInput].tensor;
   const Tensor& w = a[kWeight].tensor;
-  int64_t stride = 0;
-  if (!w.is_contiguous()) return "a weight that is not contiguous";
+  int64_t stride = 0, n = 0;
+  const std::string why = weights_of(a, &g->more, &n, data);
+  if (!why.empty()) return why;
   if (!rows_of(x, w.size(1), &stride)) return "an input whose rows are not evenly strided";
   if (!y.is_contiguous()) return "a result that is not contiguous";
   g->x_stride = stride;
   g->k = w.size(1);
-  g->n = w.size(0);
+  g->n = n;
   g->rows = g->k ? x.numel() / g->k : 0;
   g->y_stride = g->n;
   if (data && g->rows > 0 && g->n > 0) {
@@ -124,7 +150,7 @@ std::string supports_product(const Args& a) {
     return "an input that is not float32 or a weight that is not bfloat16";
   GemvBf16 g;
   Shape out(a[kInput].tensor.shape().begin(), a[kInput].tensor.shape().end() - 1);
-  out.push_back(a[kWeight].tensor.size(0));
+  out.push_back(product_rows(a));
   return operands(a, Tensor::meta(out, DType::kFloat32), &g, /*data=*/false);
 }
 
@@ -144,7 +170,7 @@ std::string supports(const Args& a) {
   std::string why = supports_product(a);
   if (!why.empty()) return why;
   int64_t stride = 0;
-  if (!rows_of(a[kResidual].tensor, a[kWeight].tensor.size(0), &stride))
+  if (!rows_of(a[kResidual].tensor, product_rows(a), &stride))
     return "a residual whose rows are not evenly strided";
   return "";
 }
@@ -248,7 +274,7 @@ std::string supports_rotary(const Args& a) {
   if (d == 0 || d % 8 != 0 || c.numel() != d || s.numel() != d || c.stride(-1) != 1 ||
       s.stride(-1) != 1 || c.dtype() != DType::kFloat32 || s.dtype() != DType::kFloat32)
     return "a rotary table that is not a float32 row of a head dim divisible by 8";
-  if (cols % d != 0 || cols > a[kProductWeight].tensor.size(0))
+  if (cols % d != 0 || cols > product_rows(product_args(kNormLinear, a)))
     return "rotary columns that are not whole heads of the product";
   return "";
 }

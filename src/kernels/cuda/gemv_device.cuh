@@ -162,7 +162,7 @@ __device__ inline void gemv_one_row(const GemvBf16& g, int64_t n, bool active, b
   const int lane = threadIdx.x % 32, split = g.split, part = warp % split;
   const int64_t K = g.k, step = 256 * split;
   const int64_t first = (part * 32 + lane) * 8;
-  const __nv_bfloat16* wr = static_cast<const __nv_bfloat16*>(g.w) + n * K;
+  const __nv_bfloat16* wr = weight_row<__nv_bfloat16>(g.w, g.more, n, K);
   const __nv_bfloat16* wr2 = kTwo ? static_cast<const __nv_bfloat16*>(g.w2) + n * K : nullptr;
   uint4 raw[kUnroll], raw2[kUnroll];
   auto fetch = [&](int64_t k0) { fetch_chunks<kTwo>(raw, raw2, wr, wr2, k0, step, K); };
@@ -276,7 +276,7 @@ __device__ inline void gemv_block(const GemvBf16& g, int64_t block, Wait&& wait)
   // A warp past the last column still waits and takes its part in the block's norm.
   const bool active = n < g.n;
   const int64_t K = g.k;
-  const __nv_bfloat16* wr = static_cast<const __nv_bfloat16*>(g.w) + n * K;
+  const __nv_bfloat16* wr = weight_row<__nv_bfloat16>(g.w, g.more, n, K);
   const __nv_bfloat16* wr2 = kTwo ? static_cast<const __nv_bfloat16*>(g.w2) + n * K : nullptr;
   uint4 raw[kUnroll], raw2[kUnroll];
   auto fetch = [&](int64_t k0) { fetch_chunks<kTwo>(raw, raw2, wr, wr2, k0, 256, K); };

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
   const bool active = n < g.n;
-  const T* w = static_cast<const T*>(g.w) + (active ? n : 0) * g.k;
+  const T* w = weight_row<T>(g.w, g.more, active ? n : 0, g.k);
   const T* w2 = kTwo ? static_cast<const T*>(g.w2) + (active ? n : 0) * g.k : nullptr;
   for (int64_t m = 0; m < g.rows; ++m) {
     const T* xr = static_cast<const T*>(g.x) + m * g.x_stride;
@@ -140,7 +140,8 @@ void launch(const GemvHalf& g, unsigned blocks, cudaStream_t s) {
       {gemv_half_kernel<T, kE, false, false>, gemv_half_kernel<T, kE, false, true>},
       {gemv_half_kernel<T, kE, true, false>, gemv_half_kernel<T, kE, true, true>}};
   // x rows are read from shared memory with the norm (aligned there).
-  const bool vector = g.k % 8 == 0 && aligned16(g.w) && (!g.w2 || aligned16(g.w2)) &&
+  const bool vector = g.k % 8 == 0 && weights_aligned16(g.w, g.more) &&
+                      (!g.w2 || aligned16(g.w2)) &&
                       (g.norm_w || (g.x_stride % 8 == 0 && aligned16(g.x)));
   launch_pdl(kKernels[vector][g.norm_w != nullptr], blocks, 32 * kWarps, s, g);
 }
@@ -161,6 +162,8 @@ void launch_epilogue(const GemvHalf& g, unsigned blocks, cudaStream_t s) {
 
 void gemv_half(const GemvHalf& g, void* stream) {
   if (g.rows == 0 || g.n == 0) return;
+  IP_CHECK(g.more.count == 0 || g.epilogue != GemvEpilogue::kSwiGLU, kInternal,
+           "[cuda] gated_mlp: a grouped product");
   IP_CHECK(!g.norm_w || g.k <= kGemvHalfMaxNormK, kInternal,
            "[cuda] fused_linear: a norm over more than ", kGemvHalfMaxNormK, " elements");
   const unsigned blocks = static_cast<unsigned>((g.n + kWarps - 1) / kWarps);

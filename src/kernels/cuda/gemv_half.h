@@ -26,6 +26,7 @@ struct GemvHalf {
   const void* x = nullptr;
   int64_t x_stride = 0, rows = 0;
   const void* w = nullptr;
+  GemvMoreWeights more;      // a grouped product's further weights (launch.h); not with kSwiGLU
   const void* w2 = nullptr;  // kSwiGLU's up weight
   int64_t k = 0, n = 0;
   const void* bias = nullptr;

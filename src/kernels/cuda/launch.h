@@ -128,7 +128,8 @@ void rotary(const Operand& out, const Operand& x, const Operand& cos, const Oper
 //   kNone:     y[m, n] = v
 //   kResidual: y[m, n] = v + residual[m, n]                (fused_linear's residual)
 //   kSwiGLU:   y[m, n] = silu(v) * sum_k x[m, k] * w2[n, k] (gated_mlp; no bias)
-// x float32 rows of stride x_stride (unit stride along k), w and w2 bfloat16 [n, k] contiguous,
+// x float32 rows of stride x_stride (unit stride along k), w and w2 bfloat16 [n, k] contiguous
+// (w's rows may lie in several weights: GemvMoreWeights),
 // residual and y float32 rows of their strides. With norm_w (rms_norm_linear, rms_norm_gated_mlp:
 // the fuse_norm_prologues pass) each row of x is RMS-normalised, x[m, k] * rsqrt(mean_k(x[m, k]^2)
 // + eps) * norm_w[k] (norm_w float32 [k], contiguous); on the one-row path the rsqrt scales the
@@ -154,10 +155,28 @@ struct GemvRowWrite {
 // Input rows one pass of the GEMV serves over a weight row (gemv_device.cuh's gemv::kRows).
 inline constexpr int kGemvRows = 4;
 
+// A grouped product's further weights (fused_linear's more_weights), after the GEMV's own `w`:
+// result column n reads row n - first[i] of w[i] for the last i < count with first[i] <= n, and
+// row n of `w` below first[0]. Every weight of w's dtype, k and layout ([rows, k] contiguous).
+inline constexpr int kGemvMaxMoreWeights = 3;
+struct GemvMoreWeights {
+  const void* w[kGemvMaxMoreWeights] = {};
+  int64_t first[kGemvMaxMoreWeights] = {};
+  int count = 0;
+};
+// Whether `w` and every further weight start 16-byte aligned (with k % 8 == 0 so does each row:
+// the GEMVs' 16-byte loads).
+inline bool weights_aligned16(const void* w, const GemvMoreWeights& more) {
+  bool aligned = reinterpret_cast<uintptr_t>(w) % 16 == 0;
+  for (int i = 0; i < more.count; ++i) aligned &= reinterpret_cast<uintptr_t>(more.w[i]) % 16 == 0;
+  return aligned;
+}
+
 struct GemvBf16 {
   const float* x = nullptr;
   int64_t x_stride = 0, rows = 0;
   const void* w = nullptr;
+  GemvMoreWeights more;  // kNone and kResidual only
   const void* w2 = nullptr;
   int64_t k = 0, n = 0;
   const float* bias = nullptr;
