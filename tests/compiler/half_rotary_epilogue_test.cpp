@@ -26,36 +26,6 @@ CompileOptions gpu_preferences(bool epilogues) {
   return o;
 }
 
-// Floats in [-1, 1] at each placeholder's dtype, token ids below 128, positions `pos`.
-std::vector<Tensor> draw(const Graph& g, uint32_t seed, int64_t pos) {
-  std::vector<Tensor> inputs;
-  for (Node* p : g.placeholders()) {
-    const Shape& shape = *p->meta.shape;
-    const DType dt = *p->meta.dtype;
-    if (dt != DType::kInt64) {
-      inputs.push_back(
-          seeded_uniform(shape, seed * 131 + static_cast<uint32_t>(inputs.size())).to(dt));
-      continue;
-    }
-    Tensor t = Tensor::zeros(shape, DType::kInt64);
-    for (int64_t i = 0; i < t.numel(); ++i)
-      t.data<int64_t>()[i] = p->name == "input_ids"        ? (seed * 37 + i * 11) % 128
-                             : p->name == "cache_position" ? pos
-                                                           : 0;
-    inputs.push_back(t);
-  }
-  return inputs;
-}
-
-// Draws at positions 0, 5, 10, .. and the cache's last slot.
-std::vector<std::vector<Tensor>> draws_across(const Graph& g, int64_t s_max) {
-  std::vector<std::vector<Tensor>> out;
-  for (int64_t pos = 0; pos < s_max; pos += 5)
-    out.push_back(draw(g, static_cast<uint32_t>(pos + 1), pos));
-  out.push_back(draw(g, 977, s_max - 1));
-  return out;
-}
-
 // The engine with the rotary epilogues against the one without, on every draw; returns the
 // plan of the first.
 std::string expect_epilogues_exact(const Graph& g, const std::vector<std::vector<Tensor>>& draws) {
@@ -79,7 +49,7 @@ TEST(HalfRotaryEpilogue, HfBf16FixturesBitwiseWithAndWithoutTheEpilogues) {
   for (const char* model : {"llama", "mistral", "gemma"}) {
     SCOPED_TRACE(model);
     auto g = hf_fixture(std::string(model) + "_bf16");
-    const std::string plan = expect_epilogues_exact(*g, draws_across(*g, 64));
+    const std::string plan = expect_epilogues_exact(*g, rotary_draws_across(*g, 64));
     EXPECT_EQ(count_of(plan, "= rotary_embedding("), 0) << plan;
   }
 }
@@ -90,7 +60,7 @@ TEST(HalfRotaryEpilogue, HfBf16CudaPlansKeepNoRotaryStep) {
   for (const char* model : {"llama", "mistral", "gemma"}) {
     SCOPED_TRACE(model);
     auto g = hf_fixture(std::string(model) + "_bf16");
-    const std::string plan = CompiledOnce(*g, draw(*g, 3, 7), gpu_preferences(true)).plan();
+    const std::string plan = CompiledOnce(*g, rotary_draw(*g, 3, 7), gpu_preferences(true)).plan();
     EXPECT_EQ(count_of(plan, "= rotary_embedding("), 0) << plan;
   }
 }
@@ -105,7 +75,7 @@ TEST(HalfRotaryEpilogue, DecodeShapesBothProductFormsBothHalfDtypes) {
         s.d = d;
         s.merged = merged;
         auto g = qkv_rotary_graph(s);
-        const std::string plan = expect_epilogues_exact(*g, draws_across(*g, s.s_max));
+        const std::string plan = expect_epilogues_exact(*g, rotary_draws_across(*g, s.s_max));
         EXPECT_EQ(count_of(plan, "= rotary_embedding("), 0) << plan;
         EXPECT_EQ(count_of(plan, "= rms_norm_linear("), merged ? 1 : 3) << plan;
       }

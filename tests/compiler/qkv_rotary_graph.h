@@ -6,6 +6,7 @@
 #pragma once
 #include <memory>
 
+#include "compiler/differential.h"
 #include "ir/builder.h"
 
 namespace inplace::testing {
@@ -67,6 +68,37 @@ inline std::unique_ptr<Graph> qkv_rotary_graph(const QkvShape& s) {
                  {{"scale", 0.125}, {"enable_gqa", true}});
   b.output(arg::tuple({o}));
   return b.build();
+}
+
+// One draw for a graph's placeholders: floats in [-1, 1] at each placeholder's dtype (weights,
+// tables, cache contents), token ids below 128, `cache_position` at pos, other integers 0.
+inline std::vector<Tensor> rotary_draw(const Graph& g, uint32_t seed, int64_t pos) {
+  std::vector<Tensor> inputs;
+  for (Node* p : g.placeholders()) {
+    const Shape& shape = *p->meta.shape;
+    const DType dt = *p->meta.dtype;
+    if (dt != DType::kInt64) {
+      inputs.push_back(
+          seeded_uniform(shape, seed * 131 + static_cast<uint32_t>(inputs.size())).to(dt));
+      continue;
+    }
+    Tensor t = Tensor::zeros(shape, DType::kInt64);
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.data<int64_t>()[i] = p->name == "input_ids"        ? (seed * 37 + i * 11) % 128
+                             : p->name == "cache_position" ? pos
+                                                           : 0;
+    inputs.push_back(t);
+  }
+  return inputs;
+}
+
+// Draws at positions 0, 5, 10, .. and at the cache's last slot.
+inline std::vector<std::vector<Tensor>> rotary_draws_across(const Graph& g, int64_t s_max) {
+  std::vector<std::vector<Tensor>> out;
+  for (int64_t pos = 0; pos < s_max; pos += 5)
+    out.push_back(rotary_draw(g, static_cast<uint32_t>(pos + 1), pos));
+  out.push_back(rotary_draw(g, 977, s_max - 1));
+  return out;
 }
 
 }  // namespace inplace::testing
