@@ -204,7 +204,9 @@ class _EngineRuntime:
     """What every Python object running an engine offers about its calls (``self._native``)."""
 
     def stats(self):
-        """What the engine's context counted, by name: ``calls``, ``host_scalar_reads``, and the
+        """What the engine's context counted, by name: ``calls``, ``host_scalar_reads``,
+        ``staged_inputs`` (inputs copied into the engine's memory at each call: strided ones, and
+        on cuda small ones a loop passes as fresh tensors each call), and the
         backend's counters (on cuda: ``graph_captures``, ``graph_replays``, ``joined_steps``,
         ``scalars_on_device``, ``host_steps``, ``graph_off_for_host_steps``; docs/cuda.md)."""
         return dict(self._native.stats())

@@ -29,11 +29,13 @@ std::map<std::string, int64_t> stats_map(const ContextStats& stats) {
   std::map<std::string, int64_t> m = stats.backend;
   m["calls"] = stats.calls;
   m["host_scalar_reads"] = stats.host_scalar_reads;
+  m["staged_inputs"] = stats.staged_inputs;
   return m;
 }
 
 std::string stats_line(const ContextStats& stats) {
-  std::string line = str_cat("calls=", stats.calls, " host_scalar_reads=", stats.host_scalar_reads);
+  std::string line = str_cat("calls=", stats.calls, " host_scalar_reads=", stats.host_scalar_reads,
+                             " staged_inputs=", stats.staged_inputs);
   for (const auto& [name, value] : stats.backend) line += str_cat(" ", name, "=", value);
   return line;
 }

@@ -23,9 +23,9 @@ std::vector<std::string> apply_backend_options(ExecutionContext& ctx,
 // The keys the backend of `device` takes (the `key` of each "key=values: meaning").
 std::vector<std::string> backend_option_keys(Device device);
 
-// calls, host_scalar_reads, then the backend's counters by name.
+// calls, host_scalar_reads, staged_inputs, then the backend's counters by name.
 std::map<std::string, int64_t> stats_map(const ContextStats& stats);
-// "calls=3 host_scalar_reads=0 graph_captures=1 ..." (stats_map's order).
+// "calls=3 host_scalar_reads=0 staged_inputs=0 graph_captures=1 ..." (stats_map's order).
 std::string stats_line(const ContextStats& stats);
 
 }  // namespace inplace

@@ -47,6 +47,7 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
   for (const TensorRef& r : plan.output_refs)
     if (r.buffer.kind == BufferKind::kInput) input_viewed_by_output_[r.buffer.index] = true;
   input_staged_.assign(plan.inputs.size(), false);
+  input_moved_.assign(plan.inputs.size(), false);
   bound_outputs_.resize(plan.output_buffer_bytes.size());
   scalar_values_.assign(plan.scalars.size(), 0);
   dyn_metas_.resize(plan.num_dyn);
@@ -150,14 +151,20 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
   IP_CHECK(t.device() == device_, kInvalidArgument, "[bind] input '", b.name, "' is on device '",
            t.device().str(), "'; the engine runs on '", device_.str(), "'");
   const bool writes = input_written_[index];
+  // A caller that binds this input at another address than before (a fresh token or position
+  // tensor each call) will do so again: from now on it is staged (below).
+  if (bound_inputs_[index].defined() && bound_inputs_[index].data_ptr() != t.data_ptr())
+    input_moved_[index] = true;
   // Staged: gathered from `t` into the context's memory at every execute()
   // (gather_staged_inputs), never snapshotted here. A strided input is (kernels read contiguous
-  // bindings); so is a small one the call only reads, where the backend asks for stable
-  // addresses (work it recorded keeps reading the same memory while the
-  // caller passes a fresh tensor each call: a token, a position). Never one an output views,
-  // which must stay a view of the caller's tensor.
-  const bool stage = !t.is_contiguous() || (!writes && !input_viewed_by_output_[index] &&
-                                            t.nbytes() <= executable_->stable_input_bytes());
+  // bindings); so is a small one the call only reads that the caller has moved, where the
+  // backend asks for stable addresses (work it recorded keeps reading the same memory while the
+  // caller passes a fresh tensor each call). An input bound where it stays (a weight, a norm's
+  // parameter) is read in place: no copy a call. Never one an output views, which must stay a
+  // view of the caller's tensor.
+  const bool stage =
+      !t.is_contiguous() || (!writes && !input_viewed_by_output_[index] && input_moved_[index] &&
+                             t.nbytes() <= executable_->stable_input_bytes());
   const void* before = input_storage_[index]->data();
   const bool same_shape =
       bound_inputs_[index].defined() && bound_inputs_[index].shape() == t.shape();
@@ -367,6 +374,7 @@ void ExecutionContext::synchronize() {
 
 ContextStats ExecutionContext::stats() const {
   ContextStats s = stats_;
+  s.staged_inputs = std::count(input_staged_.begin(), input_staged_.end(), true);
   s.backend = executable_->counters();
   return s;
 }

@@ -22,6 +22,10 @@ struct ContextStats {
   // Runtime values the host evaluated by reading input memory its backend does not keep on
   // the host (a position read back from a device, once per call).
   int64_t host_scalar_reads = 0;
+  // Inputs copied into the context's memory at each call: strided ones, and small read-only
+  // ones the caller binds at a new address each call (where the backend keeps addresses
+  // stable for recorded work; an input that stays where it is bound is read in place).
+  int64_t staged_inputs = 0;
   // What the context's backend counts, in the backend's own names (docs/extending.md).
   std::map<std::string, int64_t> backend;
   int64_t counter(const std::string& name) const {
@@ -120,6 +124,7 @@ class ExecutionContext {
   std::vector<std::shared_ptr<Storage>> input_storage_, output_storage_, arena_storage_;
   std::vector<Tensor> bound_inputs_, staged_inputs_, bound_outputs_, reused_outputs_;
   std::vector<bool> input_staged_;
+  std::vector<bool> input_moved_;    // bound at a new address once: staged from then on
   std::vector<int> rebound_inputs_;  // read-only inputs bound since the last full check
   std::vector<Tensor> staging_;      // a staged input's memory, at the binding's bound
   std::vector<bool> input_viewed_by_output_;

@@ -28,7 +28,7 @@ TEST_F(CliRunFlags, ExecCountsItsCallAndTakesTheGraphSwitch) {
   for (const char* graph : {"on", "off"}) {
     CliResult r = run("exec " + g + io + " --mode compiled --stats --cuda-graph " + graph);
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_EQ(r.out, "stats: calls=1 host_scalar_reads=0\n");
+    EXPECT_EQ(r.out, "stats: calls=1 host_scalar_reads=0 staged_inputs=0\n");
     EXPECT_TRUE(tensor_equal(read_safetensors(path("out.safetensors")).at("output.0"),
                              Tensor::from_vector<float>({2, 4, 6}, {3})));
   }
@@ -40,7 +40,7 @@ TEST_F(CliRunFlags, ExecCountsItsCallAndTakesTheGraphSwitch) {
   ASSERT_EQ(run("compile " + g + " -o " + path("e.inplace")).code, 0);
   CliResult saved = run("exec " + path("e.inplace") + io + " --stats --cuda-graph off");
   ASSERT_EQ(saved.code, 0) << saved.err;
-  EXPECT_EQ(saved.out, "stats: calls=1 host_scalar_reads=0\n");
+  EXPECT_EQ(saved.out, "stats: calls=1 host_scalar_reads=0 staged_inputs=0\n");
 }
 
 TEST_F(CliRunFlags, RunCountsEachSessionsMethods) {
@@ -55,9 +55,10 @@ TEST_F(CliRunFlags, RunCountsEachSessionsMethods) {
   CliResult r = run("run " + path("p.inplace") + " --calls " + path("calls.json") + " --out " +
                     path("out.safetensors") + " --stats --cuda-graph off");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("stats: session a method step: calls=2 host_scalar_reads=0\n"
-                       "stats: session b method step: calls=1 host_scalar_reads=0\n"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find("stats: session a method step: calls=2 host_scalar_reads=0 staged_inputs=0\n"
+                 "stats: session b method step: calls=1 host_scalar_reads=0 staged_inputs=0\n"),
+      std::string::npos)
       << r.out;
   CliResult bad = run("run " + path("p.inplace") + " --calls " + path("calls.json") + " --out " +
                       path("out.safetensors") + " --cuda-graph 1");

@@ -310,23 +310,26 @@ TEST(CudaKernels, AttentionDecodeAndPrefill) {
   check("scaled_dot_product_attention", {T(q), T(k), T(k)}, {{"is_causal", Value::boolean(true)}});
 }
 
-// The f32 decode fast path (head dims whose quarter is a power of two; the split count follows
-// the keys, the last block merging) and the generic kernel it leaves (odd head dims).
+// The decode fast path at float32, bfloat16 and float16 (head dims whose quarter is a power of
+// two; the split count follows the keys, the cluster merging) and the generic kernel it leaves
+// (odd head dims).
 TEST(CudaKernels, AttentionDecodeFastPathHeadDimsAndSplits) {
   IP_REQUIRE_CUDA();
   uint32_t seed = 850;
-  for (int64_t E : {4, 16, 32, 64, 128, 40})
-    for (int64_t S : {1, 31, 33, 200, 4096, 9000}) {
-      SCOPED_TRACE("E " + std::to_string(E) + " S " + std::to_string(S));
-      const Tensor q = random_tensor({1, 16, 1, E}, DType::kFloat32, seed++);
-      const Tensor k = random_tensor({1, 4, S + 3, E}, DType::kFloat32, seed++).slice(2, 0, S);
-      const Tensor v = random_tensor({1, 4, S + 3, E}, DType::kFloat32, seed++).slice(2, 0, S);
-      check("scaled_dot_product_attention", {T(q), T(k), T(v)},
-            {{"enable_gqa", Value::boolean(true)}}, 1e-4);
-      // Repeated: the arrival counters are left at zero for the next launch.
-      check("scaled_dot_product_attention", {T(q), T(k), T(v)},
-            {{"enable_gqa", Value::boolean(true)}, {"scale", F(0.7)}}, 1e-4);
-    }
+  for (DType dt : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
+    for (int64_t E : {4, 16, 32, 64, 128, 40})
+      for (int64_t S : {1, 31, 33, 200, 4096, 9000}) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + " E " + std::to_string(E) + " S " +
+                     std::to_string(S));
+        const double tol = dt == DType::kFloat32 ? 1e-4 : dtype_tolerance(dt) * 2;
+        const Tensor q = random_tensor({1, 16, 1, E}, dt, seed++);
+        const Tensor k = random_tensor({1, 4, S + 3, E}, dt, seed++).slice(2, 0, S);
+        const Tensor v = random_tensor({1, 4, S + 3, E}, dt, seed++).slice(2, 0, S);
+        check("scaled_dot_product_attention", {T(q), T(k), T(v)},
+              {{"enable_gqa", Value::boolean(true)}}, tol);
+        check("scaled_dot_product_attention", {T(q), T(k), T(v)},
+              {{"enable_gqa", Value::boolean(true)}, {"scale", F(0.7)}}, tol);
+      }
 }
 
 // The decode fast path with its key count in device memory (a decode step's runtime scalar),

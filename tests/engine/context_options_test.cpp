@@ -37,9 +37,9 @@ TEST(ContextOptions, ACpuEngineLeavesOutTheCudaGraphSwitch) {
   ctx.execute();
   ctx.execute();
   const ContextStats st = ctx.stats();
-  EXPECT_EQ(stats_line(st), "calls=2 host_scalar_reads=0");
-  EXPECT_EQ(stats_map(st),
-            (std::map<std::string, int64_t>{{"calls", 2}, {"host_scalar_reads", 0}}));
+  EXPECT_EQ(stats_line(st), "calls=2 host_scalar_reads=0 staged_inputs=0");
+  EXPECT_EQ(stats_map(st), (std::map<std::string, int64_t>{
+                               {"calls", 2}, {"host_scalar_reads", 0}, {"staged_inputs", 0}}));
 }
 
 #ifdef INPLACE_WITH_CUDA

@@ -164,6 +164,7 @@ __device__ inline SplitRange split_range(int64_t S, int min_keys, int splits, in
 // values this block will read, so that its loads after the wait find them on chip. The key count
 // read here may be stale (a kernel before may still change it): it only sizes the hint, inside
 // the cache. Done by the first query row of each kv head, where a head's keys are contiguous.
+template <typename T>
 __device__ inline void prefetch_split(const Attention& a, int64_t row, int min_keys, int splits,
                                       int split) {
   const int64_t H = a.q.size[1], L = a.q.size[2], Hk = a.k.size[1], E = a.k.size[3];
@@ -172,9 +173,9 @@ __device__ inline void prefetch_split(const Attention& a, int64_t row, int min_k
   if (a.k.stride[2] != E || a.v.stride[2] != E) return;
   const SplitRange r = split_range(key_count(a), min_keys, splits, split);
   if (r.j1 <= r.j0) return;
-  const int64_t hk = h / (H / Hk), bytes = (r.j1 - r.j0) * E * 4;
-  prefetch_l2(reinterpret_cast<const float*>(a.k.data) + off4(a.k, b, hk, r.j0, 0), bytes);
-  prefetch_l2(reinterpret_cast<const float*>(a.v.data) + off4(a.v, b, hk, r.j0, 0), bytes);
+  const int64_t hk = h / (H / Hk), bytes = (r.j1 - r.j0) * E * int64_t(sizeof(T));
+  prefetch_l2(reinterpret_cast<const T*>(a.k.data) + off4(a.k, b, hk, r.j0, 0), bytes);
+  prefetch_l2(reinterpret_cast<const T*>(a.v.data) + off4(a.v, b, hk, r.j0, 0), bytes);
 }
 
 // barrier.cluster in two halves (every thread of every block of the cluster executes both).
@@ -190,7 +191,7 @@ __device__ inline void cluster_wait() {
 // stores go out without waiting for a reply, once every block of the cluster has started), one
 // cluster barrier, and block 0 merges them from its own shared memory and writes the row. No global
 // scratch, counters or fences; a captured graph replays it as is.
-template <int G, int W>
+template <int G, int W, typename T>
 __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, int min_keys) {
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
@@ -201,13 +202,13 @@ __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, i
   // after another; the wait returns once every block has arrived, i.e. started).
   if (splits > 1) cluster_arrive_relaxed();
   pdl_trigger();
-  prefetch_split(a, blockIdx.x, min_keys, splits, split);
+  prefetch_split<T>(a, blockIdx.x, min_keys, splits, split);
   pdl_wait();
   const int64_t S = key_count(a);
   const auto [active, j0, j1] = split_range(S, min_keys, splits, split);
-  const BlockPartial p = decode_block<G, W>(a, blockIdx.x, j0, j1);
+  const BlockPartial p = decode_block<G, W, T>(a, blockIdx.x, j0, j1);
   if (splits == 1) {
-    if (threadIdx.x < G) store_row(a, blockIdx.x, p.o, p.l);
+    if (threadIdx.x < G) store_row<T>(a, blockIdx.x, p.o, p.l);
     return;
   }
   // Block 0's slots for the active splits' partials.
@@ -225,7 +226,7 @@ __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, i
   // has arrived: the others may exit once past the barrier.
   cluster.sync();
   if (split == 0 && threadIdx.x < G)
-    merge_and_store(a, blockIdx.x, active, [&](int sp) {
+    merge_and_store<T>(a, blockIdx.x, active, [&](int sp) {
       return BlockPartial{part_m[sp], part_l[sp], part_o[sp][threadIdx.x]};
     });
 }
@@ -241,7 +242,7 @@ float* thread_scratch() {
   if (!p) IP_CUDA_CHECK(cudaMalloc(&p, kScratchFloats * sizeof(float)), "attention scratch");
   return p;
 }
-template <int G>
+template <int G, typename T>
 void launch_decode(const Attention& a, int64_t rows, int splits, cudaStream_t s) {
   // Set once per kernel, on the first call (a context's first call runs before any graph
   // capture): clusters of 16 blocks, past the portable size; and a cluster's blocks placed on
@@ -249,10 +250,10 @@ void launch_decode(const Attention& a, int64_t rows, int splits, cudaStream_t s)
   // on the H200, three runs each: 0.269-0.270 against 0.276 ms at position 200, 0.325-0.326
   // against 0.328-0.329 at 3000 (the default policy measured as spread).
   static const bool configured = [] {
-    IP_CUDA_CHECK(cudaFuncSetAttribute(decode_attention_kernel<G, kDecodeWarps>,
+    IP_CUDA_CHECK(cudaFuncSetAttribute(decode_attention_kernel<G, kDecodeWarps, T>,
                                        cudaFuncAttributeNonPortableClusterSizeAllowed, 1),
                   "attention clusters");
-    IP_CUDA_CHECK(cudaFuncSetAttribute(decode_attention_kernel<G, kDecodeWarps>,
+    IP_CUDA_CHECK(cudaFuncSetAttribute(decode_attention_kernel<G, kDecodeWarps, T>,
                                        cudaFuncAttributeClusterSchedulingPolicyPreference,
                                        cudaClusterSchedulingPolicyLoadBalancing),
                   "attention cluster scheduling");
@@ -260,8 +261,9 @@ void launch_decode(const Attention& a, int64_t rows, int splits, cudaStream_t s)
   }();
   (void)configured;
   const int c = std::min(splits, kMaxClusterSplits);
-  launch_pdl_cluster(decode_attention_kernel<G, kDecodeWarps>, dim3(static_cast<unsigned>(rows), c),
-                     32 * kDecodeWarps, dim3(1, c, 1), s, a, kMinKeys);
+  launch_pdl_cluster(decode_attention_kernel<G, kDecodeWarps, T>,
+                     dim3(static_cast<unsigned>(rows), c), 32 * kDecodeWarps, dim3(1, c, 1), s, a,
+                     kMinKeys);
 }
 
 // Enough blocks to fill the GPU when there are few rows (decode), chunks of >= kChunk keys.
@@ -297,9 +299,19 @@ void attention(const Attention& a, void* stream) {
   const cudaStream_t s = as_stream(stream);
   if (const int G = decode_group(a); G > 0) {
     using Launch = void (*)(const Attention&, int64_t, int, cudaStream_t);
-    constexpr Launch kLaunch[] = {launch_decode<1>, launch_decode<2>,  launch_decode<4>,
-                                  launch_decode<8>, launch_decode<16>, launch_decode<32>};
-    kLaunch[__builtin_ctz(static_cast<unsigned>(G))](a, rows, splits, s);
+    constexpr Launch kFloat[] = {launch_decode<1, float>,  launch_decode<2, float>,
+                                 launch_decode<4, float>,  launch_decode<8, float>,
+                                 launch_decode<16, float>, launch_decode<32, float>};
+    constexpr Launch kBf16[] = {launch_decode<1, __nv_bfloat16>,  launch_decode<2, __nv_bfloat16>,
+                                launch_decode<4, __nv_bfloat16>,  launch_decode<8, __nv_bfloat16>,
+                                launch_decode<16, __nv_bfloat16>, launch_decode<32, __nv_bfloat16>};
+    constexpr Launch kHalf[] = {launch_decode<1, __half>,  launch_decode<2, __half>,
+                                launch_decode<4, __half>,  launch_decode<8, __half>,
+                                launch_decode<16, __half>, launch_decode<32, __half>};
+    const Launch* table = a.q.dtype == DType::kBFloat16  ? kBf16
+                          : a.q.dtype == DType::kFloat16 ? kHalf
+                                                         : kFloat;
+    table[__builtin_ctz(static_cast<unsigned>(G))](a, rows, splits, s);
     IP_CUDA_CHECK(cudaGetLastError(), "attention");
     return;
   }

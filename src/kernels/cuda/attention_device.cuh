@@ -21,8 +21,10 @@ __device__ inline int64_t key_count(const Attention& a) {
   return e < 0 ? 0 : (e > S ? S : e);
 }
 
-// The decode fast path (float32 q, k, v and out with unit-stride head dims, E == Ev, no mask,
-// not causal): lanes work in groups of E/4, each lane one float4 of a key and of its value, so
+// The decode fast path (q, k, v and out of one dtype T, float32, bfloat16 or float16, with
+// unit-stride head dims, E == Ev, no mask, not causal; a half T is widened to float as it is
+// loaded, every sum is float32 and the output is rounded to T once, as the general path does):
+// lanes work in groups of E/4, each lane four elements of a key and of its value, so
 // a warp reads 32/(E/4) keys at once and a group unrolls kUnroll keys to keep loads in flight.
 // The split count follows the keys present (read on the device): blocks past it take no keys.
 // The splits of a row merge in one launch, through distributed shared memory in a thread-block
@@ -39,8 +41,30 @@ constexpr int kDecodeWarps = 8;
 // Splits of a row at most in attention.cu: one cluster (sm_90 runs clusters of up to 16 blocks).
 constexpr int kMaxClusterSplits = 16;
 
+// Four consecutive elements as float (p 16-byte aligned for float, 8-byte for a half type).
 __device__ inline float4 ld4(const float* p) {
   return *reinterpret_cast<const float4*>(p);
+}
+__device__ inline float4 ld4(const __nv_bfloat16* p) {
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.x));
+  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&u.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+__device__ inline float4 ld4(const __half* p) {
+  const uint2 u = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&u.x));
+  const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&u.y));
+  return make_float4(a.x, a.y, b.x, b.y);
+}
+__device__ inline void store1(float* p, float v) {
+  *p = v;
+}
+__device__ inline void store1(__nv_bfloat16* p, float v) {
+  *p = __float2bfloat16_rn(v);
+}
+__device__ inline void store1(__half* p, float v) {
+  *p = __float2half_rn(v);
 }
 
 // One block's share of a row: its split of the keys walked by kGroups groups with an online
@@ -92,7 +116,7 @@ __device__ inline float group_score(float4 q, float4 k, bool valid, float scale)
   return valid ? t * scale : -INFINITY;
 }
 
-template <int G, int W>
+template <int G, int W, typename T>
 __device__ inline BlockPartial decode_block(const Attention& a, int64_t row, int64_t j0,
                                             int64_t j1) {
   constexpr int kGroups = 32 * W / G;
@@ -103,9 +127,9 @@ __device__ inline BlockPartial decode_block(const Attention& a, int64_t row, int
   const int g = threadIdx.x / G, lane = threadIdx.x % G;
   const int d = lane * 4;
   const float scale = static_cast<float>(a.scale);
-  const float4 q = ld4(reinterpret_cast<const float*>(a.q.data) + off4(a.q, b, h, i, d));
-  const float* kb = reinterpret_cast<const float*>(a.k.data) + off4(a.k, b, hk, 0, d);
-  const float* vb = reinterpret_cast<const float*>(a.v.data) + off4(a.v, b, hk, 0, d);
+  const float4 q = ld4(reinterpret_cast<const T*>(a.q.data) + off4(a.q, b, h, i, d));
+  const T* kb = reinterpret_cast<const T*>(a.k.data) + off4(a.k, b, hk, 0, d);
+  const T* vb = reinterpret_cast<const T*>(a.v.data) + off4(a.v, b, hk, 0, d);
   const int64_t ks = a.k.stride[2], vs = a.v.stride[2];
   float m = -FLT_MAX, l = 0.f;
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -141,19 +165,21 @@ __device__ inline BlockPartial decode_block(const Attention& a, int64_t row, int
   return merge_groups<G, W>(m, l, acc);
 }
 
-// out[b, h, i, 4t..4t+4) = o / L (0 when no key was seen), written by thread t < G.
+// out[b, h, i, 4t..4t+4) = o / L (0 when no key was seen; rounded to T), written by thread
+// t < G.
+template <typename T>
 __device__ inline void store_row(const Attention& a, int64_t row, const float4& o, float lsum) {
   const int64_t H = a.q.size[1], L = a.q.size[2];
   const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
   const float r = lsum > 0.f ? 1.f / lsum : 0.f;
-  float* out = reinterpret_cast<float*>(a.out.data) + off4(a.out, b, h, i, threadIdx.x * 4);
-  for (int t = 0; t < 4; ++t) out[t * a.out.stride[3]] = (&o.x)[t] * r;
+  T* out = reinterpret_cast<T*>(a.out.data) + off4(a.out, b, h, i, threadIdx.x * 4);
+  for (int t = 0; t < 4; ++t) store1(out + t * a.out.stride[3], (&o.x)[t] * r);
 }
 
 // Splits 0..active-1 of a row merged by thread t < G, from their running max M, sum L and
 // unnormalised output o (split(sp) returns a BlockPartial: thread t's float4 of o), then the row
 // stored: the cluster merge of attention.cu.
-template <typename Split>
+template <typename T, typename Split>
 __device__ inline void merge_and_store(const Attention& a, int64_t row, int active, Split&& split) {
   float M = -FLT_MAX;
   for (int sp = 0; sp < active; ++sp) {
@@ -169,7 +195,7 @@ __device__ inline void merge_and_store(const Attention& a, int64_t row, int acti
     Lsum += p.l * c;
     o.x += p.o.x * c, o.y += p.o.y * c, o.z += p.o.z * c, o.w += p.o.w * c;
   }
-  store_row(a, row, o, Lsum);
+  store_row<T>(a, row, o, Lsum);
 }
 
 // The splits active for S keys: one per min_keys keys, at most `splits`.
@@ -178,18 +204,17 @@ __device__ inline int active_splits(int64_t S, int min_keys, int splits) {
   return active < 1 ? 1 : (active > splits ? splits : active);
 }
 
-inline bool aligned16(const void* p) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
-}
-
 // The fast path's conditions; the group width (E / 4 lanes) or 0.
 inline int decode_group(const Attention& a) {
   const int64_t E = a.q.size[3];
   if (a.has_mask || a.causal || E != a.v.size[3] || E % 4 != 0 || E / 4 > 32) return 0;
   const int G = static_cast<int>(E / 4);
   if ((G & (G - 1)) != 0) return 0;
+  const DType t = a.q.dtype;
+  if (t != DType::kFloat32 && t != DType::kBFloat16 && t != DType::kFloat16) return 0;
   for (const Operand* o : {&a.q, &a.k, &a.v, &a.out}) {
-    if (o->dtype != DType::kFloat32 || !aligned16(o->data)) return 0;
+    // Four elements a lane in one load: 16 bytes at float32, 8 at a half type.
+    if (o->dtype != t || reinterpret_cast<uintptr_t>(o->data) % (4 * dtype_size(t)) != 0) return 0;
     if (o != &a.out && o->stride[3] != 1) return 0;
     for (int d = 0; d < 3; ++d)
       if (o != &a.out && o->size[d] > 1 && o->stride[d] % 4 != 0) return 0;
