@@ -11,9 +11,12 @@
 // a few microseconds each (per layer) are gone. Conditions: every rotary on the product reads the
 // same cos and sin of d elements (one position, broadcast over heads and rows), its input is a
 // chain of single-reader views (a last-dim slice at a multiple of d, a view splitting the last
-// dim into [.., d], transposes that keep the last dim last), the rotated ranges tile a prefix of
-// the columns, nothing else reads that prefix, and the rotary is float32 (a bfloat16 rotary's
-// rounding points are not in the epilogue: it stays its own step).
+// dim into [.., d], transposes that keep the last dim last; no slice where the rotary reads the
+// whole product, a q or k projection of its own), the rotated ranges tile a prefix of
+// the columns, nothing else reads that prefix, and x, cos and sin share one dtype: float32,
+// bfloat16 or float16 (the product's result is rounded to it, then the epilogue rotates with the
+// rotary's own rounding points: each product and the sum rounded to the dtype, bit for bit the
+// standalone step on every backend).
 #include <algorithm>
 
 #include "ops/fused_linear_args.h"
@@ -45,6 +48,12 @@ int64_t int_arg(const Node* n, size_t i, int64_t fallback) {
   return v.kind == Value::Kind::kInt ? v.i : INT64_MIN;
 }
 
+// A product without a rotary epilogue yet (rotary_cols absent or 0; its norm may follow).
+bool unrotated_product(const Node* p) {
+  return op_name(p) == kProduct && p->kwargs.empty() &&
+         int_arg(p, fused_linear::kRotaryCols, 0) == 0;
+}
+
 class FuseRotaryEpiloguesPass : public Pass {
  public:
   std::string name() const override { return "fuse_rotary_epilogues"; }
@@ -72,16 +81,32 @@ class FuseRotaryEpiloguesPass : public Pass {
     const Tensor* cos = metas.tensor(r->args[1].node);
     const Tensor* sin = metas.tensor(r->args[2].node);
     const Tensor* x = metas.tensor(r->args[0].node);
-    // float32 only: the products' epilogues rotate in float without the rounding points of a
-    // bfloat16 or float16 rotary (each product and the sum rounded to the dtype).
-    if (!cos || !sin || !x || x->dim() < 1 || x->dtype() != DType::kFloat32) return false;
+    // x, cos and sin of one float dtype (the product's): the epilogue rounds where the rotary
+    // rounds (each product and the sum, to the dtype; identities at float32).
+    const DType t = x ? x->dtype() : DType::kFloat32;
+    if (!cos || !sin || !x || x->dim() < 1 ||
+        (t != DType::kFloat32 && t != DType::kBFloat16 && t != DType::kFloat16) ||
+        cos->dtype() != t || sin->dtype() != t)
+      return false;
     const int64_t d = x->size(-1);
     if (d % 8 != 0 || cos->numel() != d || sin->numel() != d || cos->size(-1) != d ||
         sin->size(-1) != d)
       return false;
     Node* n = r->args[0].node;
+    Node* reader = r;    // the chain's node reading n
     bool split = false;  // a view has made the last dim d
     while (true) {
+      if (split && op_name(n) == kProduct) {
+        // The chain reads the whole product (one holding only these heads: a k projection).
+        const Tensor* y = metas.tensor(n);
+        if (!unrotated_product(n) || !y || y->dim() < 1) return false;
+        *product = n;
+        c->rotary = r;
+        c->slice = reader;
+        c->begin = 0;
+        c->end = y->size(-1);
+        return true;
+      }
       if (g.users(n).size() != 1 || n->args.empty() || !n->args[0].is_node()) return false;
       const std::string name = op_name(n);
       const Tensor* out = metas.tensor(n);
@@ -108,7 +133,7 @@ class FuseRotaryEpiloguesPass : public Pass {
         const int64_t step = int_arg(n, 4, 1);
         if (dim != nd - 1 || step != 1 || !split) return false;
         const Node* p = n->args[0].node;
-        if (op_name(p) != kProduct || rotated(p)) return false;
+        if (!unrotated_product(p)) return false;
         const int64_t L = in->size(-1);
         int64_t begin = int_arg(n, 2, 0), end = int_arg(n, 3, L);
         if (begin == INT64_MIN || end == INT64_MIN) return false;
@@ -124,15 +149,9 @@ class FuseRotaryEpiloguesPass : public Pass {
       } else {
         return false;
       }
+      reader = n;
       n = n->args[0].node;
     }
-  }
-
-  // Whether product p rotates columns already.
-  static bool rotated(const Node* p) {
-    if (p->args.size() <= kRotaryCols || p->args[kRotaryCols].is_none()) return false;
-    const Value& cols = p->args[kRotaryCols];
-    return cols.kind != Value::Kind::kInt || cols.i != 0;
   }
 
   static bool before(const Graph& g, const Node* a, const Node* b) {
@@ -143,20 +162,39 @@ class FuseRotaryEpiloguesPass : public Pass {
     return false;
   }
 
+  // Table t (cos or sin, d elements) as a node defined before the product: t, or the node under
+  // a chain of views that keep its d elements in order (an exported graph unsqueezes the tables
+  // inside each layer). Null when there is none.
+  static Node* table_before(const Graph& g, const MetaTable& metas, Node* t, const Node* product) {
+    const Tensor* m = metas.tensor(t);
+    const int64_t d = m ? m->numel() : -1;
+    while (!before(g, t, product)) {
+      const std::string name = op_name(t);
+      if ((name != "unsqueeze" && name != "squeeze" && name != "view" && name != "reshape" &&
+           name != "_unsafe_view") ||
+          t->args.empty() || !t->args[0].is_node())
+        return nullptr;
+      t = t->args[0].node;
+      const Tensor* in = metas.tensor(t);
+      if (!in || in->numel() != d) return nullptr;
+    }
+    return t;
+  }
+
   static void fuse(Graph& g, const MetaTable& metas, Node* product, std::vector<Chain>& chains) {
     std::sort(chains.begin(), chains.end(),
               [](const Chain& a, const Chain& b) { return a.begin < b.begin; });
-    const Node* cos = chains[0].rotary->args[1].node;
-    const Node* sin = chains[0].rotary->args[2].node;
+    // cos and sin defined before the product (the tables are read once, before the layers).
+    Node* cos = table_before(g, metas, chains[0].rotary->args[1].node, product);
+    Node* sin = table_before(g, metas, chains[0].rotary->args[2].node, product);
+    if (!cos || !sin) return;
     int64_t covered = 0;
     for (const Chain& c : chains) {
-      if (c.begin != covered || c.rotary->args[1].node != cos || c.rotary->args[2].node != sin)
+      if (c.begin != covered || table_before(g, metas, c.rotary->args[1].node, product) != cos ||
+          table_before(g, metas, c.rotary->args[2].node, product) != sin)
         return;
       covered = c.end;
     }
-    // cos and sin are defined before the product (the tables are read once, before the layers).
-    for (const Node* t : {cos, sin})
-      if (!before(g, t, product)) return;
     // Nothing else reads the rotated prefix: every other reader is a last-dim slice starting
     // after it.
     const Tensor* y = metas.tensor(product);
@@ -171,10 +209,9 @@ class FuseRotaryEpiloguesPass : public Pass {
           u->args[0].node != product || dim != y->dim() - 1 || int_arg(u, 2, 0) < covered)
         return;
     }
-    // The product's later arguments (norm, more_weights) stay where they are.
     if (product->args.size() <= kRotaryCols) product->args.resize(kRotaryCols + 1, Value::none());
-    product->args[kCos] = chains[0].rotary->args[1];
-    product->args[kSin] = chains[0].rotary->args[2];
+    product->args[kCos] = Value::node_ref(cos);
+    product->args[kSin] = Value::node_ref(sin);
     product->args[kRotaryCols] = Value::integer(covered);
     std::vector<Node*> dead;
     for (const Chain& c : chains) {

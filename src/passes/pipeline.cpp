@@ -65,14 +65,10 @@ std::vector<std::string> pass_names(const std::vector<std::unique_ptr<Pass>>& pa
 
 namespace {
 // Rewrites that only make the program faster: leaving one out keeps it correct.
-const char* const kOptionalRewrites[] = {"drop_identity_casts",
-                                         "recognize_attention",
-                                         "canonicalize_repeat_kv",
-                                         "attend_filled_prefix",
-                                         "fold_position_arithmetic",
-                                         "outer_product_matmul",
-                                         "fuse_rotary",
-                                         "fuse_pointwise"};
+const char* const kOptionalRewrites[] = {
+    "drop_identity_casts",  "recognize_attention",      "canonicalize_repeat_kv",
+    "attend_filled_prefix", "fold_position_arithmetic", "outer_product_matmul",
+    "fuse_rotary",          "fuse_rotary_epilogues",    "fuse_pointwise"};
 
 bool is_optional_rewrite(const std::string& name) {
   for (const char* r : kOptionalRewrites)

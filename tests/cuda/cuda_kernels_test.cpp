@@ -442,9 +442,9 @@ TEST(CudaKernels, FusedLinearWiderThanAWave) {
 }
 
 // The fused linear family at a half dtype (a model exported in bf16 or fp16: gemv_half.h)
-// against the cpu's kernels (the chain's own): every epilogue, both upcast norms. The GPU sums in
-// another order, which may move a rounded result by one unit in its last place (and silu(g) * u
-// by a few): tolerances of a few of the dtype's units.
+// against the cpu's kernels (the chain's own): every epilogue (the rotary too), both upcast
+// norms. The GPU sums in another order, which may move a rounded result by one unit in its last
+// place (and silu(g) * u, or a rotated pair, by a few): tolerances of a few of the dtype's units.
 TEST(CudaKernels, FusedLinearAtHalfDtypes) {
   IP_REQUIRE_CUDA();
   uint32_t seed = 1200;
@@ -474,6 +474,15 @@ TEST(CudaKernels, FusedLinearAtHalfDtypes) {
                 {}, tol);
           check("inplace.rms_norm_gated_mlp",
                 {T(x), T(g), eps, T(w), T(w2), Value::string("silu"), form}, {}, 2 * tol);
+          // The rotary epilogue at the half dtype: heads of 8 over all 72 columns, heads of 24
+          // over the first 48.
+          for (int64_t d : {8, 24}) {
+            const Tensor cos = random_tensor({1, 1, 1, d}, dt, seed++);
+            const Tensor sin = random_tensor({1, 1, 1, d}, dt, seed++);
+            const Value cols = Value::integer(d == 8 ? n : 2 * d);
+            check("inplace.rms_norm_linear",
+                  {T(x), T(g), eps, T(w), T(b), T(cos), T(sin), cols, form}, {}, 2 * tol);
+          }
         }
       }
 }

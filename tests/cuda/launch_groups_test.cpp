@@ -8,6 +8,7 @@
 #include "backend/kernel_table.h"
 #include "compiler/compile.h"
 #include "compiler/hf_fixtures.h"
+#include "compiler/qkv_rotary_graph.h"
 #include "kernels/cuda/launch_groups.h"
 #include "models/llama.h"
 #include "ops/registry.h"
@@ -72,6 +73,63 @@ TEST(LaunchGroups, Float32WeightsPairTheCacheWrites) {
     if (g.pair[q] && op_of(plan.steps[q]) == "kv_cache_update") ++kv_pairs;
   }
   EXPECT_EQ(kv_pairs, 2);
+}
+
+// A graph compiled as a GPU engine plans it, for the cpu: the same steps.
+std::shared_ptr<const Engine> gpu_plan_engine(const Graph& g) {
+  std::vector<Tensor> inputs;
+  for (Node* p : g.placeholders()) inputs.push_back(Tensor::zeros(*p->meta.shape, *p->meta.dtype));
+  CompileOptions o;
+  o.merge_sibling_linears = true;
+  o.fuse_norm_prologues = true;
+  o.skip_passes = {"fuse_pointwise"};
+  return compile(g, inputs, o).engine;
+}
+
+// Hugging Face's Llama exported in bf16 (weights are engine inputs, so q, k and v stay three
+// products a layer): k's product, which rotates k, takes the k cache write, and v's product the v
+// write, each past the steps in between (the v product, the position arithmetic, the k write),
+// which they are independent of. The two writes still pair for the case the kernel refuses.
+TEST(LaunchGroups, Bf16CacheWritesJoinTheirProductsPastStepsInBetween) {
+  auto g = testing::hf_fixture("llama_bf16");
+  auto e = gpu_plan_engine(*g);
+  const Plan& plan = e->plan();
+  const cuda::LaunchGroups lg = cuda::plan_launch_groups(plan);
+  int groups = 0, kv_pairs = 0;
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    if (lg.pair[q] && op_of(plan.steps[q]) == "kv_cache_update") ++kv_pairs;
+    if (lg.write_count[q] == 0) continue;
+    ++groups;
+    EXPECT_EQ(op_of(plan.steps[q]), "rms_norm_linear") << plan.steps[q].node;
+    ASSERT_EQ(lg.write_count[q], 1) << plan.steps[q].node;
+    const size_t w = lg.write_steps[q][0];
+    EXPECT_GT(w, q + 1) << plan.steps[q].node;
+    EXPECT_EQ(op_of(plan.steps[w]), "kv_cache_update") << plan.steps[w].node;
+  }
+  EXPECT_EQ(groups, 4) << e->describe();  // k and v of two layers
+  EXPECT_EQ(kv_pairs, 2) << e->describe();
+}
+
+// One q/k/v product (a fused weight) whose q and k heads rotate in its epilogue takes both writes,
+// at bf16 and fp16.
+TEST(LaunchGroups, HalfCacheWritesJoinAFusedQkvProduct) {
+  for (DType dt : {DType::kBFloat16, DType::kFloat16}) {
+    testing::QkvShape s;
+    s.dtype = dt;
+    s.merged = true;
+    auto e = gpu_plan_engine(*testing::qkv_rotary_graph(s));
+    const Plan& plan = e->plan();
+    const cuda::LaunchGroups lg = cuda::plan_launch_groups(plan);
+    int groups = 0;
+    for (size_t q = 0; q < plan.steps.size(); ++q) {
+      if (lg.write_count[q] == 0) continue;
+      ++groups;
+      EXPECT_EQ(op_of(plan.steps[q]), "rms_norm_linear");
+      ASSERT_EQ(lg.write_count[q], 2);
+      for (size_t w : lg.write_steps[q]) EXPECT_EQ(op_of(plan.steps[w]), "kv_cache_update");
+    }
+    EXPECT_EQ(groups, 1) << e->describe();
+  }
 }
 
 // Two independent index_select steps into temporaries: paired when their arena ranges are

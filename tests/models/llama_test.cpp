@@ -228,9 +228,9 @@ TEST(Llama, NormProloguesJoinTheirProductsBitForBit) {
   }
 }
 
-// Without the q/k/v merge the input norm has three readers: it stays a step, and so does the
-// rotary (it joins only a norm-prologue product); the post-attention norm still joins gate/up,
-// and the final norm the LM head.
+// Without the q/k/v merge the input norm has three readers: it joins each of them, and q's and
+// k's rotaries join their own products' epilogues (each reads its whole product); the
+// post-attention norm still joins gate/up, and the final norm the LM head.
 TEST(Llama, NormPrologueJoinsEachReader) {
   const LlamaConfig c = llama_config("tiny", kSMax, 7, DType::kBFloat16);
   const LlamaWeights w = llama_weights(c);
@@ -243,7 +243,7 @@ TEST(Llama, NormPrologueJoinsEachReader) {
   EXPECT_EQ(count_steps(*e.decode, "rms_norm"), 0);
   EXPECT_EQ(count_steps(*e.decode, "rms_norm_gated_mlp"), c.n_layers);
   EXPECT_EQ(count_steps(*e.decode, "rms_norm_linear"), 3 * c.n_layers + 1);  // and the LM head
-  EXPECT_EQ(count_steps(*e.decode, "rotary_embedding"), 2 * c.n_layers);
+  EXPECT_EQ(count_steps(*e.decode, "rotary_embedding"), 0);
   LlamaEngineRunner a(c, e, llama_new_caches(c));
   LlamaEagerRunner eager(c, w, kPrompt, llama_new_caches(c));
   a.prefill(kPromptTokens);

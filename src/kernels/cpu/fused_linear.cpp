@@ -198,18 +198,21 @@ void run_gated_mlp(const Args& a, const std::vector<Tensor>& out) {
     gated_mlp_product<float>(a, y);
 }
 
-// y[.., :cols] as rows of d-wide blocks, each rotated as rotary_embedding does (from a copy of
-// the block: the kernel reads both halves of what it writes).
+// y[.., :cols] as rows of d-wide blocks, each rotated as rotary_embedding does at y's dtype (from
+// a copy of the block: the kernel reads both halves of what it writes). At a half dtype y holds
+// the product rounded to it, and the rotary rounds each product and the sum: the chain's values.
 void rotate_prefix(const Tensor& y, const Tensor& cos, const Tensor& sin, int64_t cols) {
   const int64_t n = y.size(-1), d = cos.size(-1), rows = y.numel() / n;
+  const DType dt = y.dtype();
+  const size_t item = dtype_size(dt);
   const Tensor c = cos.reshape({d}), s = sin.reshape({d});
-  Tensor block = Tensor::empty({d}, DType::kFloat32);
-  float* yp = y.data<float>();
+  Tensor block = Tensor::empty({d}, dt);
+  char* yp = static_cast<char*>(y.data_ptr());
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j0 = 0; j0 < cols; j0 += d) {
-      float* at = yp + r * n + j0;
-      std::copy(at, at + d, block.data<float>());
-      rotary_embedding(block, c, s, Tensor::borrow(at, {d}, DType::kFloat32));
+      char* at = yp + (r * n + j0) * item;
+      std::copy(at, at + d * item, static_cast<char*>(block.data_ptr()));
+      rotary_embedding(block, c, s, Tensor::borrow(at, {d}, dt));
     }
 }
 
@@ -299,10 +302,9 @@ Kernel kernel(Product run) {
       [run](const Args& a, const std::vector<Tensor>& out, const KernelContext&) { run(a, out); };
 }
 
-// A norm form's dtypes are its product's.
+// A norm form's dtypes are its product's (a rotary's cos and sin are of the input's: its shape
+// rule).
 std::string supports_norm_form(const char* name, const Args& a) {
-  if (is_half(a[kInput].tensor.dtype()) && std::string(name) == kNormLinear && rotary_cols(a) > 0)
-    return "a rotary epilogue at a half dtype";
   return supports(product_args(name, a[kInput], a));
 }
 

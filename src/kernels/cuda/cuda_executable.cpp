@@ -135,16 +135,17 @@ void CudaExecutable::run_batch(size_t q, void* stream, CallObserver& observer) {
 bool CudaExecutable::run_with_writes(size_t q, void* stream, CallObserver& observer) {
   const std::vector<std::vector<Value>>& args = *steps_.args;
   const std::vector<std::vector<Tensor>>& outs = *steps_.outs;
-  const size_t n = static_cast<size_t>(launches_.write_count[q]);
+  const std::vector<size_t>& steps = launches_.write_steps[q];
+  const size_t n = steps.size();
   std::array<StepCall, kMaxEpilogueWrites> writes;
   for (size_t k = 0; k < n; ++k)
-    writes[k] = {&args[q + 1 + k], &outs[q + 1 + k], step_context(q + 1 + k, stream)};
+    writes[k] = {&args[steps[k]], &outs[steps[k]], step_context(steps[k], stream)};
   try {
     return (*launches_.writes[q])({&args[q], &outs[q], step_context(q, stream)}, writes.data(),
                                   static_cast<int>(n));
   } catch (const Error& e) {
     // Nothing launched when a form is refused; a launch error leaves every step in doubt.
-    observer.failed(q, q + n, e);
+    observer.failed(q, steps.back(), e);
   }
 }
 
@@ -152,10 +153,12 @@ void CudaExecutable::run_steps(void* stream, CallObserver& observer) {
   const size_t n = plan().steps.size();
   const bool profiling = observer.profiling();  // steps one by one, each timed on the host
   joined_steps_ = 0;
+  done_in_group_.assign(n, 0);
   for (size_t q = 0; q < n; ++q) {
+    if (done_in_group_[q]) continue;
     if (!profiling && launches_.writes[q] && run_with_writes(q, stream, observer)) {
       joined_steps_ += launches_.write_count[q];
-      q += static_cast<size_t>(launches_.write_count[q]);
+      for (size_t r : launches_.write_steps[q]) done_in_group_[r] = 1;
       continue;
     }
     if (!profiling && launches_.batched[q]) continue;  // ran in an earlier step's batch
@@ -164,7 +167,8 @@ void CudaExecutable::run_steps(void* stream, CallObserver& observer) {
       joined_steps_ += static_cast<int64_t>(launches_.batch_members[q].size());
       continue;
     }
-    if (!profiling && launches_.pair[q]) {  // q and q + 1 in one launch
+    // q and q + 1 in one launch (unless q + 1 ran in an earlier step's launch).
+    if (!profiling && launches_.pair[q] && !done_in_group_[q + 1]) {
       run_pair(q, stream, observer);
       ++q;
       ++joined_steps_;

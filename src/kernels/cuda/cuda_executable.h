@@ -58,7 +58,8 @@ class CudaExecutable final : public Executable {
   std::map<int, int64_t> fixed_scalars_;            // the host's value of each prefix end
   std::shared_ptr<Storage> code_, slots_, inputs_;  // device memory when scalars_.on_device
   LaunchGroups launches_;
-  bool cuda_graph_ = true;  // the backend option cuda_graph (on by default)
+  std::vector<char> done_in_group_;  // by step, this call: ran in an earlier step's launch
+  bool cuda_graph_ = true;           // the backend option cuda_graph (on by default)
   void* capture_stream_ = nullptr;
   void* graph_ = nullptr;
   std::vector<int64_t> graph_key_;         // bound addresses (and host values) the graph replays

@@ -157,6 +157,7 @@ std::string supports_product(const Args& a) {
 // fused_linear without its residual.
 std::string supports_linear(const Args& a) {
   if (has_arg(a, kResidual)) return "a residual";
+  if (half_input(a)) return supports_half_linear(a);
   if (!a[kBias].is_none() && !a[kBias].tensor.is_contiguous())
     return "a bias that is not contiguous";
   return supports_product(a);
@@ -266,14 +267,16 @@ bool has_rotary(const Args& a) {
   return rotary_cols(a) > 0;
 }
 
+// cos and sin of the input's dtype (float32, or T for gemv_half).
 std::string supports_rotary(const Args& a) {
   if (!has_rotary(a)) return "";
   const Tensor& c = a[kCos].tensor;
   const Tensor& s = a[kSin].tensor;
   const int64_t d = c.dim() ? c.size(-1) : 0, cols = a[kRotaryCols].i;
+  const DType t = a[kInput].tensor.dtype();
   if (d == 0 || d % 8 != 0 || c.numel() != d || s.numel() != d || c.stride(-1) != 1 ||
-      s.stride(-1) != 1 || c.dtype() != DType::kFloat32 || s.dtype() != DType::kFloat32)
-    return "a rotary table that is not a float32 row of a head dim divisible by 8";
+      s.stride(-1) != 1 || c.dtype() != t || s.dtype() != t)
+    return "a rotary table that is not a row of the input's dtype of a head dim divisible by 8";
   if (cols % d != 0 || cols > product_rows(product_args(kNormLinear, a)))
     return "rotary columns that are not whole heads of the product";
   return "";
@@ -309,8 +312,8 @@ std::string supports_norm(const Args& a) {
 
 std::string supports_norm_linear(const Args& a) {
   if (half_input(a)) {
-    if (has_rotary(a)) return "a rotary epilogue at a half dtype";
-    const std::string why = supports_half_norm(kNormLinear, a);
+    std::string why = supports_half_norm(kNormLinear, a);
+    if (why.empty()) why = supports_rotary(a);
     return why.empty() ? supports_half_linear(product_args(kNormLinear, a)) : why;
   }
   if (norm_of(kNormLinear, a) != kNormRms) return "an upcast norm at float32";
@@ -342,14 +345,23 @@ GemvBf16 norm_linear(const Args& a, const std::vector<Tensor>& outs) {
   return g;
 }
 
-void run_norm_linear(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-  if (half_input(a)) {
-    IP_CHECK(!has_rotary(a), kUnsupported, "[cuda] ", kNormLinear,
-             ": a rotary epilogue at a half dtype");
-    GemvHalf g = half_product(product_args(kNormLinear, a), outs, kNormLinear);
-    add_half_norm(kNormLinear, a, &g);
-    return gemv_half(g, ctx.queue);
+// rms_norm_linear at a half dtype, its rotary epilogue too.
+GemvHalf half_norm_linear(const Args& a, const std::vector<Tensor>& outs) {
+  GemvHalf g = half_product(product_args(kNormLinear, a), outs, kNormLinear);
+  add_half_norm(kNormLinear, a, &g);
+  if (has_rotary(a)) {
+    IP_CHECK(supports_rotary(a).empty(), kUnsupported, "[cuda] ", kNormLinear, ": ",
+             supports_rotary(a));
+    g.cos = a[kCos].tensor.data_ptr();
+    g.sin = a[kSin].tensor.data_ptr();
+    g.rot_cols = a[kRotaryCols].i;
+    g.rot_d = a[kCos].tensor.size(-1);
   }
+  return g;
+}
+
+void run_norm_linear(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  if (half_input(a)) return gemv_half(half_norm_linear(a, outs), ctx.queue);
   gemv_bf16(norm_linear(a, outs), ctx.queue);
 }
 
@@ -364,25 +376,27 @@ void run_norm_gated_mlp(const Args& a, const std::vector<Tensor>& outs, const Ke
   gemv_bf16(g, ctx.queue);
 }
 
-// kv_cache_update of a slice of the one-row product y, as a row write of its epilogue: the
-// update a [1, H, 1, D] block of y's columns, the cache placed on its result (the binding), both
-// float32 with unit stride along D. False when the write has another form.
-bool row_write_of(const StepCall& write, const GemvBf16& g, GemvRowWrite* w) {
+// kv_cache_update of a slice of the one-row product y (n columns of `dtype`: float32 for the
+// float32 GEMV, T for gemv_half), as a row write of its epilogue: the update a [1, H, 1, D] block
+// of y's columns, the cache placed on its result (the binding), both of y's dtype with unit
+// stride along D. False when the write has another form.
+bool row_write_of(const StepCall& write, const void* y, int64_t n, DType dtype, GemvRowWrite* w) {
   const Args& a = *write.args;
   const Value& cache = a[kv_cache::kCache];
   if (!cache.is_tensor() || !cache.tensor.same_view((*write.outs)[0])) return false;
   const IndexMap m = kv_cache_map(a, *write.outs, write.ctx);
   const Operand &v = m.values, &s = m.strided;
-  if (v.dtype != DType::kFloat32 || s.dtype != DType::kFloat32 || v.ndim != 4 || s.ndim != 4 ||
-      v.size[0] != 1 || v.size[2] != 1 || v.stride[3] != 1 || s.stride[3] != 1 ||
-      s.stride[2] != 0 || (v.size[1] > 1 && v.stride[1] != v.size[3]) ||
-      (m.coord_dim != -1 && m.coord_dim != 2) || (!m.index.is_number && m.index.ndim != 4))
+  if (v.dtype != dtype || s.dtype != dtype || v.ndim != 4 || s.ndim != 4 || v.size[0] != 1 ||
+      v.size[2] != 1 || v.stride[3] != 1 || s.stride[3] != 1 || s.stride[2] != 0 ||
+      (v.size[1] > 1 && v.stride[1] != v.size[3]) || (m.coord_dim != -1 && m.coord_dim != 2) ||
+      (!m.index.is_number && m.index.ndim != 4))
     return false;
-  const std::ptrdiff_t off = v.data - reinterpret_cast<const char*>(g.y);
+  const std::ptrdiff_t item = static_cast<std::ptrdiff_t>(dtype_size(dtype));
+  const std::ptrdiff_t off = v.data - static_cast<const char*>(y);
   const int64_t cols = v.size[1] * v.size[3];
-  if (off < 0 || off % 4 != 0 || off / 4 + cols > g.n || v.size[3] == 0) return false;
-  w->dst = reinterpret_cast<float*>(s.data);
-  w->col0 = off / 4;
+  if (off < 0 || off % item != 0 || off / item + cols > n || v.size[3] == 0) return false;
+  w->dst = s.data;
+  w->col0 = off / item;
   w->cols = cols;
   w->d = v.size[3];
   w->dst_stride = s.stride[1];
@@ -401,15 +415,31 @@ bool row_write_of(const StepCall& write, const GemvBf16& g, GemvRowWrite* w) {
   return true;
 }
 
-// A q/k/v product and the k and v cache writes of its slices (the engine's epilogue writes).
+// fused_linear without its residual at a half dtype (the form that takes row writes).
+GemvHalf half_linear(const Args& a, const std::vector<Tensor>& outs) {
+  return half_product(a, outs, kLinear);
+}
+
+// A q/k/v product and the k and v cache writes of its slices (the engine's epilogue writes): the
+// float32 GEMV's (`product`) or gemv_half's (`half`), by the input's dtype.
 WritesKernel with_row_writes(GemvBf16 (*product)(const Args&, const std::vector<Tensor>&),
+                             GemvHalf (*half)(const Args&, const std::vector<Tensor>&),
                              Supports supports) {
   return [=](const StepCall& p, const StepCall* writes, int n) {
-    // The row writes are the float32 GEMV's (gemv_half has none).
-    if (n > kMaxEpilogueWrites || half_input(*p.args) || !supports(*p.args).empty()) return false;
+    if (n > kMaxEpilogueWrites || !supports(*p.args).empty()) return false;
+    if (half_input(*p.args)) {
+      GemvHalf g = half(*p.args, *p.outs);
+      if (g.epilogue != GemvEpilogue::kNone) return false;
+      for (int k = 0; k < n; ++k)
+        if (!row_write_of(writes[k], g.y, g.n, g.dtype, &g.writes[g.n_writes++])) return false;
+      if (!gemv_half_runs_writes(g)) return false;
+      gemv_half(g, p.ctx.queue);
+      return true;
+    }
     GemvBf16 g = product(*p.args, *p.outs);
     for (int k = 0; k < n; ++k)
-      if (!row_write_of(writes[k], g, &g.writes[g.n_writes++])) return false;
+      if (!row_write_of(writes[k], g.y, g.n, DType::kFloat32, &g.writes[g.n_writes++]))
+        return false;
     if (!gemv_bf16_runs_writes(g)) return false;
     gemv_bf16(g, p.ctx.queue);
     return true;
@@ -432,9 +462,10 @@ void register_fused_linear_kernels(KernelTable& table) {
     return why.empty() ? supports_gated_mlp(product_args(kNormGatedMlp, a)) : why;
   });
   LaunchKernels::get().add_epilogue_writes(kLinear, "kv_cache_update",
-                                           with_row_writes(linear, supports_linear));
-  LaunchKernels::get().add_epilogue_writes(kNormLinear, "kv_cache_update",
-                                           with_row_writes(norm_linear, supports_norm_linear));
+                                           with_row_writes(linear, half_linear, supports_linear));
+  LaunchKernels::get().add_epilogue_writes(
+      kNormLinear, "kv_cache_update",
+      with_row_writes(norm_linear, half_norm_linear, supports_norm_linear));
 }
 
 }  // namespace inplace::cuda

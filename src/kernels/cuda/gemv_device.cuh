@@ -131,9 +131,10 @@ __device__ inline void fetch_chunks(uint4 (&raw)[kUnroll], uint4 (&raw2)[kUnroll
   }
 }
 
-// Where the row write places column n's result (GemvRowWrite), or null. The position is read
-// here, before the product, so that its round trip overlaps the product's.
-__device__ inline float* row_target(const GemvRowWrite& w, int64_t n) {
+// Where the row write places column n's result (GemvRowWrite, elements of T), or null. The
+// position is read here, before the product, so that its round trip overlaps the product's.
+template <typename T = float>
+__device__ inline T* row_target(const GemvRowWrite& w, int64_t n) {
   const int64_t c = n - w.col0;
   if (c < 0 || c >= w.cols) return nullptr;
   const int64_t h = c / w.d, j = c % w.d;
@@ -143,7 +144,7 @@ __device__ inline float* row_target(const GemvRowWrite& w, int64_t n) {
     if (w.error && atomicCAS(w.error, 0, kDeviceErrorPosition) == 0) w.error[1] = w.error_step;
     return nullptr;
   }
-  return w.dst + h * w.dst_stride + p * w.unit + j;
+  return static_cast<T*>(w.dst) + h * w.dst_stride + p * w.unit + j;
 }
 
 // Column n of a product of one input row, on the 16-byte path, by g.split warps (the row's

@@ -3,7 +3,10 @@
 // the rows are aligned), float32 accumulation, a warp reduction, then the epilogue rounding to T
 // where the chain rounds. With a norm, the block first normalises each input row into shared
 // memory as T (the value the chain's norm hands the product), its squares summed in double.
+// A block of the rotated prefix takes four column pairs (j, j + d/2) of one head and exchanges
+// the partners' rounded results through shared memory; the row writes store the finished value.
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/gemv_device.cuh"
 #include "kernels/cuda/gemv_half.h"
 
 namespace inplace::cuda {
@@ -68,6 +71,37 @@ __device__ inline void normalise_row(const GemvHalf& g, const T* xr, T* xn) {
   __syncthreads();
 }
 
+// The column warp `warp` of block `block` computes: a block of the rotated prefix takes four
+// column pairs (j, j + d/2) of one head (both halves of each rotation in the block, partners
+// four warps apart), every other block eight columns in order.
+__device__ inline int64_t column_of(const GemvHalf& g, int64_t block, int warp, bool rot_block) {
+  if (!rot_block) return block * kWarps + warp;
+  const int64_t half = g.rot_d / 2, per_head = half / 4;
+  return block / per_head * g.rot_d + block % per_head * 4 + (warp & 3) + (warp >= 4 ? half : 0);
+}
+
+// v (column n's rounded result) rotated as rotary_embedding at T: every warp of a rotated block
+// calls it (all its columns exist); lane 0 holds v and gets the result.
+template <typename T>
+__device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int warp) {
+  __shared__ float pair[kWarps];
+  const int lane = threadIdx.x % 32;
+  if (lane == 0) pair[warp] = Num<T>::to(v);
+  __syncthreads();
+  if (lane == 0) {
+    const int64_t half = g.rot_d / 2, j = n % g.rot_d;
+    const float other = pair[warp ^ 4];
+    const float rot = j < half ? -other : other;
+    const float c = Num<T>::to(static_cast<const T*>(g.cos)[j]);
+    const float s = Num<T>::to(static_cast<const T*>(g.sin)[j]);
+    const float a = Num<T>::to(Num<T>::from(__fmul_rn(Num<T>::to(v), c)));
+    const float b = Num<T>::to(Num<T>::from(__fmul_rn(rot, s)));
+    v = Num<T>::from(__fadd_rn(a, b));
+  }
+  __syncthreads();  // `pair` is rewritten for the next row
+  return v;
+}
+
 template <typename T, GemvEpilogue kE, bool kVector, bool kNorm>
 __global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
@@ -75,8 +109,14 @@ __global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
   pdl_trigger();
   pdl_wait();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarps + warp;
+  // Block-uniform: the rotated prefix is whole blocks (rot_cols a multiple of rot_d, of 8).
+  const bool rot_block = kE == GemvEpilogue::kNone && blockIdx.x < g.rot_cols / kWarps;
+  const int64_t n = column_of(g, blockIdx.x, warp, rot_block);
   const bool active = n < g.n;
+  // The row writes' targets (one row), their positions read before the product.
+  T* target[2] = {nullptr, nullptr};
+  if (kE == GemvEpilogue::kNone && active && lane == 0)
+    for (int i = 0; i < g.n_writes; ++i) target[i] = gemv::row_target<T>(g.writes[i], n);
   const T* w = weight_row<T>(g.w, g.more, active ? n : 0, g.k);
   const T* w2 = kTwo ? static_cast<const T*>(g.w2) + (active ? n : 0) * g.k : nullptr;
   for (int64_t m = 0; m < g.rows; ++m) {
@@ -112,9 +152,10 @@ __global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
       acc += __shfl_xor_sync(0xffffffffu, acc, o);
       if constexpr (kTwo) acc2 += __shfl_xor_sync(0xffffffffu, acc2, o);
     }
+    T v = Num<T>::from(0.f);
     if (active && lane == 0) {
       if (g.bias) acc = acc + Num<T>::to(static_cast<const T*>(g.bias)[n]);
-      T v = Num<T>::from(acc);
+      v = Num<T>::from(acc);
       if constexpr (kE == GemvEpilogue::kResidual)
         v = Num<T>::from(Num<T>::to(static_cast<const T*>(g.residual)[m * g.residual_stride + n]) +
                          Num<T>::to(v));
@@ -123,7 +164,12 @@ __global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
         const T s = Num<T>::from(gate / (1.f + expf(-gate)));
         v = Num<T>::from(Num<T>::to(s) * Num<T>::to(Num<T>::from(acc2)));
       }
+    }
+    if (rot_block) v = rotate<T>(g, v, n, warp);
+    if (active && lane == 0) {
       static_cast<T*>(g.y)[m * g.y_stride + n] = v;
+      if (target[0]) *target[0] = v;
+      if (target[1]) *target[1] = v;
     }
     if constexpr (kNorm) __syncthreads();  // xn is rewritten for the next row
   }
@@ -160,12 +206,22 @@ void launch_epilogue(const GemvHalf& g, unsigned blocks, cudaStream_t s) {
 
 }  // namespace
 
+bool gemv_half_runs_writes(const GemvHalf& g) {
+  return g.epilogue == GemvEpilogue::kNone && g.rows == 1 && g.n > 0;
+}
+
 void gemv_half(const GemvHalf& g, void* stream) {
   if (g.rows == 0 || g.n == 0) return;
   IP_CHECK(g.more.count == 0 || g.epilogue != GemvEpilogue::kSwiGLU, kInternal,
            "[cuda] gated_mlp: a grouped product");
   IP_CHECK(!g.norm_w || g.k <= kGemvHalfMaxNormK, kInternal,
            "[cuda] fused_linear: a norm over more than ", kGemvHalfMaxNormK, " elements");
+  IP_CHECK(g.n_writes == 0 || gemv_half_runs_writes(g), kInternal,
+           "[cuda] fused_linear: row writes from a product that cannot run them");
+  IP_CHECK(g.rot_cols == 0 || (g.epilogue == GemvEpilogue::kNone && g.rot_d > 0 &&
+                               g.rot_d % 8 == 0 && g.rot_cols % g.rot_d == 0 && g.rot_cols <= g.n),
+           kInternal,
+           "[cuda] fused_linear: a rotary epilogue over columns that are not whole heads");
   const unsigned blocks = static_cast<unsigned>((g.n + kWarps - 1) / kWarps);
   const cudaStream_t s = as_stream(stream);
   if (g.dtype == DType::kBFloat16)

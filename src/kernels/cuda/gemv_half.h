@@ -7,7 +7,14 @@
 //   with norm_w, each input row first becomes upcast_rms_norm(x, norm_w, eps, norm_w_float):
 //   inv = 1 / sqrt(float(mean_k(float(x)^2)) + eps) (the squares summed in double, as the cpu's
 //   mean), h = float(x) * inv, then T(float(norm_w) * float(T(h))), or T(h * norm_w) with a
-//   float32 norm_w (Gemma's 1 + w).
+//   float32 norm_w (Gemma's 1 + w);
+//   kNone with rot_cols > 0 (rms_norm_linear's rotary epilogue: fuse_rotary_epilogues): each
+//   rot_d-wide block of columns [0, rot_cols) of the rounded result is rotated as the standalone
+//   rotary_embedding step at T: a = T(v * cos[j]), b = T(rotate_half(v) * sin[j]), y = T(a + b)
+//   (cos, sin T [rot_d], rot_d % 8 == 0; products and sum unfused, as rotary.cu);
+//   kNone, one row, with writes (the engine's epilogue writes: a q/k/v product's k and v
+//   kv_cache_update): each finished T value of a written column also goes where GemvRowWrite
+//   places it (dst of T), with the cache write's position checks and error flag.
 // The sum's order is the GPU's (lanes, then a warp reduction): results match the cpu's up to
 // the rounding of the float32 sum, which may move a T result by one unit in the last place.
 #pragma once
@@ -38,8 +45,18 @@ struct GemvHalf {
   const void* norm_w = nullptr;  // T [k], or float32 [k] with norm_w_float
   bool norm_w_float = false;
   float eps = 0.f;
+  // The rotary epilogue (kNone): cos and sin T [rot_d]; 0 rot_cols: none.
+  const void* cos = nullptr;
+  const void* sin = nullptr;
+  int64_t rot_cols = 0, rot_d = 0;
+  // The row writes (kNone, one row).
+  GemvRowWrite writes[2];
+  int n_writes = 0;
 };
 
 void gemv_half(const GemvHalf& g, void* stream);
+// Whether gemv_half does g's row writes (kNone, one row); the engine runs them as their own steps
+// otherwise.
+bool gemv_half_runs_writes(const GemvHalf& g);
 
 }  // namespace inplace::cuda

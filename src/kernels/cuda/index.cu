@@ -82,9 +82,15 @@ void index_write(const IndexMap& m, void* stream) {
 
 void index_write_pair(const IndexMap& a, const IndexMap& b, void* stream) {
   const int64_t na = numel(a.values), nb = numel(b.values);
-  if (na == 0 || nb == 0 || !rows_f32(a) || !rows_f32(b)) {
+  if (na == 0 || nb == 0) {
     index_write(a, stream);
     index_write(b, stream);
+    return;
+  }
+  if (!rows_f32(a) || !rows_f32(b)) {  // bfloat16 or float16 caches: element by element
+    launch_pdl(map_pair_kernel<write>, dim3(blocks_for(std::max(na, nb)), 2), 256,
+               as_stream(stream), a, na, b, nb);
+    IP_CUDA_CHECK(cudaGetLastError(), "index write");
     return;
   }
   const unsigned blocks = blocks_for(std::max(na, nb) / 4);

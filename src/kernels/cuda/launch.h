@@ -109,7 +109,8 @@ struct IndexMap {
 void index_read(const IndexMap& m, void* stream);   // values[i] = strided[i, p]
 void index_write(const IndexMap& m, void* stream);  // strided[i, p] = values[i]
 void index_read_pair(const IndexMap& a, const IndexMap& b, void* stream);  // in one launch
-// index_write(a) and index_write(b), in one launch when both are float32 row writes.
+// index_write(a) and index_write(b) in one launch (float32 rows four elements a thread, other
+// dtypes one).
 void index_write_pair(const IndexMap& a, const IndexMap& b, void* stream);
 
 // Matrix products through cuBLAS (matrix_kernels.cpp): out[..., m, n] = alpha * a @ b +
@@ -137,12 +138,13 @@ void rotary(const Operand& out, const Operand& x, const Operand& cos, const Oper
 enum class GemvEpilogue : uint8_t { kNone, kResidual, kSwiGLU };
 
 // A row write from a one-row GEMV's epilogue: result column col0 + h * d + j (h < cols / d) also
-// goes to dst[h * dst_stride + p * unit + j], p the position at index[h * index_stride] (device
-// memory, an integer dtype) or `number` when index is null, plus extent when negative and
-// wrap_negative. Outside [0, extent) nothing is written and `error` (when set) is raised
-// naming error_step, as index_write does.
+// goes to dst[h * dst_stride + p * unit + j] (elements of the product's result dtype: float32
+// for gemv_bf16, T for gemv_half), p the position at index[h * index_stride] (device memory, an
+// integer dtype) or `number` when index is null, plus extent when negative and wrap_negative.
+// Outside [0, extent) nothing is written and `error` (when set) is raised naming error_step, as
+// index_write does.
 struct GemvRowWrite {
-  float* dst = nullptr;
+  void* dst = nullptr;
   int64_t col0 = 0, cols = 0, d = 1, dst_stride = 0, unit = 0, extent = 0;
   const char* index = nullptr;
   DType index_dtype = DType::kInt64;

@@ -49,36 +49,44 @@ bool pairable(const Plan& plan, const Step& a, const Step& b) {
          a.op == b.op && writes_only(a, kinds) && writes_only(b, kinds) && independent(plan, a, b);
 }
 
-// How many steps right after q (at most kMaxEpilogueWrites) write rows of step q's result into
-// bindings through one epilogue-writes kernel: each reads the product, writes only bindings that
-// step q does not touch, and is independent of the others. 0: none.
-int epilogue_writes(const Plan& plan, size_t q, const WritesKernel** kernel) {
+// How far past a product its writes are looked for.
+constexpr size_t kWriteLookahead = 8;
+
+// The steps after q (at most kMaxEpilogueWrites, within kWriteLookahead, none in `taken`) that
+// write rows of step q's result into bindings through one epilogue-writes kernel: each reads the
+// product, writes only bindings that step q does not touch, and is independent of every step
+// between q and it (it runs before them). Stops at a step that is not a device kernel's.
+std::vector<size_t> epilogue_writes(const Plan& plan, size_t q, const std::vector<char>& taken,
+                                    const WritesKernel** kernel) {
   const Step& a = plan.steps[q];
   *kernel = nullptr;
+  std::vector<size_t> steps;
   if (a.kind != StepKind::kOut || a.on_host || !a.op || a.outs.size() != 1 ||
       a.outs[0].buffer.kind != BufferKind::kArena)
-    return 0;
-  int n = 0;
-  for (size_t r = q + 1; r < plan.steps.size() && n < kMaxEpilogueWrites; ++r) {
+    return steps;
+  for (size_t r = q + 1; r < plan.steps.size() && r <= q + kWriteLookahead &&
+                         steps.size() < static_cast<size_t>(kMaxEpilogueWrites);
+       ++r) {
     const Step& b = plan.steps[r];
     if (b.kind != StepKind::kOut || b.on_host || !b.op) break;
     const WritesKernel* k = LaunchKernels::get().find_epilogue_writes(*a.op, *b.op);
-    bool ok = k && (!*kernel || k == *kernel) && writes_only(b, {BufferKind::kInput}) &&
-              uses(plan, b, a.outs[0].buffer);
+    bool ok = k && (!*kernel || k == *kernel) && !taken[r] &&
+              writes_only(b, {BufferKind::kInput}) && uses(plan, b, a.outs[0].buffer);
     for (const TensorRef& o : b.outs) ok = ok && !uses(plan, a, o.buffer);
     for (size_t e = q + 1; e < r && ok; ++e) ok = independent(plan, plan.steps[e], b);
-    if (!ok) break;
+    if (!ok) continue;  // a step in between
     *kernel = k;
-    ++n;
+    steps.push_back(r);
   }
-  return n;
+  if (steps.empty()) *kernel = nullptr;
+  return steps;
 }
 
 // Steps after q that run in q's batch: of q's op and result dtype, one result each, writing
 // bindings or temporaries, in no other group, each independent of every step from q up to it.
 // Looks at most kBatchWindow steps ahead.
 constexpr size_t kBatchWindow = 1024;
-std::vector<size_t> batch_members(const Plan& plan, size_t q, const std::vector<bool>& taken) {
+std::vector<size_t> batch_members(const Plan& plan, size_t q, const std::vector<char>& taken) {
   const Step& a = plan.steps[q];
   const auto kinds = {BufferKind::kInput, BufferKind::kArena};
   std::vector<size_t> members;
@@ -152,8 +160,15 @@ LaunchGroups plan_launch_groups(const Plan& plan) {
   const size_t n = plan.steps.size();
   LaunchGroups g;
   g.writes.assign(n, nullptr);
+  g.write_steps.assign(n, {});
   g.write_count.assign(n, 0);
-  for (size_t q = 0; q < n; ++q) g.write_count[q] = epilogue_writes(plan, q, &g.writes[q]);
+  std::vector<char> taken(n, 0);
+  for (size_t q = 0; q < n; ++q) {
+    if (taken[q]) continue;
+    g.write_steps[q] = epilogue_writes(plan, q, taken, &g.writes[q]);
+    g.write_count[q] = static_cast<int>(g.write_steps[q].size());
+    for (size_t r : g.write_steps[q]) taken[r] = 1;
+  }
   g.pair.assign(n, nullptr);
   for (size_t q = 0; q + 1 < n; ++q) {
     const Step& a = plan.steps[q];
@@ -164,12 +179,9 @@ LaunchGroups plan_launch_groups(const Plan& plan) {
     }
   }
   // Steps already in a group of writes or a pair stay there.
-  std::vector<bool> taken(n, false);
   for (size_t q = 0; q < n; ++q) {
-    if (g.writes[q])
-      for (size_t r = q; r <= q + static_cast<size_t>(g.write_count[q]) && r < n; ++r)
-        taken[r] = true;
-    if (g.pair[q]) taken[q] = taken[q + 1] = true;
+    if (g.writes[q]) taken[q] = 1;
+    if (g.pair[q]) taken[q] = taken[q + 1] = 1;
   }
   g.batch.assign(n, nullptr);
   g.batch_members.assign(n, {});
@@ -181,8 +193,11 @@ LaunchGroups plan_launch_groups(const Plan& plan) {
     if (!k) continue;
     std::vector<size_t> members = batch_members(plan, q, taken);
     if (members.empty()) continue;
-    taken[q] = true;
-    for (size_t r : members) taken[r] = g.batched[r] = true;
+    taken[q] = 1;
+    for (size_t r : members) {
+      taken[r] = 1;
+      g.batched[r] = true;
+    }
     g.batch[q] = k;
     g.batch_members[q] = std::move(members);
   }

@@ -1,9 +1,12 @@
 // Which steps of a plan share a launch on a GPU, decided once when a context is made (each
 // launch costs a few microseconds whatever it moves):
-// - epilogue writes: a product step and up to two steps right after it that read slices of its
-//   result and write only bindings the product does not touch (a decoder layer's q/k/v GEMV and
-//   its k and v kv_cache_update), when the kernel table has a kernel for the two ops
-//   (LaunchKernels::add_epilogue_writes); that kernel may still refuse a form at run time;
+// - epilogue writes: a product step and up to two steps after it that read slices of its result
+//   and write only bindings the product does not touch (a decoder layer's q/k/v GEMV and its k
+//   and v kv_cache_update), when the kernel table has a kernel for the two ops
+//   (LaunchKernels::add_epilogue_writes); that kernel may still refuse a form at run time. The
+//   writes may lie a few steps past the product (an exported graph's other products, its
+//   position arithmetic) when they are independent of every step in between: they then run
+//   before those steps, with the product;
 // - pairs: two adjacent steps of one op with a pair kernel (LaunchKernels::add_pair) that write
 //   bindings or temporaries, neither reading or writing memory the other writes (temporaries
 //   compared by their planned arena ranges).
@@ -73,8 +76,10 @@ class LaunchKernels {
 };
 
 struct LaunchGroups {
-  // writes[q]: step q and the write_count[q] steps after it run through this kernel (null: no).
+  // writes[q]: step q and the steps write_steps[q] (after q, in order; write_count[q] of them)
+  // run through this kernel (null: no).
   std::vector<const WritesKernel*> writes;
+  std::vector<std::vector<size_t>> write_steps;
   std::vector<int> write_count;
   // pair[q]: steps q and q + 1 run as one launch through this kernel (null: not paired).
   std::vector<const PairKernel*> pair;

@@ -1,0 +1,220 @@
+// A decoder layer's q/k/v step at bfloat16 and float16 on the GPU (tests/compiler/
+// qkv_rotary_graph.h: three products, or one of a fused q/k/v weight; 16 q heads, 4 kv heads, d
+// 64 and 128, d_model 1024): the product rotates q and k in its epilogue (fuse_rotary_epilogues,
+// gemv_half) and writes k and v into the caches from it (the epilogue writes, one launch with
+// the product), against the same graph compiled without fuse_rotary_epilogues and run one step
+// a launch (INPLACE_PROFILE: no joined launches), bitwise: outputs and caches, positions across
+// the cache including its last slot. A position past the cache raises the standalone
+// kv_cache_update's error. Skipped, saying so, without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "compiler/compile.h"
+#include "compiler/hf_fixtures.h"
+#include "compiler/qkv_rotary_graph.h"
+#include "compiler/rewrite_differential.h"
+#include "cuda_test_util.h"
+#include "engine/execution_context.h"
+#include "ops/registry.h"
+#ifdef INPLACE_WITH_CUDA
+#include "kernels/cuda/launch_groups.h"
+#endif
+
+using namespace inplace;
+using namespace inplace::testing;
+
+namespace {
+
+// Host values into a device tensor's own memory (its address stays the same).
+void write_device(const Tensor& dst, const Tensor& host) {
+  const Tensor h = host.to(dst.dtype()).contiguous();
+  device_allocator(dst.device()).copy_from_host(dst.data_ptr(), h.data_ptr(), h.nbytes());
+}
+
+Tensor to_host(const Tensor& t) {
+  return t.to_device(Device::cpu());
+}
+
+// One engine for the GPU and one context bound to device inputs that every draw is written into.
+class DeviceEngine {
+ public:
+  DeviceEngine(const Graph& g, const std::vector<Tensor>& example, bool epilogues,
+               bool one_step_a_launch) {
+    CompileOptions o;
+    o.device = Device::cuda();
+    if (!epilogues) o.skip_passes = {"fuse_rotary_epilogues"};
+    program_ = compile(g, example, o);
+    // A profiled context runs every step as its own launch (timed on the host).
+    if (one_step_a_launch) setenv("INPLACE_PROFILE", "1", 1);
+    ctx_ = std::make_unique<ExecutionContext>(program_.engine);
+    if (one_step_a_launch) unsetenv("INPLACE_PROFILE");
+    for (size_t i = 0; i < example.size(); ++i) {
+      inputs_.push_back(example[i].to_device(Device::cuda()));
+      ctx_->bind_input(static_cast<int>(i), inputs_.back());
+    }
+  }
+  // The outputs, then every input after the call (the caches), on the host.
+  std::vector<Tensor> call(const std::vector<Tensor>& draw) {
+    for (size_t i = 0; i < draw.size(); ++i) write_device(inputs_[i], draw[i]);
+    std::vector<Tensor> out;
+    for (const Tensor& t : ctx_->execute()) out.push_back(to_host(t));
+    for (const Tensor& t : inputs_) out.push_back(to_host(t));
+    return out;
+  }
+  ExecutionContext& context() { return *ctx_; }
+  std::string plan() const { return program_.engine->describe(); }
+
+ private:
+  CompiledProgram program_;
+  std::unique_ptr<ExecutionContext> ctx_;
+  std::vector<Tensor> inputs_;
+};
+
+QkvShape decode_shape(DType dt, int64_t d, bool merged) {
+  QkvShape s;
+  s.dtype = dt;
+  s.d = d;
+  s.merged = merged;
+  s.k = 1024;
+  s.s_max = 64;
+  return s;
+}
+
+TEST(CudaHalfEpilogues, RotaryAndCacheWritesInTheProductBitwiseTheSteps) {
+  IP_REQUIRE_CUDA();
+  for (DType dt : {DType::kBFloat16, DType::kFloat16})
+    for (int64_t d : {64, 128})
+      for (bool merged : {false, true}) {
+        SCOPED_TRACE(str_cat(dtype_name(dt), " d ", d, merged ? " one q/k/v product" : ""));
+        const QkvShape s = decode_shape(dt, d, merged);
+        auto g = qkv_rotary_graph(s);
+        const std::vector<std::vector<Tensor>> draws = rotary_draws_across(*g, s.s_max);
+        DeviceEngine fused(*g, draws[0], true, false), steps(*g, draws[0], false, true);
+        EXPECT_EQ(count_of(fused.plan(), "= rotary_embedding("), 0) << fused.plan();
+        EXPECT_EQ(count_of(steps.plan(), "= rotary_embedding("), 2) << steps.plan();
+        for (size_t k = 0; k < draws.size(); ++k) {
+          SCOPED_TRACE(str_cat("draw ", k));
+          const std::vector<Tensor> a = fused.call(draws[k]), b = steps.call(draws[k]);
+          ASSERT_EQ(a.size(), b.size());
+          for (size_t j = 0; j < a.size(); ++j) EXPECT_TRUE(close(a[j], b[j], 0)) << "value " << j;
+        }
+        // Both cache writes ran inside a product's launch (k's with k's product, or both with
+        // the one product).
+        const ContextStats st = fused.context().stats();
+        EXPECT_EQ(st.counter("joined_steps"), 2);
+        EXPECT_EQ(steps.context().stats().counter("joined_steps"), 0);
+        std::printf("[gpu suite] %s d %lld %s: %lld steps joined to a product's launch\n",
+                    dtype_name(dt), (long long)d, merged ? "one q/k/v product" : "three products",
+                    (long long)st.counter("joined_steps"));
+      }
+}
+
+// Hugging Face's Llama exported in bf16 (tests/frontend/fixtures/hf/llama_bf16.json, 2 layers,
+// q, k and v three products a layer): every bf16 rotary is a product's epilogue and each layer's
+// k and v cache writes join k's and v's products (4 steps joined a call), bitwise the graph
+// without fuse_rotary_epilogues run one step a launch.
+TEST(CudaHalfEpilogues, TinyBf16LlamaJoinsItsCacheWrites) {
+  IP_REQUIRE_CUDA();
+  auto g = hf_fixture("llama_bf16");
+  const std::vector<std::vector<Tensor>> draws = rotary_draws_across(*g, 64);
+  DeviceEngine fused(*g, draws[0], true, false), steps(*g, draws[0], false, true);
+  EXPECT_EQ(count_of(fused.plan(), "= rotary_embedding("), 0) << fused.plan();
+  for (size_t k = 0; k < draws.size(); ++k) {
+    SCOPED_TRACE(str_cat("draw ", k));
+    const std::vector<Tensor> a = fused.call(draws[k]), b = steps.call(draws[k]);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t j = 0; j < a.size(); ++j) EXPECT_TRUE(close(a[j], b[j], 0)) << "value " << j;
+  }
+  const ContextStats st = fused.context().stats();
+  EXPECT_GE(st.counter("joined_steps"), 4);
+  std::printf("[gpu suite] llama_bf16 fixture: %lld steps joined to another's launch\n",
+              (long long)st.counter("joined_steps"));
+}
+
+// A position one past the cache: the row write from the product's epilogue skips it and raises
+// the error of the standalone kv_cache_update, naming a cache write (the same one where one write
+// runs a launch).
+TEST(CudaHalfEpilogues, PositionPastTheCacheIsTheStandaloneWritesError) {
+  IP_REQUIRE_CUDA();
+  for (bool merged : {false, true}) {
+    SCOPED_TRACE(merged ? "one q/k/v product" : "three products");
+    const QkvShape s = decode_shape(DType::kBFloat16, 64, merged);
+    auto g = qkv_rotary_graph(s);
+    const std::vector<Tensor> ok = rotary_draw(*g, 5, 3), past = rotary_draw(*g, 6, s.s_max);
+    std::string messages[2];
+    for (int fused = 0; fused < 2; ++fused) {
+      DeviceEngine e(*g, ok, fused == 1, fused == 0);
+      const std::vector<Tensor> before = e.call(ok);
+      try {
+        e.call(past);
+        e.context().synchronize();
+        ADD_FAILURE() << "no error for position " << s.s_max << (fused ? " (fused)" : "");
+      } catch (const Error& err) {
+        messages[fused] = err.what();
+      }
+      // Found on the device ("outside the indexed dim") by a cache write, wherever it ran.
+      EXPECT_NE(messages[fused].find("_cache_kv_update"), std::string::npos) << messages[fused];
+      // The context goes on.
+      EXPECT_NO_THROW(e.call(ok));
+    }
+    // Three products: k's write is the first in both (one write a launch); one product writes
+    // k and v from one launch, where either may be found first.
+    if (!merged) EXPECT_EQ(messages[0], messages[1]);
+    std::printf("[gpu suite] position %lld of %lld (%s): %s\n", (long long)s.s_max,
+                (long long)s.s_max, merged ? "one q/k/v product" : "three products",
+                messages[1].c_str());
+  }
+}
+
+#ifdef INPLACE_WITH_CUDA
+// Where the writes cannot join a product, a layer's two kv_cache_update steps at a half dtype
+// still run as one launch (the pair kernel), each equal to the cpu kernel's write: the update a
+// transposed view of a product's slice ([1, 4, 1, d] of a [1, 1, 6 * d] row), the position a
+// [1] tensor, every slot of the cache.
+TEST(CudaHalfEpilogues, KvCacheUpdatePairAtHalfDtypes) {
+  IP_REQUIRE_CUDA();
+  KernelTable::get();  // registers the pair kernels
+  const OpDef* op = Registry::get().find("kv_cache_update");
+  ASSERT_NE(op, nullptr);
+  const cuda::PairKernel* pair = cuda::LaunchKernels::get().find_pair(*op);
+  ASSERT_NE(pair, nullptr);
+  const Kernel* cpu = KernelTable::get().find(*op, DeviceType::kCpu);
+  uint32_t seed = 2950;
+  for (DType dt : {DType::kBFloat16, DType::kFloat16})
+    for (int64_t pos : {0, 7, 15}) {
+      SCOPED_TRACE(str_cat(dtype_name(dt), " position ", pos));
+      const int64_t d = 64;
+      const Tensor row = random_tensor({1, 1, 6 * d}, dt, seed++);
+      auto heads = [&](int64_t at) {
+        return row.slice(2, at, at + 4 * d).view({1, 1, 4, d}).transpose(1, 2);
+      };
+      const Tensor index = Tensor::from_vector<int64_t>({pos}, {1});
+      Tensor caches[2] = {random_tensor({1, 4, 16, d}, dt, seed++),
+                          random_tensor({1, 4, 16, d}, dt, seed++)};
+      Tensor want[2], got[2];
+      std::vector<Value> args[2];
+      for (int i = 0; i < 2; ++i) {
+        ResolvedCall call =
+            resolve_call("inplace.kv_cache_update",
+                         {Value::from_tensor(caches[i]), Value::from_tensor(heads(i * d))},
+                         {{"index", Value::from_tensor(index)}}, "test");
+        want[i] = caches[i].clone();
+        std::vector<Value> a = call.args;
+        a[0] = Value::from_tensor(want[i]);
+        (*cpu)(a, {want[i]}, KernelContext{});
+        got[i] = to_cuda_view(caches[i]);
+        args[i] = call.args;
+        for (Value& v : args[i])
+          if (v.is_tensor()) v = Value::from_tensor(to_cuda_view(v.tensor));
+        args[i][0] = Value::from_tensor(got[i]);
+      }
+      (*pair)(args[0], {got[0]}, KernelContext{}, args[1], {got[1]}, KernelContext{});
+      for (int i = 0; i < 2; ++i) EXPECT_TRUE(close(to_host(got[i]), want[i], 0)) << "cache " << i;
+    }
+}
+#endif
+
+}  // namespace
