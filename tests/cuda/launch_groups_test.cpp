@@ -86,10 +86,10 @@ std::shared_ptr<const Engine> gpu_plan_engine(const Graph& g) {
   return compile(g, inputs, o).engine;
 }
 
-// Hugging Face's Llama exported in bf16 (weights are engine inputs, so q, k and v stay three
-// products a layer): k's product, which rotates k, takes the k cache write, and v's product the v
-// write, each past the steps in between (the v product, the position arithmetic, the k write),
-// which they are independent of. The two writes still pair for the case the kernel refuses.
+// Hugging Face's Llama exported in bf16 (weights are engine inputs: q, k and v one grouped
+// product a layer) : the product, which rotates q and k, takes the k and v cache writes past the
+// steps in between (the position arithmetic), which they are independent of. The two writes
+// still pair for the case the kernel refuses.
 TEST(LaunchGroups, Bf16CacheWritesJoinTheirProductsPastStepsInBetween) {
   auto g = testing::hf_fixture("llama_bf16");
   auto e = gpu_plan_engine(*g);
@@ -101,12 +101,13 @@ TEST(LaunchGroups, Bf16CacheWritesJoinTheirProductsPastStepsInBetween) {
     if (lg.write_count[q] == 0) continue;
     ++groups;
     EXPECT_EQ(op_of(plan.steps[q]), "rms_norm_linear") << plan.steps[q].node;
-    ASSERT_EQ(lg.write_count[q], 1) << plan.steps[q].node;
-    const size_t w = lg.write_steps[q][0];
-    EXPECT_GT(w, q + 1) << plan.steps[q].node;
-    EXPECT_EQ(op_of(plan.steps[w]), "kv_cache_update") << plan.steps[w].node;
+    ASSERT_EQ(lg.write_count[q], 2) << plan.steps[q].node;
+    for (size_t w : lg.write_steps[q]) {
+      EXPECT_GT(w, q) << plan.steps[q].node;
+      EXPECT_EQ(op_of(plan.steps[w]), "kv_cache_update") << plan.steps[w].node;
+    }
   }
-  EXPECT_EQ(groups, 4) << e->describe();  // k and v of two layers
+  EXPECT_EQ(groups, 2) << e->describe();  // one a layer
   EXPECT_EQ(kv_pairs, 2) << e->describe();
 }
 
