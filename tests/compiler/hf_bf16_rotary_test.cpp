@@ -141,14 +141,19 @@ TEST(HfBf16Rotary, LlamaPlanKeepsNoRotateHalf) {
   EXPECT_EQ(lines_with(fused, "= rotary_embedding(", "bfloat16"), 4) << fused;
 }
 
-// As a GPU engine plans it (CUDA's fusion preferences, no fuse_pointwise): the bf16 rotaries
-// stay rotary_embedding steps (the rms_norm_linear epilogue rotates at float32 only).
+// As a GPU engine plans it (CUDA's fusion preferences, fuse_pointwise asking its kernel): the
+// bf16 rotaries stay rotary_embedding steps (the rms_norm_linear epilogue rotates at float32
+// only).
 TEST(HfBf16Rotary, LlamaPlanWithCudaPreferences) {
   auto g = fixture("llama");
   CompileOptions o;
   o.merge_sibling_linears = true;
   o.fuse_norm_prologues = true;
-  o.skip_passes = {"fuse_pointwise"};
+#ifdef INPLACE_WITH_CUDA
+  o.fusion_device = DeviceType::kCuda;
+#else
+  o.skip_passes = {"fuse_pointwise"};  // no cuda kernel to ask in this build
+#endif
   const std::string plan = CompiledOnce(*g, draw(*g, 2), o).plan();
   EXPECT_EQ(count_of(plan, "= rotary_embedding("), 4) << plan;
   EXPECT_EQ(count_of(plan, "= neg("), 0) << plan;
