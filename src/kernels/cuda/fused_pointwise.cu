@@ -3,9 +3,10 @@
 // would hold there: a value its kernel stored in the register's dtype (store_at) and the next
 // kernel loaded in its compute type (load_at: float for 16- and 32-bit floats, double, int64 for
 // integers and bool). Every op is the unfused kernels' own function (elementwise_device.cuh),
-// called in the same compute type with the same operands, so nvcc contracts (or not) the same
-// expressions, and a Python number is the compute-type value those kernels load. What differs
-// from the unfused chain, fused_pointwise_refusal (the kernel's supports) refuses.
+// called in the same compute type with the same operands (this file and elementwise.cu are
+// compiled with --fmad=false: no contraction that depends on the code around a call), and a
+// Python number is the compute-type value those kernels load. What could differ from the unfused
+// chain, fused_pointwise_refusal (the kernel's supports) refuses.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
