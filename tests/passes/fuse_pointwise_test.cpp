@@ -172,6 +172,17 @@ TEST(FusePointwise, CudaRefusesCastsItCannotTellFromAnImplicitConversion) {
     EXPECT_EQ(why.empty(), c.runs) << why;
     if (!c.runs) EXPECT_NE(why.find("implicit conversion"), std::string::npos) << why;
   }
+  // A bool number: masked_fill's truncates it to an integer, the logical ops test it for != 0.
+  for (double number : {0.5, 2.0, 0.0}) {
+    int32_t kind, lo, hi;
+    pointwise::split_number(Scalar(number), &kind, &lo, &hi);
+    Instr c = instr(Opcode::kConst, D::kBool, kind, lo, hi);
+    Instr w = instr(Opcode::kWhere, D::kBool, 0, 1, 0);
+    const std::string why =
+        cuda_refusal({Tensor::meta(v, D::kBool)},
+                     {instr(Opcode::kLoad, D::kBool), c, w, instr(Opcode::kStore, D::kBool, 2)});
+    EXPECT_EQ(why.empty(), number != 0.5) << number << ": " << why;
+  }
   // A number is only an operand of arithmetic, comparison or where's values.
   EXPECT_NE(
       cuda_refusal({Tensor::meta(v, D::kFloat32)},

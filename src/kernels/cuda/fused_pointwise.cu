@@ -109,15 +109,11 @@ __device__ inline C number_as(int32_t kind, int32_t lo, int32_t hi) {
 }
 
 // A kConst register of dtype t: the number in t's compute type, not rounded to t (the unfused
-// kernels never round a number to the dtype); at bool, whether it is nonzero (the logical ops
-// test each side for != 0 in double).
+// kernels never round a number to the dtype). At bool that is its int64 (where, masked_fill and
+// arithmetic) where the logical ops test the double for != 0: fused_pointwise_refusal refuses the
+// numbers on which the two differ (NaN, a fraction below 1).
 __device__ inline Reg constant(const Instr& in, DType t) {
   const int32_t kind = in.a & 3;
-  if (t == DType::kBool) {
-    Reg r;
-    r.i = number_as<double>(kind, in.b, in.c) != 0.0 ? 1 : 0;
-    return r;
-  }
   switch (kind_of(t)) {
     case 0:
       return make(number_as<float>(kind, in.b, in.c));

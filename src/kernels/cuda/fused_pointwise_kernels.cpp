@@ -2,6 +2,8 @@
 // kernel does, ops/fused_pointwise_args.h), then one launch (fused_pointwise.cu). Its supports
 // refuses the programs whose result could differ from the unfused CUDA kernels' (so the
 // fuse_pointwise pass leaves those chains unfused for cuda, and no fused step reaches the host).
+#include <cmath>
+
 #include "kernels/cuda/fused_pointwise.h"
 #include "kernels/cuda/registration.h"
 
@@ -62,9 +64,15 @@ std::string fused_pointwise_refusal(const pointwise::Program& p,
       case Opcode::kLoad:
         zero_dim[i] = inputs[in.a].dim() == 0;
         break;
-      case Opcode::kConst:
+      case Opcode::kConst: {
         number[i] = true;
+        // A bool number is its int64 on the device (where, arithmetic), a double tested for
+        // != 0 in the unfused logical ops: they differ on a NaN and on a fraction below 1.
+        const double v = pointwise::number_of(in.a & 3, in.b, in.c).to_double();
+        if (t == DType::kBool && (std::isnan(v) || (v != 0 && std::fabs(v) < 1)))
+          return why(str_cat("the number ", v, " as a bool"));
         break;
+      }
       case Opcode::kCast: {
         const DType s = p.reg[in.a];
         operand(in.a);
