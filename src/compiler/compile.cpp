@@ -7,6 +7,7 @@
 #include <set>
 
 #include "backend/fusion_preferences.h"
+#include "backend/kernel_table.h"
 #include "compiler/specialized_sizes.h"
 
 namespace inplace {
@@ -63,12 +64,19 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   PassOptions po;
   po.verbose = options.verbose;
   // The fusions the engine's backend prefers, unless the caller says otherwise.
-  const FusionPreferences fusion = fusion_preferences(options.device.type);
+  const DeviceType fusion_device = options.fusion_device.value_or(options.device.type);
+  const FusionPreferences fusion = fusion_preferences(fusion_device);
   po.decode_max_rows = fusion.decode_max_rows;
   po.merge_sibling_linears = options.merge_sibling_linears.value_or(fusion.merge_sibling_linears);
   po.fuse_norm_prologues = options.fuse_norm_prologues.value_or(fusion.fuse_norm_prologues);
   po.skip_passes = options.skip_passes;
   if (!fusion.fuse_pointwise) po.skip_passes.push_back("fuse_pointwise");
+  po.kernel_supports = [fusion_device](const OpDef& op, const std::vector<Value>& args) {
+    const KernelTable& table = KernelTable::get();
+    if (!table.find(op, fusion_device)) return std::string("no kernel");
+    const Supports* supports = table.supports(op, fusion_device);
+    return supports ? (*supports)(args) : std::string();
+  };
   po.mutated_inputs = resolve_mutated_inputs(graph, options);
   auto input_of = [&](const std::string& name, const char* option) {
     for (size_t i = 0; i < ph.size(); ++i)

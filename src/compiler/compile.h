@@ -27,6 +27,9 @@ struct CompileOptions {
   // The fuse_norm_prologues pass (an RMSNorm inside the product it feeds): by default as the
   // device's backend prefers (on for GPU engines).
   std::optional<bool> fuse_norm_prologues;
+  // The device whose backend's fusion preferences and kernel checks the passes follow; by
+  // default `device`'s (a test sees on the cpu, without a GPU, the graph a cuda engine runs).
+  std::optional<DeviceType> fusion_device;
   // Rewrites left out by name (differential tests of one rewrite: the graph with and without
   // it); only the optional rewrites of engine_passes() may be named.
   std::vector<std::string> skip_passes;

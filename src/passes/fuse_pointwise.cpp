@@ -8,6 +8,8 @@
 // A group grows from a root (a fusable node, latest first) through operands that are fusable
 // and read by one node only, within kMaxInstructions and kMaxInputs; a node that several read
 // roots its own group. A group never spans a mutating node (its inputs are read at the root).
+// A program the engine's backend does not run (PassOptions::kernel_supports: cuda's kernel
+// refuses what it cannot compute bitwise as its unfused kernels) drops members until it runs.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -267,6 +269,16 @@ class ProgramBuilder {
   std::map<std::pair<Node*, DType>, int> cast_;
 };
 
+// Why the engine's backend does not run the fused step of `b`'s program ("" when it does).
+std::string refused_by_backend(const ProgramBuilder& b, const OpDef& fused_op,
+                               const MetaTable& metas, const PassOptions& options) {
+  if (!options.kernel_supports) return "";
+  std::vector<Value> inputs;
+  for (Node* x : b.inputs()) inputs.push_back(Value::from_tensor(*metas.tensor(x)));
+  return options.kernel_supports(
+      fused_op, {Value::list(std::move(inputs)), Value::int_list(pointwise::encode(b.code()))});
+}
+
 class FusePointwisePass : public Pass {
  public:
   std::string name() const override { return "fuse_pointwise"; }
@@ -314,24 +326,39 @@ class FusePointwisePass : public Pass {
           taken.insert(x);
           group.push_back(x);
         }
-      std::sort(group.begin(), group.end(),
-                [&](Node* a, Node* b) { return order.at(a) < order.at(b); });
-      const size_t first = order.at(group.front()), last = order.at(root);
-      ProgramBuilder b(metas, members);
+      // The group in the order it grew: its last member is a leaf (none joined through it), so
+      // dropping members from the back keeps it connected.
+      std::vector<Node*> grown = group;
+      std::optional<ProgramBuilder> built;
       Shape shape;
-      bool fuse = group.size() >= 2 &&
-                  std::none_of(mutating.begin(), mutating.end(),
-                               [&](size_t p) { return p > first && p < last; }) &&
-                  b.build(group);
-      if (fuse) {
-        for (Node* x : b.inputs()) shape = broadcast_shapes(shape, metas.tensor(x)->shape(), "");
-        fuse = shape == metas.tensor(root)->shape();
+      bool fuse = false;
+      while (grown.size() >= 2) {
+        group = grown;
+        std::sort(group.begin(), group.end(),
+                  [&](Node* a, Node* b) { return order.at(a) < order.at(b); });
+        const size_t first = order.at(group.front()), last = order.at(root);
+        built.emplace(metas, members);
+        shape = {};
+        fuse = std::none_of(mutating.begin(), mutating.end(),
+                            [&](size_t p) { return p > first && p < last; }) &&
+               built->build(group);
+        if (fuse) {
+          for (Node* x : built->inputs())
+            shape = broadcast_shapes(shape, metas.tensor(x)->shape(), "");
+          fuse = shape == metas.tensor(root)->shape();
+        }
+        if (!fuse || refused_by_backend(*built, *fused_op, metas, ctx.options).empty()) break;
+        // The backend's kernel does not run this program: a smaller group may be one it runs.
+        fuse = false;
+        taken.erase(grown.back());
+        grown.pop_back();
       }
       if (!fuse) {  // the operands it took may root groups of their own
-        for (Node* x : group)
+        for (Node* x : grown)
           if (x != root) taken.erase(x);
         continue;
       }
+      const ProgramBuilder& b = *built;
       std::vector<Value> inputs;
       for (Node* x : b.inputs()) inputs.push_back(ref(x));
       Node* fused = g.insert_before(

@@ -1,6 +1,7 @@
 // A pass rewrites a Graph in place. Passes share a PassContext: the options the caller gave
 // and what earlier passes found (the mutations that tie outputs to the inputs they update).
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -13,6 +14,7 @@
 namespace inplace {
 
 class MetaCache;
+struct OpDef;
 
 struct PassOptions {
   // Outputs the caller says are new values of inputs (graphs that are already functional,
@@ -29,6 +31,10 @@ struct PassOptions {
   int64_t decode_max_rows = 4;
   bool merge_sibling_linears = false;
   bool fuse_norm_prologues = false;
+  // Whether the engine's backend runs a step a fusing pass would write (fuse_pointwise asks
+  // before it fuses a chain): "" when its kernel runs op(args) (tensors are metas), else why
+  // not. compile() fills it from the device's kernel table; null: every form runs.
+  std::function<std::string(const OpDef& op, const std::vector<Value>& args)> kernel_supports;
   // Rewrites that run_passes leaves out, by name: each must be an optional
   // rewrite (pipeline.cpp's list); a differential test compiles with and without one.
   std::vector<std::string> skip_passes;

@@ -14,12 +14,17 @@
 namespace inplace::testing {
 namespace {
 
-// The GPU's fusion choices (its FusionPreferences), compiled for the cpu.
+// The GPU's fusion choices (its FusionPreferences, and fuse_pointwise asking its kernel),
+// compiled for the cpu.
 CompileOptions gpu_like() {
   CompileOptions o;
   o.merge_sibling_linears = true;
   o.fuse_norm_prologues = true;
-  o.skip_passes = {"fuse_pointwise"};
+#ifdef INPLACE_WITH_CUDA
+  o.fusion_device = DeviceType::kCuda;
+#else
+  o.skip_passes = {"fuse_pointwise"};  // no cuda kernel to ask in this build
+#endif
   return o;
 }
 

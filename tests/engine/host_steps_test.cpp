@@ -6,6 +6,9 @@
 // and strict mode refuses it.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include "compiler/compile.h"
 #include "engine/engine_file.h"
 #include "engine/execution_context.h"
@@ -198,17 +201,17 @@ TEST(HostSteps, AnOpWithoutACudaKernelGoesToTheHostNamedWithItsBytes) {
                         "inplace ops --device cuda", "without strict_device it runs on the host"}));
 }
 
-// A Hugging Face fixture compiled with the GPU's fusion choices, its plan placed on cuda
-// (compiled here for the cpu's kernel table: no GPU is needed to see what cuda would run).
-Plan cuda_plan_of_fixture(const std::string& model) {
+// A Hugging Face fixture compiled with the GPU's fusion choices (CompileOptions::fusion_device,
+// fuse_pointwise asking cuda's kernel), its plan placed on cuda (compiled here for the cpu's
+// kernel table: no GPU is needed to see what cuda would run). `skip`: passes left out.
+Plan cuda_plan_of_fixture(const std::string& model, std::vector<std::string> skip = {}) {
   auto g = read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" +
                            model + ".json");
   std::vector<Tensor> inputs;
   for (Node* n : g->placeholders()) inputs.push_back(Tensor::zeros(*n->meta.shape, *n->meta.dtype));
   CompileOptions o;
-  o.merge_sibling_linears = true;
-  o.fuse_norm_prologues = true;
-  o.skip_passes = {"fuse_pointwise"};  // off for cuda (its FusionPreferences)
+  o.fusion_device = DeviceType::kCuda;
+  o.skip_passes = std::move(skip);
   Plan p = compile(*g, inputs, o).engine->plan();
   p.device = Device::cuda();
   return p;
@@ -225,6 +228,46 @@ TEST(HostSteps, HuggingFaceFixturesOnCuda) {
     EXPECT_EQ(ops, "") << "ops of " << model << " without a CUDA kernel:" << ops;
   }
 }
+// The steps the named fusions write (passes/fuse_*.cpp, recognize_attention, kv_cache_update).
+const std::set<std::string> kNamedFusions = {"rms_norm",
+                                             "upcast_rms_norm",
+                                             "layer_norm",
+                                             "rotary_embedding",
+                                             "fused_linear",
+                                             "gated_mlp",
+                                             "rms_norm_linear",
+                                             "rms_norm_gated_mlp",
+                                             "kv_cache_update",
+                                             "fused_embedding",
+                                             "scaled_dot_product_attention"};
+
+// fuse_pointwise for cuda: its chains become fused_pointwise steps that cuda's kernel runs (none
+// on the host), and it runs after the named fusions, whose steps it leaves as they are.
+TEST(HostSteps, HuggingFaceFixturesFusePointwiseOnCuda) {
+  int fused_models = 0;
+  for (const char* model : {"llama", "llama_bf16", "gpt2", "gemma", "gemma_bf16", "phi3"}) {
+    SCOPED_TRACE(model);
+    Plan with = cuda_plan_of_fixture(model),
+         without = cuda_plan_of_fixture(model, {"fuse_pointwise"});
+    auto named = [](const Plan& p) {
+      std::map<std::string, int> n;
+      for (const Step& s : p.steps)
+        if (s.op && kNamedFusions.count(s.op->schema.name)) ++n[s.op->schema.name];
+      return n;
+    };
+    EXPECT_EQ(named(with), named(without));
+    EXPECT_FALSE(named(with).empty());
+    int fused = 0;
+    for (const Step& s : with.steps) fused += s.op && s.op->schema.name == "fused_pointwise";
+    EXPECT_LT(with.steps.size(), without.steps.size());
+    fused_models += fused > 0;
+    std::string ops;
+    for (const HostStep& h : place_on_host(with, false)) ops += " " + h.op;
+    EXPECT_EQ(ops, "") << "on the host:" << ops;
+  }
+  EXPECT_EQ(fused_models, 6);
+}
+
 // The bf16 fixtures with the GPU's fusion choices: every norm and product of the fused linear
 // family reaches a CUDA kernel (gemv_half), none runs on the host; a layer's q, k and v are one.
 TEST(HostSteps, HuggingFaceBf16FusedLinearFamilyOnCuda) {

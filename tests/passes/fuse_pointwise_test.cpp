@@ -9,158 +9,17 @@
 #include <random>
 
 #include "backend/eager_call.h"
+#include "backend/kernel_table.h"
 #include "compiler/rewrite_differential.h"
+#include "engine/host_fallback.h"
 #include "ir/builder.h"
 #include "ops/elementwise_args.h"
 #include "ops/fused_pointwise_args.h"
 #include "ops/registry.h"
+#include "passes/pointwise_chains.h"
 
 namespace inplace::testing {
 namespace {
-
-const DType kDTypes[] = {DType::kFloat32, DType::kBFloat16, DType::kFloat16,
-                         DType::kInt32,   DType::kInt64,    DType::kBool};
-
-struct Val {
-  Node* node;
-  Shape shape;
-  DType dtype;
-};
-
-DType promote(const Val& a, const Val* b, std::optional<Scalar> s) {
-  elementwise::Operand x(Tensor::meta(a.shape, a.dtype));
-  elementwise::Operand y =
-      b ? elementwise::Operand(Tensor::meta(b->shape, b->dtype)) : elementwise::Operand(*s);
-  return elementwise::result_type({&x, &y});
-}
-
-// Writes a random chain; returns false when the draw made nothing worth fusing.
-class ChainWriter {
- public:
-  explicit ChainWriter(uint32_t seed) : rng_(seed), b_("chain") {}
-
-  std::unique_ptr<Graph> write(std::vector<Tensor>* inputs) {
-    const Shape full = {2, pick(1, 3), pick(3, 9)};
-    const int n_inputs = pick(1, 3);
-    std::vector<Val> ins;
-    for (int i = 0; i < n_inputs; ++i) {
-      Shape s = full;
-      for (auto& d : s)
-        if (pick(0, 3) == 0) d = 1;
-      if (i == 0) s = full;
-      const DType t = kDTypes[pick(0, i == 0 ? 4 : 5)];
-      Node* p = b_.set_meta(b_.placeholder("in" + std::to_string(i)), s, t);
-      ins.push_back({p, s, t});
-      inputs->push_back(random_tensor(s, t));
-    }
-    Val cur = ins[0];
-    const int n_ops = pick(2, 12);
-    for (int k = 0; k < n_ops; ++k) cur = step(cur, ins[pick(0, n_inputs - 1)]);
-    b_.output(arg::tuple({cur.node}));
-    return b_.build();
-  }
-
- private:
-  int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
-
-  Tensor random_tensor(const Shape& s, DType t) {
-    Tensor f = Tensor::empty(s, DType::kFloat32);
-    for (int64_t i = 0; i < f.numel(); ++i)
-      f.data<float>()[i] = is_floating(t) ? static_cast<float>(pick(-3000, 3000)) / 997.0f
-                                          : static_cast<float>(pick(-4, 4));
-    return f.to(t);
-  }
-
-  Node* call(const char* target, std::vector<Arg> args) {
-    return b_.call_function(target, std::move(args));
-  }
-
-  Val step(const Val& x, const Val& other) {
-    const Shape shape = broadcast_shapes(x.shape, other.shape, "test");
-    const bool fl = is_floating(x.dtype);
-    switch (pick(0, 8)) {
-      case 0: {  // float math
-        if (x.dtype == DType::kBool) break;
-        static const char* kOps[] = {"aten.exp.default",     "aten.tanh.default",
-                                     "aten.sigmoid.default", "aten.rsqrt.default",
-                                     "aten.sin.default",     "aten.sqrt.default"};
-        return {call(kOps[pick(0, 5)], {x.node}), x.shape, fl ? x.dtype : DType::kFloat32};
-      }
-      case 1:  // float-only activations
-        if (!fl) break;
-        return {call(pick(0, 1) ? "aten.silu.default" : "aten.gelu.default", {x.node}), x.shape,
-                x.dtype};
-      case 2: {  // neg abs relu
-        if (x.dtype == DType::kBool) break;
-        static const char* kOps[] = {"aten.neg.default", "aten.abs.default", "aten.relu.default"};
-        return {call(kOps[pick(0, 2)], {x.node}), x.shape, x.dtype};
-      }
-      case 3: {  // arithmetic with a tensor
-        static const char* kOps[] = {"aten.add.Tensor", "aten.mul.Tensor", "aten.sub.Tensor",
-                                     "aten.div.Tensor", "aten.maximum.default"};
-        const int o = pick(0, 4);
-        if (o == 2 && (x.dtype == DType::kBool || other.dtype == DType::kBool)) break;
-        DType t = promote(x, &other, std::nullopt);
-        if (o == 3 && !is_floating(t)) t = DType::kFloat32;
-        return {call(kOps[o], {x.node, other.node}), shape, t};
-      }
-      case 4: {  // arithmetic with a Python number (kept in opmath by mul and div)
-        static const char* kOps[] = {"aten.add.Tensor", "aten.mul.Tensor", "aten.div.Tensor"};
-        const int o = pick(0, 2);
-        const bool f = pick(0, 1);
-        const Scalar s = f ? Scalar(0.1 * pick(1, 30)) : Scalar(int64_t{pick(1, 5)});
-        DType t = promote(x, nullptr, s);
-        if (o == 2 && !is_floating(t)) t = DType::kFloat32;
-        Arg a = f ? Arg(s.to_double()) : Arg(s.to_int());
-        return {call(kOps[o], {x.node, a}), x.shape, t};
-      }
-      case 5: {  // pow by a number: the fast paths and the general one
-        if (x.dtype == DType::kBool) break;
-        static const double kE[] = {2.0, 0.5, 3.0, -1.0, 1.7, -2.0};
-        const double e = is_floating(x.dtype) ? kE[pick(0, 5)] : 2.0;
-        const Scalar s = is_floating(x.dtype) ? Scalar(e) : Scalar(int64_t{2});
-        Arg a = is_floating(x.dtype) ? Arg(e) : Arg(2);
-        return {call("aten.pow.Tensor_Scalar", {x.node, a}), x.shape, promote(x, nullptr, s)};
-      }
-      case 6: {  // a cast
-        const DType t = kDTypes[pick(0, 5)];
-        return {call("aten._to_copy.default", {x.node}), x.shape, t};
-      }
-      case 7: {  // a comparison, then where over it
-        static const char* kOps[] = {"aten.lt.Tensor", "aten.gt.Tensor", "aten.eq.Tensor",
-                                     "aten.ge.Tensor"};
-        Node* c = call(kOps[pick(0, 3)], {x.node, other.node});
-        if (pick(0, 1)) return {c, shape, DType::kBool};
-        return {call("aten.where.self", {c, x.node, other.node}), shape,
-                promote(x, &other, std::nullopt)};
-      }
-      case 8: {  // masked_fill by a comparison with a number
-        if (x.dtype == DType::kBool) break;
-        Node* m = call("aten.gt.Scalar", {other.node, 0});
-        Node* r = call("aten.masked_fill.Scalar", {x.node, m, is_floating(x.dtype) ? -1.5 : -1.0});
-        return {r, shape, x.dtype};
-      }
-    }
-    return {call("aten.mul.Tensor", {x.node, other.node}), shape, promote(x, &other, std::nullopt)};
-  }
-
-  std::mt19937 rng_;
-  GraphBuilder b_;
-};
-
-// _to_copy takes its dtype as a keyword: the writer's casts get it here.
-void set_cast_dtypes(Graph& g, uint32_t seed) {
-  std::mt19937 rng(seed);
-  for (Node* n : g.nodes())
-    if (n->target == "aten._to_copy.default")
-      n->kwargs.push_back({"dtype", Value::dtype_value(kDTypes[rng() % 6])});
-}
-
-bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  const Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
-}
 
 TEST(FusePointwise, RandomChainsAreBitwiseTheUnfusedChain) {
   int fused_graphs = 0;
@@ -248,6 +107,160 @@ TEST(FusePointwise, MalformedProgramsAreRefusedNeverRun) {
   }
   EXPECT_GT(accepted, 0);
 }
+
+#ifdef INPLACE_WITH_CUDA
+using pointwise::Instr;
+using pointwise::Opcode;
+
+// What cuda's fused_pointwise kernel refuses (its supports, asked without a GPU): a cast the
+// program cannot tell from an operand's implicit conversion, where the unfused CUDA kernels do
+// not round the operand to the op's dtype (the kernel computes what they compute, bit for bit).
+std::string cuda_refusal(const std::vector<Tensor>& inputs, const std::vector<Instr>& code) {
+  const OpDef* op = Registry::get().find("fused_pointwise");
+  const Supports* supports = KernelTable::get().supports(*op, DeviceType::kCuda);
+  EXPECT_NE(supports, nullptr);
+  std::vector<Value> in;
+  for (const Tensor& t : inputs) in.push_back(Value::from_tensor(t));
+  return (*supports)({Value::list(std::move(in)), Value::int_list(pointwise::encode(code))});
+}
+
+Instr instr(Opcode op, DType t, int32_t a = 0, int32_t b = 0, int32_t c = 0) {
+  Instr in;
+  in.op = op;
+  in.dtype = static_cast<uint8_t>(t);
+  in.a = a, in.b = b, in.c = c;
+  return in;
+}
+
+// load input 0, cast it to `to`, negate, store.
+std::vector<Instr> cast_then_neg(DType from, DType to) {
+  return {instr(Opcode::kLoad, from), instr(Opcode::kCast, to, 0),
+          instr(Opcode::kUnary, to, 1, static_cast<int32_t>(UnaryOp::kNeg)),
+          instr(Opcode::kStore, to, 2)};
+}
+
+TEST(FusePointwise, CudaRefusesCastsItCannotTellFromAnImplicitConversion) {
+  using D = DType;
+  const Shape v = {4, 3}, scalar = {};
+  struct Case {
+    D from, to;
+    Shape shape;
+    bool runs;
+  } cases[] = {
+      {D::kFloat32, D::kBFloat16, v, true},        // `.to(bf16)`: a tensor never narrows implicitly
+      {D::kFloat32, D::kBFloat16, scalar, false},  // a 0-dim float32 times a bf16 tensor is bf16
+      {D::kFloat32, D::kFloat16, scalar, false},   //
+      {D::kFloat64, D::kFloat32, scalar, true},    // float32 loads round alike
+      {D::kInt64, D::kBFloat16, v, false},         // int64 tensor * bf16 tensor is bf16
+      {D::kInt32, D::kFloat16, v, false},          //
+      {D::kInt8, D::kBFloat16, v, true},           // exact
+      {D::kInt64, D::kFloat32, v, true},           // one rounding in both
+      {D::kInt64, D::kInt32, v, true},             // only explicit from a tensor
+      {D::kInt64, D::kInt32, scalar, false},       // int32 tensor + int64 0-dim is int32
+      {D::kFloat32, D::kInt32, scalar, true},      // a float never converts to an int implicitly
+      {D::kBool, D::kFloat16, scalar, true},       // exact
+      {D::kFloat16, D::kBool, v, true},            // != 0 either way
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(str_cat(dtype_name(c.from), " -> ", dtype_name(c.to), " rank ", c.shape.size()));
+    const D neg_dtype = c.to == D::kBool ? D::kInt32 : c.to;  // neg does not run on bool
+    std::vector<Instr> code = cast_then_neg(c.from, c.to);
+    if (c.to == D::kBool)
+      code = {code[0], code[1], instr(Opcode::kCast, neg_dtype, 1),
+              instr(Opcode::kStore, neg_dtype, 2)};
+    const std::string why = cuda_refusal({Tensor::meta(c.shape, c.from)}, code);
+    EXPECT_EQ(why.empty(), c.runs) << why;
+    if (!c.runs) EXPECT_NE(why.find("implicit conversion"), std::string::npos) << why;
+  }
+  // A bool number: masked_fill's truncates it to an integer, the logical ops test it for != 0.
+  for (double number : {0.5, 2.0, 0.0}) {
+    int32_t kind, lo, hi;
+    pointwise::split_number(Scalar(number), &kind, &lo, &hi);
+    Instr c = instr(Opcode::kConst, D::kBool, kind, lo, hi);
+    Instr w = instr(Opcode::kWhere, D::kBool, 0, 1, 0);
+    const std::string why =
+        cuda_refusal({Tensor::meta(v, D::kBool)},
+                     {instr(Opcode::kLoad, D::kBool), c, w, instr(Opcode::kStore, D::kBool, 2)});
+    EXPECT_EQ(why.empty(), number != 0.5) << number << ": " << why;
+  }
+  // A number is only an operand of arithmetic, comparison or where's values.
+  EXPECT_NE(
+      cuda_refusal({Tensor::meta(v, D::kFloat32)},
+                   {instr(Opcode::kLoad, D::kFloat32), instr(Opcode::kConst, D::kFloat32, 2),
+                    instr(Opcode::kCast, D::kFloat64, 1), instr(Opcode::kStore, D::kFloat64, 2)}),
+      "");
+  EXPECT_NE(cuda_refusal({Tensor::meta({1, 1, 1, 1, 1, 1, 1, 1, 2}, D::kFloat32)},
+                         cast_then_neg(D::kFloat32, D::kFloat32))
+                .find("at most 8"),
+            std::string::npos);
+}
+
+// The fused steps of `g` compiled with cuda's fusion choices (on the cpu) that cuda's kernel
+// refuses: none may be (they would run on the host, which turns CUDA graphs off).
+std::string cuda_refused_steps(const Graph& g, const std::vector<Tensor>& inputs) {
+  CompileOptions o;
+  o.fusion_device = DeviceType::kCuda;
+  Plan p = compile(g, clones(inputs), o).engine->plan();
+  p.device = Device::cuda();
+  std::string out;
+  for (const Step& s : p.steps)
+    if (s.op && s.op->schema.name == "fused_pointwise")
+      out += why_not_on_device(KernelTable::get(), s, p.device);
+  return out;
+}
+
+TEST(FusePointwise, ForCudaAGroupItsKernelRefusesShrinksOrStaysUnfused) {
+  // bf16 * (float32 0-dim) is bf16: the scalar's conversion is implicit, which the unfused CUDA
+  // mul does not round; the neg and abs after it still fuse.
+  GraphBuilder b("implicit");
+  Node* x = b.set_meta(b.placeholder("x"), {4, 8}, DType::kBFloat16);
+  Node* s = b.set_meta(b.placeholder("s"), {}, DType::kFloat32);
+  auto call = [&](const char* t, std::vector<Arg> a) { return b.call_function(t, std::move(a)); };
+  Node* y = call("aten.abs.default", {call("aten.neg.default", {call("aten.mul.Tensor", {x, s})})});
+  b.output(arg::tuple({y}));
+  auto g = b.build();
+  std::vector<Tensor> in = {seeded_uniform({4, 8}, 3).to(DType::kBFloat16), seeded_uniform({}, 4)};
+  CompileOptions cuda, unfused;
+  cuda.fusion_device = DeviceType::kCuda;
+  unfused.skip_passes = {"fuse_pointwise"};
+  CompiledOnce for_cuda(*g, in, cuda), for_cpu(*g, in, {}), without(*g, in, unfused);
+  EXPECT_EQ(count_of(for_cpu.plan(), "= fused_pointwise("), 1) << for_cpu.plan();
+  EXPECT_EQ(count_of(for_cpu.plan(), "= mul.Tensor("), 0) << for_cpu.plan();
+  EXPECT_EQ(count_of(for_cuda.plan(), "= fused_pointwise("), 1) << for_cuda.plan();
+  EXPECT_EQ(count_of(for_cuda.plan(), "= mul.Tensor("), 1) << for_cuda.plan();
+  EXPECT_EQ(cuda_refused_steps(*g, in), "");
+  const Tensor want = without.call(in).outputs[0];
+  EXPECT_TRUE(bitwise_equal(for_cuda.call(in).outputs[0], want));
+  EXPECT_TRUE(bitwise_equal(for_cpu.call(in).outputs[0], want));
+}
+
+TEST(FusePointwise, ForCudaRandomChainsFuseOnlyWhatItsKernelRuns) {
+  int fused_graphs = 0;
+  for (uint32_t seed = 1; seed <= 120; ++seed) {
+    SCOPED_TRACE(str_cat("seed ", seed));
+    std::vector<Tensor> inputs;
+    ChainWriter w(seed, {.zero_dim_inputs = true, .strided_inputs = true});
+    std::unique_ptr<Graph> g = w.write(&inputs);
+    set_cast_dtypes(*g, seed);
+    CompileOptions cuda, unfused;
+    cuda.fusion_device = DeviceType::kCuda;
+    unfused.skip_passes = {"fuse_pointwise"};
+    std::unique_ptr<CompiledOnce> without_pass;
+    try {
+      without_pass = std::make_unique<CompiledOnce>(*g, inputs, unfused);
+    } catch (const Error&) {
+      continue;  // a draw eager refuses too
+    }
+    CompiledOnce with_pass(*g, inputs, cuda);
+    EXPECT_EQ(cuda_refused_steps(*g, inputs), "") << with_pass.plan();
+    EngineCall a = with_pass.call(inputs), b = without_pass->call(inputs);
+    for (size_t j = 0; j < a.outputs.size(); ++j)
+      EXPECT_TRUE(bitwise_equal(a.outputs[j], b.outputs[j])) << with_pass.plan();
+    fused_graphs += count_of(with_pass.plan(), "= fused_pointwise(") > 0;
+  }
+  EXPECT_GT(fused_graphs, 50);
+}
+#endif
 
 }  // namespace
 }  // namespace inplace::testing

@@ -105,6 +105,7 @@ TEST(FusionPreferences, PassDefaultsAreTheCpuBackendsAndCompileReadsTheDevices) 
   EXPECT_TRUE(cuda.merge_sibling_linears);
   EXPECT_TRUE(cuda.fuse_norm_prologues);
   EXPECT_EQ(cuda.decode_max_rows, 4);
+  EXPECT_TRUE(cuda.fuse_pointwise);  // cuda has the fused_pointwise kernel
 #endif
 }
 

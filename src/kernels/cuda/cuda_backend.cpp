@@ -72,17 +72,19 @@ void register_cuda_backend(KernelTable& table) {
   cuda::register_attention_kernels(table);
   cuda::register_rotary_kernels(table);
   cuda::register_fused_linear_kernels(table);
+  cuda::register_fused_pointwise_kernels(table);
   register_backend(DeviceType::kCuda, cuda::make_backend());
 }
 
 // A decode step is what one pass of the GEMV serves (kGemvRows rows a block); each launch costs
-// a few microseconds whatever it moves, so q/k/v as one product and the norms inside the
-// products they feed pay.
+// a few microseconds whatever it moves, so q/k/v as one product, the norms inside the products
+// they feed and a chain of elementwise ops as one launch (fused_pointwise) pay.
 FusionPreferences cuda_fusion_preferences() {
   FusionPreferences p;
   p.decode_max_rows = cuda::kGemvRows;
   p.merge_sibling_linears = true;
   p.fuse_norm_prologues = true;
+  p.fuse_pointwise = true;
   return p;
 }
 

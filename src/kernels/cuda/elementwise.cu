@@ -90,8 +90,14 @@ void copy_cast(const Operand& out, const Operand& src, void* stream) {
   if (n == 0) return;
   const bool ints = !is_float_type(out.dtype) && (src.is_number || !is_float_type(src.dtype)) &&
                     !(src.is_number && src.number_is_float);
+  // An integer to float32 in one rounding (static_cast<float>, as the cpu and the operand loads
+  // of the other kernels convert it): through double, an int64 past 2^53 would round twice.
+  const bool int_to_float32 =
+      out.dtype == DType::kFloat32 && !src.is_number && !is_float_type(src.dtype);
   if (ints)
     launch_pdl(copy_kernel<int64_t>, blocks_for(n), 256, as_stream(stream), out, src, n);
+  else if (int_to_float32)
+    launch_pdl(copy_kernel<float>, blocks_for(n), 256, as_stream(stream), out, src, n);
   else
     launch_pdl(copy_kernel<double>, blocks_for(n), 256, as_stream(stream), out, src, n);
   check_launch("copy");

@@ -77,10 +77,14 @@ __device__ T binary_op(int op, T a, T b, T alpha) {
       else
         return m_fmod(a, b);
     case BinaryOp::kPow:
-      if constexpr (kInt) {
-        T r = 1;
-        for (T e = b; e > 0; --e) r *= a;
-        return r;
+      if constexpr (kInt) {  // as the cpu's powi: 0 for negative exponents but of +-1
+        if (b < 0) return a == 1 ? T(1) : a == -1 ? ((b & 1) ? T(-1) : T(1)) : T(0);
+        uint64_t r = 1, x = static_cast<uint64_t>(a);  // by squaring, wrapping as the cpu
+        for (uint64_t e = static_cast<uint64_t>(b); e != 0; e >>= 1) {
+          if (e & 1) r *= x;
+          x *= x;
+        }
+        return static_cast<T>(r);
       } else if constexpr (std::is_same_v<T, float>) {
         return powf(a, b);
       } else {

@@ -15,14 +15,15 @@ void register_cuda_backend(KernelTable& table);
 
 namespace inplace::cuda {
 
-void register_elementwise_kernels(KernelTable& table);   // elementwise_kernels.cpp
-void register_creation_kernels(KernelTable& table);      // creation_kernels.cpp
-void register_reduction_kernels(KernelTable& table);     // reduction_kernels.cpp
-void register_matrix_kernels(KernelTable& table);        // matrix_kernels.cpp (cuBLAS)
-void register_index_kernels(KernelTable& table);         // index_kernels.cpp
-void register_attention_kernels(KernelTable& table);     // attention_kernels.cpp
-void register_rotary_kernels(KernelTable& table);        // rotary_kernels.cpp
-void register_fused_linear_kernels(KernelTable& table);  // fused_linear_kernels.cpp
+void register_elementwise_kernels(KernelTable& table);      // elementwise_kernels.cpp
+void register_creation_kernels(KernelTable& table);         // creation_kernels.cpp
+void register_reduction_kernels(KernelTable& table);        // reduction_kernels.cpp
+void register_matrix_kernels(KernelTable& table);           // matrix_kernels.cpp (cuBLAS)
+void register_index_kernels(KernelTable& table);            // index_kernels.cpp
+void register_attention_kernels(KernelTable& table);        // attention_kernels.cpp
+void register_rotary_kernels(KernelTable& table);           // rotary_kernels.cpp
+void register_fused_linear_kernels(KernelTable& table);     // fused_linear_kernels.cpp
+void register_fused_pointwise_kernels(KernelTable& table);  // fused_pointwise_kernels.cpp
 // The CUDA backend: prepares a plan into a CudaExecutable (cuda_executable.cpp).
 std::unique_ptr<Backend> make_backend();
 
