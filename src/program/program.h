@@ -30,7 +30,7 @@ struct Method {
 class Program : public std::enable_shared_from_this<Program> {
  public:
   // Checks that the methods agree with the state table: unique method names; each state
-  // binding has the entry's shape and dtype and no dynamic dim; every input a method writes is
+  // binding has the entry's shape and dtype (and no dynamic dim for runtime-owned state); every input a method writes is
   // state; every entry is used by some method. Errors name the method, binding and entry.
   // `metadata`: what a frontend keeps with the program (the Python call convention), saved in
   // the file: keys without '=' or a newline, values without a newline.
