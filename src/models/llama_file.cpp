@@ -21,8 +21,8 @@ std::shared_ptr<const Program> llama_program(const LlamaEngines& engines) {
   std::vector<StateEntry> caches;  // the decode inputs after tokens and positions
   const std::vector<Binding>& inputs = engines.decode->inputs();
   for (size_t i = 2; i < inputs.size(); ++i)
-    caches.push_back({inputs[i].name, inputs[i].shape, inputs[i].dtype, Tensor(),
-                      Ownership::kCaller});
+    caches.push_back(
+        {inputs[i].name, inputs[i].shape, inputs[i].dtype, Tensor(), Ownership::kCaller});
   return Program::assemble("llama", std::move(methods), std::move(names),
                            StateTable(std::move(caches)));
 }

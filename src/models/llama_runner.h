@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "compiler/compile.h"
-#include "program/session.h"
 #include "models/llama.h"
+#include "program/session.h"
 
 namespace inplace::models {
 

@@ -145,8 +145,8 @@ std::vector<Tensor> Session::run(const std::string& method,
     for (int i : m.call_inputs) {
       auto given = inputs.find(e.inputs()[i].name);
       if (given == inputs.end()) continue;  // bound once
-      ctx.bind_input(i, m.state_of_input[i] < 0 ? staged(mi, i, given->second, queue)
-                                                : given->second);
+      ctx.bind_input(i,
+                     m.state_of_input[i] < 0 ? staged(mi, i, given->second, queue) : given->second);
     }
   }
   std::vector<Tensor> outputs;
@@ -191,8 +191,8 @@ void Session::bind_input(const std::string& method, const std::string& input, co
   const Method& m = program_->methods()[mi];
   for (int i : m.call_inputs) {
     if (m.engine->inputs()[i].name != input) continue;
-    IP_CHECK(m.state_of_input[i] < 0, kInvalidArgument, "[session] method '", method, "': '",
-             input, "' is caller-owned state: bind it with bind_state");
+    IP_CHECK(m.state_of_input[i] < 0, kInvalidArgument, "[session] method '", method, "': '", input,
+             "' is caller-owned state: bind it with bind_state");
     contexts_[mi]->bind_input(i, t);
     bound_[mi][i] = 1;
     return;

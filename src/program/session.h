@@ -94,8 +94,8 @@ class Session {
   std::vector<std::unique_ptr<ExecutionContext>> contexts_;  // by method
   std::vector<std::map<int, Tensor>> input_memory_;  // by method, input: host inputs' device copy
   std::vector<std::vector<char>> bound_;  // by method, input: bound once (bind_state, bind_input)
-  void* last_queue_ = nullptr;                       // the queue of the last call
-  bool ran_ = false;                                 // a call was enqueued since creation
+  void* last_queue_ = nullptr;            // the queue of the last call
+  bool ran_ = false;                      // a call was enqueued since creation
   std::atomic<bool> in_flight_{false};
   std::string refused_;
 };
