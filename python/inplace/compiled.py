@@ -394,13 +394,6 @@ class CompiledProgram(_EngineRuntime, torch.nn.Module):
     def input_names(self):
         return list(self._names)
 
-    @property
-    def program(self):
-        """The one-method program (``forward``) every call runs, on one session: the module's
-        parameters and buffers are its caller-owned state, bound to the module's own tensors
-        once and never copied (``program.describe()`` lists them)."""
-        from .program import Program
-        return Program(self._native.program, {}, {})
 
     @property
     def device(self):

@@ -29,13 +29,14 @@ class CompiledSession(CompileCase):
         with torch.no_grad():
             m = Accumulator()
             compiled = inplace.compile(m, (torch.ones(4),))
-            program = compiled.program
-            self.assertEqual(program.methods, ["forward"])
-            owners = {s[0]: s[3] for s in program._native.state}
+            program = compiled._native.program  # inplace._C.Program
+            self.assertEqual(list(program.methods), ["forward"])
+            owners = {s[0]: s[3] for s in program.state}
             self.assertEqual(len(owners), 2, program.describe())
             self.assertEqual(set(owners.values()), {"caller"}, program.describe())
             self.assertEqual(program.weight_bytes, 0, "the module's tensors are not copied")
-            self.assertEqual(program.input_names("forward")[0], compiled.input_names[0])
+            inputs = program.method_inputs("forward")  # (name, shape, dtype, dynamic, is state)
+            self.assertEqual([i[0] for i in inputs if not i[4]], compiled.input_names)
 
     def test_aliased_and_copy_back_write_the_modules_buffer(self):
         with torch.no_grad():
