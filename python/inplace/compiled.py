@@ -394,7 +394,6 @@ class CompiledProgram(_EngineRuntime, torch.nn.Module):
     def input_names(self):
         return list(self._names)
 
-
     @property
     def device(self):
         """The torch.device the engine runs on (its inputs and state live there)."""

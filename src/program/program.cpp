@@ -71,12 +71,10 @@ std::shared_ptr<const Program> Program::assemble(std::string name,
                "[program] method '", mname, "' binds state '", b.name, "' as ", shape_str(b.shape),
                " ", dtype_name(b.dtype), " but the state table has ", shape_str(entry.shape), " ",
                dtype_name(entry.dtype));
-      // The caller's tensor may be smaller per call; a session allocates its own state once.
-      IP_CHECK(b.dynamic_dims.empty() || entry.ownership == Ownership::kCaller, kInvalidArgument,
-               "[program] method '", mname, "': runtime-owned state '", b.name,
-               "' has a dynamic dim ", b.dynamic_dims.empty() ? 0 : b.dynamic_dims[0], " (up to ",
-               b.dynamic_dims.empty() ? 0 : b.shape[b.dynamic_dims[0]],
-               " per call); it must have a fixed size, allocated once per session");
+      IP_CHECK(b.dynamic_dims.empty(), kInvalidArgument, "[program] method '", mname, "': state '",
+               b.name, "' has a dynamic dim ", b.dynamic_dims[0], " (up to ",
+               b.shape[b.dynamic_dims[0]],
+               " per call); state must have a fixed size, allocated once per session");
       if (entry.ownership == Ownership::kCaller) method.call_inputs.push_back(static_cast<int>(i));
     }
     for (int i : e.mutated_inputs())

@@ -30,10 +30,10 @@ struct Method {
 class Program : public std::enable_shared_from_this<Program> {
  public:
   // Checks that the methods agree with the state table: unique method names; each state
-  // binding has the entry's shape and dtype (and no dynamic dim for runtime-owned state); every
-  // input a method writes is state; every entry is used by some method. Errors name the method,
-  // binding and entry. `metadata`: what a frontend keeps with the program (the Python call
-  // convention), saved in the file: keys without '=' or a newline, values without a newline.
+  // binding has the entry's shape and dtype and no dynamic dim; every input a method writes is
+  // state; every entry is used by some method. Errors name the method, binding and entry.
+  // `metadata`: what a frontend keeps with the program (the Python call convention), saved in
+  // the file: keys without '=' or a newline, values without a newline.
   static std::shared_ptr<const Program> assemble(std::string name,
                                                  std::vector<std::shared_ptr<const Engine>> engines,
                                                  std::vector<std::string> method_names,
