@@ -1,5 +1,6 @@
 #include "compiled_graph.h"
 
+#include <algorithm>
 #include <set>
 
 #include "compiler/exported_program.h"
@@ -55,6 +56,8 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   device_allocator(dst.device()).copy_on_device(dst.data_ptr(), src.data_ptr(), src.nbytes());
 }
 
+constexpr const char* kMethod = "forward";
+
 }  // namespace
 
 CompiledGraph::CompiledGraph(std::unique_ptr<Graph> graph, std::vector<Tensor> user_inputs,
@@ -70,7 +73,6 @@ CompiledGraph::CompiledGraph(std::unique_ptr<Graph> graph, std::vector<Tensor> u
     inputs[user_names_[k]] = Value::from_tensor(user_inputs[k]);
   compiled_ = compile_exported(*graph_, inputs, state_, options);
   engine_ = compiled_.engine;
-  ctx_ = std::make_unique<ExecutionContext>(engine_);
 
   // Engine input bindings: the placeholders in graph order, then buffers lifted from get_attr.
   std::vector<Node*> ph = graph_->placeholders();
@@ -93,9 +95,7 @@ CompiledGraph::CompiledGraph(std::unique_ptr<Graph> graph, std::vector<Tensor> u
     // A get_attr buffer the caller did not pass: the graph's own constant (kept here).
     if (!state_.count(target)) state_[target] = graph_->constants.at(target);
   }
-  for (size_t i = 0; i < sources_.size(); ++i)
-    if (sources_[i].user_input < 0)
-      ctx_->bind_input(static_cast<int>(i), state_tensor(sources_[i].state_target));
+  start_session();
 
   const auto& outs = graph_->signature.outputs;
   sinks_.resize(engine_->original_output_count());
@@ -114,13 +114,31 @@ CompiledGraph::CompiledGraph(std::unique_ptr<Graph> graph, std::vector<Tensor> u
 }
 
 CompiledGraph::CompiledGraph(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {
-  ctx_ = std::make_unique<ExecutionContext>(engine_);
   for (size_t i = 0; i < engine_->inputs().size(); ++i) {
     user_names_.push_back(engine_->inputs()[i].name);
     sources_.push_back({static_cast<int>(i), ""});
     user_binding_.push_back(static_cast<int>(i));
   }
   sinks_.resize(engine_->original_output_count());
+  start_session();
+}
+
+void CompiledGraph::start_session() {
+  const std::vector<Binding>& bindings = engine_->inputs();
+  const std::vector<int>& written = engine_->mutated_inputs();
+  std::vector<StateEntry> entries;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    const bool is_state = sources_[i].user_input < 0;
+    if (is_state || std::count(written.begin(), written.end(), static_cast<int>(i)))
+      entries.push_back(
+          {bindings[i].name, bindings[i].shape, bindings[i].dtype, Tensor(), Ownership::kCaller});
+  }
+  program_ =
+      Program::assemble(engine_->name(), {engine_}, {kMethod}, StateTable(std::move(entries)));
+  session_ = program_->new_session();
+  for (size_t i = 0; i < bindings.size(); ++i)
+    if (sources_[i].user_input < 0)
+      session_->bind_state(bindings[i].name, state_tensor(sources_[i].state_target));
 }
 
 const Tensor& CompiledGraph::state_tensor(const std::string& target) const {
@@ -146,7 +164,7 @@ CallResult CompiledGraph::result_for(int flat, const Tensor& t,
     }
   // A GPU context's outputs are its own buffers, rewritten by its next call: the caller gets
   // a tensor of its own, as from a torch op (copied on the call's stream).
-  r.fresh = engine_->device().is_cpu() ? t : ctx_->clone_on_device(t);
+  r.fresh = engine_->device().is_cpu() ? t : session_->context(kMethod).clone_on_device(t);
   return r;
 }
 
@@ -154,9 +172,10 @@ std::vector<CallResult> CompiledGraph::call(const std::vector<Tensor>& user_inpu
   std::lock_guard<std::mutex> lock(call_mutex_);
   IP_CHECK(user_inputs.size() == user_names_.size(), kInvalidArgument, "[call] '", engine_->name(),
            "' takes ", user_names_.size(), " inputs but ", user_inputs.size(), " were given");
+  std::map<std::string, Tensor> given;
   for (size_t k = 0; k < user_inputs.size(); ++k)
-    ctx_->bind_input(user_binding_[k], user_inputs[k]);
-  std::vector<Tensor> outs = ctx_->execute(stream);
+    given.emplace(engine_->inputs()[user_binding_[k]].name, user_inputs[k]);
+  std::vector<Tensor> outs = session_->run(kMethod, given, stream);
   std::vector<CallResult> results;
   for (size_t j = 0; j < sinks_.size(); ++j) {
     const Sink& s = sinks_[j];
@@ -178,29 +197,29 @@ void CompiledGraph::rebind_state(const std::string& target, const Tensor& t) {
   IP_CHECK(it != state_.end(), kNotFound, "[rebind] no state '", target, "' in this program");
   for (size_t i = 0; i < sources_.size(); ++i)
     if (sources_[i].user_input < 0 && sources_[i].state_target == target)
-      ctx_->bind_input(static_cast<int>(i), t);
+      session_->bind_state(engine_->inputs()[i].name, t);
   it->second = t;
 }
 
 std::vector<std::string> CompiledGraph::set_backend_options(const BackendOptions& options) {
   std::lock_guard<std::mutex> lock(call_mutex_);
-  return apply_backend_options(*ctx_, options);
+  return session_->set_backend_options(options);
 }
 
 std::map<std::string, int64_t> CompiledGraph::stats() const {
   std::lock_guard<std::mutex> lock(call_mutex_);
-  return stats_map(ctx_->stats());
+  return stats_map(session_->stats(kMethod));
 }
 
 void CompiledGraph::reset() {
   std::lock_guard<std::mutex> lock(call_mutex_);
-  ctx_->reset();
+  session_->reset();
 }
 
 std::vector<std::string> CompiledGraph::partly_updated() const {
   std::lock_guard<std::mutex> lock(call_mutex_);
   std::vector<std::string> out;
-  for (int i : ctx_->partly_updated())
+  for (int i : session_->context(kMethod).partly_updated())
     out.push_back(sources_[i].user_input >= 0 ? user_names_[sources_[i].user_input]
                                               : sources_[i].state_target);
   return out;

@@ -1,6 +1,8 @@
-// One compiled graph as the Python package holds it: the graph, the engine built from it and
-// an execution context whose state bindings (parameters, buffers, constants: the module's own
-// tensors) are bound once; each call binds the user inputs and runs the engine.
+// One compiled graph as the Python package holds it: the graph, the engine built from it as a
+// one-method program (`forward`) and a session of it. The state bindings (parameters, buffers,
+// constants: the module's own tensors) are the program's caller-owned state, bound to those
+// tensors once (Session::bind_state, never copied); a mutated user input is caller-owned state
+// passed with the call. A call is Session::run with the user inputs.
 #pragma once
 #include <map>
 #include <memory>
@@ -11,8 +13,8 @@
 
 #include "compiler/compile.h"
 #include "engine/context_options.h"
-#include "engine/execution_context.h"
 #include "interpreter/interpreter.h"
+#include "program/session.h"
 
 namespace inplace::python {
 
@@ -57,6 +59,8 @@ class CompiledGraph {
   std::vector<std::string> written_state() const;
 
   const Engine& engine() const { return *engine_; }
+  // The one-method program (`forward`) the calls run on this object's session.
+  std::shared_ptr<const Program> program() const { return program_; }
   std::shared_ptr<const Engine> engine_ptr() const { return engine_; }
   const std::vector<std::string>& user_input_names() const { return user_names_; }
   int num_user_outputs() const;
@@ -90,17 +94,21 @@ class CompiledGraph {
   };
   CallResult result_for(int flat, const Tensor& t, const std::vector<Tensor>& inputs) const;
   const Tensor& state_tensor(const std::string& target) const;
+  // The engine as program_ (state entries named by their bindings) and session_, with every
+  // state binding bound to its tensor.
+  void start_session();
 
   std::unique_ptr<Graph> graph_;
   CompiledProgram compiled_;
   std::shared_ptr<const Engine> engine_;
-  std::unique_ptr<ExecutionContext> ctx_;
+  std::shared_ptr<const Program> program_;
+  std::unique_ptr<Session> session_;
   State state_;
   std::vector<Source> sources_;
   std::vector<int> user_binding_;  // user input k -> engine binding index
   std::vector<std::string> user_names_;
   std::vector<Sink> sinks_;
-  // Python threads share one compiled program (and its context): calls run one at a time.
+  // Python threads share one compiled program (and its session): calls run one at a time.
   mutable std::mutex call_mutex_;
 };
 

@@ -139,6 +139,9 @@ PYBIND11_MODULE(_C, m) {
             return out;
           })
       .def_property_readonly("state_bindings", &CompiledGraph::state_bindings)
+      .def_property_readonly(
+          "program",
+          [](const CompiledGraph& self) { return python::program_object(self.program()); })
       .def_property_readonly("user_outputs", &CompiledGraph::user_outputs)
       .def_property_readonly("input_binding_names",
                              [](const CompiledGraph& self) {

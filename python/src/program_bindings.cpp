@@ -215,6 +215,10 @@ py::list method_aliased_io(const Program& p, const std::string& method) {
 
 }  // namespace
 
+py::object program_object(std::shared_ptr<const Program> program) {
+  return py::cast(PyProgram{std::move(program)});
+}
+
 void bind_programs(py::module_& m) {
   py::class_<PySession>(m, "Session")
       .def("run", &run_method, py::arg("method"), py::arg("inputs"), py::arg("stream") = 0)

@@ -1,5 +1,6 @@
-// The built-in model's engines saved as one program file (methods `prefill` and `decode`, the
-// weights stored once, the caches as caller-owned state) and loaded back memory-mapped.
+// The built-in model's engines as one program (methods `prefill` and `decode`, the weights
+// stored once, the caches as caller-owned state), saved as a program file and loaded back
+// memory-mapped.
 #include <algorithm>
 
 #include "core/error.h"
@@ -8,7 +9,7 @@
 
 namespace inplace::models {
 
-void save_llama_engines(const LlamaEngines& engines, const std::string& path) {
+std::shared_ptr<const Program> llama_program(const LlamaEngines& engines) {
   std::vector<std::shared_ptr<const Engine>> methods;
   std::vector<std::string> names;
   if (engines.prefill) {
@@ -17,14 +18,17 @@ void save_llama_engines(const LlamaEngines& engines, const std::string& path) {
   }
   methods.push_back(engines.decode);
   names.push_back("decode");
-  std::vector<StateEntry> caches;
-  for (int i : engines.decode->mutated_inputs()) {
-    const Binding& b = engines.decode->inputs()[i];
-    caches.push_back({b.name, b.shape, b.dtype, Tensor(), Ownership::kCaller});
-  }
-  save_program(*Program::assemble("llama", std::move(methods), std::move(names),
-                                  StateTable(std::move(caches))),
-               path);
+  std::vector<StateEntry> caches;  // the decode inputs after tokens and positions
+  const std::vector<Binding>& inputs = engines.decode->inputs();
+  for (size_t i = 2; i < inputs.size(); ++i)
+    caches.push_back(
+        {inputs[i].name, inputs[i].shape, inputs[i].dtype, Tensor(), Ownership::kCaller});
+  return Program::assemble("llama", std::move(methods), std::move(names),
+                           StateTable(std::move(caches)));
+}
+
+void save_llama_engines(const LlamaEngines& engines, const std::string& path) {
+  save_program(*llama_program(engines), path);
 }
 
 LlamaEngines load_llama_engines(const std::string& path) {

@@ -71,31 +71,31 @@ void fill_prompt(const std::vector<int64_t>& prompt, const Tensor& tokens, const
 
 LlamaEngineRunner::LlamaEngineRunner(const LlamaConfig& c, const LlamaEngines& engines,
                                      std::vector<Tensor> caches, int threads)
-    : caches_(std::move(caches)), decode_(engines.decode) {
-  decode_.set_threads(threads);
+    : caches_(std::move(caches)), program_(llama_program(engines)) {
   IP_CHECK(static_cast<int64_t>(caches_.size()) == 2 * c.n_layers, kInvalidArgument,
            "[llama] expected ", 2 * c.n_layers, " caches, got ", caches_.size());
-  const Device device = engines.decode->device();
+  session_ = program_->new_session();
+  session_->set_threads(threads);
+  const Engine& decode = *engines.decode;
+  for (size_t i = 0; i < caches_.size(); ++i)
+    session_->bind_state(decode.inputs()[i + 2].name, caches_[i]);
+  const Device device = decode.device();
   token_ = int_vector(1, {1, 1}, device);
   pos_ = int_vector(1, {1}, device);
-  decode_.bind_input(0, token_);
-  decode_.bind_input(1, pos_);
-  for (size_t i = 0; i < caches_.size(); ++i)
-    decode_.bind_input(static_cast<int>(i + 2), caches_[i]);
+  session_->bind_input("decode", decode.inputs()[0].name, token_);
+  session_->bind_input("decode", decode.inputs()[1].name, pos_);
   if (!engines.prefill) return;
-  prefill_.emplace(engines.prefill);
-  prefill_->set_threads(threads);
-  const int64_t p = engines.prefill->inputs()[0].shape.back();
+  has_prefill_ = true;
+  const Engine& prefill = *engines.prefill;
+  const int64_t p = prefill.inputs()[0].shape.back();
   prompt_tokens_ = int_vector(p, {1, p}, device);
   prompt_pos_ = int_vector(p, {p}, device);
-  prefill_->bind_input(0, prompt_tokens_);
-  prefill_->bind_input(1, prompt_pos_);
-  for (size_t i = 0; i < caches_.size(); ++i)
-    prefill_->bind_input(static_cast<int>(i + 2), caches_[i]);
+  session_->bind_input("prefill", prefill.inputs()[0].name, prompt_tokens_);
+  session_->bind_input("prefill", prefill.inputs()[1].name, prompt_pos_);
 }
 
 Tensor LlamaEngineRunner::prefill(const std::vector<int64_t>& prompt) {
-  IP_CHECK(prefill_.has_value(), kInvalidArgument, "[llama] this runner has no prefill engine");
+  IP_CHECK(has_prefill_, kInvalidArgument, "[llama] this runner has no prefill engine");
   if (prompt_tokens_.device().is_cpu()) {
     fill_prompt(prompt, prompt_tokens_, prompt_pos_);
   } else {
@@ -107,13 +107,13 @@ Tensor LlamaEngineRunner::prefill(const std::vector<int64_t>& prompt) {
     put(prompt_tokens_, prompt);
     put(prompt_pos_, positions);
   }
-  return prefill_->execute(stream_)[0];
+  return session_->run("prefill", {}, stream_)[0];
 }
 
 Tensor LlamaEngineRunner::decode(int64_t token, int64_t pos) {
   put(token_, {token});
   put(pos_, {pos});
-  return decode_.execute(stream_)[0];
+  return session_->run("decode", {}, stream_)[0];
 }
 
 Tensor LlamaEngineRunner::decode_from(const Tensor& token, const Tensor& pos) {
@@ -122,13 +122,12 @@ Tensor LlamaEngineRunner::decode_from(const Tensor& token, const Tensor& pos) {
   const Backend& backend = backend_for(token_.device());
   backend.copy_async(token_.data_ptr(), token.data_ptr(), sizeof(int64_t), stream_);
   backend.copy_async(pos_.data_ptr(), pos.data_ptr(), sizeof(int64_t), stream_);
-  return decode_.execute(stream_)[0];
+  return session_->run("decode", {}, stream_)[0];
 }
 
 void LlamaEngineRunner::set_cuda_graph(bool on) {
   if (token_.device().type != DeviceType::kCuda) return;  // a cuda backend option
-  decode_.set_backend_option("cuda_graph", on ? "on" : "off");
-  if (prefill_) prefill_->set_backend_option("cuda_graph", on ? "on" : "off");
+  session_->set_backend_option("cuda_graph", on ? "on" : "off");
 }
 
 LlamaEagerRunner::LlamaEagerRunner(const LlamaConfig& c, const LlamaWeights& w, int64_t prompt_len,

@@ -1,5 +1,6 @@
-// Runs the built-in Llama-style model: a prefill engine and a decode engine sharing the caller's
-// caches (one ExecutionContext each, bound once), and the same steps in the eager interpreter.
+// Runs the built-in Llama-style model: a prefill method and a decode method of one program
+// sharing the caller's caches (one Session, the caches its caller-owned state, bound once), and
+// the same steps in the eager interpreter.
 #pragma once
 #include <memory>
 #include <optional>
@@ -7,8 +8,8 @@
 #include <vector>
 
 #include "compiler/compile.h"
-#include "engine/execution_context.h"
 #include "models/llama.h"
+#include "program/session.h"
 
 namespace inplace::models {
 
@@ -26,19 +27,23 @@ struct LlamaEngines {
 LlamaEngines compile_llama(const LlamaConfig& config, const LlamaWeights& weights,
                            int64_t prompt_len, bool alias, Device device = Device::cpu());
 
-// Both engines as one program file (methods prefill and decode, the weights once, the caches
-// caller-owned state; docs/programs.md), and back: loading maps the file, so the engines'
-// weights are the file's pages (load time and memory about the file).
+// Both engines as one program (methods prefill, when there is one, and decode; the weights
+// once; the caches caller-owned state under their binding names, k0 v0 k1 ...): what the
+// runner runs and what save_llama_engines writes (docs/programs.md).
+std::shared_ptr<const Program> llama_program(const LlamaEngines& engines);
+// llama_program() as a program file, and back: loading maps the file, so the engines' weights
+// are the file's pages (load time and memory about the file).
 void save_llama_engines(const LlamaEngines& engines, const std::string& path);
 LlamaEngines load_llama_engines(const std::string& path);
 // The bytes of the engines' constants (weights and rotary tables), each storage counted once.
 int64_t llama_engine_weight_bytes(const LlamaEngines& engines);
 
-// Steps the engines on `caches` (the caller's tensors, written in place by aliased engines).
-// Token and position inputs are tensors bound once and updated between calls. Without a
-// prefill engine only decode() may be called. On a GPU the engines run on `stream()` (the
-// default stream unless set), token and position inputs live in device memory, and the
-// returned logits are device tensors of the context, valid until its next call.
+// Steps llama_program(engines) through one Session on `caches` (the caller's tensors, the
+// session's caller-owned state, bound once; written in place by aliased engines). Token and
+// position inputs are tensors bound once and updated between calls, so a step passes nothing
+// per call. Without a prefill engine only decode() may be called. On a GPU the methods run on
+// `stream()` (the default stream unless set), token and position inputs live in device memory,
+// and the returned logits are device tensors of the session, valid until the method's next call.
 class LlamaEngineRunner {
  public:
   LlamaEngineRunner(const LlamaConfig& config, const LlamaEngines& engines,
@@ -52,13 +57,15 @@ class LlamaEngineRunner {
   void set_cuda_graph(bool on);
   void set_stream(void* stream) { stream_ = stream; }
   void* stream() const { return stream_; }
-  ExecutionContext& decode_context() { return decode_; }
+  // The session both methods run on: synchronize(), stats("decode"), bind_state (a moved cache).
+  Session& session() { return *session_; }
 
  private:
   void* stream_ = nullptr;
   std::vector<Tensor> caches_;
-  std::optional<ExecutionContext> prefill_;
-  ExecutionContext decode_;
+  std::shared_ptr<const Program> program_;
+  std::unique_ptr<Session> session_;
+  bool has_prefill_ = false;
   Tensor prompt_tokens_, prompt_pos_, token_, pos_;
 };
 

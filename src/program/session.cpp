@@ -65,6 +65,7 @@ Session::Session(std::shared_ptr<const Program> program)
   if (!device.is_cpu()) upload_initial(backend_, table, state_, nullptr);
   input_memory_.resize(program_->methods().size());
   for (const Method& m : program_->methods()) {
+    bound_.emplace_back(m.engine->inputs().size(), 0);
     auto ctx = std::make_unique<ExecutionContext>(m.engine);
     for (size_t i = 0; i < m.state_of_input.size(); ++i) {
       int s = m.state_of_input[i];
@@ -129,19 +130,24 @@ std::vector<Tensor> Session::run(const std::string& method,
              "'; its inputs are ", m.call_input_names());
   }
   ExecutionContext& ctx = *contexts_[mi];
+  const std::vector<char>& bound = bound_[mi];
   for (int i : m.call_inputs) {
     const std::string& name = e.inputs()[i].name;
-    IP_CHECK(inputs.count(name), kNotFound, "[session] method '", method, "' needs input '", name,
-             "'; its inputs are ", m.call_input_names());
+    IP_CHECK(bound[i] || inputs.count(name), kNotFound, "[session] method '", method,
+             "' needs input '", name, "'; its inputs are ", m.call_input_names());
   }
   // After the session's previous call (another method's context, maybe another queue): both
   // use the session's state.
   if (ran_ && queue != last_queue_) backend_.order_after(queue, last_queue_);
   last_queue_ = queue;
   ran_ = true;
-  for (int i : m.call_inputs) {
-    const Tensor& given = inputs.at(e.inputs()[i].name);
-    ctx.bind_input(i, m.state_of_input[i] < 0 ? staged(mi, i, given, queue) : given);
+  if (!inputs.empty()) {
+    for (int i : m.call_inputs) {
+      auto given = inputs.find(e.inputs()[i].name);
+      if (given == inputs.end()) continue;  // bound once
+      ctx.bind_input(i,
+                     m.state_of_input[i] < 0 ? staged(mi, i, given->second, queue) : given->second);
+    }
   }
   std::vector<Tensor> outputs;
   try {
@@ -162,6 +168,42 @@ std::vector<Tensor> Session::run(const std::string& method,
   }
   outputs.resize(e.original_output_count());
   return outputs;
+}
+
+void Session::bind_state(const std::string& name, const Tensor& t) {
+  SessionGuard guard(in_flight_, "bind_state", *program_);
+  const int s = program_->state().index(name, "session");
+  IP_CHECK(program_->state()[s].ownership == Ownership::kCaller, kInvalidArgument,
+           "[session] state '", name, "' is runtime-owned: the session holds it");
+  for (size_t mi = 0; mi < contexts_.size(); ++mi) {
+    const Method& m = program_->methods()[mi];
+    for (size_t i = 0; i < m.state_of_input.size(); ++i) {
+      if (m.state_of_input[i] != s) continue;
+      contexts_[mi]->bind_input(static_cast<int>(i), t);
+      bound_[mi][i] = 1;
+    }
+  }
+}
+
+void Session::bind_input(const std::string& method, const std::string& input, const Tensor& t) {
+  SessionGuard guard(in_flight_, "bind_input", *program_);
+  const int mi = program_->method_index(method);
+  const Method& m = program_->methods()[mi];
+  for (int i : m.call_inputs) {
+    if (m.engine->inputs()[i].name != input) continue;
+    IP_CHECK(m.state_of_input[i] < 0, kInvalidArgument, "[session] method '", method, "': '", input,
+             "' is caller-owned state: bind it with bind_state");
+    contexts_[mi]->bind_input(i, t);
+    bound_[mi][i] = 1;
+    return;
+  }
+  IP_FAIL(kNotFound, "[session] method '", method, "' has no input '", input, "'; its inputs are ",
+          m.call_input_names());
+}
+
+void Session::set_threads(int threads) {
+  SessionGuard guard(in_flight_, "set_threads", *program_);
+  for (auto& ctx : contexts_) ctx->set_threads(threads);
 }
 
 void Session::reset(void* queue) {

@@ -31,8 +31,9 @@ class Session {
   const Program& program() const { return *program_; }
 
   // Runs `method`. `inputs` holds, by name, every plain input of the method and every
-  // caller-owned state it uses (updated in place: same storage, same address); unknown or
-  // missing names are errors listing the method's inputs. Returns the method's outputs.
+  // caller-owned state it uses (updated in place: same storage, same address), except those
+  // bound once (bind_state, bind_input); unknown or missing names are errors listing the
+  // method's inputs. Returns the method's outputs.
   // `queue` is the backend's ordered queue of device work for this call (a cudaStream_t; null:
   // the default; the cpu ignores it): the call is enqueued there without waiting for the device,
   // after the session's previous call whatever queue that was on. On a device, a plain input may
@@ -45,6 +46,18 @@ class Session {
   // The prompt through `prefill`, then `decode` per new token, sampled on the host, with no
   // caller code in the loop (generate.h; the methods' convention: docs/programs.md).
   GenerateResult generate(const std::vector<int64_t>& prompt, const GenerateOptions& options);
+  // Binds caller-owned state `name` to `t` (the caller's tensor, updated in place, never
+  // copied) for every method that uses it, once: later calls need not pass it, and no call
+  // rebinds it, so a failed call that partly wrote it refuses the next calls until it is bound
+  // again or reset(). Shape, dtype and device are checked here (ExecutionContext::bind_input).
+  void bind_state(const std::string& name, const Tensor& t);
+  // Binds plain input `input` of `method` to `t` once, as given (on the program's device: no
+  // staging): a caller that writes the value into `t` between calls (a decode loop's token and
+  // position) passes nothing per call. Passing a bound name to run() binds that tensor instead
+  // from then on.
+  void bind_input(const std::string& method, const std::string& input, const Tensor& t);
+  // Kernels of every method share `threads` threads (ExecutionContext::set_threads).
+  void set_threads(int threads);
   // Restores every runtime-owned state to its initial value (in place: addresses are kept, so
   // recorded work stays valid) and makes a session refused after a failed call usable again.
   // On a device it waits for the session's calls, copies the initial values on `queue` (after
@@ -80,8 +93,9 @@ class Session {
   std::vector<Tensor> state_;  // by state entry; undefined for caller-owned entries
   std::vector<std::unique_ptr<ExecutionContext>> contexts_;  // by method
   std::vector<std::map<int, Tensor>> input_memory_;  // by method, input: host inputs' device copy
-  void* last_queue_ = nullptr;                       // the queue of the last call
-  bool ran_ = false;                                 // a call was enqueued since creation
+  std::vector<std::vector<char>> bound_;  // by method, input: bound once (bind_state, bind_input)
+  void* last_queue_ = nullptr;            // the queue of the last call
+  bool ran_ = false;                      // a call was enqueued since creation
   std::atomic<bool> in_flight_{false};
   std::string refused_;
 };

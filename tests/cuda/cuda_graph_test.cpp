@@ -171,7 +171,7 @@ void decode_against_cpu(DType dtype, bool alias, const char* size = "tiny", int6
   for (int64_t i = 0; i < steps; ++i) {
     want = cpu.decode(token, prompt + i);
     got = gpu.decode(token, prompt + i);
-    gpu.decode_context().synchronize();
+    gpu.session().synchronize();
     ASSERT_TRUE(close(to_host(got), want, 1e-4)) << "decode step " << i;
     ASSERT_EQ(models::argmax_token(got), models::argmax_token(want)) << "decode step " << i;
     token = models::argmax_token(want);
@@ -180,8 +180,8 @@ void decode_against_cpu(DType dtype, bool alias, const char* size = "tiny", int6
     EXPECT_EQ(caches[j].data_ptr(), addresses[j]) << "cache " << j << " moved";
     EXPECT_TRUE(close(to_host(gpu.caches()[j]), cpu.caches()[j], 1e-4)) << "cache " << j;
   }
-  const ContextStats st = gpu.decode_context().stats();
-  EXPECT_TRUE(gpu.decode_context().stats().counter("scalars_on_device"));
+  const ContextStats st = gpu.session().stats("decode");
+  EXPECT_TRUE(gpu.session().stats("decode").counter("scalars_on_device"));
   EXPECT_EQ(st.host_scalar_reads, 0);
   EXPECT_EQ(st.counter("graph_captures"), 1);
   EXPECT_EQ(st.counter("graph_replays"), steps - 3);
@@ -230,16 +230,16 @@ TEST(CudaGraph, RecapturesWhenACacheMoves) {
     cpu.decode(token, pos);
     gpu.decode(token, pos);
   }
-  EXPECT_EQ(gpu.decode_context().stats().counter("graph_captures"), 1);
+  EXPECT_EQ(gpu.session().stats("decode").counter("graph_captures"), 1);
   // Move cache k0: a copy of its state at a new address, bound in its place.
   Tensor moved = gpu.caches()[0].to_device(Device::cpu()).to_device(Device::cuda());
   ASSERT_NE(moved.data_ptr(), gpu.caches()[0].data_ptr());
-  gpu.decode_context().bind_input("k0", moved);
+  gpu.session().bind_state("k0", moved);
   for (int64_t pos = 6; pos < 10; ++pos) {
     Tensor want = cpu.decode(token, pos), got = gpu.decode(token, pos);
     EXPECT_TRUE(close(to_host(got), want, 1e-4)) << "position " << pos;
   }
-  const ContextStats st = gpu.decode_context().stats();
+  const ContextStats st = gpu.session().stats("decode");
   // The first call after the move runs directly (a new key), the second captures again, the
   // last two replay.
   EXPECT_EQ(st.counter("graph_captures"), 2);
@@ -259,10 +259,10 @@ TEST(CudaGraph, OutOfRangePositionIsAnError) {
                                     models::llama_new_caches(d.c, Device::cuda()));
       gpu.set_cuda_graph(graph);
       for (int64_t pos = 0; pos < 3; ++pos) gpu.decode(1, pos);
-      gpu.decode_context().synchronize();
+      gpu.session().synchronize();
       gpu.decode(1, 16);  // one past the cache: reported at the next check, never silently
       try {
-        gpu.decode_context().synchronize();
+        gpu.session().synchronize();
         ADD_FAILURE() << "no error for position 16 of a 16-slot cache (graph "
                       << (graph ? "on" : "off") << ")";
       } catch (const Error& e) {
@@ -273,7 +273,7 @@ TEST(CudaGraph, OutOfRangePositionIsAnError) {
       }
       // Reported once; the context goes on.
       gpu.decode(1, 3);
-      EXPECT_NO_THROW(gpu.decode_context().synchronize());
+      EXPECT_NO_THROW(gpu.session().synchronize());
       // The next execute reports it when the bad call has completed by then.
       gpu.decode(1, -100);
       Tensor probe = to_host(gpu.caches()[0]);  // waits for the device
@@ -296,7 +296,7 @@ TEST(CudaGraph, FreshTokenAndPositionTensorsEveryCallReplayOneGraph) {
                                 models::llama_new_caches(d.c, Device::cuda()));
   gpu.set_cuda_graph(true);
   const std::vector<std::string> names = models::llama_input_names(d.c);
-  ExecutionContext& ctx = gpu.decode_context();
+  Session& session = gpu.session();
   const int64_t steps = 20;
   int64_t token = 1;
   for (int64_t pos = 0; pos < steps; ++pos) {
@@ -305,14 +305,12 @@ TEST(CudaGraph, FreshTokenAndPositionTensorsEveryCallReplayOneGraph) {
     t.data<int64_t>()[0] = token;
     p.data<int64_t>()[0] = pos;
     const Tensor fresh_t = t.to_device(Device::cuda()), fresh_p = p.to_device(Device::cuda());
-    ctx.bind_input(names[0], fresh_t);
-    ctx.bind_input(names[1], fresh_p);
-    const Tensor got = ctx.execute()[0];
-    ctx.synchronize();
+    const Tensor got = session.run("decode", {{names[0], fresh_t}, {names[1], fresh_p}})[0];
+    session.synchronize();
     ASSERT_TRUE(close(to_host(got), want, 1e-4)) << "decode step " << pos;
     token = models::argmax_token(want);
   }
-  const ContextStats st = ctx.stats();
+  const ContextStats st = session.stats("decode");
   EXPECT_EQ(st.counter("graph_captures"), 1);
   EXPECT_EQ(st.counter("graph_replays"), steps - 3);
   EXPECT_EQ(st.staged_inputs, 2);  // the token and the position, nothing the runner bound once

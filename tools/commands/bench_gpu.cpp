@@ -81,17 +81,17 @@ GpuTimes time_decode_gpu(const LlamaConfig& c, const models::LlamaEngines& e, in
   const Tensor token = int64_on_device({1}, {1, 1});
   auto step = [&](int64_t i) { runner.decode_from(token, positions.slice(0, i, i + 1)); };
   for (int64_t i = 0; i < 3; ++i) step(i);
-  runner.decode_context().synchronize();
+  runner.session().synchronize();
   GpuTimes t;
   t.best_ms = 1e30;
   for (int r = 0; r < reps; ++r) {
     const int64_t t0 = now_ns();
     for (int64_t i = 0; i < steps; ++i) step(i);
-    runner.decode_context().synchronize();
+    runner.session().synchronize();
     t.rep_ms.push_back(ms_since(t0) / static_cast<double>(steps));
     t.best_ms = std::min(t.best_ms, t.rep_ms.back());
   }
-  t.stats = runner.decode_context().stats();
+  t.stats = runner.session().stats("decode");
   return t;
 }
 

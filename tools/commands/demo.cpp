@@ -188,7 +188,7 @@ int run_demo(const std::vector<std::string>& args) {
     }
     const int64_t ts = now_ns();
     logits = engine.decode(token, pos);
-    if (!device.is_cpu()) engine.decode_context().synchronize();  // the step, done
+    if (!device.is_cpu()) engine.session().synchronize();  // the step, done
     step_ms.push_back(ms_since(ts));
     if (i < check_steps) {
       const Tensor ref = eager->decode(token, pos);
@@ -247,7 +247,7 @@ int run_demo(const std::vector<std::string>& args) {
   std::printf("caches still the caller's tensors (same addresses): %s\n",
               same_address ? "yes" : "NO");
   if (!device.is_cpu()) {
-    const ContextStats st = engine.decode_context().stats();
+    const ContextStats st = engine.session().stats("decode");
     std::printf(
         "on %s: CUDA graph %s (%lld capture(s), %lld replays); runtime scalars evaluated on the "
         "%s (%lld host reads)\n",
