@@ -45,7 +45,13 @@ __device__ inline void pdl_begin() {
 // changes no value, so it may be given before pdl_wait() for memory the kernel will read later.
 __device__ inline void prefetch_l2(const void* p, uint64_t bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const char* c = static_cast<const char*>(p);
+  // The bulk prefetch takes a 16-byte aligned address and a multiple of 16 bytes: the range is
+  // narrowed to the aligned part inside it (a hint never reaches past what it was given).
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + 15) & ~uintptr_t(15);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~uintptr_t(15);
+  if (end <= begin) return;
+  const char* c = reinterpret_cast<const char*>(begin);
+  bytes = end - begin;
   while (bytes > 0) {
     const uint32_t part = bytes > (1u << 20) ? (1u << 20) : static_cast<uint32_t>(bytes);
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(c), "r"(part) : "memory");
