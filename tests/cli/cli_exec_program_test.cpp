@@ -46,10 +46,11 @@ class CliExecProgram : public Cli {
 };
 
 TEST_F(CliExecProgram, TheUsersInputsAloneRunAProgramFileLikeEager) {
-  // The engine file alone needs the buffer (its caller's input): the failure of issue #30.
+  // The engine file alone needs the buffer (its caller's input): the failure of issue #30. It
+  // runs as a one-method program (`forward`) on a Session, every binding an input.
   save_engine(*compiled_.engine, path("e.inplace"));
   EXPECT_TRUE(one_line_error(run(exec(path("e.inplace"))), 1,
-                             {"missing input binding 'p_l_weight'", "in.safetensors"}));
+                             {"missing input 'p_l_weight' of method 'forward'", "in.safetensors"}));
 
   save_program(*program_, path("p.inplace"));
   CliResult r = run(exec(path("p.inplace")));

@@ -2,9 +2,11 @@
 // (tools/commands/exec_program.cpp).
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
 
 #include "core/tensor.h"
+#include "program/program.h"
 #include "run_flags.h"
 
 namespace inplace::cli {
@@ -21,6 +23,10 @@ int run_exec_engine(const std::string& path, const std::string& inputs_path,
                     bool stats);
 
 // One call of `method` (empty: the program's only method) on a fresh session.
+int run_exec_on_program(std::shared_ptr<const Program> program, const std::string& path,
+                        const std::string& method, const std::string& inputs_path,
+                        const std::string& out_path, bool print, const BackendOptions& options,
+                        bool stats);
 int run_exec_program(const std::string& path, const std::string& method,
                      const std::string& inputs_path, const std::string& out_path, bool print,
                      const BackendOptions& options, bool stats);

@@ -24,7 +24,14 @@ Tensor on_host(const Tensor& t) {
 int run_exec_program(const std::string& path, const std::string& method_name,
                      const std::string& inputs_path, const std::string& out_path, bool print,
                      const BackendOptions& options, bool stats) {
-  std::shared_ptr<const Program> program = load_program(path);
+  return run_exec_on_program(load_program(path), path, method_name, inputs_path, out_path, print,
+                             options, stats);
+}
+
+int run_exec_on_program(std::shared_ptr<const Program> program, const std::string& path,
+                        const std::string& method_name, const std::string& inputs_path,
+                        const std::string& out_path, bool print, const BackendOptions& options,
+                        bool stats) {
   std::string method = method_name;
   if (method.empty()) {
     std::string names;
