@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "compiler/hf_fixtures.h"
+#include "compiler/qkv_rotary_graph.h"
 #include "compiler/rewrite_differential.h"
 #include "frontend/graph_json.h"
 #include "ir/builder.h"
@@ -26,23 +27,7 @@ const std::vector<std::string> kRewrites = {"fuse_rotary", "outer_product_matmul
 // Token ids below the vocabulary (128), positions below the cache length (64, every one of them
 // over the draws), cumulative lengths 0, floats in [-1, 1] at each placeholder's dtype.
 std::vector<Tensor> draw(const Graph& g, uint32_t seed) {
-  std::vector<Tensor> inputs;
-  for (Node* p : g.placeholders()) {
-    const Shape& shape = *p->meta.shape;
-    const DType dt = *p->meta.dtype;
-    if (dt != DType::kInt64) {
-      inputs.push_back(
-          seeded_uniform(shape, seed * 131 + static_cast<uint32_t>(inputs.size())).to(dt));
-      continue;
-    }
-    Tensor t = Tensor::zeros(shape, DType::kInt64);
-    for (int64_t i = 0; i < t.numel(); ++i)
-      t.data<int64_t>()[i] = p->name == "input_ids"        ? (seed * 37 + i * 11) % 128
-                             : p->name == "cache_position" ? (seed * 23) % 64
-                                                           : 0;
-    inputs.push_back(t);
-  }
-  return inputs;
+  return rotary_draw(g, seed, (seed * 23) % 64);
 }
 
 std::unique_ptr<Graph> fixture(const std::string& model) {
