@@ -76,15 +76,17 @@ void launch_pdl_in(void (*kernel)(Params...), dim3 grid, dim3 block, const dim3*
   config.blockDim = block;
   config.stream = s;
   cudaLaunchAttribute attribute[2];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  config.numAttrs = 1;
+  config.numAttrs = 0;
+  static const bool pdl = pdl_enabled();
+  if (pdl) {
+    attribute[config.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[config.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
+  }
   if (cluster) {
-    attribute[1].id = cudaLaunchAttributeClusterDimension;
-    attribute[1].val.clusterDim.x = cluster->x;
-    attribute[1].val.clusterDim.y = cluster->y;
-    attribute[1].val.clusterDim.z = cluster->z;
-    config.numAttrs = 2;
+    attribute[config.numAttrs].id = cudaLaunchAttributeClusterDimension;
+    attribute[config.numAttrs].val.clusterDim.x = cluster->x;
+    attribute[config.numAttrs].val.clusterDim.y = cluster->y;
+    attribute[config.numAttrs++].val.clusterDim.z = cluster->z;
   }
   config.attrs = attribute;
   IP_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...), "a kernel launch");

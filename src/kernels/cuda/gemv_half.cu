@@ -80,10 +80,11 @@ __device__ inline int64_t column_of(const GemvHalf& g, int64_t block, int warp, 
   return block / per_head * g.rot_d + block % per_head * 4 + (warp & 3) + (warp >= 4 ? half : 0);
 }
 
-// v (column n's rounded result) rotated as rotary_embedding at T: every warp of a rotated block
-// calls it (all its columns exist); lane 0 holds v and gets the result.
+// v (column n's rounded result) rotated as rotary_embedding at T by cos[j] = c, sin[j] = s:
+// every warp of a rotated block calls it (all its columns exist); lane 0 holds v, c and s and
+// gets the result.
 template <typename T>
-__device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int warp) {
+__device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int warp, float c, float s) {
   __shared__ float pair[kWarps];
   const int lane = threadIdx.x % 32;
   if (lane == 0) pair[warp] = Num<T>::to(v);
@@ -92,14 +93,21 @@ __device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int warp) {
     const int64_t half = g.rot_d / 2, j = n % g.rot_d;
     const float other = pair[warp ^ 4];
     const float rot = j < half ? -other : other;
-    const float c = Num<T>::to(static_cast<const T*>(g.cos)[j]);
-    const float s = Num<T>::to(static_cast<const T*>(g.sin)[j]);
     const float a = Num<T>::to(Num<T>::from(__fmul_rn(Num<T>::to(v), c)));
     const float b = Num<T>::to(Num<T>::from(__fmul_rn(rot, s)));
     v = Num<T>::from(__fadd_rn(a, b));
   }
   __syncthreads();  // `pair` is rewritten for the next row
   return v;
+}
+
+// The same, cos[j] and sin[j] read here.
+template <typename T>
+__device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int warp) {
+  const int64_t j = n % g.rot_d;
+  const float c = Num<T>::to(static_cast<const T*>(g.cos)[j]);
+  const float s = Num<T>::to(static_cast<const T*>(g.sin)[j]);
+  return rotate<T>(g, v, n, warp, c, s);
 }
 
 template <typename T, GemvEpilogue kE, bool kVector, bool kNorm>
@@ -175,32 +183,213 @@ __global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
   }
 }
 
+constexpr int kUnroll = 4;
+
+// Chunks k0, k0 + step, ... (kUnroll of them, those below k) of weight row w, and of w2 when
+// given, into registers: 16-byte loads with the streaming hint.
+template <typename T, bool kTwo>
+__device__ inline void fetch_rows(uint4 (&raw)[kUnroll], uint4 (&raw2)[kUnroll], const T* w,
+                                  const T* w2, int64_t k0, int64_t step, int64_t k) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int64_t c = k0 + step * u;
+    if (c < k) {
+      raw[u] = __ldcs(reinterpret_cast<const uint4*>(w + c));
+      if constexpr (kTwo) raw2[u] = __ldcs(reinterpret_cast<const uint4*>(w2 + c));
+    }
+  }
+}
+
+template <typename T>
+__device__ inline void widen(const uint4& raw, float* out) {
+  const T* v = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = Num<T>::to(v[i]);
+}
+
+// 1 / sqrt(mean(x^2) + eps) of the row x[0, k) as upcast_rms_norm computes it (squares in float,
+// summed in double), by one warp on its own: every lane reads its 16-byte chunks, then a
+// butterfly. Every warp of a block computes the same value (same order), so no block barrier.
+template <typename T>
+__device__ inline float warp_inv_rms(const GemvHalf& g, const T* x) {
+  const int lane = threadIdx.x % 32;
+  double sq = 0;
+  for (int64_t k = lane * 8; k < g.k; k += 256) {
+    float v[8];
+    load8(x + k, v);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) sq += static_cast<double>(v[i] * v[i]);
+  }
+  for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+  const float mean = static_cast<float>(sq / static_cast<double>(g.k));
+  return 1.0f / sqrtf(mean + g.eps);
+}
+
+// x[k, k + 8) as the product reads it: normalised and rounded as upcast_rms_norm when kNorm.
+template <typename T, bool kNorm>
+__device__ inline void input8(const GemvHalf& g, const T* x, int64_t k, float inv, float* out) {
+  load8(x + k, out);
+  if constexpr (kNorm) {
+    if (g.norm_w_float) {
+      const float* nw = static_cast<const float*>(g.norm_w) + k;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) out[i] = Num<T>::to(Num<T>::from(out[i] * inv * nw[i]));
+    } else {
+      float nw[8];
+      load8(static_cast<const T*>(g.norm_w) + k, nw);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        out[i] = Num<T>::to(Num<T>::from(nw[i] * Num<T>::to(Num<T>::from(out[i] * inv))));
+    }
+  }
+}
+
+// The decode step's product (one input row, the 16-byte path): g.split warps a column, each lane
+// holding kUnroll 16-byte chunks of the weight row (split chosen so that a row of k <= 1024 *
+// split is fetched whole). The weights are constants, so that fetch is issued before the wait
+// for the previous kernel; after the wait, everything the epilogue reads that the product does
+// not change (bias, residual, rotary factors, cache positions) is requested at once, the norm
+// (when given) is summed by each warp on its own, and the product reads x as the chain's norm
+// hands it over. Split warps' sums meet in shared memory in a fixed order.
+template <typename T, GemvEpilogue kE, bool kNorm>
+__global__ void __launch_bounds__(32 * kWarps) gemv_half_row_kernel(GemvHalf g) {
+  constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
+  pdl_trigger();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, split = g.split, part = warp % split;
+  const bool rot_block = kE == GemvEpilogue::kNone && blockIdx.x < g.rot_cols / kWarps;
+  const int64_t n = rot_block ? column_of(g, blockIdx.x, warp, true)
+                              : int64_t{blockIdx.x} * (kWarps / split) + warp / split;
+  const bool active = n < g.n;
+  const int64_t K = g.k, step = int64_t{256} * split, first = (int64_t{part} * 32 + lane) * 8;
+  const T* w = weight_row<T>(g.w, g.more, active ? n : 0, K);
+  const T* w2 = kTwo ? static_cast<const T*>(g.w2) + (active ? n : 0) * K : nullptr;
+  uint4 raw[kUnroll], raw2[kUnroll];
+  if (active) fetch_rows<T, kTwo>(raw, raw2, w, w2, first, step, K);
+  pdl_wait();
+  float bias = 0.f, residual = 0.f, c = 1.f, s = 0.f;
+  T* target[2] = {nullptr, nullptr};
+  if (active && part == 0 && lane == 0) {
+    if (g.bias) bias = Num<T>::to(static_cast<const T*>(g.bias)[n]);
+    if constexpr (kE == GemvEpilogue::kResidual)
+      residual = Num<T>::to(static_cast<const T*>(g.residual)[n]);
+    if constexpr (kE == GemvEpilogue::kNone) {
+      if (rot_block) {
+        const int64_t j = n % g.rot_d;
+        c = Num<T>::to(static_cast<const T*>(g.cos)[j]);
+        s = Num<T>::to(static_cast<const T*>(g.sin)[j]);
+      }
+      for (int i = 0; i < g.n_writes; ++i) target[i] = gemv::row_target<T>(g.writes[i], n);
+    }
+  }
+  const T* x = static_cast<const T*>(g.x);
+  const float inv = kNorm ? warp_inv_rms<T>(g, x) : 1.f;
+  float acc = 0.f, acc2 = 0.f;
+  if (active) {
+    for (int64_t k0 = first; k0 < K; k0 += step * kUnroll) {
+      if (k0 != first) fetch_rows<T, kTwo>(raw, raw2, w, w2, k0, step, K);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const int64_t k = k0 + step * u;
+        if (k >= K) break;
+        float xv[8], wv[8];
+        input8<T, kNorm>(g, x, k, inv, xv);
+        widen<T>(raw[u], wv);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc += xv[i] * wv[i];
+        if constexpr (kTwo) {
+          widen<T>(raw2[u], wv);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc2 += xv[i] * wv[i];
+        }
+      }
+    }
+  }
+  for (int o = 16; o > 0; o >>= 1) {
+    acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if constexpr (kTwo) acc2 += __shfl_xor_sync(0xffffffffu, acc2, o);
+  }
+  if (split > 1) {
+    __shared__ float sums[2][kWarps];
+    if (lane == 0) {
+      sums[0][warp] = acc;
+      sums[1][warp] = acc2;
+    }
+    __syncthreads();
+    const int w0 = warp - part;
+    acc = acc2 = 0.f;
+    for (int i = 0; i < split; ++i) {
+      acc += sums[0][w0 + i];
+      acc2 += sums[1][w0 + i];
+    }
+    if (part != 0) return;  // split > 1 has no rotated block: no barrier follows
+  }
+  T v = Num<T>::from(0.f);
+  if (active && lane == 0) {
+    if (g.bias) acc = acc + bias;
+    v = Num<T>::from(acc);
+    if constexpr (kE == GemvEpilogue::kResidual) v = Num<T>::from(residual + Num<T>::to(v));
+    if constexpr (kTwo) {
+      const float gate = Num<T>::to(v);
+      const T sg = Num<T>::from(gate / (1.f + expf(-gate)));
+      v = Num<T>::from(Num<T>::to(sg) * Num<T>::to(Num<T>::from(acc2)));
+    }
+  }
+  if (rot_block) v = rotate<T>(g, v, n, warp, c, s);
+  if (active && lane == 0) {
+    static_cast<T*>(g.y)[n] = v;
+    if (target[0]) *target[0] = v;
+    if (target[1]) *target[1] = v;
+  }
+}
+
 bool aligned16(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
+// Warps a column on the one-row path: enough that each lane fetches at most kUnroll 16-byte
+// chunks of a weight row (all of it before the wait for the previous kernel), at most a block;
+// one where the block's columns are rotated or written to a cache.
+int32_t column_split(const GemvHalf& g) {
+  if (g.rot_cols > 0 || g.n_writes > 0) return 1;
+  const int64_t chunks = g.k / 8;
+  int32_t split = 1;
+  while (split < kWarps && chunks > int64_t{32} * kUnroll * split) split *= 2;
+  return split;
+}
+
 template <typename T, GemvEpilogue kE>
-void launch(const GemvHalf& g, unsigned blocks, cudaStream_t s) {
+void launch(const GemvHalf& given, cudaStream_t s) {
   using Kernel = void (*)(GemvHalf);
+  GemvHalf g = given;
+  const bool weights16 =
+      g.k % 8 == 0 && weights_aligned16(g.w, g.more) && (!g.w2 || aligned16(g.w2));
+  if (weights16 && g.rows == 1 && aligned16(g.x) &&
+      (!g.norm_w || g.norm_w_float || aligned16(g.norm_w))) {
+    constexpr Kernel kRow[2] = {gemv_half_row_kernel<T, kE, false>,
+                                gemv_half_row_kernel<T, kE, true>};
+    g.split = column_split(g);
+    const int64_t columns = kWarps / g.split;  // a block
+    const unsigned blocks = static_cast<unsigned>((g.n + columns - 1) / columns);
+    return launch_pdl(kRow[g.norm_w != nullptr], blocks, 32 * kWarps, s, g);
+  }
   constexpr Kernel kKernels[2][2] = {
       {gemv_half_kernel<T, kE, false, false>, gemv_half_kernel<T, kE, false, true>},
       {gemv_half_kernel<T, kE, true, false>, gemv_half_kernel<T, kE, true, true>}};
   // x rows are read from shared memory with the norm (aligned there).
-  const bool vector = g.k % 8 == 0 && weights_aligned16(g.w, g.more) &&
-                      (!g.w2 || aligned16(g.w2)) &&
-                      (g.norm_w || (g.x_stride % 8 == 0 && aligned16(g.x)));
+  const bool vector = weights16 && (g.norm_w || (g.x_stride % 8 == 0 && aligned16(g.x)));
+  const unsigned blocks = static_cast<unsigned>((g.n + kWarps - 1) / kWarps);
   launch_pdl(kKernels[vector][g.norm_w != nullptr], blocks, 32 * kWarps, s, g);
 }
 
 template <typename T>
-void launch_epilogue(const GemvHalf& g, unsigned blocks, cudaStream_t s) {
+void launch_epilogue(const GemvHalf& g, cudaStream_t s) {
   switch (g.epilogue) {
     case GemvEpilogue::kNone:
-      return launch<T, GemvEpilogue::kNone>(g, blocks, s);
+      return launch<T, GemvEpilogue::kNone>(g, s);
     case GemvEpilogue::kResidual:
-      return launch<T, GemvEpilogue::kResidual>(g, blocks, s);
+      return launch<T, GemvEpilogue::kResidual>(g, s);
     case GemvEpilogue::kSwiGLU:
-      return launch<T, GemvEpilogue::kSwiGLU>(g, blocks, s);
+      return launch<T, GemvEpilogue::kSwiGLU>(g, s);
   }
 }
 
@@ -222,12 +411,11 @@ void gemv_half(const GemvHalf& g, void* stream) {
                                g.rot_d % 8 == 0 && g.rot_cols % g.rot_d == 0 && g.rot_cols <= g.n),
            kInternal,
            "[cuda] fused_linear: a rotary epilogue over columns that are not whole heads");
-  const unsigned blocks = static_cast<unsigned>((g.n + kWarps - 1) / kWarps);
   const cudaStream_t s = as_stream(stream);
   if (g.dtype == DType::kBFloat16)
-    launch_epilogue<__nv_bfloat16>(g, blocks, s);
+    launch_epilogue<__nv_bfloat16>(g, s);
   else
-    launch_epilogue<__half>(g, blocks, s);
+    launch_epilogue<__half>(g, s);
   IP_CUDA_CHECK(cudaGetLastError(), "fused_linear");
 }
 

@@ -52,6 +52,7 @@ struct GemvHalf {
   // The row writes (kNone, one row).
   GemvRowWrite writes[2];
   int n_writes = 0;
+  int32_t split = 1;  // warps a column on the one-row path (set by gemv_half)
 };
 
 void gemv_half(const GemvHalf& g, void* stream);

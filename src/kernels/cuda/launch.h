@@ -18,6 +18,11 @@ constexpr int kMaxDims = 8;
 constexpr int kWorkspaceAttention = 0;  // the general attention path's split partials
 constexpr int kWorkspaceBlas = 1;       // cuBLAS's workspace
 
+// Whether kernels launch as programmatic dependents of the previous kernel (device_common.cuh):
+// true unless the environment sets INPLACE_CUDA_PDL=0 (read once), which profiles use to time
+// each kernel on its own (under PDL a kernel's span includes its wait for the one before).
+bool pdl_enabled();
+
 // A tensor viewed at a (broadcast) shape, or a Python number. Strides are in elements.
 struct Operand {
   char* data = nullptr;
