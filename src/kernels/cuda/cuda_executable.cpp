@@ -190,7 +190,8 @@ void CudaExecutable::run_steps(void* stream, CallObserver& observer) {
 void CudaExecutable::enqueue(void* stream, CallObserver& observer) {
   if (scalars_.on_device)
     runtime_.eval_scalars(
-        static_cast<const int64_t*>(code_->data()), static_cast<int64_t>(plan().scalars.size()),
+        static_cast<const int64_t*>(code_->data()), static_cast<int64_t>(scalars_.code.size()),
+        static_cast<int64_t>(plan().scalars.size()),
         static_cast<const DeviceScalarInput*>(inputs_->data()),
         static_cast<int64_t*>(slots_->data()), static_cast<int32_t*>(error_->data()), stream);
   run_steps(stream, observer);

@@ -58,11 +58,13 @@ class DeviceRuntime {
   virtual void* end_capture(void* stream) const = 0;
   virtual void launch_graph(void* graph, void* stream) const = 0;
   virtual void destroy_graph(void* graph) const = 0;
-  // Evaluates `count` scalar programs (`code`: device memory, the encoding of
-  // device_scalars.h) into `slots` (int64 device memory), reading `inputs` (device memory,
-  // DeviceScalarInput each); errors go to `error`. One tiny kernel.
-  virtual void eval_scalars(const int64_t* code, int64_t count, const DeviceScalarInput* inputs,
-                            int64_t* slots, int32_t* error, void* stream) const = 0;
+  // Evaluates `count` scalar programs (`code`: device memory, `code_len` int64 of the encoding
+  // of device_scalars.h) into `slots` (int64 device memory), reading `inputs` (device memory,
+  // DeviceScalarInput each); errors go to `error`. One small kernel: a block evaluates the
+  // independent programs at once, from shared memory.
+  virtual void eval_scalars(const int64_t* code, int64_t code_len, int64_t count,
+                            const DeviceScalarInput* inputs, int64_t* slots, int32_t* error,
+                            void* stream) const = 0;
 };
 
 // A kernel that makes a device temporary calls keep_for_graph(t): while a context captures a

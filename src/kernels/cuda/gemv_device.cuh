@@ -131,20 +131,41 @@ __device__ inline void fetch_chunks(uint4 (&raw)[kUnroll], uint4 (&raw2)[kUnroll
   }
 }
 
-// Where the row write places column n's result (GemvRowWrite, elements of T), or null. The
-// position is read here, before the product, so that its round trip overlaps the product's.
+// The position row h of a row write goes to, wrapped where the write wraps negatives; outside
+// [0, extent) when the write must refuse it.
+__device__ inline int64_t row_position(const GemvRowWrite& w, int64_t h) {
+  int64_t p = w.index ? load_at<int64_t>(w.index, w.index_dtype, h * w.index_stride) : w.number;
+  if (w.wrap_negative && p < 0) p += w.extent;
+  return p;
+}
+
+// Where the row write places column n's result (GemvRowWrite, elements of T), or null (also
+// where the position is refused: report_row_writes flags that). The position is read here,
+// before the product, so that its round trip overlaps the product's.
 template <typename T = float>
 __device__ inline T* row_target(const GemvRowWrite& w, int64_t n) {
   const int64_t c = n - w.col0;
   if (c < 0 || c >= w.cols) return nullptr;
   const int64_t h = c / w.d, j = c % w.d;
-  int64_t p = w.index ? load_at<int64_t>(w.index, w.index_dtype, h * w.index_stride) : w.number;
-  if (w.wrap_negative && p < 0) p += w.extent;
-  if (p < 0 || p >= w.extent) {
-    if (w.error && atomicCAS(w.error, 0, kDeviceErrorPosition) == 0) w.error[1] = w.error_step;
-    return nullptr;
-  }
+  const int64_t p = row_position(w, h);
+  if (p < 0 || p >= w.extent) return nullptr;
   return static_cast<T*>(w.dst) + h * w.dst_stride + p * w.unit + j;
+}
+
+// Flags the first refused position of the writes, in the order of their steps (the writes in
+// order, each one's rows in order), as the standalone steps would: one thread of the launch
+// calls it, after the wait for the previous kernel, so which write is named never depends on
+// which block runs first.
+__device__ inline void report_row_writes(const GemvRowWrite* writes, int n_writes) {
+  for (int i = 0; i < n_writes; ++i) {
+    const GemvRowWrite& w = writes[i];
+    for (int64_t h = 0; h * w.d < w.cols; ++h) {
+      const int64_t p = row_position(w, h);
+      if (p >= 0 && p < w.extent) continue;
+      if (w.error && atomicCAS(w.error, 0, kDeviceErrorPosition) == 0) w.error[1] = w.error_step;
+      return;
+    }
+  }
 }
 
 // Column n of a product of one input row, on the 16-byte path, by g.split warps (the row's
@@ -184,6 +205,7 @@ __device__ inline void gemv_one_row(const GemvBf16& g, int64_t n, bool active, b
       }
       if (g.n_writes > 0) target0 = row_target(g.writes[0], n);
       if (g.n_writes > 1) target1 = row_target(g.writes[1], n);
+      if (n == 0 && lane == 0) report_row_writes(g.writes, g.n_writes);
     }
   }
   float acc = 0.f, acc2 = 0.f, sq = 0.f;

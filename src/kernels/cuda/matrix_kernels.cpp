@@ -205,6 +205,20 @@ void run_matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alph
 
 const Scalar kOne(int64_t{1}), kZero(int64_t{0});
 
+// cuBLAS multiplies float32, float64, float16 and bfloat16: other dtypes (integer products) are
+// refused before the run, so the compiler places such a step on the host.
+std::string float_products(const Args& a) {
+  for (const Value& v : a)
+    if (v.is_tensor()) {
+      const DType d = v.tensor.dtype();
+      if (d != DType::kFloat32 && d != DType::kFloat64 && d != DType::kFloat16 &&
+          d != DType::kBFloat16)
+        return str_cat("matrix products of ", dtype_name(d),
+                       " are not supported on cuda (float32, float64, float16, bfloat16)");
+    }
+  return {};
+}
+
 }  // namespace
 
 void register_matrix_kernels(KernelTable& t) {
@@ -213,7 +227,7 @@ void register_matrix_kernels(KernelTable& t) {
                             const KernelContext& ctx) {
     run_matmul(a[0].tensor, a[1].tensor, outs[0], kOne, kZero, ctx);
   };
-  for (const char* n : {"mm", "bmm", "matmul", "dot", "mv"}) t.add(C, n, product);
+  for (const char* n : {"mm", "bmm", "matmul", "dot", "mv"}) t.add(C, n, product, float_products);
   // self + products: self broadcast into out first, unless beta is 0 (then self is ignored).
   const Kernel add_product = [](const Args& a, const std::vector<Tensor>& outs,
                                 const KernelContext& ctx) {
@@ -222,13 +236,16 @@ void register_matrix_kernels(KernelTable& t) {
       copy_cast(operand(outs[0]), operand(a[0].tensor, outs[0].shape()), ctx.queue);
     matmul(a[1].tensor, a[2].tensor, outs[0], alpha, beta, ctx.queue, workspace(ctx));
   };
-  t.add(C, "addmm", add_product);
-  t.add(C, "baddbmm", add_product);
-  t.add(C, "linear", [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-    const bool has_bias = !a[2].is_none();
-    if (has_bias) copy_cast(operand(outs[0]), operand(a[2].tensor, outs[0].shape()), ctx.queue);
-    run_matmul(a[0].tensor, a[1].tensor.t(), outs[0], kOne, has_bias ? kOne : kZero, ctx);
-  });
+  t.add(C, "addmm", add_product, float_products);
+  t.add(C, "baddbmm", add_product, float_products);
+  t.add(
+      C, "linear",
+      [](const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+        const bool has_bias = !a[2].is_none();
+        if (has_bias) copy_cast(operand(outs[0]), operand(a[2].tensor, outs[0].shape()), ctx.queue);
+        run_matmul(a[0].tensor, a[1].tensor.t(), outs[0], kOne, has_bias ? kOne : kZero, ctx);
+      },
+      float_products);
 }
 
 }  // namespace inplace::cuda

@@ -1,6 +1,6 @@
 // The CUDA runtime behind device_runtime.h: streams, events, pinned memory, graph
-// capture and replay, and the one-thread kernel that evaluates an engine's runtime scalars
-// into device slots (so a decode step never reads its position on the host).
+// capture and replay, and the kernel that evaluates an engine's runtime scalars into device
+// slots (so a decode step never reads its position on the host).
 #include <cstring>
 
 #include "backend/symbolic.h"
@@ -50,78 +50,187 @@ __device__ int64_t read_input(const DeviceScalarInput& in, int64_t e) {
   }
 }
 
-__global__ void eval_scalars_kernel(const int64_t* code, int64_t count,
-                                    const DeviceScalarInput* inputs, int64_t* slots,
-                                    int32_t* error) {
-  pdl_begin();
+// Where a program reads another scalar's slot that is not ready yet (the parallel evaluator).
+constexpr int64_t kNotReady = -1;
+
+// Evaluates one scalar program (n instructions at p) on the stack; scalar slot reads go through
+// slot(a), which returns false when slot a is not ready (the program then stops: kNotReady).
+// The first error the program meets is kept in (*kind, *which); the value is returned in *out.
+template <typename Slot>
+__device__ int64_t eval_program(const int64_t* p, int64_t n, int64_t k,
+                                const DeviceScalarInput* inputs, Slot&& slot, int64_t* out,
+                                int32_t* kind, int32_t* which) {
   int64_t stack[kDeviceScalarStackDepth];
+  int sp = 0;
+  auto fail = [&](int32_t kd, int32_t w) {
+    if (*kind == kDeviceErrorNone) {
+      *kind = kd;
+      *which = w;
+    }
+  };
+  for (int64_t t = 0; t < n; ++t, p += 3) {
+    const Op op = static_cast<Op>(p[0]);
+    const int64_t a = p[1], b = p[2];
+    int64_t y = 0, x = 0;
+    if (op != Op::kConst && op != Op::kRead && op != Op::kScalar && op != Op::kDim &&
+        op != Op::kNeg && sp >= 2) {
+      y = stack[--sp];
+      x = stack[--sp];
+    }
+    switch (op) {
+      case Op::kConst:
+        stack[sp++] = a;
+        break;
+      case Op::kRead: {
+        const DeviceScalarInput& in = inputs[a];
+        int64_t v = 0;
+        if (b < 0 || b >= in.numel) {
+          fail(kDeviceErrorRead, static_cast<int32_t>(k));
+        } else {
+          v = read_input(in, b);
+          if (in.lo <= in.hi && (v < in.lo || v > in.hi))
+            fail(kDeviceErrorRange, static_cast<int32_t>(a));
+        }
+        stack[sp++] = v;
+        break;
+      }
+      case Op::kDim:  // never planned on the device (device_scalars.cpp)
+        stack[sp++] = 0;
+        break;
+      case Op::kScalar: {
+        int64_t v = 0;
+        if (!slot(a, &v)) return kNotReady;
+        stack[sp++] = v;
+        break;
+      }
+      case Op::kNeg:
+        stack[sp - 1] = static_cast<int64_t>(0ull - static_cast<uint64_t>(stack[sp - 1]));
+        break;
+      case Op::kAdd:
+        stack[sp++] = static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
+        break;
+      case Op::kSub:
+        stack[sp++] = static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
+        break;
+      case Op::kMul:
+        stack[sp++] = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
+        break;
+      case Op::kFloorDiv:
+      case Op::kMod:
+        if (y == 0) {
+          fail(kDeviceErrorDivision, static_cast<int32_t>(k));
+          stack[sp++] = 0;
+        } else {
+          stack[sp++] = op == Op::kFloorDiv ? d_floor_div(x, y) : d_mod(x, y);
+        }
+        break;
+      case Op::kMin:
+        stack[sp++] = x < y ? x : y;
+        break;
+      case Op::kMax:
+        stack[sp++] = x > y ? x : y;
+        break;
+    }
+  }
+  *out = sp > 0 ? stack[sp - 1] : 0;
+  return 0;
+}
+
+// Programs and scalars one block evaluates from shared memory; larger plans take the one-thread
+// evaluator.
+constexpr int64_t kSharedCode = 3072;
+constexpr int kSharedScalars = 256;
+constexpr int kEvalThreads = 128;
+
+// Every program by one thread, in order, reading the code where it lies.
+__global__ void eval_scalars_serial_kernel(const int64_t* code, int64_t count,
+                                           const DeviceScalarInput* inputs, int64_t* slots,
+                                           int32_t* error) {
+  pdl_begin();
   int64_t pc = 1;  // code[0] is the count
   for (int64_t k = 0; k < count; ++k) {
     const int64_t n = code[pc++];
-    int sp = 0;
-    for (int64_t t = 0; t < n; ++t, pc += 3) {
-      const Op op = static_cast<Op>(code[pc]);
-      const int64_t a = code[pc + 1], b = code[pc + 2];
-      int64_t y = 0, x = 0;
-      if (op != Op::kConst && op != Op::kRead && op != Op::kScalar && op != Op::kDim &&
-          op != Op::kNeg && sp >= 2) {
-        y = stack[--sp];
-        x = stack[--sp];
-      }
-      switch (op) {
-        case Op::kConst:
-          stack[sp++] = a;
-          break;
-        case Op::kRead: {
-          const DeviceScalarInput& in = inputs[a];
-          int64_t v = 0;
-          if (b < 0 || b >= in.numel) {
-            raise(error, kDeviceErrorRead, static_cast<int32_t>(k));
-          } else {
-            v = read_input(in, b);
-            if (in.lo <= in.hi && (v < in.lo || v > in.hi))
-              raise(error, kDeviceErrorRange, static_cast<int32_t>(a));
-          }
-          stack[sp++] = v;
-          break;
-        }
-        case Op::kDim:  // never planned on the device (device_scalars.cpp)
-          stack[sp++] = 0;
-          break;
-        case Op::kScalar:
-          stack[sp++] = slots[a];
-          break;
-        case Op::kNeg:
-          stack[sp - 1] = static_cast<int64_t>(0ull - static_cast<uint64_t>(stack[sp - 1]));
-          break;
-        case Op::kAdd:
-          stack[sp++] = static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
-          break;
-        case Op::kSub:
-          stack[sp++] = static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
-          break;
-        case Op::kMul:
-          stack[sp++] = static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
-          break;
-        case Op::kFloorDiv:
-        case Op::kMod:
-          if (y == 0) {
-            raise(error, kDeviceErrorDivision, static_cast<int32_t>(k));
-            stack[sp++] = 0;
-          } else {
-            stack[sp++] = op == Op::kFloorDiv ? d_floor_div(x, y) : d_mod(x, y);
-          }
-          break;
-        case Op::kMin:
-          stack[sp++] = x < y ? x : y;
-          break;
-        case Op::kMax:
-          stack[sp++] = x > y ? x : y;
-          break;
-      }
-    }
-    slots[k] = sp > 0 ? stack[sp - 1] : 0;
+    int32_t kind = kDeviceErrorNone, which = 0;
+    int64_t v = 0;
+    eval_program(
+        code + pc, n, k, inputs,
+        [&](int64_t a, int64_t* out) {
+          *out = slots[a];
+          return true;
+        },
+        &v, &kind, &which);
+    if (kind != kDeviceErrorNone) raise(error, kind, which);
+    slots[k] = v;
+    pc += 3 * n;
   }
+}
+
+// The same values and the same first error, the programs spread over a block: the code is
+// copied into shared memory (it is constant, so before the wait for the previous kernel), one
+// thread finds where each program starts, then in rounds every thread evaluates its programs
+// whose scalar reads were ready before the round, until all are done; the first error in program
+// order is raised, as the one-thread evaluator raises it.
+__global__ void __launch_bounds__(kEvalThreads)
+    eval_scalars_kernel(const int64_t* code, int64_t code_len, int64_t count,
+                        const DeviceScalarInput* inputs, int64_t* slots, int32_t* error) {
+  __shared__ int64_t s_code[kSharedCode];
+  __shared__ int64_t s_value[kSharedScalars];
+  __shared__ int32_t s_start[kSharedScalars], s_kind[kSharedScalars], s_which[kSharedScalars];
+  __shared__ bool s_ready[kSharedScalars], s_new[kSharedScalars];
+  __shared__ int s_pending;
+  pdl_trigger();
+  for (int64_t i = threadIdx.x; i < code_len; i += blockDim.x) s_code[i] = code[i];
+  for (int64_t k = threadIdx.x; k < count; k += blockDim.x) s_ready[k] = s_new[k] = false;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int64_t pc = 1;  // code[0] is the count
+    for (int64_t k = 0; k < count; ++k) {
+      s_start[k] = static_cast<int32_t>(pc);
+      pc += 1 + 3 * s_code[pc];
+    }
+  }
+  pdl_wait();
+  bool more = true;
+  while (more) {
+    __syncthreads();  // the last round's ready flags (and the starts) are visible
+    if (threadIdx.x == 0) s_pending = 0;
+    __syncthreads();
+    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
+      if (s_ready[k]) continue;
+      int32_t kind = kDeviceErrorNone, which = 0;
+      int64_t v = 0;
+      const int64_t at = s_start[k];
+      auto ready = [&](int64_t a, int64_t* out) {
+        if (!s_ready[a]) return false;
+        *out = s_value[a];
+        return true;
+      };
+      if (eval_program(s_code + at + 1, s_code[at], k, inputs, ready, &v, &kind, &which) ==
+          kNotReady) {
+        s_pending = 1;
+        continue;
+      }
+      s_value[k] = v;
+      s_kind[k] = kind;
+      s_which[k] = which;
+      s_new[k] = true;
+    }
+    __syncthreads();
+    for (int64_t k = threadIdx.x; k < count; k += blockDim.x)
+      if (s_new[k]) {
+        s_ready[k] = true;
+        s_new[k] = false;
+      }
+    more = s_pending != 0;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int64_t k = 0; k < count; ++k)
+      if (s_kind[k] != kDeviceErrorNone) {
+        raise(error, s_kind[k], s_which[k]);
+        break;
+      }
+  for (int64_t k = threadIdx.x; k < count; k += blockDim.x) slots[k] = s_value[k];
 }
 
 void ok(cudaError_t e, const char* what) {
@@ -200,9 +309,14 @@ class CudaRuntime final : public DeviceRuntime {
   void destroy_graph(void* g) const override {
     if (g) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(g));
   }
-  void eval_scalars(const int64_t* code, int64_t count, const DeviceScalarInput* inputs,
-                    int64_t* slots, int32_t* error, void* s) const override {
-    launch_pdl(eval_scalars_kernel, 1, 1, as_stream(s), code, count, inputs, slots, error);
+  void eval_scalars(const int64_t* code, int64_t code_len, int64_t count,
+                    const DeviceScalarInput* inputs, int64_t* slots, int32_t* error,
+                    void* s) const override {
+    if (code_len <= kSharedCode && count <= kSharedScalars)
+      launch_pdl(eval_scalars_kernel, 1, kEvalThreads, as_stream(s), code, code_len, count, inputs,
+                 slots, error);
+    else
+      launch_pdl(eval_scalars_serial_kernel, 1, 1, as_stream(s), code, count, inputs, slots, error);
     IP_CUDA_CHECK(cudaGetLastError(), "runtime scalars");
   }
 };
