@@ -1,16 +1,19 @@
 // fuse_linear_epilogues (an engine pass, after fuse_weight_casts): the elementwise work that
 // follows a fused_linear product at decode size joins the product's step.
 //   add(r, fused_linear(x, w, b))                    -> fused_linear(x, w, b, residual=r)
-//   mul(silu(fused_linear(x, wg)), fused_linear(x, wu))
-//                                                     -> gated_mlp(x, wg, wu, "silu")
-// (either operand order). The residual stream's add after o_proj / down_proj and a SwiGLU MLP's
-// gate, up, silu and mul become one step each: on a GPU each step is a launch of a few
-// microseconds, on the cpu a pass over a temporary. Only products whose input has at most
-// options.decode_max_rows rows (a decode step, as the engine's backend declares it; a prompt
-// keeps its matmul) and whose intermediates nothing
-// else reads are fused; shapes and dtypes must match exactly (no broadcasting, no promotion). At
-// a half dtype the fused ops round where the chain rounds (the product before the residual add;
-// gate, up, silu and the product), so the rewrite is exact there too.
+//   mul(act(fused_linear(x, wg)), fused_linear(x, wu)) -> gated_mlp(x, wg, wu, act)
+//   mul(act(p[.., :n/2]), p[.., n/2:]), p = fused_linear(x, w)
+//                                                     -> gated_mlp(x, w[:n/2], w[n/2:], act)
+// (either operand order; act silu or gelu(approximate='tanh'); the halves by chunk, split,
+// split_with_sizes or slice, either half the gate; w's halves are slice views of the caller's
+// weight, not copies). The residual stream's add after o_proj / down_proj and a gated MLP's gate,
+// up, activation and mul (Llama's gate_proj and up_proj, Phi-3's gate_up_proj, Gemma's GeGLU)
+// become one step each: on a GPU each step is a launch of a few microseconds, on the cpu a pass
+// over a temporary. Only products whose input has at most options.decode_max_rows rows (a decode
+// step, as the engine's backend declares it; a prompt keeps its matmul) and whose intermediates
+// nothing else reads are fused; shapes and dtypes must match exactly (no broadcasting, no
+// promotion). At a half dtype the fused ops round where the chain rounds (the product before the
+// residual add; gate, up, the activation and the product), so the rewrite is exact there too.
 #include <algorithm>
 
 #include "ops/fused_linear_args.h"
@@ -51,23 +54,28 @@ class FuseLinearEpiloguesPass : public Pass {
     return d == DType::kFloat32 || d == DType::kBFloat16 || d == DType::kFloat16;
   }
 
-  // A fused_linear without a residual read only by `user`, of at most `rows` input rows, with a
+  // A fused_linear without a residual (or more weights), of at most `rows` input rows, with a
   // known result of a dtype the fused ops compute in.
-  static Node* decode_linear(const Graph& g, const MetaTable& metas, Node* n, const Node* user,
-                             bool bias_allowed, int64_t rows) {
+  static bool decode_product(const MetaTable& metas, const Node* n, bool bias_allowed,
+                             int64_t rows) {
     using namespace fused_linear;
-    if (op_name(n) != kLinear || g.users(n).size() != 1 || g.users(n)[0] != user) return nullptr;
-    if (n->args.size() < 2 || !n->args[0].is_node() || !n->args[1].is_node() ||
-        has_arg(n->args, kResidual))
-      return nullptr;
-    const bool has_bias = has_arg(n->args, kBias);
-    if (!n->kwargs.empty() || (has_bias && !bias_allowed)) return nullptr;
+    if (op_name(n) != kLinear || n->args.size() < 2 || !n->args[0].is_node() ||
+        !n->args[1].is_node() || has_arg(n->args, kResidual) ||
+        has_more_weights(n->args, kMoreWeights))
+      return false;
+    if (!n->kwargs.empty() || (has_arg(n->args, kBias) && !bias_allowed)) return false;
     const Tensor* x = metas.tensor(n->args[0].node);
     const Tensor* y = metas.tensor(n);
-    if (!x || !y || x->dim() < 1 || !computes_in(y->dtype())) return nullptr;
+    if (!x || !y || x->dim() < 1 || !computes_in(y->dtype())) return false;
     const int64_t k = x->size(-1);
-    if (k == 0 || x->numel() / k > rows) return nullptr;
-    return n;
+    return k != 0 && x->numel() / k <= rows;
+  }
+
+  // decode_product read only by `user`.
+  static Node* decode_linear(const Graph& g, const MetaTable& metas, Node* n, const Node* user,
+                             bool bias_allowed, int64_t rows) {
+    if (g.users(n).size() != 1 || g.users(n)[0] != user) return nullptr;
+    return decode_product(metas, n, bias_allowed, rows) ? n : nullptr;
   }
 
   static bool same_meta(const MetaTable& metas, const Node* a, const Node* b) {
@@ -126,7 +134,6 @@ class FuseLinearEpiloguesPass : public Pass {
   // slice(p, -1, i * n / 2, (i + 1) * n / 2) with p = fused_linear(x, w) of one weight, no bias
   // and no residual, at decode size (Phi-3's gate_up_proj). Returns i (-1: none) and p.
   static int half_of(const MetaTable& metas, const Node* piece, int64_t rows, Node** product) {
-    using namespace fused_linear;
     const std::string name = op_name(piece);
     if (!piece->kwargs.empty() || piece->args.size() < 2 || !piece->args[0].is_node()) return -1;
     Node* p = piece->args[0].node;
@@ -171,18 +178,11 @@ class FuseLinearEpiloguesPass : public Pass {
       dim = at(1, 0);
     }
     const Tensor* y = metas.tensor(p);
-    if (half < 0 || !y || (dim != -1 && dim != y->dim() - 1)) return -1;
-    if (op_name(p) != kLinear || !p->kwargs.empty() || p->args.size() < 2 ||
-        !p->args[0].is_node() || !p->args[1].is_node() || has_arg(p->args, kBias) ||
-        has_arg(p->args, kResidual) || has_more_weights(p->args, kMoreWeights))
+    if (half < 0 || !y || (dim != -1 && dim != y->dim() - 1) ||
+        !decode_product(metas, p, /*bias_allowed=*/false, rows))
       return -1;
-    const Tensor* x = metas.tensor(p->args[0].node);
     const Tensor* w = metas.tensor(p->args[1].node);
-    if (!x || !w || x->dim() < 1 || w->dim() != 2 || w->size(0) != y->size(-1) ||
-        !computes_in(y->dtype()))
-      return -1;
-    const int64_t k = x->size(-1);
-    if (k == 0 || x->numel() / k > rows) return -1;
+    if (!w || w->dim() != 2 || w->size(0) != y->size(-1)) return -1;
     *product = p;
     return static_cast<int>(half);
   }
