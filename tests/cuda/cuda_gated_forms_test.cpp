@@ -2,11 +2,12 @@
 // gated_mlp and rms_norm_gated_mlp with silu and gelu_tanh, their weights the two row halves of
 // one weight (Phi-3's gate_up_proj, read where it lies at an offset), against the cpu kernels;
 // and the Hugging Face fixtures that reach them (Phi-3 in bf16: its gate_up halves and its q/k/v
-// product's rotary epilogue; Gemma's GeGLU) compiled for cuda, against the cpu engine and against
-// the cuda engine without the rewrites, on draws with positions across the cache. Skipped, saying
-// so, without a GPU.
+// product's rotary epilogue and cache writes; Gemma's GeGLU) compiled for cuda, against the cpu
+// engine and against the cuda engine without the rewrites, on draws with positions across the
+// cache. Skipped, saying so, without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 
 #include "backend/kernel_table.h"
@@ -110,6 +111,7 @@ class Engine {
     return out;
   }
   std::string plan() const { return program_.engine->describe(); }
+  ExecutionContext& context() { return *ctx_; }
 
  private:
   CompiledProgram program_;
@@ -143,6 +145,10 @@ TEST(CudaGatedForms, Phi3AndGemmaFixturesMatchTheCpuEngine) {
         EXPECT_TRUE(close(a[j], n[j], dtype_tolerance(a[j].dtype()))) << "value " << j;
       }
     }
+    // Each layer's k and v cache writes ran in its q/k/v product's launch, as Llama's do.
+    EXPECT_GE(gpu.context().stats().counter("joined_steps"), 4);
+    std::printf("[gpu suite] %s fixture: %lld steps joined to another's launch\n", c.model,
+                (long long)gpu.context().stats().counter("joined_steps"));
   }
 }
 
