@@ -94,13 +94,19 @@ Tensor linear_meta(const Args& a) {
   return Tensor::meta(out, x.dtype());
 }
 
+std::string activation_of(const Args& a) {
+  if (a.size() <= kActivation || a[kActivation].is_none()) return kSilu;
+  const std::string act = a[kActivation].as_string(kGatedMlp);
+  IP_CHECK(act == kSilu || act == kGeluTanh, kUnsupported, "[", kGatedMlp, "] activation '", act,
+           "' is not supported ('", kSilu, "' and '", kGeluTanh, "' are)");
+  return act;
+}
+
 Tensor gated_mlp_meta(const Args& a) {
   const Tensor& x = a[kInput].as_tensor(kGatedMlp);
   const Tensor& wg = a[kWeight].as_tensor(kGatedMlp);
   const Tensor& wu = a[kUpWeight].as_tensor(kGatedMlp);
-  const std::string act = a.size() > kActivation ? a[kActivation].as_string(kGatedMlp) : kSilu;
-  IP_CHECK(act == kSilu, kUnsupported, "[", kGatedMlp, "] activation '", act,
-           "' is not supported (silu is)");
+  activation_of(a);
   Shape out = product_shape(kGatedMlp, x, wg);
   IP_CHECK(product_shape(kGatedMlp, x, wu) == out && wg.dtype() == wu.dtype(), kShapeMismatch, "[",
            kGatedMlp, "] gate weight ", shape_str(wg.shape()), " ", dtype_name(wg.dtype()),

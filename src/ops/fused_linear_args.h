@@ -7,6 +7,7 @@
 //   gated_mlp(input, gate_weight, up_weight, activation)
 //                                                    = act(input @ gate_weight^T) *
 //                                                      (input @ up_weight^T)
+//                                                      (act: "silu" or "gelu_tanh")
 //   rms_norm_linear(input, norm_weight, eps, weight, bias, cos, sin, rotary_cols, norm,
 //                   more_weights)
 //   rms_norm_gated_mlp(input, norm_weight, eps, gate_weight, up_weight, activation, norm)
@@ -22,7 +23,7 @@
 // residual span all the columns).
 // At a half input dtype every op of the chain rounds its result to that dtype, as the chain
 // does: the product (+ bias) is rounded before the residual is added (in float, rounded again);
-// the gate and up products, silu(gate) and the gated product are each rounded.
+// the gate and up products, act(gate) and the gated product are each rounded.
 #pragma once
 #include "ops/registry.h"
 
@@ -32,8 +33,10 @@ inline constexpr const char* kLinear = "fused_linear";
 inline constexpr const char* kGatedMlp = "gated_mlp";
 inline constexpr const char* kNormLinear = "rms_norm_linear";
 inline constexpr const char* kNormGatedMlp = "rms_norm_gated_mlp";
-// The one activation gated_mlp computes today (a SwiGLU MLP's).
+// The activations gated_mlp computes: silu (a SwiGLU MLP's: Llama, Mistral, Qwen2, Phi-3) and
+// gelu_tanh (gelu(x, approximate='tanh'), a GeGLU MLP's: Gemma), each as its own op's kernel.
 inline constexpr const char* kSilu = "silu";
+inline constexpr const char* kGeluTanh = "gelu_tanh";
 
 // Argument positions of the products.
 enum Arg {
@@ -92,6 +95,9 @@ Args product_args(const char* norm_form, const Value& input, const Args& a);
 inline int64_t rotary_cols(const Args& a) {
   return a.size() > kRotaryCols ? a[kRotaryCols].as_int(kNormLinear) : 0;
 }
+
+// A gated MLP's activation (its `activation`, kSilu when left out); throws on another name.
+std::string activation_of(const Args& a);
 
 // Shape rules: the result's meta (the input's dtype); each throws naming the op unless the
 // operands fit.

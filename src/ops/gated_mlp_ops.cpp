@@ -1,10 +1,10 @@
 // gated_mlp: act(x @ w_gate^T) * (x @ w_up^T), a gated MLP's gate and up products with the
-// activation and the product of the two (SwiGLU: act = silu), made by fuse_linear_epilogues:
-// one step that reads the weights once and writes only its result, without the temporaries and
-// launches of the chain. rms_norm_gated_mlp: gated_mlp(rms_norm(x, [k], norm_weight, eps), ...),
-// its RMSNorm prologue joined by fuse_norm_prologues (a layer's post-attention norm; `norm` as
-// rms_norm_linear's). At a half dtype the gate and up products, silu(gate) and the gated product
-// are each rounded to it, as the chain's ops round them. Weights
+// activation and the product of the two (SwiGLU: act = silu; GeGLU: act = gelu_tanh), made by
+// fuse_linear_epilogues: one step that reads the weights once and writes only its result,
+// without the temporaries and launches of the chain. rms_norm_gated_mlp: gated_mlp(rms_norm(x,
+// [k], norm_weight, eps), ...), its RMSNorm prologue joined by fuse_norm_prologues (a layer's
+// post-attention norm; `norm` as rms_norm_linear's). At a half dtype the gate and up products,
+// act(gate) and the gated product are each rounded to it, as the chain's ops round them. Weights
 // may be of a narrower float dtype than x, as fused_linear's. Every backend computes each result
 // element by the same float operations, in the same order, as the chain's kernels. Shape rules
 // and argument positions: ops/fused_linear_args.h.

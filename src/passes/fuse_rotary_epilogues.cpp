@@ -11,12 +11,12 @@
 // a few microseconds each (per layer) are gone. Conditions: every rotary on the product reads the
 // same cos and sin of d elements (one position, broadcast over heads and rows), its input is a
 // chain of single-reader views (a last-dim slice at a multiple of d, a view splitting the last
-// dim into [.., d], transposes that keep the last dim last; no slice where the rotary reads the
-// whole product, a q or k projection of its own), the rotated ranges tile a prefix of
-// the columns, nothing else reads that prefix, and x, cos and sin share one dtype: float32,
-// bfloat16 or float16 (the product's result is rounded to it, then the epilogue rotates with the
-// rotary's own rounding points: each product and the sum rounded to the dtype, bit for bit the
-// standalone step on every backend).
+// dim into [.., d], transposes that keep the last dim last, aliases; no slice where the rotary
+// reads the whole product, a q or k projection of its own), the rotated ranges tile a prefix of the
+// columns, nothing else reads that prefix, and x, cos and sin share one dtype: float32, bfloat16 or
+// float16 (the product's result is rounded to it, then the epilogue rotates with the rotary's own
+// rounding points: each product and the sum rounded to the dtype, bit for bit the standalone step
+// on every backend).
 #include <algorithm>
 
 #include "ops/fused_linear_args.h"
@@ -112,7 +112,9 @@ class FuseRotaryEpiloguesPass : public Pass {
       const Tensor* out = metas.tensor(n);
       const Tensor* in = metas.tensor(n->args[0].node);
       if (!out || !in || out->dim() < 1 || in->dim() < 1) return false;
-      if (name == "transpose") {
+      if (name == "alias") {  // the whole tensor (Phi-3's q[..., :rotary_dim] of every column)
+        if (n->args.size() != 1 || !n->kwargs.empty() || out->shape() != in->shape()) return false;
+      } else if (name == "transpose") {
         const int64_t nd = out->dim();
         int64_t a = int_arg(n, 1, INT64_MIN), b = int_arg(n, 2, INT64_MIN);
         if (a == INT64_MIN || b == INT64_MIN) return false;

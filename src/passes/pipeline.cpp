@@ -68,7 +68,8 @@ namespace {
 const char* const kOptionalRewrites[] = {
     "drop_identity_casts",  "recognize_attention",      "canonicalize_repeat_kv",
     "attend_filled_prefix", "fold_position_arithmetic", "outer_product_matmul",
-    "fuse_rotary",          "fuse_rotary_epilogues",    "fuse_pointwise"};
+    "fuse_rotary",          "fuse_rotary_epilogues",    "fuse_pointwise",
+    "fuse_linear_epilogues"};
 
 bool is_optional_rewrite(const std::string& name) {
   for (const char* r : kOptionalRewrites)

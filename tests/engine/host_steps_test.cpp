@@ -269,25 +269,28 @@ TEST(HostSteps, HuggingFaceFixturesFusePointwiseOnCuda) {
 }
 
 // The bf16 fixtures with the GPU's fusion choices: every norm and product of the fused linear
-// family reaches a CUDA kernel (gemv_half), none runs on the host; a layer's q, k and v are one.
+// family reaches a CUDA kernel (gemv_half), none runs on the host; a layer's q, k and v are one
+// product (Phi-3's own qkv_proj), its gate and up one gated MLP (Phi-3's gate_up_proj halves,
+// Gemma's GeGLU).
 TEST(HostSteps, HuggingFaceBf16FusedLinearFamilyOnCuda) {
-  for (const char* model : {"llama_bf16", "mistral_bf16", "gemma_bf16"}) {
+  for (const char* model : {"llama_bf16", "mistral_bf16", "gemma_bf16", "phi3_bf16"}) {
     SCOPED_TRACE(model);
     Plan p = cuda_plan_of_fixture(model);
-    int fused = 0, norm_linear = 0, grouped = 0;
+    int fused = 0, norm_linear = 0, grouped = 0, gated = 0;
     for (const Step& s : p.steps)
       if (s.op) {
         const std::string op = s.op->schema.name;
         fused += op == "rms_norm_linear" || op == "rms_norm_gated_mlp" || op == "fused_linear";
         norm_linear += op == "rms_norm_linear";
+        gated += op == "rms_norm_gated_mlp";
         grouped += op == "rms_norm_linear" && s.node.find("merged") != std::string::npos;
       }
     EXPECT_GT(fused, 0);
     // q, k and v one grouped product a layer (their weights are inputs: more_weights, not a
-    // stacked copy), and the LM head: two layers. Gemma's gate and up (a GeGLU) group too.
-    const int expect_grouped = std::string(model) == "gemma_bf16" ? 4 : 2;
-    EXPECT_EQ(grouped, expect_grouped);
-    EXPECT_EQ(norm_linear, expect_grouped + 1);
+    // stacked copy; Phi-3's is one weight already), and the LM head: two layers.
+    EXPECT_EQ(grouped, std::string(model) == "phi3_bf16" ? 0 : 2);
+    EXPECT_EQ(norm_linear, 3);
+    EXPECT_EQ(gated, 2);
     std::string ops;
     for (const HostStep& h : place_on_host(p, false))
       if (h.op.find("linear") != std::string::npos || h.op.find("norm") != std::string::npos ||

@@ -147,6 +147,20 @@ TEST(ElementwiseUnary, GeluApproximations) {
   EXPECT_TRUE(tensor_near(y, {7}, ref_unary(xf, gelu_tanh_ref), 1e-6));
 }
 
+// silu at float32 gives the contiguous kernel's values (silu_f32) on every input layout: a
+// gated MLP's gate is a strided half of one product, and the fused step must equal the chain.
+TEST(ElementwiseUnary, SiluOfAStridedViewEqualsSiluOfItsCopy) {
+  Tensor x = Tensor::empty({64, 256}, DType::kFloat32);
+  uint32_t r = 7;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    r = r * 1664525u + 1013904223u;
+    x.data<float>()[i] = static_cast<float>(r >> 8) / static_cast<float>(1 << 24) * 16.f - 8.f;
+  }
+  const Tensor half = x.slice(1, 0, 128);
+  EXPECT_TRUE(tensor_equal(call_t("silu", {T(half)}), call_t("silu", {T(half.contiguous())})));
+  EXPECT_TRUE(tensor_equal(call_t("silu", {T(x.t())}), call_t("silu", {T(x.t().contiguous())})));
+}
+
 TEST(ElementwiseUnary, BoolErrors) {
   Tensor b = bt({true}, {1});
   for (const char* op : {"neg", "abs", "relu", "floor"}) {

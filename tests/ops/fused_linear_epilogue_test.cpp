@@ -1,5 +1,5 @@
-// fused_linear with a residual and gated_mlp (fuse_linear_epilogues' steps), bf16 and float32
-// weights, against the chains they replace,
+// fused_linear with a residual and gated_mlp (fuse_linear_epilogues' steps; silu and gelu_tanh),
+// bf16 and float32 weights, against the chains they replace,
 // run op by op on the cpu: bit for bit for one to four rows (decode), within float32 rounding
 // for six (the chain's matmul sums in another order); with and without a bias, tile-sized and odd
 // widths, one and two threads.
@@ -41,6 +41,11 @@ void check_shapes(std::mt19937& rng) {
           const Tensor want = call_t("mul", {T(call_t("silu", {T(g)})), T(u)});
           const Tensor got = call_t("inplace.gated_mlp", {T(x), T(w), T(w2)});
           EXPECT_TRUE(tensor_equal(got, want, tol));
+          // GeGLU: gelu(g, approximate='tanh') * u.
+          const Tensor gelu = call_t("gelu", {T(g)}, {{"approximate", Value::string("tanh")}});
+          EXPECT_TRUE(tensor_equal(
+              call_t("inplace.gated_mlp", {T(x), T(w), T(w2), Value::string("gelu_tanh")}),
+              call_t("mul", {T(gelu), T(u)}), tol));
         }
       }
 }
@@ -55,6 +60,24 @@ TEST(FusedLinearEpilogues, EqualTheChainsBitForBitOnTwoThreads) {
   ScopedThreadPool scope(&pool);
   std::mt19937 rng(12);
   check_shapes(rng);
+}
+
+// At bf16 each step of the chain rounds: the gate and up products, the activation and the
+// product of the two; the fused op rounds where they do.
+TEST(FusedLinearEpilogues, HalfGatedMlpEqualsTheChainForEachActivation) {
+  std::mt19937 rng(13);
+  for (int64_t rows : {1, 3}) {
+    const Tensor x = uniform_tensor({1, rows, 40}, DType::kBFloat16, rng);
+    const Tensor w = uniform_tensor({24, 40}, DType::kBFloat16, rng);
+    const Tensor w2 = uniform_tensor({24, 40}, DType::kBFloat16, rng);
+    const Tensor g = call_t("linear", {T(x), T(w)}), u = call_t("linear", {T(x), T(w2)});
+    EXPECT_TRUE(tensor_equal(call_t("inplace.gated_mlp", {T(x), T(w), T(w2)}),
+                             call_t("mul", {T(call_t("silu", {T(g)})), T(u)})));
+    const Tensor gelu = call_t("gelu", {T(g)}, {{"approximate", Value::string("tanh")}});
+    EXPECT_TRUE(
+        tensor_equal(call_t("inplace.gated_mlp", {T(x), T(w), T(w2), Value::string("gelu_tanh")}),
+                     call_t("mul", {T(gelu), T(u)})));
+  }
 }
 
 TEST(FusedLinearEpilogues, ShapeErrorsNameTheOpAndTheOperand) {
@@ -76,7 +99,7 @@ TEST(FusedLinearEpilogues, ShapeErrorsNameTheOpAndTheOperand) {
             std::string::npos);
   EXPECT_NE(error_of([&] {
               call_t("inplace.gated_mlp", {T(x), T(w), T(w), Value::string("gelu")});
-            }).find("[gated_mlp] activation 'gelu' is not supported"),
+            }).find("[gated_mlp] activation 'gelu' is not supported ('silu' and 'gelu_tanh' are)"),
             std::string::npos);
 }
 

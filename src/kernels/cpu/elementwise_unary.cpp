@@ -32,8 +32,12 @@ const bool kSiluAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports(
 template <typename T>
 void unary_typed(UnaryOp op, const Tensor& out, const Tensor& in) {
   if constexpr (std::is_same_v<T, float>) {
-    if (op == UnaryOp::kSilu && out.is_contiguous() && detail::flat_with(out, in)) {
-      silu_f32(in.data<float>(), out.data<float>(), out.numel());
+    if (op == UnaryOp::kSilu && out.is_contiguous()) {
+      // A strided input is gathered into out first: silu_avx2 contracts into FMAs where the
+      // element-wise functor does not, so every layout takes this path for the same values.
+      if (!detail::flat_with(out, in)) copy_cast(out, in);
+      const Tensor& src = detail::flat_with(out, in) ? in : out;
+      silu_f32(src.data<float>(), out.data<float>(), out.numel());
       return;
     }
   }

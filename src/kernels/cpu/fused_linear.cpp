@@ -6,7 +6,7 @@
 // checks first. Exact: every result element is computed by the same float operations, in the
 // same order, as the chain's kernels; a norm form runs the chain itself (the norm into a
 // temporary, the product, then the rotation). At a half dtype the product runs the chain's own
-// kernels (chain.h: linear, add, silu, mul), each rounding its result to that dtype.
+// kernels (chain.h: linear, add, silu or gelu, mul), each rounding its result to that dtype.
 #include <algorithm>
 
 #include "core/error.h"
@@ -47,18 +47,26 @@ std::string supports(const Args& a) {
 
 const ChainOp kLinearOp("linear"), kAddOp("add.Tensor"), kSiluOp("silu"), kMulOp("mul.Tensor");
 
+// The gated MLP's activation of `gate`, as its own op's kernel computes it (gelu's kernel is
+// unary(kGeluTanh) for approximate='tanh').
+Tensor activation(const Args& a, const Tensor& gate) {
+  if (activation_of(a) == kSilu) return kSiluOp({Value::from_tensor(gate)});
+  Tensor out = Tensor::empty(gate.shape(), gate.dtype());
+  unary(UnaryOp::kGeluTanh, out, gate);
+  return out;
+}
+
 // fused_linear at a half dtype: linear (its result rounded), then the residual's add (rounded).
 void run_half_linear(const Args& a, const std::vector<Tensor>& out) {
   kLinearOp.into({a[kInput], a[kWeight], a[kBias]}, out[0]);
   if (has_arg(a, kResidual)) kAddOp.into({a[kResidual], Value::from_tensor(out[0])}, out[0]);
 }
 
-// gated_mlp at a half dtype: silu(x @ wg^T) * (x @ wu^T), each step rounded as the chain's.
+// gated_mlp at a half dtype: act(x @ wg^T) * (x @ wu^T), each step rounded as the chain's.
 void run_half_gated_mlp(const Args& a, const std::vector<Tensor>& out) {
   const Tensor gate = kLinearOp({a[kInput], a[kWeight], Value::none()});
   const Tensor up = kLinearOp({a[kInput], a[kUpWeight], Value::none()});
-  kMulOp.into({Value::from_tensor(kSiluOp({Value::from_tensor(gate)})), Value::from_tensor(up)},
-              out[0]);
+  kMulOp.into({Value::from_tensor(activation(a, gate)), Value::from_tensor(up)}, out[0]);
 }
 
 void check_supported(const char* op, const Args& a) {
@@ -150,11 +158,12 @@ void run_add(const Args& a, const std::vector<Tensor>& out) {
 }
 
 // Columns are done in tiles of kTile: the gate's and the up's products of a tile in two small
-// buffers on the stack, then silu(g) * u into the result, so no step allocates.
+// buffers on the stack, then act(g) * u into the result, so no step allocates.
 constexpr int64_t kTile = 64;
 
 template <typename W>
 void gated_mlp_product(const Args& a, const Tensor& y) {
+  const bool silu = activation_of(a) == kSilu;
   const Tensor x = a[kInput].tensor.contiguous();
   const Tensor wg = a[kWeight].tensor.contiguous(), wu = a[kUpWeight].tensor.contiguous();
   const int64_t k = wg.size(1), n = wg.size(0), rows = y.numel() / std::max<int64_t>(n, 1);
@@ -173,7 +182,11 @@ void gated_mlp_product(const Args& a, const Tensor& y) {
            0, cols);
       for (int64_t i = 0; i < m; ++i) {
         float* gi = g + i * kTile;
-        silu_f32(gi, gi, cols);  // silu's own kernel: the same values as the chain's
+        if (silu)  // the activation's own kernel: the same values as the chain's
+          silu_f32(gi, gi, cols);
+        else
+          unary(UnaryOp::kGeluTanh, Tensor::borrow(gi, {cols}, DType::kFloat32),
+                Tensor::borrow(gi, {cols}, DType::kFloat32));
         for (int64_t j = 0; j < cols; ++j) yp[(r0 + i) * n + j0 + j] = gi[j] * u[i * kTile + j];
       }
     }

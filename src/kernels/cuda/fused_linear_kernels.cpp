@@ -1,7 +1,7 @@
 // The CUDA kernels of the fused linear family: fused_linear(x, w, bias, residual) (the product
 // reads the bf16 weight where it lies: the step the fuse_weight_casts pass makes of
-// `linear(x, w.to(float32))`; its residual: fuse_linear_epilogues), gated_mlp (the SwiGLU
-// epilogue), and the two with an RMSNorm prologue (rms_norm_linear, rms_norm_gated_mlp:
+// `linear(x, w.to(float32))`; its residual: fuse_linear_epilogues), gated_mlp (the SwiGLU or
+// GeGLU epilogue), and the two with an RMSNorm prologue (rms_norm_linear, rms_norm_gated_mlp:
 // fuse_norm_prologues), whose arguments are (x, norm_weight, eps, then the product's own). The
 // GEMV covers a float32 input with a bfloat16 weight, and a bfloat16 or float16 input with a
 // weight of its dtype (gemv_half.h: a model exported at that dtype, its norm upcast_rms_norm);
@@ -206,10 +206,15 @@ void run_half_linear(const Args& a, const std::vector<Tensor>& outs, const Kerne
   gemv_half(g, ctx.queue);
 }
 
+GateActivation gate_activation(const Args& a) {
+  return activation_of(a) == kGeluTanh ? GateActivation::kGeluTanh : GateActivation::kSilu;
+}
+
 GemvHalf half_gated_mlp(const Args& a, const std::vector<Tensor>& outs, const char* op) {
   GemvHalf g = half_product({a[kInput], a[kWeight], Value::none(), Value::none()}, outs, op);
   if (g.rows > 0 && g.n > 0) g.w2 = a[kUpWeight].tensor.data_ptr();
   g.epilogue = GemvEpilogue::kSwiGLU;
+  g.activation = gate_activation(a);
   return g;
 }
 
@@ -248,6 +253,7 @@ GemvBf16 gated_mlp(const Args& a, const std::vector<Tensor>& outs, const char* o
   check_operands(operands(a, outs[0], &g), op, a[kInput].tensor);
   if (g.rows > 0 && g.n > 0) g.w2 = a[kUpWeight].tensor.data_ptr();
   g.epilogue = GemvEpilogue::kSwiGLU;
+  g.activation = gate_activation(a);
   return g;
 }
 

@@ -2,13 +2,14 @@
 // streaming loads of the weight row (eight bf16 at a time, kUnroll of them issued before any is
 // used, so a warp keeps several kilobytes in flight), up to kRows input rows per pass of the
 // row, float32 accumulation, a warp reduction, then the epilogue (bias, a residual add, or
-// SwiGLU's second product with silu * mul). Memory-bound at one token: each weight is read once.
-// With an RMSNorm prologue the block first sums the squares of its input rows (a few kilobytes,
-// from L2) and every warp normalises x as it reads it. Included by fused_linear.cu (one launch a
-// product).
+// a gated MLP's second product with act * mul). Memory-bound at one token: each weight is read
+// once. With an RMSNorm prologue the block first sums the squares of its input rows (a few
+// kilobytes, from L2) and every warp normalises x as it reads it. Included by fused_linear.cu (one
+// launch a product).
 #pragma once
 #include "kernels/cuda/device_common.cuh"
 #include "kernels/cuda/device_runtime.h"
+#include "kernels/cuda/gate_act.cuh"
 
 namespace inplace::cuda::gemv {
 
@@ -265,8 +266,8 @@ __device__ inline void gemv_one_row(const GemvBf16& g, int64_t n, bool active, b
   }
   v = v + bias;
   if constexpr (kE == GemvEpilogue::kResidual) v = v + residual;
-  // silu as the unary kernel computes it (x / (1 + exp(-x))), then the mul.
-  if constexpr (kTwo) v = v / (1.f + expf(-v)) * v2;
+  // the activation as the unary kernel computes it (gate_act.cuh), then the mul.
+  if constexpr (kTwo) v = gate_act(g.activation, v) * v2;
   float res[1] = {v};
   if constexpr (kE == GemvEpilogue::kNone)
     if (rot_block) rotate<1>(g, res, 0, n, warp, c, s);
@@ -358,8 +359,8 @@ __device__ inline void gemv_block(const GemvBf16& g, int64_t block, Wait&& wait)
       if (m >= g.rows) break;
       if (g.bias) v = v + g.bias[n];
       if constexpr (kE == GemvEpilogue::kResidual) v = v + g.residual[m * g.residual_stride + n];
-      // silu as the unary kernel computes it (x / (1 + exp(-x))), then the mul.
-      if constexpr (kTwo) v = v / (1.f + expf(-v)) * v2;
+      // the activation as the unary kernel computes it (gate_act.cuh), then the mul.
+      if constexpr (kTwo) v = gate_act(g.activation, v) * v2;
       res[r] = v;
     }
     if constexpr (kE == GemvEpilogue::kNone)

@@ -6,6 +6,7 @@
 // A block of the rotated prefix takes four column pairs (j, j + d/2) of one head and exchanges
 // the partners' rounded results through shared memory; the row writes store the finished value.
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/gate_act.cuh"
 #include "kernels/cuda/gemv_device.cuh"
 #include "kernels/cuda/gemv_half.h"
 
@@ -171,7 +172,7 @@ __global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
                          Num<T>::to(v));
       if constexpr (kTwo) {
         const float gate = Num<T>::to(v);
-        const T s = Num<T>::from(gate / (1.f + expf(-gate)));
+        const T s = Num<T>::from(gate_act(g.activation, gate));
         v = Num<T>::from(Num<T>::to(s) * Num<T>::to(Num<T>::from(acc2)));
       }
     }

@@ -3,7 +3,8 @@
 // float operations of the chain the fused op replaces, rounding to T where the chain rounds:
 //   the product sum_k x[k] * w[n, k] accumulated in float32 (+ bias), rounded to T;
 //   kResidual: T(float(y) + float(residual));
-//   kSwiGLU: g and u rounded to T, s = T(silu(g)) (x / (1 + exp(-x))), y = T(s * u);
+//   kSwiGLU: g and u rounded to T, s = T(act(g)) (silu or gelu_tanh: gate_act.cuh),
+//   y = T(s * u);
 //   with norm_w, each input row first becomes upcast_rms_norm(x, norm_w, eps, norm_w_float):
 //   inv = 1 / sqrt(float(mean_k(float(x)^2)) + eps) (the squares summed in double, as the cpu's
 //   mean), h = float(x) * inv, then T(float(norm_w) * float(T(h))), or T(h * norm_w) with a
@@ -42,7 +43,8 @@ struct GemvHalf {
   void* y = nullptr;
   int64_t y_stride = 0;
   GemvEpilogue epilogue = GemvEpilogue::kNone;
-  const void* norm_w = nullptr;  // T [k], or float32 [k] with norm_w_float
+  GateActivation activation = GateActivation::kSilu;  // kSwiGLU's
+  const void* norm_w = nullptr;                       // T [k], or float32 [k] with norm_w_float
   bool norm_w_float = false;
   float eps = 0.f;
   // The rotary epilogue (kNone): cos and sin T [rot_d]; 0 rot_cols: none.

@@ -133,7 +133,8 @@ void rotary(const Operand& out, const Operand& x, const Operand& cos, const Oper
 // v = sum_k x[m, k] * w[n, k] (+ bias[n]) accumulated in float32, then
 //   kNone:     y[m, n] = v
 //   kResidual: y[m, n] = v + residual[m, n]                (fused_linear's residual)
-//   kSwiGLU:   y[m, n] = silu(v) * sum_k x[m, k] * w2[n, k] (gated_mlp; no bias)
+//   kSwiGLU:   y[m, n] = act(v) * sum_k x[m, k] * w2[n, k] (gated_mlp; no bias; act: silu or
+//              gelu_tanh, the struct's `activation`)
 // x float32 rows of stride x_stride (unit stride along k), w and w2 bfloat16 [n, k] contiguous
 // (w's rows may lie in several weights: GemvMoreWeights),
 // residual and y float32 rows of their strides. With norm_w (rms_norm_linear, rms_norm_gated_mlp:
@@ -141,6 +142,8 @@ void rotary(const Operand& out, const Operand& x, const Operand& cos, const Oper
 // + eps) * norm_w[k] (norm_w float32 [k], contiguous); on the one-row path the rsqrt scales the
 // finished sum (sum_k x[k] * norm_w[k] * w[n, k]) * rsqrt(...), equal up to rounding.
 enum class GemvEpilogue : uint8_t { kNone, kResidual, kSwiGLU };
+// kSwiGLU's activation of the gate (gate_act.cuh): silu, or gelu(approximate='tanh') (GeGLU).
+enum class GateActivation : uint8_t { kSilu, kGeluTanh };
 
 // A row write from a one-row GEMV's epilogue: result column col0 + h * d + j (h < cols / d) also
 // goes to dst[h * dst_stride + p * unit + j] (elements of the product's result dtype: float32
@@ -192,6 +195,7 @@ struct GemvBf16 {
   float* y = nullptr;
   int64_t y_stride = 0;
   GemvEpilogue epilogue = GemvEpilogue::kNone;
+  GateActivation activation = GateActivation::kSilu;  // kSwiGLU's
   const float* norm_w = nullptr;
   float eps = 0.f;
   // kNone with rot_cols > 0 (rms_norm_linear's rotary: fuse_rotary_epilogues):
