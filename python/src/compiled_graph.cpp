@@ -138,20 +138,14 @@ CompiledGraph::CompiledGraph(std::shared_ptr<const Engine> engine, State state)
 
 void CompiledGraph::start_session() {
   const std::vector<Binding>& bindings = engine_->inputs();
-  const std::vector<int>& written = engine_->mutated_inputs();
-  std::vector<StateEntry> entries;
-  for (size_t i = 0; i < bindings.size(); ++i) {
-    const bool is_state = sources_[i].user_input < 0;
-    if (is_state || std::count(written.begin(), written.end(), static_cast<int>(i)))
-      entries.push_back(
-          {bindings[i].name, bindings[i].shape, bindings[i].dtype, Tensor(), Ownership::kCaller});
-  }
-  program_ =
-      Program::assemble(engine_->name(), {engine_}, {kMethod}, StateTable(std::move(entries)));
-  session_ = program_->new_session();
+  EngineProgramOptions options;
+  options.method = kMethod;
   for (size_t i = 0; i < bindings.size(); ++i)
-    if (sources_[i].user_input < 0)
-      session_->bind_state(bindings[i].name, state_tensor(sources_[i].state_target));
+    if (sources_[i].user_input < 0) options.caller_state.insert(static_cast<int>(i));
+  program_ = program_from_engine(engine_, options);
+  session_ = program_->new_session();
+  for (int i : options.caller_state)
+    session_->bind_state(bindings[i].name, state_tensor(sources_[i].state_target));
 }
 
 const Tensor& CompiledGraph::state_tensor(const std::string& target) const {

@@ -97,8 +97,8 @@ class CompiledGraph {
     std::string state_target;
   };
   CallResult result_for(int flat, const Tensor& t, const std::vector<Tensor>& inputs) const;
-  // The engine as program_ (state entries named by their bindings) and session_, with every
-  // state binding bound to its tensor.
+  // The engine as program_ (program_from_engine: every state binding caller-owned state under
+  // its binding name) and session_, with every state binding bound to its tensor.
   void start_session();
 
   std::unique_ptr<Graph> graph_;
