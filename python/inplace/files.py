@@ -19,8 +19,8 @@ from . import _native
 from .capture import _SizeSpec, capture
 from .compiled import (InputError, _as_tensor, _EngineRuntime, _from_result, _graph_switch,
                        _rebuild, _refuse_grad_leaves, _stream_of, _Text, _to_capsule)
-from .fx_export import _dumps
-from .safetensors_io import read_safetensors, read_safetensors_metadata, write_safetensors
+from .fx_export import _dumps, write_constants
+from .safetensors_io import read_safetensors, read_safetensors_metadata
 
 __all__ = ["LoadedProgram", "export", "load", "save"]
 
@@ -279,8 +279,7 @@ def export(module_or_fn, example_inputs, path, constants_file="weights.safetenso
             t: {"dtype": str(v.dtype).replace("torch.", ""), "shape": list(v.shape),
                 "file": constants_file, "key": t}
             for t, v in captured.state.items()}
-        write_safetensors(os.path.join(folder, constants_file),
-                          {t: v.detach() for t, v in captured.state.items()})
+        write_constants(path, constants_file, {t: v.detach() for t, v in captured.state.items()})
     text = _dumps(doc)
     if "signature" in doc:  # _dumps writes the fixed fields; the signature goes last
         text = text.rstrip().rstrip("}").rstrip() + ',\n  "signature": ' + json.dumps(doc["signature"]) + "\n}\n"
