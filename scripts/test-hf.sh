@@ -2,7 +2,8 @@
 # Hugging Face Llama, Qwen2, GPT-2, Mistral, Phi-3 and Gemma (random weights, StaticCache) exported by torch.export,
 # compiled in process by inplace.compile and decoded for 16 steps; tokens must equal the
 # model's own. Then, where torch has a GPU, the in-process CUDA tests
-# (python/tests/test_compile_cuda.py: compiled on CUDA tensors, against eager torch on the GPU).
+# (python/tests/test_compile_cuda.py: compiled on CUDA tensors, against eager torch on the GPU;
+# python/tests/test_program_cuda.py: programs and sessions on CUDA, against eager copies).
 # Needs a Python with torch >= 2.5 and transformers (PYTHON, default python3); builds the
 # extension for that Python into ${BUILD_DIR:-build-hf} first (with the CUDA backend when nvcc
 # is found).
@@ -19,8 +20,8 @@ if "$PYTHON" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else
   # On a GPU machine a skip would hide the comparison: the tests must run.
   build_abs=$(cd "$BUILD_DIR" && pwd)
   (cd python/tests && INPLACE_BUILD_DIR="$build_abs" INPLACE_REQUIRE_CUDA=1 \
-    "$PYTHON" -m unittest -v test_compile_cuda) || status=$?
+    "$PYTHON" -m unittest -v test_compile_cuda test_program_cuda) || status=$?
 else
-  echo "[test-hf] no CUDA device for torch here: python/tests/test_compile_cuda.py not run"
+  echo "[test-hf] no CUDA device for torch here: python/tests/test_compile_cuda.py and test_program_cuda.py not run"
 fi
 exit $status

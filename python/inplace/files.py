@@ -19,8 +19,8 @@ from . import _native
 from .capture import _SizeSpec, capture
 from .compiled import (InputError, _as_tensor, _EngineRuntime, _from_result, _graph_switch,
                        _rebuild, _refuse_grad_leaves, _stream_of, _Text, _to_capsule)
-from .fx_export import _dumps
-from .safetensors_io import read_safetensors, read_safetensors_metadata, write_safetensors
+from .fx_export import _dumps, write_constants
+from .safetensors_io import read_safetensors, read_safetensors_metadata
 
 __all__ = ["LoadedProgram", "export", "load", "save"]
 
@@ -177,19 +177,21 @@ class LoadedProgram:
 
 class _EngineWithStateFile(_EngineRuntime):
     """An engine file of an earlier version with its state file beside it (or alone: every
-    binding is then an input), called as LoadedProgram is."""
-    def __init__(self, native, state, state_targets, user_inputs, out_spec, scalar_outputs):
-        self._native = native
-        self.state = state  # binding name -> tensor (owned here; mutated in place by calls)
+    binding is then an input), called as LoadedProgram is. The state is bound once, as a
+    compiled module's is (``Session::bind_state``): a call passes the user inputs alone."""
+    def __init__(self, path, state, state_targets, user_inputs, out_spec, scalar_outputs):
+        self._native = _native.load().load_engine(
+            path, {b: _to_capsule(t) for b, t in state.items()})
+        # binding name -> the bound tensor (on the engine's device; mutated in place by calls)
+        self.state = {b: _from_result(self._native.state_tensor(b)) for b in state}
         self._targets = state_targets
-        self._names = user_inputs
+        self._bindings = list(self._native.user_input_names)  # the engine's order, state left out
+        self._names = self._bindings if user_inputs is None else user_inputs  # the call's order
         self._spec = out_spec
         self._scalars = scalar_outputs
-        self._bindings = list(native.user_input_names)
-        self.device = torch.device(native.device)
+        self.device = torch.device(self._native.device)
         self._state_by_target = {t: state[b] for b, t in state_targets.items()}
-        self._written = [k for k in native.written_user_inputs if self._bindings[k] not in state]
-        self._partly = []  # state bindings a failed call left partly updated, until reset()
+        self._written = list(self._native.written_user_inputs)
 
     @property
     def input_names(self):
@@ -198,8 +200,8 @@ class _EngineWithStateFile(_EngineRuntime):
     @property
     def aliased_io(self):
         out = {}
-        for output, binding, _, kind in self._native.aliased_io:
-            name = self._bindings[binding]
+        for output, user_input, binding, kind in self._native.aliased_io:
+            name = self._bindings[user_input] if user_input >= 0 else binding
             out[output] = (self._targets.get(name, name), kind)
         return out
 
@@ -212,7 +214,6 @@ class _EngineWithStateFile(_EngineRuntime):
 
     def reset(self):
         """Accepts the state a failed call left partly updated (restored in place, or not)."""
-        self._partly = []
         self._native.reset()
 
     def __call__(self, *args):
@@ -220,28 +221,16 @@ class _EngineWithStateFile(_EngineRuntime):
             raise TypeError("the program takes %d inputs (%s), got %d"
                             % (len(self._names), ", ".join(self._names), len(args)))
         given = {n: _as_tensor(a, n, self.device) for a, n in zip(args, self._names)}
-        tensors = []
-        for b in self._bindings:
-            tensors.append(self.state[b] if b in self.state else given[b])
+        tensors = [given[b] for b in self._bindings]
         _refuse_grad_leaves(self._written, tensors, self._bindings)
-        if self._partly:
-            # The state is bound anew at every call: the refusal the engine keeps for a
-            # context's own bindings is kept here.
-            raise _native.load().Error(
-                "[call] a failed call left the state %s partly updated; restore it (.state) "
-                "and call reset()" % ", ".join("'%s'" % b for b in self._partly))
-        try:
-            results = self._native.call([_to_capsule(t) for t in tensors],
-                                        _stream_of(self.device))
-        except _native.load().Error:
-            self._partly = [b for b in self._native.partly_updated if b in self.state]
-            raise
+        results = self._native.call([_to_capsule(t) for t in tensors], _stream_of(self.device))
         leaves = []
         for r in results:
-            if type(r) is int:
-                b = self._bindings[r]
-                leaves.append(self.state[b] if b in self.state else
-                              (args[self._names.index(b)] if isinstance(args[self._names.index(b)], torch.Tensor) else given[b]))
+            if type(r) is int:  # user input r (the engine's order) is the output
+                a = args[self._names.index(self._bindings[r])]
+                leaves.append(a if isinstance(a, torch.Tensor) else tensors[r])
+            elif isinstance(r, str):  # a state binding is the output
+                leaves.append(self.state[r])
             else:
                 leaves.append(_from_result(r))
         for i in self._scalars:
@@ -263,20 +252,15 @@ def load(path):
                              % (path, ", ".join(methods)))
         meta = dict(native.metadata)
         return LoadedProgram(native, json.loads(meta.get(_CALL_KEY, "{}")))
-    native = _native.load().load_engine(path)
     state_path = path + _STATE_SUFFIX
-    if os.path.exists(state_path):
-        state = read_safetensors(state_path)
-        meta = read_safetensors_metadata(state_path)
-        targets = json.loads(meta.get("inplace.state_targets", "{}"))
-        users = json.loads(meta["inplace.user_inputs"])
-        spec = _spec_from_json(json.loads(meta.get("inplace.out_spec", "null")))
-        scalars = json.loads(meta.get("inplace.scalar_outputs", "[]"))
-        if native.device != "cpu":  # the state lives where the engine runs
-            state = {b: t.to(native.device) for b, t in state.items()}
-    else:  # an engine alone: every binding is an input
-        state, targets, users, spec, scalars = {}, {}, list(native.user_input_names), None, []
-    return _EngineWithStateFile(native, state, targets, users, spec, scalars)
+    if not os.path.exists(state_path):  # an engine alone: every binding is an input
+        return _EngineWithStateFile(path, {}, {}, None, None, [])
+    meta = read_safetensors_metadata(state_path)
+    return _EngineWithStateFile(path, read_safetensors(state_path),
+                                json.loads(meta.get("inplace.state_targets", "{}")),
+                                json.loads(meta["inplace.user_inputs"]),
+                                _spec_from_json(json.loads(meta.get("inplace.out_spec", "null"))),
+                                json.loads(meta.get("inplace.scalar_outputs", "[]")))
 
 
 def export(module_or_fn, example_inputs, path, constants_file="weights.safetensors"):
@@ -295,8 +279,7 @@ def export(module_or_fn, example_inputs, path, constants_file="weights.safetenso
             t: {"dtype": str(v.dtype).replace("torch.", ""), "shape": list(v.shape),
                 "file": constants_file, "key": t}
             for t, v in captured.state.items()}
-        write_safetensors(os.path.join(folder, constants_file),
-                          {t: v.detach() for t, v in captured.state.items()})
+        write_constants(path, constants_file, {t: v.detach() for t, v in captured.state.items()})
     text = _dumps(doc)
     if "signature" in doc:  # _dumps writes the fixed fields; the signature goes last
         text = text.rstrip().rstrip("}").rstrip() + ',\n  "signature": ' + json.dumps(doc["signature"]) + "\n}\n"

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch.fx.node import Node, _get_qualified_name
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 
-from .safetensors_io import read_safetensors, write_safetensors
+from .safetensors_io import read_safetensors, read_safetensors_metadata, write_safetensors
 
 __all__ = [
     "ExportError",
@@ -35,6 +35,7 @@ __all__ = [
     "trace",
     "export_graph",
     "graph_to_json",
+    "write_constants",
     "write_inputs",
     "read_outputs",
     "target_name",
@@ -462,11 +463,43 @@ def export_graph(module_or_gm, example_inputs, path, name=None,
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     constants_path = None
     if constants:
-        constants_path = os.path.join(os.path.dirname(os.path.abspath(path)), constants_file)
-        write_safetensors(constants_path, constants)
+        constants_path = write_constants(path, constants_file, constants)
     with open(path, "w") as f:
         f.write(_dumps(doc))
     return ExportResult(path, constants_path, gm, [p.name for p in placeholders], doc)
+
+
+_GRAPHS_KEY = "inplace.graphs"  # constants file metadata: the graph files that read it
+
+
+def write_constants(graph_path, constants_file, tensors):
+    """Writes ``tensors`` into ``constants_file`` beside ``graph_path`` and returns its path.
+
+    Several graphs may share one constants file (two methods of one module). The file lists
+    the graphs that read it (metadata ``inplace.graphs``): when another graph listed there
+    still exists, the file keeps that graph's tensors and gains this one's, and a key it holds
+    with other values is refused (``ExportError`` naming the key and the graph), never
+    overwritten under that graph. A file only this graph read, or one without the list, is
+    rewritten."""
+    folder = os.path.dirname(os.path.abspath(graph_path))
+    path = os.path.join(folder, constants_file)
+    mine = os.path.basename(graph_path)
+    merged, graphs = {}, []
+    if os.path.exists(path):
+        listed = json.loads(read_safetensors_metadata(path).get(_GRAPHS_KEY, "[]"))
+        graphs = [g for g in listed if g != mine and os.path.exists(os.path.join(folder, g))]
+    if graphs:
+        merged = read_safetensors(path)
+        for key, t in tensors.items():
+            old = merged.get(key)
+            if old is not None and not (old.dtype == t.dtype and old.shape == t.shape
+                                        and torch.equal(old, t.detach().cpu())):
+                raise ExportError(
+                    "%s already holds '%s' with other values, read by %s: export into another "
+                    "folder or pass another constants_file" % (path, key, ", ".join(graphs)))
+    merged.update(tensors)
+    write_safetensors(path, merged, {_GRAPHS_KEY: json.dumps(graphs + [mine])})
+    return path
 
 
 def write_inputs(path, tensors, metadata=None):

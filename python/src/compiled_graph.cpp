@@ -113,11 +113,24 @@ CompiledGraph::CompiledGraph(std::unique_ptr<Graph> graph, std::vector<Tensor> u
   }
 }
 
-CompiledGraph::CompiledGraph(std::shared_ptr<const Engine> engine) : engine_(std::move(engine)) {
-  for (size_t i = 0; i < engine_->inputs().size(); ++i) {
-    user_names_.push_back(engine_->inputs()[i].name);
-    sources_.push_back({static_cast<int>(i), ""});
+CompiledGraph::CompiledGraph(std::shared_ptr<const Engine> engine, State state)
+    : engine_(std::move(engine)), state_(std::move(state)) {
+  const std::vector<Binding>& bindings = engine_->inputs();
+  for (const auto& entry : state_) {
+    const std::string& name = entry.first;
+    IP_CHECK(std::any_of(bindings.begin(), bindings.end(),
+                         [&](const Binding& b) { return b.name == name; }),
+             kNotFound, "[load] state '", name, "' is no input binding of engine '",
+             engine_->name(), "'");
+  }
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    if (state_.count(bindings[i].name)) {
+      sources_.push_back({-1, bindings[i].name});
+      continue;
+    }
+    sources_.push_back({static_cast<int>(user_names_.size()), ""});
     user_binding_.push_back(static_cast<int>(i));
+    user_names_.push_back(bindings[i].name);
   }
   sinks_.resize(engine_->original_output_count());
   start_session();
@@ -125,20 +138,14 @@ CompiledGraph::CompiledGraph(std::shared_ptr<const Engine> engine) : engine_(std
 
 void CompiledGraph::start_session() {
   const std::vector<Binding>& bindings = engine_->inputs();
-  const std::vector<int>& written = engine_->mutated_inputs();
-  std::vector<StateEntry> entries;
-  for (size_t i = 0; i < bindings.size(); ++i) {
-    const bool is_state = sources_[i].user_input < 0;
-    if (is_state || std::count(written.begin(), written.end(), static_cast<int>(i)))
-      entries.push_back(
-          {bindings[i].name, bindings[i].shape, bindings[i].dtype, Tensor(), Ownership::kCaller});
-  }
-  program_ =
-      Program::assemble(engine_->name(), {engine_}, {kMethod}, StateTable(std::move(entries)));
-  session_ = program_->new_session();
+  EngineProgramOptions options;
+  options.method = kMethod;
   for (size_t i = 0; i < bindings.size(); ++i)
-    if (sources_[i].user_input < 0)
-      session_->bind_state(bindings[i].name, state_tensor(sources_[i].state_target));
+    if (sources_[i].user_input < 0) options.caller_state.insert(static_cast<int>(i));
+  program_ = program_from_engine(engine_, options);
+  session_ = program_->new_session();
+  for (int i : options.caller_state)
+    session_->bind_state(bindings[i].name, state_tensor(sources_[i].state_target));
 }
 
 const Tensor& CompiledGraph::state_tensor(const std::string& target) const {

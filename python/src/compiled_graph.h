@@ -32,8 +32,10 @@ class CompiledGraph {
   // every parameter / buffer / constant placeholder of the signature (borrowed, never copied).
   CompiledGraph(std::unique_ptr<Graph> graph, std::vector<Tensor> user_inputs, State state,
                 const CompileOptions& options);
-  // A saved engine: every binding is a user input, in binding order.
-  explicit CompiledGraph(std::shared_ptr<const Engine> engine);
+  // A saved engine. `state` (binding name -> tensor: what an engine file's state file holds)
+  // is its state, bound once like a compiled module's (borrowed, never copied); every other
+  // binding is a user input, in binding order. Errors name a binding the engine lacks.
+  explicit CompiledGraph(std::shared_ptr<const Engine> engine, State state = {});
 
   // Binds the user inputs (errors name the input) and runs the engine; returns the user
   // outputs in flattened order. Signature mutations are written into their tensors. On a GPU
@@ -78,6 +80,8 @@ class CompiledGraph {
   std::string lowered_text() const;  // the functional graph the engine was built from
   // Binding name -> state target for the state bindings (what a saved engine needs fed).
   std::map<std::string, std::string> state_bindings() const;
+  // The tensor bound for state entry `target` (errors name a target that is none).
+  const Tensor& state_tensor(const std::string& target) const;
 
  private:
   // Where each engine input binding comes from.
@@ -93,9 +97,8 @@ class CompiledGraph {
     std::string state_target;
   };
   CallResult result_for(int flat, const Tensor& t, const std::vector<Tensor>& inputs) const;
-  const Tensor& state_tensor(const std::string& target) const;
-  // The engine as program_ (state entries named by their bindings) and session_, with every
-  // state binding bound to its tensor.
+  // The engine as program_ (program_from_engine: every state binding caller-owned state under
+  // its binding name) and session_, with every state binding bound to its tensor.
   void start_session();
 
   std::unique_ptr<Graph> graph_;

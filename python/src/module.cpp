@@ -139,6 +139,12 @@ PYBIND11_MODULE(_C, m) {
             return out;
           })
       .def_property_readonly("state_bindings", &CompiledGraph::state_bindings)
+      .def(
+          "state_tensor",
+          [](const CompiledGraph& self, const std::string& target) {
+            return python::tensor_to_pair(self.state_tensor(target));
+          },
+          py::arg("target"))
       .def_property_readonly(
           "program",
           [](const CompiledGraph& self) { return python::program_object(self.program()); })
@@ -173,8 +179,21 @@ PYBIND11_MODULE(_C, m) {
     std::string why;
     return device_available(Device::parse(device), &why) ? std::string() : why;
   });
-  m.def("load_engine",
-        [](const std::string& path) { return std::make_unique<CompiledGraph>(load_engine(path)); });
+  // An engine file; `state` (binding name -> tensor) is bound once as its state, on the
+  // engine's device (a host tensor is copied there once: state_tensor() gives the bound one).
+  m.def(
+      "load_engine",
+      [](const std::string& path, const py::dict& state) {
+        std::shared_ptr<const Engine> engine = load_engine(path);
+        State st;
+        for (auto item : state) {
+          std::string name = item.first.cast<std::string>();
+          Tensor t = tensor_arg(item.second, "state '" + name + "'");
+          st[name] = t.device() == engine->device() ? t : t.to_device(engine->device());
+        }
+        return std::make_unique<CompiledGraph>(std::move(engine), std::move(st));
+      },
+      py::arg("path"), py::arg("state") = py::dict());
   python::bind_programs(m);
   m.def("graph_text", [](const std::string& json, const std::string& base_dir) {
     return read_graph_json_string(json, base_dir, "<python>")->to_string();

@@ -2,7 +2,7 @@
 save time, its parameters as weights, the Python call convention in its metadata. inplace.load
 runs it with the user inputs alone (equal to the module in eager PyTorch), `inplace exec` runs
 it with the user inputs alone, and an engine file with its state file beside it (what save
-wrote before) still loads.
+wrote before) still loads, its state bound once as a compiled module's is.
 """
 import json
 import os
@@ -26,6 +26,30 @@ if torch is not None:
         def forward(self, x, p):
             self.cache.index_copy_(0, p, self.l(x))
             return self.cache.sum(0)
+
+    class TwoCaches(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("k_cache", torch.zeros(8, 4))
+            self.register_buffer("v_cache", torch.zeros(8, 4))
+
+        def forward(self, k, v, pos, idx):
+            self.k_cache.index_copy_(0, pos, k)
+            self.v_cache.index_copy_(0, idx, v)
+            return self.k_cache.sum() + self.v_cache.sum()
+
+
+def write_old_pair(compiled, path):
+    """What save wrote before programs: the engine file, and its state bindings beside it."""
+    native = compiled._native
+    native.save(path)
+    bindings = native.state_bindings
+    write_safetensors(path + ".state.safetensors",
+                      {b: compiled._state[t].detach().clone() for b, t in bindings.items()},
+                      {"inplace.user_inputs": json.dumps(compiled.input_names),
+                       "inplace.state_targets": json.dumps(bindings),
+                       "inplace.out_spec": "null", "inplace.scalar_outputs": "[]"})
+    return path
 
 
 def inputs(step):
@@ -98,22 +122,43 @@ class OneArtifact(CompileCase):
 
     def test_an_engine_file_with_its_state_file_still_loads(self):
         # What save wrote before programs: the engine file, and the state bindings beside it.
-        old = os.path.join(self.dir.name, "old.inplace")
-        native = self.compiled._native
-        native.save(old)
-        bindings = native.state_bindings
-        write_safetensors(old + ".state.safetensors",
-                          {b: self.compiled._state[t].detach().clone() for b, t in bindings.items()},
-                          {"inplace.user_inputs": json.dumps(self.compiled.input_names),
-                           "inplace.state_targets": json.dumps(bindings),
-                           "inplace.out_spec": "null", "inplace.scalar_outputs": "[]"})
+        old = write_old_pair(self.compiled, os.path.join(self.dir.name, "old.inplace"))
         loaded = inplace.load(old)
+        # The state is bound once (Session::bind_state): a call passes the user inputs alone.
+        self.assertEqual(list(loaded._native.user_input_names), ["x", "p"])
+        self.assertEqual(set(loaded._native.state_bindings), set(self.compiled._native.state_bindings))
+        cache = loaded.get_buffer("cache")
+        ptr = cache.data_ptr()
         eager = self.eager_copy()
         eager.cache.copy_(self.module.cache)
+        self.assertSame(cache, eager.cache, "cache at load", exact=True)
         with torch.no_grad():
-            for step in range(1, 3):
+            for step in range(1, 4):
                 x, p = inputs(step)
                 self.assertSame(loaded(x, p), eager(x, p), "old file step %d" % step)
+                self.assertSame(cache, eager.cache, "old file step %d cache" % step)
+        self.assertEqual(loaded.get_buffer("cache").data_ptr(), ptr, "written in place")
+
+    def test_an_old_pair_refuses_after_a_failed_call_until_reset(self):
+        # The state bound once stays refused after a failed call that partly wrote it (the
+        # session's rule), until reset().
+        m = TwoCaches()
+        example = (torch.ones(1, 4), torch.ones(1, 4), torch.tensor([0]), torch.tensor([0]))
+        old = write_old_pair(inplace.compile(m, example), os.path.join(self.dir.name, "two.inplace"))
+        loaded = inplace.load(old)
+        self.assertEqual(list(loaded._native.user_input_names), ["k", "v", "pos", "idx"])
+        with self.assertRaisesRegex(inplace.Error, "'k_cache_1'.*partly updated"):
+            loaded(torch.ones(1, 4), torch.ones(1, 4), torch.tensor([3]), torch.tensor([9]))
+        args = (torch.randn(1, 4), torch.randn(1, 4), torch.tensor([5]), torch.tensor([6]))
+        with self.assertRaisesRegex(inplace.Error, "partly updated.*reset"):
+            loaded(*args)
+        eager = TwoCaches()
+        eager.k_cache.copy_(loaded.get_buffer("k_cache"))  # accepted as it is
+        loaded.reset()
+        with torch.no_grad():
+            self.assertSame(loaded(*args), eager(*args), "after reset")
+        self.assertSame(loaded.get_buffer("k_cache"), eager.k_cache, "k_cache after reset")
+        self.assertSame(loaded.get_buffer("v_cache"), eager.v_cache, "v_cache after reset")
 
     def test_load_reads_what_the_cli_compile_writes(self):
         # `inplace compile GRAPH.json` writes the same kind of file, without the Python call

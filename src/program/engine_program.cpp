@@ -109,8 +109,19 @@ std::shared_ptr<const Program> program_from_engine(std::shared_ptr<const Engine>
     names[i] = s.name;
     entries.push_back({s.name, b.shape, b.dtype, stored(s.value), Ownership::kRuntime});
   }
-  for (int i : plan.mutated_inputs)
-    if (!options.state.count(i))
+  for (int i : options.caller_state) {
+    IP_CHECK(i >= 0 && i < static_cast<int>(plan.inputs.size()), kOutOfRange, "[program] engine '",
+             engine->name(), "' has no input binding ", i, " (caller-owned state)");
+    IP_CHECK(!options.state.count(i), kInvalidArgument, "[program] binding '", plan.inputs[i].name,
+             "' of engine '", engine->name(), "' is given a value and declared caller-owned");
+  }
+  auto is_caller_state = [&](int i) {
+    return options.caller_state.count(i) ||
+           (!options.state.count(i) &&
+            std::count(plan.mutated_inputs.begin(), plan.mutated_inputs.end(), i));
+  };
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    if (is_caller_state(static_cast<int>(i)))
       entries.push_back({plan.inputs[i].name, plan.inputs[i].shape, plan.inputs[i].dtype, Tensor(),
                          Ownership::kCaller});
   std::shared_ptr<const Engine> method = engine;

@@ -8,6 +8,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "program/program.h"
@@ -21,13 +22,18 @@ struct EngineState {
 
 struct EngineProgramOptions {
   std::string method = "forward";
-  std::map<int, EngineState> state;             // by engine input binding
+  std::map<int, EngineState> state;  // by engine input binding
+  // Engine input bindings that are caller-owned state under their own names, with no value:
+  // the caller binds its tensors to them once (Session::bind_state), as the Python package's
+  // compiled module binds the module's parameters and buffers.
+  std::set<int> caller_state;
   std::map<std::string, std::string> metadata;  // Program::metadata()
 };
 
 // Errors name the binding: a value whose shape or dtype is not the binding's, a state name
-// that is another binding's. A binding the engine reads element by element for a runtime
-// value, or with a dynamic dim, stays an input bound to runtime-owned state.
+// that is another binding's, a binding both in `state` and in `caller_state`. A binding the engine
+// reads element by element for a runtime value, or with a dynamic dim, stays an input bound to
+// runtime-owned state.
 std::shared_ptr<const Program> program_from_engine(std::shared_ptr<const Engine> engine,
                                                    const EngineProgramOptions& options = {});
 

@@ -7,6 +7,7 @@
 #include "frontend/graph_json.h"
 #include "frontend/safetensors.h"
 #include "inplace/program.h"
+#include "ir/export_signature.h"
 #include "program/exported_cache_module.h"
 
 using namespace inplace;
@@ -92,6 +93,39 @@ TEST_F(CliExecProgram, CompiledGraphRunsOnTheUsersInputsAlone) {
   EXPECT_EQ(got["state.cache"].to_double_vector(), cache.to_double_vector());
   EXPECT_NE(got["state.cache"].to_double_vector(), state_["cache"].to_double_vector())
       << "the call wrote the cache";
+}
+
+// `inplace compile --method` of a graph `inplace.export` wrote (the torch.export form) makes
+// the same program (issue #30: it stored no weights and named the cache `b_cache`, a caller's
+// input): the parameters are weights, the buffer runtime-owned state named by its target.
+TEST_F(CliExecProgram, AnExportedGraphAsAMethodStoresItsWeightsAndItsStateByTarget) {
+  for (const auto& [target, t] : state_) graph_->constants[target] = t;
+  for (Node* n : graph_->placeholders()) {  // the example shapes, as inplace.export records them
+    const SignatureInput* si = signature_input(*graph_, n->name);
+    const Tensor& like = si->kind == "user_input" ? (n->name == "x" ? x_ : p_) : state_[si->target];
+    n->meta.shape = like.shape();
+    n->meta.dtype = like.dtype();
+  }
+  GraphJsonFileOptions o;
+  o.constants_file = "state.safetensors";
+  write_graph_json_file(*graph_, path("g.json"), o);
+  CliResult c = run("compile --method forward=" + path("g.json") + " -o " + path("m.inplace"));
+  ASSERT_EQ(c.code, 0) << c.err;
+  std::shared_ptr<const Program> loaded = load_program(path("m.inplace"));
+  EXPECT_EQ(loaded->methods()[0].call_input_names(), "'x', 'p'");
+  EXPECT_EQ(loaded->weights().size(), 2u);
+  ASSERT_EQ(loaded->state().size(), 1u);
+  EXPECT_EQ(loaded->state()[0].name, "cache");
+  EXPECT_EQ(loaded->state()[0].ownership, Ownership::kRuntime);
+
+  CliResult r = run(exec(path("m.inplace")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::map<std::string, Tensor> got = read_safetensors(path("out.safetensors"));
+  auto [output, cache] = eager();
+  ASSERT_TRUE(got.count("state.cache")) << got.size();
+  // The method's outputs are the graph's user outputs (the buffer's write is a state write).
+  EXPECT_EQ(got["output.0"].to_double_vector(), output.to_double_vector());
+  EXPECT_EQ(got["state.cache"].to_double_vector(), cache.to_double_vector());
 }
 
 TEST_F(CliExecProgram, MethodPicksOneOfSeveralAndMistakesListTheNames) {

@@ -23,6 +23,10 @@ cmake -S tests/install_consumer -B "$TMP/consumer" -G Ninja -DCMAKE_BUILD_TYPE=R
 cmake --build "$TMP/consumer"
 "$TMP/consumer/consumer"
 PYPKG=$(dirname "$(find "$PREFIX" -path '*/inplace/_C*.so' | head -1)")
+if [ "$PYPKG" = . ] && [ -n "$(find "$BUILD" -path '*/inplace/_C*.so' | head -1)" ]; then
+  echo "install_consumer: the build has the Python extension but nothing put it under $PREFIX" >&2
+  exit 1
+fi
 if [ "$PYPKG" != . ] && [ -x /usr/bin/python3 ]; then
   (cd "$TMP" && PYTHONPATH=$(dirname "$PYPKG") INPLACE_BUILD_DIR=/nonexistent /usr/bin/python3 -c \
     "import inplace; inplace.native(); assert inplace.__file__.startswith('$PREFIX'); print('install_consumer: python package', inplace.__file__)")

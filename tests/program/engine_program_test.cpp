@@ -110,4 +110,49 @@ TEST(EngineProgram, AValueOfAnotherShapeIsRefusedNamingTheBinding) {
   }
 }
 
+// What the Python package's compiled module makes: every state binding caller-owned state
+// under its binding name, bound once to the caller's tensors; the calls read the weights and
+// write the cache there, equal to the eager interpreter.
+TEST(EngineProgram, CallerStateBindingsAreBoundOnceToTheCallersTensors) {
+  std::unique_ptr<Graph> g = exported_cache_module();
+  State initial = cache_module_state();
+  GraphInputs inputs = {{"x", Value::from_tensor(cache_module_x(1))},
+                        {"p", Value::from_tensor(cache_module_p(0))}};
+  State bound = copy_of(initial);
+  CompiledProgram compiled = compile_exported(*g, inputs, bound);
+  const std::map<std::string, std::string> targets = {
+      {"p_l_weight", "l.weight"}, {"p_l_bias", "l.bias"}, {"b_cache", "cache"}};
+  EngineProgramOptions options;
+  for (const auto& [binding, target] : targets)
+    options.caller_state.insert(compiled.engine->input_index(binding));
+  std::shared_ptr<const Program> p = program_from_engine(compiled.engine, options);
+  // Caller-owned state may be passed with a call too; bound once, it need not be.
+  EXPECT_EQ(p->methods()[0].call_input_names(), "'p_l_weight', 'p_l_bias', 'b_cache', 'x', 'p'");
+  EXPECT_TRUE(p->weights().empty()) << "the caller's tensors are not copied";
+  ASSERT_EQ(p->state().size(), 3u);
+  for (const StateEntry& e : p->state().entries()) {
+    EXPECT_EQ(e.ownership, Ownership::kCaller) << e.name;
+    EXPECT_TRUE(targets.count(e.name)) << e.name;
+  }
+  auto s = p->new_session();
+  State mine = copy_of(initial), eager = copy_of(initial);
+  for (const auto& [binding, target] : targets) s->bind_state(binding, mine.at(target));
+  for (int64_t call = 0; call < 3; ++call) {
+    Tensor x = cache_module_x(30 + call), pos = cache_module_p((call * 3) % 4);
+    GraphInputs in = {{"x", Value::from_tensor(x.clone())}, {"p", Value::from_tensor(pos)}};
+    std::vector<Value> want = run_exported_eager(*g, in, eager);
+    std::vector<Tensor> got = s->run("forward", {{"x", x}, {"p", pos}});
+    expect_same(got[1], want[0].tensor, str_cat("call ", call, " output"));
+    expect_same(mine.at("cache"), eager.at("cache"), str_cat("call ", call, " cache"));
+  }
+
+  options.state[compiled.engine->input_index("b_cache")] = {"cache", initial.at("cache")};
+  try {
+    program_from_engine(compiled.engine, options);
+    FAIL() << "a binding with a value and caller-owned was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("binding 'b_cache'"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace

@@ -55,6 +55,12 @@ int run_compile_program(const std::vector<std::string>& method_args,
   for (const std::string& path : paths) {
     std::vector<std::string> constant_files;
     graphs.push_back(read_graph_json(path, &constant_files));
+    // A graph in the torch.export form (`inplace.export`): its parameter, buffer and constant
+    // placeholders become get_attr nodes of the module's dotted names, valued from its
+    // constants, so parameters are the program's weights and a written buffer its state (as
+    // the Python package's compile_program makes them).
+    if (!graphs.back()->signature.inputs.empty() || !graphs.back()->signature.outputs.empty())
+      graphs.back() = state_as_attributes(*graphs.back(), graphs.back()->constants);
     inputs.emplace_back("a method's graph", path);
     for (const std::string& f : constant_files) inputs.emplace_back("constant file", f);
   }
