@@ -335,7 +335,7 @@ __global__ void __launch_bounds__(32 * kWarps) gemv_half_row_kernel(GemvHalf g) 
     if constexpr (kE == GemvEpilogue::kResidual) v = Num<T>::from(residual + Num<T>::to(v));
     if constexpr (kTwo) {
       const float gate = Num<T>::to(v);
-      const T sg = Num<T>::from(gate / (1.f + expf(-gate)));
+      const T sg = Num<T>::from(gate_act(g.activation, gate));
       v = Num<T>::from(Num<T>::to(sg) * Num<T>::to(Num<T>::from(acc2)));
     }
   }
