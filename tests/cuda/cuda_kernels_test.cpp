@@ -441,6 +441,38 @@ TEST(CudaKernels, FusedLinearWiderThanAWave) {
   check("inplace.rms_norm_gated_mlp", {T(x), T(nw), eps, T(w), T(w2)}, {}, 1e-3);
 }
 
+// One-row products at a half dtype with more column blocks than the GPU holds at once (the
+// one-row kernel stays resident and takes the blocks in turn, fetching the next column's weights
+// before it sums the current one): rows fetched whole (k 64, 1024), split over 4 and 8 warps
+// (2816, 8192), fetched in passes (16384), the rotary epilogue over blocks of every turn.
+TEST(CudaKernels, HalfFusedLinearWiderThanAWave) {
+  IP_REQUIRE_CUDA();
+  uint32_t seed = 1900;
+  for (int64_t k : {64, 1024, 2816, 8192, 16384}) {
+    const int64_t n = k >= 8192 ? 3001 : 9001;  // past 132 SMs x 2 blocks x 8 columns; odd
+    SCOPED_TRACE(str_cat("k ", k, " n ", n));
+    const DType dt = DType::kBFloat16;
+    const double tol = 4e-2;
+    const Tensor x = random_tensor({1, 1, k}, dt, seed++);
+    const Tensor w = random_tensor({n, k}, dt, seed++);
+    const Tensor w2 = random_tensor({n, k}, dt, seed++);
+    const Tensor b = random_tensor({n}, dt, seed++);
+    const Tensor r = random_tensor({1, 1, n}, dt, seed++);
+    const Tensor nw = random_tensor({k}, dt, seed++);
+    const Value eps = Value::floating(1e-6), none = Value::none(), form = Value::string("upcast");
+    check("inplace.fused_linear", {T(x), T(w), T(b)}, {}, tol);
+    check("inplace.fused_linear", {T(x), T(w), none, T(r)}, {}, tol);
+    check("inplace.rms_norm_gated_mlp",
+          {T(x), T(nw), eps, T(w), T(w2), Value::string("silu"), form}, {}, 2 * tol);
+    const int64_t d = 64;
+    const Tensor cos = random_tensor({1, 1, 1, d}, dt, seed++);
+    const Tensor sin = random_tensor({1, 1, 1, d}, dt, seed++);
+    check("inplace.rms_norm_linear",
+          {T(x), T(nw), eps, T(w), T(b), T(cos), T(sin), Value::integer(n - n % d), form}, {},
+          2 * tol);
+  }
+}
+
 // The fused linear family at a half dtype (a model exported in bf16 or fp16: gemv_half.h)
 // against the cpu's kernels (the chain's own): every epilogue (the rotary too), both upcast
 // norms. The GPU sums in another order, which may move a rounded result by one unit in its last

@@ -45,10 +45,19 @@ void sdpa(const Args& a, const std::vector<Tensor>& outs, const KernelContext& c
   attention(t, ctx.queue);
 }
 
+// The kernels compute in float32 (their scores, softmax and sums): float64 attention would lose
+// its precision, so the compiler places it on the host.
+std::string sdpa_supports(const Args& a) {
+  for (int i = 0; i < 3; ++i)
+    if (a[i].is_tensor() && a[i].tensor.dtype() == DType::kFloat64)
+      return "float64 attention is computed on the host (the cuda kernels sum in float32)";
+  return {};
+}
+
 }  // namespace
 
 void register_attention_kernels(KernelTable& table) {
-  table.add(DeviceType::kCuda, "scaled_dot_product_attention", sdpa);
+  table.add(DeviceType::kCuda, "scaled_dot_product_attention", sdpa, sdpa_supports);
 }
 
 }  // namespace inplace::cuda

@@ -247,103 +247,137 @@ __device__ inline void input8(const GemvHalf& g, const T* x, int64_t k, float in
   }
 }
 
-// The decode step's product (one input row, the 16-byte path): g.split warps a column, each lane
-// holding kUnroll 16-byte chunks of the weight row (split chosen so that a row of k <= 1024 *
-// split is fetched whole). The weights are constants, so that fetch is issued before the wait
-// for the previous kernel; after the wait, everything the epilogue reads that the product does
-// not change (bias, residual, rotary factors, cache positions) is requested at once, the norm
-// (when given) is summed by each warp on its own, and the product reads x as the chain's norm
-// hands it over. Split warps' sums meet in shared memory in a fixed order.
-template <typename T, GemvEpilogue kE, bool kNorm>
-__global__ void __launch_bounds__(32 * kWarps) gemv_half_row_kernel(GemvHalf g) {
+// The decode step's product (one input row, the 16-byte path), as a grid that stays resident:
+// block b of the product's column blocks (g.split warps a column, 8 / split columns a block; a
+// rotated block takes four column pairs of one head) is done by launch block b % gridDim.x, in
+// turn. Each lane holds kUnroll 16-byte chunks of a weight row (split chosen so that a row of
+// k <= 1024 * split is fetched whole), and fetches the next column's chunks before it sums the
+// current one, so the weight stream never waits on an epilogue. The first fetch is issued before
+// the wait for the previous kernel (the weights are constants). After the wait each warp sums
+// the norm on its own, once, and (kCached: a row fetched whole) keeps its part of x, normalised
+// and rounded as the chain's norm hands it over, in registers for every column. Split warps'
+// sums meet in shared memory in a fixed order.
+template <typename T, GemvEpilogue kE, bool kNorm, bool kCached>
+__global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   pdl_trigger();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, split = g.split, part = warp % split;
-  const bool rot_block = kE == GemvEpilogue::kNone && blockIdx.x < g.rot_cols / kWarps;
-  const int64_t n = rot_block ? column_of(g, blockIdx.x, warp, true)
-                              : int64_t{blockIdx.x} * (kWarps / split) + warp / split;
-  const bool active = n < g.n;
   const int64_t K = g.k, step = int64_t{256} * split, first = (int64_t{part} * 32 + lane) * 8;
-  const T* w = weight_row<T>(g.w, g.more, active ? n : 0, K);
-  const T* w2 = kTwo ? static_cast<const T*>(g.w2) + (active ? n : 0) * K : nullptr;
-  uint4 raw[kUnroll], raw2[kUnroll];
-  if (active) fetch_rows<T, kTwo>(raw, raw2, w, w2, first, step, K);
+  const int64_t columns = kWarps / split, blocks = (g.n + columns - 1) / columns;
+  const int64_t rot_blocks = kE == GemvEpilogue::kNone ? g.rot_cols / kWarps : 0;
+  auto column = [&](int64_t b) {
+    return b < rot_blocks ? column_of(g, b, warp, true) : b * columns + warp / split;
+  };
+  const T* x = static_cast<const T*>(g.x);
+  uint4 raw[kUnroll], raw2[kUnroll], next[kUnroll], next2[kUnroll];
+  auto fetch = [&](uint4(&r)[kUnroll], uint4(&r2)[kUnroll], int64_t n, int64_t k0) {
+    const T* w = weight_row<T>(g.w, g.more, n, K);
+    const T* w2 = kTwo ? static_cast<const T*>(g.w2) + n * K : nullptr;
+    fetch_rows<T, kTwo>(r, r2, w, w2, k0, step, K);
+  };
+  int64_t b = blockIdx.x;
+  int64_t n = column(b);
+  if (n < g.n) fetch(raw, raw2, n, first);
   pdl_wait();
-  float bias = 0.f, residual = 0.f, c = 1.f, s = 0.f;
-  T* target[2] = {nullptr, nullptr};
-  if (active && part == 0 && lane == 0) {
-    if (g.bias) bias = Num<T>::to(static_cast<const T*>(g.bias)[n]);
-    if constexpr (kE == GemvEpilogue::kResidual)
-      residual = Num<T>::to(static_cast<const T*>(g.residual)[n]);
-    if constexpr (kE == GemvEpilogue::kNone) {
-      if (rot_block) {
-        const int64_t j = n % g.rot_d;
-        c = Num<T>::to(static_cast<const T*>(g.cos)[j]);
-        s = Num<T>::to(static_cast<const T*>(g.sin)[j]);
-      }
-      for (int i = 0; i < g.n_writes; ++i) target[i] = gemv::row_target<T>(g.writes[i], n);
-    }
-  }
   if (kE == GemvEpilogue::kNone && blockIdx.x == 0 && threadIdx.x == 0)
     gemv::report_row_writes(g.writes, g.n_writes);
-  const T* x = static_cast<const T*>(g.x);
   const float inv = kNorm ? warp_inv_rms<T>(g, x) : 1.f;
-  float acc = 0.f, acc2 = 0.f;
-  if (active) {
-    for (int64_t k0 = first; k0 < K; k0 += step * kUnroll) {
-      if (k0 != first) fetch_rows<T, kTwo>(raw, raw2, w, w2, k0, step, K);
+  float xc[kCached ? kUnroll * 8 : 1];
+  if constexpr (kCached)
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int64_t k = k0 + step * u;
-        if (k >= K) break;
-        float xv[8], wv[8];
-        input8<T, kNorm>(g, x, k, inv, xv);
-        widen<T>(raw[u], wv);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) acc += xv[i] * wv[i];
-        if constexpr (kTwo) {
-          widen<T>(raw2[u], wv);
-#pragma unroll
-          for (int i = 0; i < 8; ++i) acc2 += xv[i] * wv[i];
+    for (int u = 0; u < kUnroll; ++u)
+      if (first + step * u < K) input8<T, kNorm>(g, x, first + step * u, inv, xc + 8 * u);
+  for (; b < blocks; b += gridDim.x) {
+    const bool active = n < g.n, rot_block = b < rot_blocks;
+    // The next column's first chunks, before this one is summed.
+    const int64_t nn = b + gridDim.x < blocks ? column(b + gridDim.x) : g.n;
+    if (nn < g.n) fetch(next, next2, nn, first);
+    float bias = 0.f, residual = 0.f, c = 1.f, s = 0.f;
+    T* target[2] = {nullptr, nullptr};
+    if (active && part == 0 && lane == 0) {
+      if (g.bias) bias = Num<T>::to(static_cast<const T*>(g.bias)[n]);
+      if constexpr (kE == GemvEpilogue::kResidual)
+        residual = Num<T>::to(static_cast<const T*>(g.residual)[n]);
+      if constexpr (kE == GemvEpilogue::kNone) {
+        if (rot_block) {
+          const int64_t j = n % g.rot_d;
+          c = Num<T>::to(static_cast<const T*>(g.cos)[j]);
+          s = Num<T>::to(static_cast<const T*>(g.sin)[j]);
         }
+        if (g.n_writes > 0) target[0] = gemv::row_target<T>(g.writes[0], n);
+        if (g.n_writes > 1) target[1] = gemv::row_target<T>(g.writes[1], n);
       }
     }
-  }
-  for (int o = 16; o > 0; o >>= 1) {
-    acc += __shfl_xor_sync(0xffffffffu, acc, o);
-    if constexpr (kTwo) acc2 += __shfl_xor_sync(0xffffffffu, acc2, o);
-  }
-  if (split > 1) {
-    __shared__ float sums[2][kWarps];
-    if (lane == 0) {
-      sums[0][warp] = acc;
-      sums[1][warp] = acc2;
+    float acc = 0.f, acc2 = 0.f;
+    if (active) {
+      for (int64_t k0 = first;;) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          const int64_t k = k0 + step * u;
+          if (k >= K) break;
+          float xv[8], wv[8];
+          if constexpr (kCached) {
+#pragma unroll
+            for (int i = 0; i < 8; ++i) xv[i] = xc[8 * u + i];
+          } else {
+            input8<T, kNorm>(g, x, k, inv, xv);
+          }
+          widen<T>(raw[u], wv);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc += xv[i] * wv[i];
+          if constexpr (kTwo) {
+            widen<T>(raw2[u], wv);
+#pragma unroll
+            for (int i = 0; i < 8; ++i) acc2 += xv[i] * wv[i];
+          }
+        }
+        k0 += step * kUnroll;
+        if (kCached || k0 >= K) break;
+        fetch(raw, raw2, n, k0);
+      }
     }
-    __syncthreads();
-    const int w0 = warp - part;
-    acc = acc2 = 0.f;
-    for (int i = 0; i < split; ++i) {
-      acc += sums[0][w0 + i];
-      acc2 += sums[1][w0 + i];
+    for (int o = 16; o > 0; o >>= 1) {
+      acc += __shfl_xor_sync(0xffffffffu, acc, o);
+      if constexpr (kTwo) acc2 += __shfl_xor_sync(0xffffffffu, acc2, o);
     }
-    if (part != 0) return;  // split > 1 has no rotated block: no barrier follows
-  }
-  T v = Num<T>::from(0.f);
-  if (active && lane == 0) {
-    if (g.bias) acc = acc + bias;
-    v = Num<T>::from(acc);
-    if constexpr (kE == GemvEpilogue::kResidual) v = Num<T>::from(residual + Num<T>::to(v));
-    if constexpr (kTwo) {
-      const float gate = Num<T>::to(v);
-      const T sg = Num<T>::from(gate_act(g.activation, gate));
-      v = Num<T>::from(Num<T>::to(sg) * Num<T>::to(Num<T>::from(acc2)));
+    if (split > 1) {
+      __shared__ float sums[2][kWarps];
+      if (lane == 0) {
+        sums[0][warp] = acc;
+        sums[1][warp] = acc2;
+      }
+      __syncthreads();
+      const int w0 = warp - part;
+      acc = acc2 = 0.f;
+      for (int i = 0; i < split; ++i) {
+        acc += sums[0][w0 + i];
+        acc2 += sums[1][w0 + i];
+      }
+      __syncthreads();  // every warp has read `sums` before the next column rewrites them
     }
-  }
-  if (rot_block) v = rotate<T>(g, v, n, warp, c, s);
-  if (active && lane == 0) {
-    static_cast<T*>(g.y)[n] = v;
-    if (target[0]) *target[0] = v;
-    if (target[1]) *target[1] = v;
+    T v = Num<T>::from(0.f);
+    if (active && part == 0 && lane == 0) {
+      if (g.bias) acc = acc + bias;
+      v = Num<T>::from(acc);
+      if constexpr (kE == GemvEpilogue::kResidual) v = Num<T>::from(residual + Num<T>::to(v));
+      if constexpr (kTwo) {
+        const float gate = Num<T>::to(v);
+        const T sg = Num<T>::from(gate_act(g.activation, gate));
+        v = Num<T>::from(Num<T>::to(sg) * Num<T>::to(Num<T>::from(acc2)));
+      }
+    }
+    if (rot_block) v = rotate<T>(g, v, n, warp, c, s);  // split is 1 where blocks rotate
+    if (active && part == 0 && lane == 0) {
+      static_cast<T*>(g.y)[n] = v;
+      if (target[0]) *target[0] = v;
+      if (target[1]) *target[1] = v;
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      raw[u] = next[u];
+      if constexpr (kTwo) raw2[u] = next2[u];
+    }
+    n = nn;
   }
 }
 
@@ -362,6 +396,23 @@ int32_t column_split(const GemvHalf& g) {
   return split;
 }
 
+// kKernel over `blocks` column blocks on a grid the device holds at once (it stays resident and
+// takes the blocks in turn); the blocks an SM holds are asked once per kernel.
+template <auto kKernel>
+void launch_resident(const GemvHalf& g, int64_t blocks, cudaStream_t s) {
+  static const int64_t resident = [] {
+    int device = 0, sms = 0, per_sm = 0;
+    IP_CUDA_CHECK(cudaGetDevice(&device), "fused_linear");
+    IP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+                  "fused_linear");
+    IP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, 32 * kWarps, 0),
+                  "fused_linear");
+    return int64_t{sms} * (per_sm > 0 ? per_sm : 1);
+  }();
+  launch_pdl(kKernel, static_cast<unsigned>(blocks < resident ? blocks : resident), 32 * kWarps, s,
+             g);
+}
+
 template <typename T, GemvEpilogue kE>
 void launch(const GemvHalf& given, cudaStream_t s) {
   using Kernel = void (*)(GemvHalf);
@@ -370,12 +421,15 @@ void launch(const GemvHalf& given, cudaStream_t s) {
       g.k % 8 == 0 && weights_aligned16(g.w, g.more) && (!g.w2 || aligned16(g.w2));
   if (weights16 && g.rows == 1 && aligned16(g.x) &&
       (!g.norm_w || g.norm_w_float || aligned16(g.norm_w))) {
-    constexpr Kernel kRow[2] = {gemv_half_row_kernel<T, kE, false>,
-                                gemv_half_row_kernel<T, kE, true>};
     g.split = column_split(g);
     const int64_t columns = kWarps / g.split;  // a block
-    const unsigned blocks = static_cast<unsigned>((g.n + columns - 1) / columns);
-    return launch_pdl(kRow[g.norm_w != nullptr], blocks, 32 * kWarps, s, g);
+    const int64_t blocks = (g.n + columns - 1) / columns;
+    const bool whole = g.k <= int64_t{256} * g.split * kUnroll;  // a row fetched whole
+    if (g.norm_w)
+      return whole ? launch_resident<gemv_half_row_kernel<T, kE, true, true>>(g, blocks, s)
+                   : launch_resident<gemv_half_row_kernel<T, kE, true, false>>(g, blocks, s);
+    return whole ? launch_resident<gemv_half_row_kernel<T, kE, false, true>>(g, blocks, s)
+                 : launch_resident<gemv_half_row_kernel<T, kE, false, false>>(g, blocks, s);
   }
   constexpr Kernel kKernels[2][2] = {
       {gemv_half_kernel<T, kE, false, false>, gemv_half_kernel<T, kE, false, true>},
