@@ -31,7 +31,7 @@ void register_fused_linear_ops(Registry& r) {
       [](const Args& a) { return std::vector<Tensor>{norm_form_meta(kNormLinear, a)}; }, nullptr);
   r.add_out(
       "fused_addmm(Tensor input, Tensor weight, Tensor? bias=None, Tensor? residual=None, float? "
-      "eps=None, Tensor? norm_weight=None, Tensor? norm_bias=None) -> Tensor",
+      "eps=None, Tensor? norm_weight=None, Tensor? norm_bias=None, int[] epilogue=[]) -> Tensor",
       [](const Args& a) { return std::vector<Tensor>{fused_addmm::meta(a)}; }, nullptr);
 }
 

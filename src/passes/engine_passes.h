@@ -73,6 +73,10 @@ std::unique_ptr<Pass> make_fuse_linear_epilogues_pass();
 // layer_norm before it become one fused_addmm(x, W, b, residual, eps, norm_weight, norm_bias).
 std::unique_ptr<Pass> make_fuse_addmm_pass();
 
+// fuse_addmm_epilogues (after fuse_pointwise): a fused_pointwise step over one fused_addmm
+// product that nothing else reads becomes the product's epilogue program (GPT-2's GELU-tanh).
+std::unique_ptr<Pass> make_fuse_addmm_epilogues_pass();
+
 // merge_sibling_linears (PassOptions::merge_sibling_linears; on where the backend prefers it):
 // bias-free fused_linear products of one decode-size input become one product over the stacked
 // weights, each former result a slice of it.

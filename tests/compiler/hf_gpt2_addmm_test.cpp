@@ -1,10 +1,10 @@
 // GPT-2's Conv1D products (addmm over a weight stored [in, out], the caller's) as fused_addmm
 // steps (the fuse_addmm pass): each layer's four products take their bias, the residual adds
 // after c_proj and the MLP's c_proj, and (with the GPU's norm prologues) ln_1 and ln_2 before
-// c_attn and c_fc. Proved bitwise on the cpu: each fixture (float32 and bf16) is compiled once
-// with the rewrite and once without, and both run on fresh draws (weights, tokens, positions
-// across the whole cache, cache contents); every output and the final contents of every cache
-// must be equal.
+// c_attn and c_fc, and the GELU-tanh after c_fc (fuse_addmm_epilogues). Proved bitwise on the cpu:
+// each fixture (float32 and bf16) is compiled once with the rewrite and once without, and both run
+// on fresh draws (weights, tokens, positions across the whole cache, cache contents); every output
+// and the final contents of every cache must be equal.
 #include <gtest/gtest.h>
 
 #include "compiler/hf_fixtures.h"
@@ -36,6 +36,9 @@ TEST(HfGpt2Addmm, FixturesBitwiseWithAndWithoutTheRewrite) {
       EXPECT_EQ(count_of(plan, "= addmm("), 0) << plan;
       EXPECT_EQ(count_of(plan, "= layer_norm("), norms ? 1 : 5) << plan;
       EXPECT_EQ(count_of(chain.plan(), "= addmm("), 8) << chain.plan();
+      // The GELU-tanh chain after c_fc: one fused_pointwise step, then c_fc's epilogue.
+      EXPECT_EQ(count_of(plan, "= fused_pointwise("), 0) << plan;
+      EXPECT_EQ(count_of(chain.plan(), "= fused_pointwise("), 2) << chain.plan();
       // The residual adds: only the embeddings' sum remains.
       EXPECT_EQ(lines_with(plan, "= add.Tensor(", "bfloat16") +
                     lines_with(plan, "= add.Tensor(", "float32"),
@@ -88,8 +91,11 @@ std::unique_ptr<Graph> spelled(int64_t rows, const std::string& dtype) {
   json +=
       node("q", "aten.addmm.default", "[" + ref("b2") + ", " + ref("v2") + ", " + ref("w2") + "]",
            meta("[" + r + ", 24]"));
+  // An activation after the second product: its epilogue program.
+  json += node("act", "aten.tanh.default", "[" + ref("q") + "]", meta("[" + r + ", 24]"));
+  json += node("out", "aten.mul.Tensor", "[" + ref("act") + ", 0.5]", meta("[" + r + ", 24]"));
   json += "{\"name\": \"output\", \"op\": \"output\", \"target\": \"output\", \"args\": [[" +
-          ref("h") + ", " + ref("q") + "]]}]}";
+          ref("h") + ", " + ref("out") + "]]}]}";
   return read_graph_json_string(json, "spelled");
 }
 
@@ -106,6 +112,7 @@ TEST(HfGpt2Addmm, OtherSpellingsBitwiseAndPromptsKeepTheirProducts) {
         const std::string plan = fused.plan();
         EXPECT_EQ(count_of(plan, "= fused_addmm("), rows <= 4 ? 2 : 0) << plan;
         EXPECT_EQ(count_of(plan, "= layer_norm("), rows <= 4 && norms ? 0 : 1) << plan;
+        EXPECT_EQ(count_of(plan, "= fused_pointwise("), rows <= 4 ? 0 : 1) << plan;
         for (size_t d = 0; d < draws.size(); ++d) {
           SCOPED_TRACE(str_cat("draw ", d));
           const EngineCall a = fused.call(draws[d]), b = chain.call(draws[d]);

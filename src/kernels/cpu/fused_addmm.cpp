@@ -1,7 +1,8 @@
 // The cpu kernel of fused_addmm (ops/fused_addmm_args.h): the chain it replaces, run by the
 // chain's own cpu kernels (chain.h), so the fused step is bitwise the unfused one at every dtype:
 // layer_norm into a temporary when the op has its prologue, addmm (mm without a bias) over the
-// weight as stored, [in, out], then the residual's add.
+// weight as stored, [in, out], then the residual's add and the epilogue program (the
+// fused_pointwise kernel, in place).
 #include "core/error.h"
 #include "kernels/cpu/chain.h"
 #include "kernels/cpu/registration.h"
@@ -13,7 +14,8 @@ namespace {
 
 using namespace fused_addmm;
 
-const ChainOp kLayerNormOp("layer_norm"), kAddmmOp("addmm"), kMmOp("mm"), kAddOp("add.Tensor");
+const ChainOp kLayerNormOp("layer_norm"), kAddmmOp("addmm"), kMmOp("mm"), kAddOp("add.Tensor"),
+    kPointwiseOp("fused_pointwise");
 
 void run(const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
   meta(a);
@@ -31,6 +33,7 @@ void run(const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
     kMmOp.into({x2, a[kWeight]}, y2);
   if (y2.data_ptr() != y.data_ptr()) y.copy_from(y2.view(y.shape()));
   if (has_arg(a, kResidual)) kAddOp.into({Value::from_tensor(y), a[kResidual]}, y);
+  if (has_epilogue(a)) kPointwiseOp.into({Value::list({Value::from_tensor(y)}), a[kEpilogue]}, y);
 }
 
 }  // namespace

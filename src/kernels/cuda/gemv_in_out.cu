@@ -3,11 +3,13 @@
 // slices of k. A thread fetches its first kUnroll chunks of W before pdl_wait() (the weights are
 // constants, so the fetch overlaps the previous kernel), accumulates its slice of k in float32,
 // and the block sums the slices in shared memory in a fixed order; threads below C then apply the
-// epilogue (bias, residual) to one column each.
+// epilogue (bias, residual, a pointwise program) to one column each. Compiled with --fmad=false
+// (pointwise_device.cuh).
 #include <type_traits>
 
 #include "kernels/cuda/device_common.cuh"
 #include "kernels/cuda/gemv_in_out.h"
+#include "kernels/cuda/pointwise_device.cuh"
 
 namespace inplace::cuda {
 
@@ -112,7 +114,8 @@ __device__ inline float normed(T x, double mu, double rs, const T* w, const T* b
 }
 
 template <typename T, int V, int TPR, int R, bool kNorm>
-__global__ void __launch_bounds__(kThreads) gemv_in_out_kernel(GemvInOut g) {
+__global__ void __launch_bounds__(kThreads)
+    gemv_in_out_kernel(const __grid_constant__ GemvInOut g) {
   pdl_trigger();
   constexpr int C = V * TPR;          // the block's columns
   constexpr int KR = kThreads / TPR;  // k rows one pass of the block covers
@@ -194,6 +197,11 @@ __global__ void __launch_bounds__(kThreads) gemv_in_out_kernel(GemvInOut g) {
         for (int i = 0; i < P; ++i) total += gathered[i][tid];
         float y = rounded<T>(g.bias ? total + bias : total);  // addmm's result, or mm's
         if (g.residual) y = rounded<T>(y + residual[r]);
+        if (g.epilogue.n_code > 0) {  // its one input: y as the chain stored it
+          auto load = [&](int32_t, DType) { return pointwise_device::make<float>(y); };
+          DType t = g.dtype;
+          y = pointwise_device::run(g.epilogue.code, g.epilogue.reg, g.epilogue.n_code, load, &t).f;
+        }
         static_cast<T*>(g.y)[(m0 + r) * g.y_stride + j] = from_f<T>(y);
       }
       __syncthreads();  // part and gathered are reused by the next row
@@ -207,7 +215,7 @@ bool aligned16(const void* p) {
 
 template <typename T, int V, int TPR>
 void launch_form(const GemvInOut& g, cudaStream_t s) {
-  using Kernel = void (*)(GemvInOut);
+  using Kernel = void (*)(const GemvInOut);
   // [one row][norm]
   constexpr Kernel kKernels[2][2] = {
       {gemv_in_out_kernel<T, V, TPR, kRows, false>, gemv_in_out_kernel<T, V, TPR, kRows, true>},

@@ -8,14 +8,25 @@
 //   kernel computes it: mean and variance in double, then T(float(((x - mean) * rstd) * w + b))
 //   in double (no fused multiply-add);
 //   the product sum_k x[k] * w[k, n] accumulated in float32, plus bias, rounded to T;
-//   with a residual: T(float(y) + float(residual)).
+//   with a residual: T(float(y) + float(residual));
+//   with an epilogue program (fused_addmm's `epilogue`: a fused_pointwise program over the one
+//   input, GPT-2's GELU-tanh chain), the value so far runs it as the fused_pointwise kernel
+//   does (pointwise_device.cuh), each register rounded as the unfused chain rounds.
 // The sum's order is the GPU's: results match the cpu's up to the rounding of the float32 sum.
 #pragma once
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "ops/pointwise_program.h"
 
 namespace inplace::cuda {
+
+// A fused_pointwise program over one input (the product's value), its result of that dtype.
+struct GemvEpilogueProgram {
+  pointwise::Instr code[pointwise::kMaxInstructions];
+  uint8_t reg[pointwise::kMaxInstructions] = {};  // each register's dtype
+  int n_code = 0;                                 // 0: none
+};
 
 struct GemvInOut {
   DType dtype = DType::kBFloat16;  // T
@@ -32,6 +43,7 @@ struct GemvInOut {
   const void* norm_w = nullptr;  // [k] or null
   const void* norm_b = nullptr;  // [k] or null
   double eps = 0;
+  GemvEpilogueProgram epilogue;
 };
 
 void gemv_in_out(const GemvInOut& g, void* stream);

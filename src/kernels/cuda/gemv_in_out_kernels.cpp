@@ -1,6 +1,8 @@
 // The CUDA kernel of fused_addmm (ops/fused_addmm_args.h): the product over the [in, out]
-// weight as it lies, with its bias, residual and LayerNorm prologue, in one launch
-// (gemv_in_out.h). supports() asks for contiguous operands of one float dtype.
+// weight as it lies, with its bias, residual, LayerNorm prologue and epilogue program, in one
+// launch (gemv_in_out.h). supports() asks for contiguous operands of one float dtype and an
+// epilogue the fused_pointwise kernel runs.
+#include "kernels/cuda/fused_pointwise.h"
 #include "kernels/cuda/gemv_in_out.h"
 #include "kernels/cuda/registration.h"
 #include "ops/fused_addmm_args.h"
@@ -15,12 +17,29 @@ bool contiguous_or_none(const Args& a, size_t pos) {
   return !has_arg(a, pos) || a[pos].tensor.is_contiguous();
 }
 
+// The epilogue program over the product's value (a tensor of the result's shape and dtype).
+pointwise::Program epilogue_of(const Args& a, std::vector<Tensor>* inputs) {
+  const Tensor& x = a[kInput].tensor;
+  Shape out(x.shape().begin(), x.shape().end() - 1);
+  out.push_back(a[kWeight].tensor.size(1));
+  inputs->push_back(Tensor::meta(out, x.dtype()));
+  return pointwise::decode(a[kEpilogue].as_int_list(kName), {x.dtype()});
+}
+
 std::string supports(const Args& a) {
   const DType t = a[kInput].tensor.dtype();
   if (t != DType::kFloat32 && t != DType::kBFloat16 && t != DType::kFloat16)
     return "an input that is not float32, bfloat16 or float16";
   for (size_t pos : {kInput, kWeight, kBias, kResidual, kNormWeight, kNormBias})
     if (!contiguous_or_none(a, pos)) return "an operand that is not contiguous";
+  if (has_epilogue(a)) {
+    std::vector<Tensor> inputs;
+    try {
+      return fused_pointwise_refusal(epilogue_of(a, &inputs), inputs);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  }
   return "";
 }
 
@@ -55,6 +74,15 @@ void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ct
     g.eps = a[kEps].as_double(kName);
     if (has_arg(a, kNormWeight)) g.norm_w = a[kNormWeight].tensor.data_ptr();
     if (has_arg(a, kNormBias)) g.norm_b = a[kNormBias].tensor.data_ptr();
+  }
+  if (has_epilogue(a)) {
+    std::vector<Tensor> inputs;
+    const pointwise::Program p = epilogue_of(a, &inputs);
+    g.epilogue.n_code = static_cast<int>(p.code.size());
+    for (int k = 0; k < g.epilogue.n_code; ++k) {
+      g.epilogue.code[k] = p.code[k];
+      g.epilogue.reg[k] = static_cast<uint8_t>(p.reg[k]);
+    }
   }
   gemv_in_out(g, ctx.queue);
 }
