@@ -17,7 +17,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kRows = 4;    // input rows a pass over the weight serves
-constexpr int kUnroll = 4;  // chunks of W a thread has in flight
+constexpr int kUnroll = 8;  // chunks of W a thread has in flight
 
 template <typename T>
 __device__ inline float to_f(T v) {
@@ -113,6 +113,14 @@ __device__ inline float normed(T x, double mu, double rs, const T* w, const T* b
   return rounded<T>(static_cast<float>(v));
 }
 
+// The epilogue program on y (its one input, as the chain stored it); its result is of y's dtype.
+// Not inlined: its registers (in local memory) stay out of the product's loop.
+__device__ __noinline__ float run_epilogue(const GemvEpilogueProgram& e, float y) {
+  auto load = [&](int32_t, DType) { return pointwise_device::make<float>(y); };
+  DType t = DType::kFloat32;
+  return pointwise_device::run(e.code, e.reg, e.n_code, load, &t).f;
+}
+
 template <typename T, int V, int TPR, int R, bool kNorm>
 __global__ void __launch_bounds__(kThreads)
     gemv_in_out_kernel(const __grid_constant__ GemvInOut g) {
@@ -120,7 +128,8 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int C = V * TPR;          // the block's columns
   constexpr int KR = kThreads / TPR;  // k rows one pass of the block covers
   constexpr int P = kThreads / C;     // partial sums a column's total gathers
-  static_assert(KR % P == 0, "every column's slices divide among its summing threads");
+  static_assert(KR % P == 0 && C <= 32 && 32 % C == 0,
+                "every column's slices divide among its summing threads, a warp's lanes too");
   const int tid = threadIdx.x, group = tid % TPR, slice = tid / TPR;
   const int64_t K = g.k, N = g.n;
   const int64_t col = static_cast<int64_t>(blockIdx.x) * C + group * V;
@@ -138,7 +147,7 @@ __global__ void __launch_bounds__(kThreads)
   if (active) fetch_from(slice);
   pdl_wait();
   __shared__ float part[KR][C];
-  __shared__ float gathered[P][C];
+  __shared__ float gathered[kThreads / 32][C];
   __shared__ double scratch[kThreads / 32];
   // The epilogue's column and operands, requested before the product.
   const int64_t j = static_cast<int64_t>(blockIdx.x) * C + tid;
@@ -187,21 +196,20 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int v = 0; v < V; ++v) part[slice][group * V + v] = acc[r][v];
       __syncthreads();
+      // Column c's KR partial sums: P threads (c, c + C, ...) each add every P-th, the lanes of
+      // a warp that share c meet by shuffles, then the warps' sums in order.
       const int c = tid % C, p = tid / C;
       float s = 0.f;
       for (int i = p; i < KR; i += P) s += part[i][c];
-      gathered[p][c] = s;
+      for (int o = 16; o >= C; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+      if (tid % 32 < C) gathered[tid / 32][c] = s;
       __syncthreads();
       if (writes) {
         float total = 0.f;
-        for (int i = 0; i < P; ++i) total += gathered[i][tid];
+        for (int i = 0; i < kThreads / 32; ++i) total += gathered[i][tid];
         float y = rounded<T>(g.bias ? total + bias : total);  // addmm's result, or mm's
         if (g.residual) y = rounded<T>(y + residual[r]);
-        if (g.epilogue.n_code > 0) {  // its one input: y as the chain stored it
-          auto load = [&](int32_t, DType) { return pointwise_device::make<float>(y); };
-          DType t = g.dtype;
-          y = pointwise_device::run(g.epilogue.code, g.epilogue.reg, g.epilogue.n_code, load, &t).f;
-        }
+        if (g.epilogue.n_code > 0) y = run_epilogue(g.epilogue, y);
         static_cast<T*>(g.y)[(m0 + r) * g.y_stride + j] = from_f<T>(y);
       }
       __syncthreads();  // part and gathered are reused by the next row
@@ -228,10 +236,11 @@ void launch_form(const GemvInOut& g, cudaStream_t s) {
 template <typename T>
 void launch(const GemvInOut& g, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
-  // 16-byte chunks: two column groups read a 32-byte sector of each row; else one warp reads
+  // 16-byte chunks: a thread reads 16 bytes of each of its rows of k, a block eight bf16 columns
+  // (GPT-2's 768-wide products: 96 blocks, every slice of k 256 rows apart); else one warp reads
   // 32 consecutive elements.
   if (g.n % V == 0 && aligned16(g.w))
-    launch_form<T, V, 2>(g, s);
+    launch_form<T, V, 1>(g, s);
   else
     launch_form<T, 1, 32>(g, s);
 }
