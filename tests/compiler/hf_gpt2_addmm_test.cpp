@@ -9,6 +9,8 @@
 
 #include "compiler/hf_fixtures.h"
 #include "compiler/rewrite_differential.h"
+#include "engine/engine_file.h"
+#include "engine/execution_context.h"
 
 namespace inplace::testing {
 namespace {
@@ -54,6 +56,28 @@ TEST(HfGpt2Addmm, FixturesBitwiseWithAndWithoutTheRewrite) {
           EXPECT_TRUE(tensor_equal(a.inputs[i], b.inputs[i])) << "input " << i;
       }
     }
+}
+
+// An engine file keeps the fused steps (the norm prologue's eps, the epilogue's program): the
+// loaded engine computes the compiled one's values bit for bit.
+TEST(HfGpt2Addmm, EngineFilesKeepTheFusedSteps) {
+  auto g = hf_fixture("gpt2_bf16");
+  const std::vector<Tensor> draw = seeded_hf_inputs(*g, 21, 64);
+  const CompiledProgram cp = compile(*g, clones(draw), options(true, true));
+  const std::string bytes = serialize_engine(*cp.engine);
+  const std::shared_ptr<const Engine> loaded = deserialize_engine(bytes, "<memory>");
+  EXPECT_EQ(count_of(loaded->describe(), "= fused_addmm("), 8);
+  auto run = [&](const std::shared_ptr<const Engine>& e) {
+    const std::vector<Tensor> inputs = clones(draw);
+    ExecutionContext ctx(e);
+    for (int i = 0; i < cp.num_user_inputs; ++i) ctx.bind_input(i, inputs[i]);
+    std::vector<Tensor> out = ctx.execute();
+    out.insert(out.end(), inputs.begin(), inputs.end());
+    return out;
+  };
+  const std::vector<Tensor> a = run(cp.engine), b = run(loaded);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t j = 0; j < a.size(); ++j) EXPECT_TRUE(tensor_equal(a[j], b[j])) << "value " << j;
 }
 
 // Spellings around the product: mm without a bias, reshape for view, the residual as the add's
