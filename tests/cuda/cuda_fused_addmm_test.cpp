@@ -3,11 +3,14 @@
 // six rows, GPT-2's shapes and odd ones, the 16-byte path and the scalar one (n not a multiple of
 // a 16-byte chunk, or a weight not 16-byte aligned), with and without bias, residual and the
 // LayerNorm prologue. Then GPT-2 (tests/frontend/fixtures/hf, float32 and bf16) compiled for
-// CUDA, whose Conv1D products are fused_addmm steps, against the cpu engine: every output and
-// every cache, positions across the cache. Skipped, saying so, without a GPU.
+// CUDA, whose Conv1D products are fused_addmm steps (c_attn's with the k and v cache writes in
+// its epilogue), against the cpu engine and bitwise against the same engine run one step a
+// launch: every output and every cache, positions across the cache. Skipped, saying so, without
+// a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 
 #include "compiler/compile.h"
@@ -106,19 +109,36 @@ TEST(CudaFusedAddmm, Gpt2FixturesMatchTheCpuEngine) {
     // Each layer: ln_1 + c_attn, c_proj + residual, ln_2 + c_fc, c_proj + residual.
     EXPECT_EQ(count_of(plan, "= fused_addmm("), 8) << plan;
     EXPECT_EQ(count_of(plan, "= layer_norm("), 1) << plan;
+    // One context as the engine runs (c_attn's k and v cache writes from its epilogue), one
+    // profiled (every step its own launch): bitwise alike.
     ExecutionContext ctx(gpu.engine);
-    std::vector<Tensor> inputs;
+    setenv("INPLACE_PROFILE", "1", 1);
+    ExecutionContext steps(gpu.engine);
+    unsetenv("INPLACE_PROFILE");
+    std::vector<Tensor> inputs, step_inputs;
     for (size_t i = 0; i < draws[0].size(); ++i) {
       inputs.push_back(draws[0][i].to_device(Device::cuda()));
       ctx.bind_input(static_cast<int>(i), inputs.back());
+      step_inputs.push_back(draws[0][i].to_device(Device::cuda()));
+      steps.bind_input(static_cast<int>(i), step_inputs.back());
     }
     const CompiledOnce cpu(*g, draws[1], CompileOptions{});
     const double tol = dtype_tolerance(*g->placeholders()[0]->meta.dtype) * 10;
     for (size_t d = 0; d < draws.size(); ++d) {
       SCOPED_TRACE(str_cat("draw ", d));
-      for (size_t i = 0; i < draws[d].size(); ++i) write_device(inputs[i], draws[d][i]);
-      std::vector<Tensor> got;
+      for (size_t i = 0; i < draws[d].size(); ++i) {
+        write_device(inputs[i], draws[d][i]);
+        write_device(step_inputs[i], draws[d][i]);
+      }
+      std::vector<Tensor> got, one_by_one;
       for (const Tensor& t : ctx.execute()) got.push_back(t.to_device(Device::cpu()));
+      for (const Tensor& t : steps.execute()) one_by_one.push_back(t.to_device(Device::cpu()));
+      for (size_t j = 0; j < got.size(); ++j)
+        EXPECT_TRUE(close(got[j], one_by_one[j], 0)) << "output " << j << " one step a launch";
+      for (size_t i = 0; i < inputs.size(); ++i)
+        EXPECT_TRUE(
+            close(inputs[i].to_device(Device::cpu()), step_inputs[i].to_device(Device::cpu()), 0))
+            << "input " << i << " one step a launch";
       const EngineCall want = cpu.call(draws[d]);
       ASSERT_EQ(got.size(), want.outputs.size());
       for (size_t j = 0; j < got.size(); ++j)
@@ -127,7 +147,11 @@ TEST(CudaFusedAddmm, Gpt2FixturesMatchTheCpuEngine) {
         EXPECT_TRUE(close(inputs[i].to_device(Device::cpu()), want.inputs[i], tol))
             << "input " << i;
     }
-    std::printf("[gpu suite] %s: %d fused_addmm steps\n", model, count_of(plan, "= fused_addmm("));
+    // Each layer's k and v cache writes join c_attn's launch.
+    const ContextStats st = ctx.stats();
+    EXPECT_GE(st.counter("joined_steps"), 4);
+    std::printf("[gpu suite] %s: %d fused_addmm steps, %lld steps joined to another's launch\n",
+                model, count_of(plan, "= fused_addmm("), (long long)st.counter("joined_steps"));
   }
 }
 

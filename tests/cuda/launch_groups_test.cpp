@@ -1,8 +1,8 @@
 // Which steps share a launch on a GPU (kernels/cuda/launch_groups.h; built with the CUDA backend
 // only), decided from the plan and the kernel table alone, so it is tested here on the cpu against
 // the cuda kernel table: a decoder layer's k and v cache writes join its q/k/v product (bf16
-// weights) or pair up (float32 weights, cuBLAS products), the rotary table's two reads pair up, and
-// temporaries pair only when their planned memory does not overlap.
+// weights; GPT-2's c_attn) or pair up (float32 weights, cuBLAS products), the rotary table's two
+// reads pair up, and temporaries pair only when their planned memory does not overlap.
 #include <gtest/gtest.h>
 
 #include "backend/kernel_table.h"
@@ -109,6 +109,25 @@ TEST(LaunchGroups, Bf16CacheWritesJoinTheirProductsPastStepsInBetween) {
   }
   EXPECT_EQ(groups, 2) << e->describe();  // one a layer
   EXPECT_EQ(kv_pairs, 2) << e->describe();
+}
+
+// GPT-2 (float32 and bf16): c_attn, a fused_addmm with ln_1 as its prologue, takes its layer's k
+// and v cache writes.
+TEST(LaunchGroups, Gpt2CacheWritesJoinTheAddmmProduct) {
+  for (const char* model : {"gpt2", "gpt2_bf16"}) {
+    auto e = gpu_plan_engine(*testing::hf_fixture(model));
+    const Plan& plan = e->plan();
+    const cuda::LaunchGroups lg = cuda::plan_launch_groups(plan);
+    int groups = 0;
+    for (size_t q = 0; q < plan.steps.size(); ++q) {
+      if (lg.write_count[q] == 0) continue;
+      ++groups;
+      EXPECT_EQ(op_of(plan.steps[q]), "fused_addmm") << plan.steps[q].node;
+      ASSERT_EQ(lg.write_count[q], 2) << plan.steps[q].node;
+      for (size_t w : lg.write_steps[q]) EXPECT_EQ(op_of(plan.steps[w]), "kv_cache_update");
+    }
+    EXPECT_EQ(groups, 2) << model << "\n" << e->describe();  // one a layer
+  }
 }
 
 // One q/k/v product (a fused weight) whose q and k heads rotate in its epilogue takes both writes,

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/gemv_device.cuh"
 #include "kernels/cuda/gemv_in_out.h"
 #include "kernels/cuda/pointwise_device.cuh"
 
@@ -153,6 +154,12 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t j = static_cast<int64_t>(blockIdx.x) * C + tid;
   const bool writes = tid < C && j < N;
   const float bias = writes && g.bias ? to_f(static_cast<const T*>(g.bias)[j]) : 0.f;
+  // The epilogue writes' places (one row: the position read now, its round trip overlapping
+  // the product's).
+  T* targets[2] = {nullptr, nullptr};
+  if constexpr (R == 1)
+    for (int w = 0; w < g.n_writes; ++w)
+      if (writes) targets[w] = gemv::row_target<T>(g.writes[w], j);
   const T* nw = static_cast<const T*>(g.norm_w);
   const T* nb = static_cast<const T*>(g.norm_b);
   for (int64_t m0 = 0; m0 < g.rows; m0 += R) {
@@ -211,6 +218,9 @@ __global__ void __launch_bounds__(kThreads)
         if (g.residual) y = rounded<T>(y + residual[r]);
         if (g.epilogue.n_code > 0) y = run_epilogue(g.epilogue, y);
         static_cast<T*>(g.y)[(m0 + r) * g.y_stride + j] = from_f<T>(y);
+        if constexpr (R == 1)
+          for (int w = 0; w < 2; ++w)
+            if (targets[w]) *targets[w] = from_f<T>(y);
       }
       __syncthreads();  // part and gathered are reused by the next row
     }

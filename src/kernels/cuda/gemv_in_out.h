@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "kernels/cuda/launch.h"
 #include "ops/pointwise_program.h"
 
 namespace inplace::cuda {
@@ -44,6 +45,11 @@ struct GemvInOut {
   const void* norm_b = nullptr;  // [k] or null
   double eps = 0;
   GemvEpilogueProgram epilogue;
+  // One row: the engine's epilogue writes (a c_attn product's k and v kv_cache_update), each
+  // finished value of a written column also stored where GemvRowWrite places it, with the cache
+  // write's position checks and error flag.
+  GemvRowWrite writes[2];
+  int n_writes = 0;
 };
 
 void gemv_in_out(const GemvInOut& g, void* stream);

@@ -1,10 +1,13 @@
 // The CUDA kernel of fused_addmm (ops/fused_addmm_args.h): the product over the [in, out]
 // weight as it lies, with its bias, residual, LayerNorm prologue and epilogue program, in one
-// launch (gemv_in_out.h). supports() asks for contiguous operands of one float dtype and an
+// launch (gemv_in_out.h), at one row with the k and v cache writes of its slices too (the
+// engine's epilogue writes). supports() asks for contiguous operands of one float dtype and an
 // epilogue the fused_pointwise kernel runs.
 #include "kernels/cuda/fused_pointwise.h"
 #include "kernels/cuda/gemv_in_out.h"
+#include "kernels/cuda/launch_groups.h"
 #include "kernels/cuda/registration.h"
+#include "kernels/cuda/row_write.h"
 #include "ops/fused_addmm_args.h"
 
 namespace inplace::cuda {
@@ -43,7 +46,8 @@ std::string supports(const Args& a) {
   return "";
 }
 
-void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+// The launch's operands (no pointers where there is nothing to compute: rows or n of 0).
+GemvInOut operands(const Args& a, const std::vector<Tensor>& outs) {
   meta(a);
   const std::string why = supports(a);
   IP_CHECK(why.empty(), kUnsupported, "[cuda] ", kName, ": ", why);
@@ -55,15 +59,12 @@ void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ct
   g.dtype = x.dtype();
   g.k = w.size(0);
   g.n = w.size(1);
-  g.rows = g.k ? x.numel() / g.k : 0;
+  g.rows = 1;  // x's leading dims (k may be 0: y = bias (+ residual), a sum of no terms)
+  for (int64_t d = 0; d + 1 < x.dim(); ++d) g.rows *= x.size(d);
   g.x_stride = g.k;
   g.y_stride = g.n;
   g.residual_stride = g.n;
-  if (g.k == 0) {  // no product: y = bias (+ residual) through the zero-length sum
-    g.rows = 1;
-    for (int64_t d = 0; d + 1 < x.dim(); ++d) g.rows *= x.size(d);
-  }
-  if (g.rows == 0 || g.n == 0) return;
+  if (g.rows == 0 || g.n == 0) return g;
   g.x = x.data_ptr();
   g.w = w.data_ptr();
   g.y = y.data_ptr();
@@ -84,13 +85,32 @@ void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ct
       g.epilogue.reg[k] = static_cast<uint8_t>(p.reg[k]);
     }
   }
-  gemv_in_out(g, ctx.queue);
+  return g;
+}
+
+void run(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  gemv_in_out(operands(a, outs), ctx.queue);
+}
+
+static_assert(kMaxEpilogueWrites <= 2, "GemvInOut holds the writes of one group");
+
+// A one-row product and the k and v cache writes of its slices (the engine's epilogue writes:
+// GPT-2's c_attn) in one launch; false, having launched nothing, for another form.
+bool run_with_writes(const StepCall& p, const StepCall* writes, int n) {
+  if (n > kMaxEpilogueWrites || !supports(*p.args).empty()) return false;
+  GemvInOut g = operands(*p.args, *p.outs);
+  if (g.rows != 1 || g.n == 0) return false;
+  for (int k = 0; k < n; ++k)
+    if (!row_write_of(writes[k], g.y, g.n, g.dtype, &g.writes[g.n_writes++])) return false;
+  gemv_in_out(g, p.ctx.queue);
+  return true;
 }
 
 }  // namespace
 
 void register_fused_addmm_kernels(KernelTable& table) {
   table.add(DeviceType::kCuda, kName, run, supports);
+  LaunchKernels::get().add_epilogue_writes(kName, "kv_cache_update", run_with_writes);
 }
 
 }  // namespace inplace::cuda
