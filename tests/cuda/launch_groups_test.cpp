@@ -111,22 +111,28 @@ TEST(LaunchGroups, Bf16CacheWritesJoinTheirProductsPastStepsInBetween) {
   EXPECT_EQ(kv_pairs, 2) << e->describe();
 }
 
+// The groups of epilogue writes of `e`'s plan, each expected to be a step of `product` taking
+// two kv_cache_update steps.
+int write_groups(const Engine& e, const std::string& product) {
+  const Plan& plan = e.plan();
+  const cuda::LaunchGroups lg = cuda::plan_launch_groups(plan);
+  int groups = 0;
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    if (lg.write_count[q] == 0) continue;
+    ++groups;
+    EXPECT_EQ(op_of(plan.steps[q]), product) << plan.steps[q].node;
+    EXPECT_EQ(lg.write_count[q], 2) << plan.steps[q].node;
+    for (size_t w : lg.write_steps[q]) EXPECT_EQ(op_of(plan.steps[w]), "kv_cache_update");
+  }
+  return groups;
+}
+
 // GPT-2 (float32 and bf16): c_attn, a fused_addmm with ln_1 as its prologue, takes its layer's k
 // and v cache writes.
 TEST(LaunchGroups, Gpt2CacheWritesJoinTheAddmmProduct) {
   for (const char* model : {"gpt2", "gpt2_bf16"}) {
     auto e = gpu_plan_engine(*testing::hf_fixture(model));
-    const Plan& plan = e->plan();
-    const cuda::LaunchGroups lg = cuda::plan_launch_groups(plan);
-    int groups = 0;
-    for (size_t q = 0; q < plan.steps.size(); ++q) {
-      if (lg.write_count[q] == 0) continue;
-      ++groups;
-      EXPECT_EQ(op_of(plan.steps[q]), "fused_addmm") << plan.steps[q].node;
-      ASSERT_EQ(lg.write_count[q], 2) << plan.steps[q].node;
-      for (size_t w : lg.write_steps[q]) EXPECT_EQ(op_of(plan.steps[w]), "kv_cache_update");
-    }
-    EXPECT_EQ(groups, 2) << model << "\n" << e->describe();  // one a layer
+    EXPECT_EQ(write_groups(*e, "fused_addmm"), 2) << model << "\n" << e->describe();  // a layer
   }
 }
 
@@ -138,17 +144,7 @@ TEST(LaunchGroups, HalfCacheWritesJoinAFusedQkvProduct) {
     s.dtype = dt;
     s.merged = true;
     auto e = gpu_plan_engine(*testing::qkv_rotary_graph(s));
-    const Plan& plan = e->plan();
-    const cuda::LaunchGroups lg = cuda::plan_launch_groups(plan);
-    int groups = 0;
-    for (size_t q = 0; q < plan.steps.size(); ++q) {
-      if (lg.write_count[q] == 0) continue;
-      ++groups;
-      EXPECT_EQ(op_of(plan.steps[q]), "rms_norm_linear");
-      ASSERT_EQ(lg.write_count[q], 2);
-      for (size_t w : lg.write_steps[q]) EXPECT_EQ(op_of(plan.steps[w]), "kv_cache_update");
-    }
-    EXPECT_EQ(groups, 1) << e->describe();
+    EXPECT_EQ(write_groups(*e, "rms_norm_linear"), 1) << e->describe();
   }
 }
 
