@@ -128,11 +128,16 @@ int write_groups(const Engine& e, const std::string& product) {
 }
 
 // GPT-2 (float32 and bf16): c_attn, a fused_addmm with ln_1 as its prologue, takes its layer's k
-// and v cache writes.
+// and v cache writes; the token and position embeddings pair up.
 TEST(LaunchGroups, Gpt2CacheWritesJoinTheAddmmProduct) {
   for (const char* model : {"gpt2", "gpt2_bf16"}) {
     auto e = gpu_plan_engine(*testing::hf_fixture(model));
     EXPECT_EQ(write_groups(*e, "fused_addmm"), 2) << model << "\n" << e->describe();  // a layer
+    const cuda::LaunchGroups lg = cuda::plan_launch_groups(e->plan());
+    int embedding_pairs = 0;
+    for (size_t q = 0; q < e->plan().steps.size(); ++q)
+      embedding_pairs += lg.pair[q] && op_of(e->plan().steps[q]) == "embedding";
+    EXPECT_EQ(embedding_pairs, 1) << model << "\n" << e->describe();
   }
 }
 
