@@ -9,7 +9,10 @@
 // cos, sin), cos and sin d elements (one position). Every backend computes each result element
 // by the same float operations, in the same order, as the chain's kernels. Both may read more
 // weights (more_weights: merge_sibling_linears' grouped product), their columns after weight's.
+// fused_addmm: the product over an [in, out] weight (addmm's), its bias, residual and LayerNorm
+// prologue (ops/fused_addmm_args.h).
 // Shape rules and argument positions: ops/fused_linear_args.h.
+#include "ops/fused_addmm_args.h"
 #include "ops/fused_linear_args.h"
 #include "ops/registry.h"
 
@@ -26,6 +29,10 @@ void register_fused_linear_ops(Registry& r) {
       "bias=None, Tensor? cos=None, Tensor? sin=None, int rotary_cols=0, str norm=\"rms_norm\", "
       "Tensor[] more_weights=[]) -> Tensor",
       [](const Args& a) { return std::vector<Tensor>{norm_form_meta(kNormLinear, a)}; }, nullptr);
+  r.add_out(
+      "fused_addmm(Tensor input, Tensor weight, Tensor? bias=None, Tensor? residual=None, float? "
+      "eps=None, Tensor? norm_weight=None, Tensor? norm_bias=None, int[] epilogue=[]) -> Tensor",
+      [](const Args& a) { return std::vector<Tensor>{fused_addmm::meta(a)}; }, nullptr);
 }
 
 }  // namespace inplace

@@ -127,7 +127,7 @@ void register_scan_ops(Registry& r);          // cumsum, cumprod
 void register_sort_ops(Registry& r);          // topk, sort, argsort, msort
 void register_matrix_batch_ops(Registry& r);  // baddbmm, addbmm
 void register_einsum_ops(Registry& r);
-void register_fused_linear_ops(Registry& r);     // fused_linear, rms_norm_linear
+void register_fused_linear_ops(Registry& r);     // fused_linear, rms_norm_linear, fused_addmm
 void register_gated_mlp_ops(Registry& r);        // gated_mlp, rms_norm_gated_mlp
 void register_pointwise_extra_ops(Registry& r);  // addcmul addcdiv lerp hardtanh leaky_relu
 void register_unsafe_split_ops(Registry& r);

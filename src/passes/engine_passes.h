@@ -68,6 +68,15 @@ std::unique_ptr<Pass> make_fuse_rotary_pass();
 // fused_linear(x, wu)) becomes gated_mlp(x, wg, wu, "silu").
 std::unique_ptr<Pass> make_fuse_linear_epilogues_pass();
 
+// fuse_addmm: at decode size, addmm(b, x.view(-1, k), W) over a weight stored [in, out] (viewed
+// back to x's leading dims), the residual add after it and (with fuse_norm_prologues) the
+// layer_norm before it become one fused_addmm(x, W, b, residual, eps, norm_weight, norm_bias).
+std::unique_ptr<Pass> make_fuse_addmm_pass();
+
+// fuse_addmm_epilogues (after fuse_pointwise): a fused_pointwise step over one fused_addmm
+// product that nothing else reads becomes the product's epilogue program (GPT-2's GELU-tanh).
+std::unique_ptr<Pass> make_fuse_addmm_epilogues_pass();
+
 // merge_sibling_linears (PassOptions::merge_sibling_linears; on where the backend prefers it):
 // bias-free fused_linear products of one decode-size input become one product over the stacked
 // weights, each former result a slice of it.

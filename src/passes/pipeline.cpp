@@ -44,10 +44,12 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   passes.push_back(make_fuse_rms_norm_pass());
   passes.push_back(make_fuse_rotary_pass());
   passes.push_back(make_fuse_linear_epilogues_pass());
+  passes.push_back(make_fuse_addmm_pass());
   passes.push_back(make_merge_sibling_linears_pass());
   passes.push_back(make_fuse_norm_prologues_pass());
   passes.push_back(make_fuse_rotary_epilogues_pass());
   passes.push_back(make_fuse_pointwise_pass());
+  passes.push_back(make_fuse_addmm_epilogues_pass());
   return passes;
 }
 
@@ -65,11 +67,18 @@ std::vector<std::string> pass_names(const std::vector<std::unique_ptr<Pass>>& pa
 
 namespace {
 // Rewrites that only make the program faster: leaving one out keeps it correct.
-const char* const kOptionalRewrites[] = {
-    "drop_identity_casts",  "recognize_attention",      "canonicalize_repeat_kv",
-    "attend_filled_prefix", "fold_position_arithmetic", "outer_product_matmul",
-    "fuse_rotary",          "fuse_rotary_epilogues",    "fuse_pointwise",
-    "fuse_linear_epilogues"};
+const char* const kOptionalRewrites[] = {"drop_identity_casts",
+                                         "recognize_attention",
+                                         "canonicalize_repeat_kv",
+                                         "attend_filled_prefix",
+                                         "fold_position_arithmetic",
+                                         "outer_product_matmul",
+                                         "fuse_rotary",
+                                         "fuse_rotary_epilogues",
+                                         "fuse_pointwise",
+                                         "fuse_linear_epilogues",
+                                         "fuse_addmm",
+                                         "fuse_addmm_epilogues"};
 
 bool is_optional_rewrite(const std::string& name) {
   for (const char* r : kOptionalRewrites)

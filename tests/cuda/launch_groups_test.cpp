@@ -1,8 +1,8 @@
 // Which steps share a launch on a GPU (kernels/cuda/launch_groups.h; built with the CUDA backend
 // only), decided from the plan and the kernel table alone, so it is tested here on the cpu against
 // the cuda kernel table: a decoder layer's k and v cache writes join its q/k/v product (bf16
-// weights) or pair up (float32 weights, cuBLAS products), the rotary table's two reads pair up, and
-// temporaries pair only when their planned memory does not overlap.
+// weights; GPT-2's c_attn) or pair up (float32 weights, cuBLAS products), the rotary table's two
+// reads pair up, and temporaries pair only when their planned memory does not overlap.
 #include <gtest/gtest.h>
 
 #include "backend/kernel_table.h"
@@ -111,6 +111,36 @@ TEST(LaunchGroups, Bf16CacheWritesJoinTheirProductsPastStepsInBetween) {
   EXPECT_EQ(kv_pairs, 2) << e->describe();
 }
 
+// The groups of epilogue writes of `e`'s plan, each expected to be a step of `product` taking
+// two kv_cache_update steps.
+int write_groups(const Engine& e, const std::string& product) {
+  const Plan& plan = e.plan();
+  const cuda::LaunchGroups lg = cuda::plan_launch_groups(plan);
+  int groups = 0;
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    if (lg.write_count[q] == 0) continue;
+    ++groups;
+    EXPECT_EQ(op_of(plan.steps[q]), product) << plan.steps[q].node;
+    EXPECT_EQ(lg.write_count[q], 2) << plan.steps[q].node;
+    for (size_t w : lg.write_steps[q]) EXPECT_EQ(op_of(plan.steps[w]), "kv_cache_update");
+  }
+  return groups;
+}
+
+// GPT-2 (float32 and bf16): c_attn, a fused_addmm with ln_1 as its prologue, takes its layer's k
+// and v cache writes; the token and position embeddings pair up.
+TEST(LaunchGroups, Gpt2CacheWritesJoinTheAddmmProduct) {
+  for (const char* model : {"gpt2", "gpt2_bf16"}) {
+    auto e = gpu_plan_engine(*testing::hf_fixture(model));
+    EXPECT_EQ(write_groups(*e, "fused_addmm"), 2) << model << "\n" << e->describe();  // a layer
+    const cuda::LaunchGroups lg = cuda::plan_launch_groups(e->plan());
+    int embedding_pairs = 0;
+    for (size_t q = 0; q < e->plan().steps.size(); ++q)
+      embedding_pairs += lg.pair[q] && op_of(e->plan().steps[q]) == "embedding";
+    EXPECT_EQ(embedding_pairs, 1) << model << "\n" << e->describe();
+  }
+}
+
 // One q/k/v product (a fused weight) whose q and k heads rotate in its epilogue takes both writes,
 // at bf16 and fp16.
 TEST(LaunchGroups, HalfCacheWritesJoinAFusedQkvProduct) {
@@ -119,17 +149,7 @@ TEST(LaunchGroups, HalfCacheWritesJoinAFusedQkvProduct) {
     s.dtype = dt;
     s.merged = true;
     auto e = gpu_plan_engine(*testing::qkv_rotary_graph(s));
-    const Plan& plan = e->plan();
-    const cuda::LaunchGroups lg = cuda::plan_launch_groups(plan);
-    int groups = 0;
-    for (size_t q = 0; q < plan.steps.size(); ++q) {
-      if (lg.write_count[q] == 0) continue;
-      ++groups;
-      EXPECT_EQ(op_of(plan.steps[q]), "rms_norm_linear");
-      ASSERT_EQ(lg.write_count[q], 2);
-      for (size_t w : lg.write_steps[q]) EXPECT_EQ(op_of(plan.steps[w]), "kv_cache_update");
-    }
-    EXPECT_EQ(groups, 1) << e->describe();
+    EXPECT_EQ(write_groups(*e, "rms_norm_linear"), 1) << e->describe();
   }
 }
 

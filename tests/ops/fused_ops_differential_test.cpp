@@ -61,5 +61,43 @@ TEST(FusedOpsDifferential, EachFusedOpEqualsItsUnfusedGraph) {
     }
 }
 
+// fused_addmm (a weight stored [in, out]) against addmm, add and layer_norm at every dtype it
+// takes: the cpu kernel runs the chain's kernels, so bit for bit.
+TEST(FusedOpsDifferential, FusedAddmmEqualsItsChain) {
+  std::mt19937 rng(47);
+  const Value eps = Value::floating(1e-5);
+  for (DType dt : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
+    for (int64_t rows : {1, 3, 6}) {
+      SCOPED_TRACE(str_cat(dtype_name(dt), ", ", rows, " rows"));
+      const int64_t k = 48, n = 40;
+      const Tensor x = uniform_tensor({1, rows, k}, dt, rng);
+      const Tensor w = uniform_tensor({k, n}, dt, rng);
+      const Tensor b = uniform_tensor({n}, dt, rng);
+      const Tensor r = uniform_tensor({1, rows, n}, dt, rng);
+      const Tensor nw = uniform_tensor({k}, dt, rng), nb = uniform_tensor({k}, dt, rng);
+      auto product = [&](const Tensor& h, const Value& bias) {
+        const Value rows_of_h = T(h.reshape({rows, k}));
+        const Tensor p = bias.is_none() ? call_t("aten.mm.default", {rows_of_h, T(w)})
+                                        : call_t("aten.addmm.default", {bias, rows_of_h, T(w)});
+        return p.reshape({1, rows, n});
+      };
+      for (const Value& bias : {None(), T(b)}) {
+        EXPECT_TRUE(
+            tensor_equal(call_t("inplace.fused_addmm", {T(x), T(w), bias}), product(x, bias), 0.0));
+        EXPECT_TRUE(tensor_equal(call_t("inplace.fused_addmm", {T(x), T(w), bias, T(r)}),
+                                 call_t("aten.add.Tensor", {T(r), T(product(x, bias))}), 0.0));
+        for (const Value& norm_bias : {None(), T(nb)}) {
+          const Tensor h = call_t("aten.layer_norm.default",
+                                  {T(x), Value::int_list({k}), T(nw), norm_bias, eps});
+          EXPECT_TRUE(tensor_equal(
+              call_t("inplace.fused_addmm", {T(x), T(w), bias, T(r), eps, T(nw), norm_bias}),
+              call_t("aten.add.Tensor", {T(product(h, bias)), T(r)}), 0.0));
+        }
+      }
+      // The shape rule names the op: a weight stored [out, in] does not fit.
+      EXPECT_THROW(call_t("inplace.fused_addmm", {T(x), T(w.t().contiguous())}), Error);
+    }
+}
+
 }  // namespace
 }  // namespace inplace

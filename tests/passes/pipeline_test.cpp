@@ -24,14 +24,14 @@ TEST(Pipeline, PassesRunInTheDocumentedOrder) {
 }
 
 TEST(Pipeline, EnginePassesFollowFunctionalization) {
-  EXPECT_EQ(
-      pass_names(engine_passes()),
-      (std::vector<std::string>{
-          "drop_eval_dropout", "lift_mutated_buffers", "kv_cache_update", "drop_identity_casts",
-          "recognize_attention", "canonicalize_repeat_kv", "attend_filled_prefix",
-          "fold_position_arithmetic", "outer_product_matmul", "fuse_weight_casts", "fuse_rms_norm",
-          "fuse_rotary", "fuse_linear_epilogues", "merge_sibling_linears", "fuse_norm_prologues",
-          "fuse_rotary_epilogues", "fuse_pointwise"}));
+  EXPECT_EQ(pass_names(engine_passes()),
+            (std::vector<std::string>{
+                "drop_eval_dropout", "lift_mutated_buffers", "kv_cache_update",
+                "drop_identity_casts", "recognize_attention", "canonicalize_repeat_kv",
+                "attend_filled_prefix", "fold_position_arithmetic", "outer_product_matmul",
+                "fuse_weight_casts", "fuse_rms_norm", "fuse_rotary", "fuse_linear_epilogues",
+                "fuse_addmm", "merge_sibling_linears", "fuse_norm_prologues",
+                "fuse_rotary_epilogues", "fuse_pointwise", "fuse_addmm_epilogues"}));
   std::vector<std::string> all = functionalization_pass_names();
   all.push_back("drop_eval_dropout");
   all.push_back("lift_mutated_buffers");
@@ -46,10 +46,12 @@ TEST(Pipeline, EnginePassesFollowFunctionalization) {
   all.push_back("fuse_rms_norm");
   all.push_back("fuse_rotary");
   all.push_back("fuse_linear_epilogues");
+  all.push_back("fuse_addmm");
   all.push_back("merge_sibling_linears");
   all.push_back("fuse_norm_prologues");
   all.push_back("fuse_rotary_epilogues");
   all.push_back("fuse_pointwise");
+  all.push_back("fuse_addmm_epilogues");
   EXPECT_EQ(pass_names(compile_passes()), all);
 }
 

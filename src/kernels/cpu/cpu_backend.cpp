@@ -14,6 +14,7 @@ void register_cpu_backend(KernelTable& table) {
   cpu::register_kv_cache_kernels(table);
   cpu::register_rotary_kernels(table);
   cpu::register_fused_linear_kernels(table);
+  cpu::register_fused_addmm_kernels(table);
   cpu::register_getitem_kernels(table);
   cpu::register_index_kernels(table);
   cpu::register_scatter_kernels(table);

@@ -21,6 +21,7 @@ void register_elementwise_kernels(KernelTable& table);      // elementwise_kerne
 void register_kv_cache_kernels(KernelTable& table);         // kv_cache_update.cpp
 void register_rotary_kernels(KernelTable& table);           // rotary.cpp
 void register_fused_linear_kernels(KernelTable& table);     // fused_linear.cpp
+void register_fused_addmm_kernels(KernelTable& table);      // fused_addmm.cpp
 void register_getitem_kernels(KernelTable& table);          // getitem.cpp
 void register_index_kernels(KernelTable& table);            // index_ops.cpp
 void register_scatter_kernels(KernelTable& table);          // scatter_kernels.cpp

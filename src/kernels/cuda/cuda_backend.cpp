@@ -72,6 +72,7 @@ void register_cuda_backend(KernelTable& table) {
   cuda::register_attention_kernels(table);
   cuda::register_rotary_kernels(table);
   cuda::register_fused_linear_kernels(table);
+  cuda::register_fused_addmm_kernels(table);
   cuda::register_fused_pointwise_kernels(table);
   register_backend(DeviceType::kCuda, cuda::make_backend());
 }

@@ -10,6 +10,7 @@
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/launch_groups.h"
 #include "kernels/cuda/registration.h"
+#include "kernels/cuda/row_write.h"
 #include "ops/fused_linear_args.h"
 #include "ops/kv_cache_args.h"
 
@@ -382,10 +383,8 @@ void run_norm_gated_mlp(const Args& a, const std::vector<Tensor>& outs, const Ke
   gemv_bf16(g, ctx.queue);
 }
 
-// kv_cache_update of a slice of the one-row product y (n columns of `dtype`: float32 for the
-// float32 GEMV, T for gemv_half), as a row write of its epilogue: the update a [1, H, 1, D] block
-// of y's columns, the cache placed on its result (the binding), both of y's dtype with unit
-// stride along D. False when the write has another form.
+}  // namespace
+
 bool row_write_of(const StepCall& write, const void* y, int64_t n, DType dtype, GemvRowWrite* w) {
   const Args& a = *write.args;
   const Value& cache = a[kv_cache::kCache];
@@ -420,6 +419,8 @@ bool row_write_of(const StepCall& write, const void* y, int64_t n, DType dtype, 
   w->error_step = m.error_step;
   return true;
 }
+
+namespace {
 
 // fused_linear without its residual at a half dtype (the form that takes row writes).
 GemvHalf half_linear(const Args& a, const std::vector<Tensor>& outs) {

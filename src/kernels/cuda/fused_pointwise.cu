@@ -1,200 +1,25 @@
 // fused_pointwise on CUDA: one thread per output element interprets the program
-// (ops/pointwise_program.h), its registers in local memory, each holding what the unfused chain
-// would hold there: a value its kernel stored in the register's dtype (store_at) and the next
-// kernel loaded in its compute type (load_at: float for 16- and 32-bit floats, double, int64 for
-// integers and bool). Every op is the unfused kernels' own function (elementwise_device.cuh),
-// called in the same compute type with the same operands (this file and elementwise.cu are
-// compiled with --fmad=false: no contraction that depends on the code around a call), and a
-// Python number is the compute-type value those kernels load. What could differ from the unfused
-// chain, fused_pointwise_refusal (the kernel's supports) refuses.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
-#include "kernels/cuda/device_common.cuh"
-#include "kernels/cuda/elementwise_device.cuh"
+// (ops/pointwise_program.h) with the interpreter of pointwise_device.cuh, whose registers hold
+// what the unfused chain would hold there, each op the unfused kernels' own function. What could
+// differ from the unfused chain, fused_pointwise_refusal (the kernel's supports) refuses.
 #include "kernels/cuda/fused_pointwise.h"
+#include "kernels/cuda/pointwise_device.cuh"
 
 namespace inplace::cuda {
 
 namespace {
 
-using pointwise::Instr;
-using pointwise::Opcode;
-
-union Reg {
-  float f;
-  double d;
-  int64_t i;
-};
-
-template <typename C>
-__device__ inline C get(const Reg& r) {
-  if constexpr (std::is_same_v<C, float>)
-    return r.f;
-  else if constexpr (std::is_same_v<C, double>)
-    return r.d;
-  else
-    return r.i;
-}
-
-template <typename C>
-__device__ inline Reg make(C v) {
-  Reg r;
-  if constexpr (std::is_same_v<C, float>)
-    r.f = v;
-  else if constexpr (std::is_same_v<C, double>)
-    r.d = v;
-  else
-    r.i = v;
-  return r;
-}
-
-// 0 float, 1 double, 2 int64 (compute_kind, on the device).
-__device__ inline int kind_of(DType t) {
-  if (t == DType::kFloat64) return 1;
-  if (t == DType::kFloat32 || t == DType::kFloat16 || t == DType::kBFloat16) return 0;
-  return 2;
-}
-
-// The element at p[e] of dtype t, loaded in t's compute type.
-__device__ inline Reg load_reg(const char* p, DType t, int64_t e) {
-  switch (kind_of(t)) {
-    case 0:
-      return make(load_at<float>(p, t, e));
-    case 1:
-      return make(load_at<double>(p, t, e));
-    default:
-      return make(load_at<int64_t>(p, t, e));
-  }
-}
-
-// v as a kernel computing in C stores it in dtype t and the next kernel loads it.
-template <typename C>
-__device__ inline Reg stored(C v, DType t) {
-  alignas(8) char slot[8];
-  store_at<C>(slot, t, 0, v);
-  return load_reg(slot, t, 0);
-}
-
-// A register of dtype `from` converted to `to` as the unfused cast (copy_cast) does: through
-// int64 between integer types, through float from an integer type to float32, through double
-// otherwise.
-__device__ inline Reg cast(const Reg& x, DType from, DType to) {
-  const bool float_from = kind_of(from) != 2, float_to = kind_of(to) != 2;
-  if (!float_from && !float_to) return stored<int64_t>(x.i, to);
-  if (!float_from && to == DType::kFloat32) return stored<float>(static_cast<float>(x.i), to);
-  switch (kind_of(from)) {
-    case 0:
-      return stored<double>(static_cast<double>(x.f), to);
-    case 1:
-      return stored<double>(x.d, to);
-    default:
-      return stored<double>(static_cast<double>(x.i), to);
-  }
-}
-
-// A number of the program (kind, two halves) as the unfused kernels load it (load(): a float
-// as its double, an int or bool as its int64, then static_cast to the compute type C).
-template <typename C>
-__device__ inline C number_as(int32_t kind, int32_t lo, int32_t hi) {
-  const uint64_t bits = pointwise::join_bits(lo, hi);
-  switch (static_cast<pointwise::ScalarKind>(kind)) {
-    case pointwise::ScalarKind::kFloat:
-      return static_cast<C>(__longlong_as_double(static_cast<long long>(bits)));
-    case pointwise::ScalarKind::kBool:
-      return static_cast<C>(bits != 0 ? int64_t{1} : int64_t{0});
-    default:
-      return static_cast<C>(static_cast<int64_t>(bits));
-  }
-}
-
-// A kConst register of dtype t: the number in t's compute type, not rounded to t (the unfused
-// kernels never round a number to the dtype). At bool that is its int64 (where, masked_fill and
-// arithmetic) where the logical ops test the double for != 0: fused_pointwise_refusal refuses the
-// numbers on which the two differ (NaN, a fraction below 1).
-__device__ inline Reg constant(const Instr& in, DType t) {
-  const int32_t kind = in.a & 3;
-  switch (kind_of(t)) {
-    case 0:
-      return make(number_as<float>(kind, in.b, in.c));
-    case 1:
-      return make(number_as<double>(kind, in.b, in.c));
-    default:
-      return make(number_as<int64_t>(kind, in.b, in.c));
-  }
-}
-
-// The ops computed in C, t's compute type (for a comparison, its operands' dtype).
-template <typename C>
-__device__ inline Reg op(const Instr& in, const Reg* regs, DType t) {
-  switch (in.op) {
-    case Opcode::kUnary:
-      return stored<C>(unary_op<C>(in.b, get<C>(regs[in.a]), t == DType::kBool), t);
-    case Opcode::kBinary:
-      return stored<C>(binary_op<C>(in.c, get<C>(regs[in.a]), get<C>(regs[in.b]), C(1)), t);
-    case Opcode::kPowScalar:
-      return stored<C>(binary_op<C>(static_cast<int>(BinaryOp::kPow), get<C>(regs[in.a]),
-                                    number_as<C>(in.b, in.c, in.d), C(1)),
-                       t);
-    case Opcode::kCompare: {
-      Reg r;  // the bool result, as compare_kernel stores it and the next kernel loads it
-      r.i = compare_op<C>(in.c, get<C>(regs[in.a]), get<C>(regs[in.b])) ? 1 : 0;
-      return r;
-    }
-    case Opcode::kWhere:
-      return stored<C>(regs[in.a].i != 0 ? get<C>(regs[in.b]) : get<C>(regs[in.c]), t);
-    default:
-      return make<int64_t>(0);
-  }
-}
-
 __global__ void fused_pointwise_kernel(const __grid_constant__ FusedPointwise p, int64_t n) {
   pdl_begin();
-  Reg regs[pointwise::kMaxInstructions];
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * blockDim.x) {
-    for (int k = 0; k < p.n_code; ++k) {
-      const Instr& in = p.code[k];
-      const DType t = static_cast<DType>(in.dtype);
-      switch (in.op) {
-        case Opcode::kLoad: {
-          const Operand& x = p.inputs[in.a];
-          regs[k] = load_reg(x.data, t, offset_of(x, e));
-          break;
-        }
-        case Opcode::kConst:
-          regs[k] = constant(in, t);
-          break;
-        case Opcode::kCast:
-          regs[k] = cast(regs[in.a], static_cast<DType>(p.reg[in.a]), t);
-          break;
-        case Opcode::kStore: {
-          const int64_t o = offset_of(p.out, e);
-          switch (kind_of(t)) {
-            case 0:
-              store_at<float>(p.out.data, t, o, regs[in.a].f);
-              break;
-            case 1:
-              store_at<double>(p.out.data, t, o, regs[in.a].d);
-              break;
-            default:
-              store_at<int64_t>(p.out.data, t, o, regs[in.a].i);
-          }
-          break;
-        }
-        default:
-          switch (kind_of(t)) {
-            case 0:
-              regs[k] = op<float>(in, regs, t);
-              break;
-            case 1:
-              regs[k] = op<double>(in, regs, t);
-              break;
-            default:
-              regs[k] = op<int64_t>(in, regs, t);
-          }
-      }
-    }
+    auto load = [&](int32_t i, DType t) {
+      const Operand& x = p.inputs[i];
+      return pointwise_device::load_reg(x.data, t, offset_of(x, e));
+    };
+    DType t = DType::kFloat32;
+    const pointwise_device::Reg r = pointwise_device::run(p.code, p.reg, p.n_code, load, &t);
+    pointwise_device::store_reg(p.out.data, t, offset_of(p.out, e), r);
   }
 }
 

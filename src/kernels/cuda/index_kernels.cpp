@@ -101,9 +101,9 @@ void gather_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelC
   index_read(with_errors(m, ctx), ctx.queue);
 }
 
-// embedding(weight [V, D], indices [...]) -> [..., D].
-void embedding_kernel(const Tensor& weight, const Tensor& indices, const Tensor& out,
-                      const KernelContext& ctx) {
+// embedding(weight [V, D], indices [...]) -> [..., D] as an index read.
+IndexMap embedding_map(const Tensor& weight, const Tensor& indices, const Tensor& out,
+                       const KernelContext& ctx) {
   IndexMap m;
   m.values = operand(out);
   m.strided = strided_at(weight, out.shape(), -1);
@@ -111,7 +111,20 @@ void embedding_kernel(const Tensor& weight, const Tensor& indices, const Tensor&
   m.index = operand(indices.unsqueeze(indices.dim()), out.shape());
   m.unit = weight.stride(0);
   m.extent = weight.size(0);
-  index_read(with_errors(m, ctx), ctx.queue);
+  return with_errors(m, ctx);
+}
+
+void embedding_kernel(const Tensor& weight, const Tensor& indices, const Tensor& out,
+                      const KernelContext& ctx) {
+  index_read(embedding_map(weight, indices, out, ctx), ctx.queue);
+}
+
+// Two embedding steps in one launch (GPT-2's token and position embeddings).
+void embedding_pair(const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
+                    const Args& a2, const std::vector<Tensor>& o2, const KernelContext& c2) {
+  constexpr indexing::EmbeddingOperands e = indexing::kEmbedding;
+  index_read_pair(embedding_map(a1[e.weight].tensor, a1[e.indices].tensor, o1[0], c1),
+                  embedding_map(a2[e.weight].tensor, a2[e.indices].tensor, o2[0], c2), c1.queue);
 }
 
 void index_copy_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
@@ -261,6 +274,7 @@ void register_index_kernels(KernelTable& t) {
           constexpr indexing::EmbeddingOperands e = indexing::kEmbedding;
           embedding_kernel(a[e.weight].tensor, a[e.indices].tensor, outs[0], ctx);
         });
+  LaunchKernels::get().add_pair("embedding", embedding_pair);
   // fused_embedding's gather widens the rows as it stores them (the kernel converts to out's
   // dtype).
   for (const char* name : {"embedding_functional", "fused_embedding"})

@@ -23,6 +23,7 @@ void register_index_kernels(KernelTable& table);            // index_kernels.cpp
 void register_attention_kernels(KernelTable& table);        // attention_kernels.cpp
 void register_rotary_kernels(KernelTable& table);           // rotary_kernels.cpp
 void register_fused_linear_kernels(KernelTable& table);     // fused_linear_kernels.cpp
+void register_fused_addmm_kernels(KernelTable& table);      // gemv_in_out_kernels.cpp
 void register_fused_pointwise_kernels(KernelTable& table);  // fused_pointwise_kernels.cpp
 // The CUDA backend: prepares a plan into a CudaExecutable (cuda_executable.cpp).
 std::unique_ptr<Backend> make_backend();

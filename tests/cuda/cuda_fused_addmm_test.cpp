@@ -1,0 +1,158 @@
+// fused_addmm on the GPU (gemv_in_out.cu: the product over a weight stored [in, out], read where
+// it lies) against the cpu kernel (the chain's kernels): float32, bfloat16 and float16, one to
+// six rows, GPT-2's shapes and odd ones, the 16-byte path and the scalar one (n not a multiple of
+// a 16-byte chunk, or a weight not 16-byte aligned), with and without bias, residual and the
+// LayerNorm prologue. Then GPT-2 (tests/frontend/fixtures/hf, float32 and bf16) compiled for
+// CUDA, whose Conv1D products are fused_addmm steps (c_attn's with the k and v cache writes in
+// its epilogue), against the cpu engine and bitwise against the same engine run one step a
+// launch: every output and every cache, positions across the cache. Skipped, saying so, without
+// a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+
+#include "compiler/compile.h"
+#include "compiler/hf_fixtures.h"
+#include "compiler/rewrite_differential.h"
+#include "cuda_test_util.h"
+#include "engine/execution_context.h"
+#include "ops/registry.h"
+
+using namespace inplace;
+using namespace inplace::testing;
+
+namespace {
+
+Value T(const Tensor& t) {
+  return Value::from_tensor(t);
+}
+
+// fused_addmm on `device` (its tensor arguments uploaded with the same views), back on the cpu.
+Tensor run_on(DeviceType device, const std::vector<Value>& args) {
+  ResolvedCall call = resolve_call("inplace.fused_addmm", args, {}, "test");
+  const Kernel* kernel = KernelTable::get().find(*call.op, device);
+  EXPECT_NE(kernel, nullptr);
+  const Tensor meta = call.op->infer(call.args)[0];
+  const Device where = device == DeviceType::kCuda ? Device::cuda() : Device::cpu();
+  std::vector<Tensor> got{Tensor::empty(meta.shape(), meta.dtype(), where)};
+  std::vector<Value> bound = call.args;
+  if (device == DeviceType::kCuda)
+    for (Value& v : bound)
+      if (v.is_tensor()) v = T(to_cuda_view(v.tensor));
+  (*kernel)(bound, got, KernelContext{});
+  return got[0].to_device(Device::cpu());
+}
+
+// A contiguous copy of w whose data starts one element past a 16-byte boundary.
+Tensor misaligned(const Tensor& w) {
+  Tensor base = Tensor::empty({w.numel() + 1}, w.dtype());
+  Tensor v = base.slice(0, 1, std::nullopt).view(w.shape());
+  v.copy_from(w);
+  return v;
+}
+
+TEST(CudaFusedAddmm, KernelMatchesTheCpuChain) {
+  IP_REQUIRE_CUDA();
+  uint32_t seed = 2900;
+  const Value none = Value::none(), eps = Value::floating(1e-5);
+  struct Shape2 {
+    int64_t k, n;
+  };
+  for (DType dt : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
+    for (Shape2 s :
+         {Shape2{64, 192}, Shape2{768, 2304}, Shape2{3072, 768}, Shape2{200, 100}, Shape2{37, 16}})
+      for (int64_t rows : {1, 2, 4, 6})
+        for (bool aligned : {true, false}) {
+          SCOPED_TRACE(str_cat(dtype_name(dt), " k ", s.k, " n ", s.n, " rows ", rows,
+                               aligned ? "" : " misaligned"));
+          const Tensor x = random_tensor({1, rows, s.k}, dt, seed++);
+          Tensor w = random_tensor({s.k, s.n}, dt, seed++);
+          if (!aligned) w = misaligned(w);
+          const Tensor b = random_tensor({s.n}, dt, seed++);
+          const Tensor r = random_tensor({1, rows, s.n}, dt, seed++);
+          const Tensor nw = random_tensor({s.k}, dt, seed++), nb = random_tensor({s.k}, dt, seed++);
+          // The float32 sum's order is the GPU's: a half result may move by a unit or two.
+          const double tol = dtype_tolerance(dt) * (dt == DType::kFloat32 ? 10 : 1);
+          for (const std::vector<Value>& args :
+               std::vector<std::vector<Value>>{{T(x), T(w)},
+                                               {T(x), T(w), T(b)},
+                                               {T(x), T(w), T(b), T(r)},
+                                               {T(x), T(w), T(b), T(r), eps, T(nw), T(nb)},
+                                               {T(x), T(w), T(b), none, eps, T(nw), none},
+                                               {T(x), T(w), none, T(r), eps, none, none}}) {
+            SCOPED_TRACE(str_cat(args.size(), " arguments"));
+            EXPECT_TRUE(
+                close(run_on(DeviceType::kCuda, args), run_on(DeviceType::kCpu, args), tol));
+          }
+        }
+}
+
+// Host values into a device tensor's own memory (its address stays the same).
+void write_device(const Tensor& dst, const Tensor& host) {
+  const Tensor h = host.to(dst.dtype()).contiguous();
+  device_allocator(dst.device()).copy_from_host(dst.data_ptr(), h.data_ptr(), h.nbytes());
+}
+
+TEST(CudaFusedAddmm, Gpt2FixturesMatchTheCpuEngine) {
+  IP_REQUIRE_CUDA();
+  for (const char* model : {"gpt2", "gpt2_bf16"}) {
+    SCOPED_TRACE(model);
+    auto g = hf_fixture(model);
+    std::vector<std::vector<Tensor>> draws;
+    for (uint32_t s : {0u, 1u, 17u, 46u, 63u}) draws.push_back(seeded_hf_inputs(*g, s, 64));
+    CompileOptions o;
+    o.device = Device::cuda();
+    const CompiledProgram gpu = compile(*g, draws[1], o);
+    const std::string plan = gpu.engine->describe();
+    // Each layer: ln_1 + c_attn, c_proj + residual, ln_2 + c_fc, c_proj + residual.
+    EXPECT_EQ(count_of(plan, "= fused_addmm("), 8) << plan;
+    EXPECT_EQ(count_of(plan, "= layer_norm("), 1) << plan;
+    // One context as the engine runs (c_attn's k and v cache writes from its epilogue), one
+    // profiled (every step its own launch): bitwise alike.
+    ExecutionContext ctx(gpu.engine);
+    setenv("INPLACE_PROFILE", "1", 1);
+    ExecutionContext steps(gpu.engine);
+    unsetenv("INPLACE_PROFILE");
+    std::vector<Tensor> inputs, step_inputs;
+    for (size_t i = 0; i < draws[0].size(); ++i) {
+      inputs.push_back(draws[0][i].to_device(Device::cuda()));
+      ctx.bind_input(static_cast<int>(i), inputs.back());
+      step_inputs.push_back(draws[0][i].to_device(Device::cuda()));
+      steps.bind_input(static_cast<int>(i), step_inputs.back());
+    }
+    const CompiledOnce cpu(*g, draws[1], CompileOptions{});
+    const double tol = dtype_tolerance(*g->placeholders()[0]->meta.dtype) * 10;
+    for (size_t d = 0; d < draws.size(); ++d) {
+      SCOPED_TRACE(str_cat("draw ", d));
+      for (size_t i = 0; i < draws[d].size(); ++i) {
+        write_device(inputs[i], draws[d][i]);
+        write_device(step_inputs[i], draws[d][i]);
+      }
+      std::vector<Tensor> got, one_by_one;
+      for (const Tensor& t : ctx.execute()) got.push_back(t.to_device(Device::cpu()));
+      for (const Tensor& t : steps.execute()) one_by_one.push_back(t.to_device(Device::cpu()));
+      for (size_t j = 0; j < got.size(); ++j)
+        EXPECT_TRUE(close(got[j], one_by_one[j], 0)) << "output " << j << " one step a launch";
+      for (size_t i = 0; i < inputs.size(); ++i)
+        EXPECT_TRUE(
+            close(inputs[i].to_device(Device::cpu()), step_inputs[i].to_device(Device::cpu()), 0))
+            << "input " << i << " one step a launch";
+      const EngineCall want = cpu.call(draws[d]);
+      ASSERT_EQ(got.size(), want.outputs.size());
+      for (size_t j = 0; j < got.size(); ++j)
+        EXPECT_TRUE(close(got[j], want.outputs[j], tol)) << "output " << j;
+      for (size_t i = 0; i < inputs.size(); ++i)
+        EXPECT_TRUE(close(inputs[i].to_device(Device::cpu()), want.inputs[i], tol))
+            << "input " << i;
+    }
+    // Each layer's k and v cache writes join c_attn's launch.
+    const ContextStats st = ctx.stats();
+    EXPECT_GE(st.counter("joined_steps"), 4);
+    std::printf("[gpu suite] %s: %d fused_addmm steps, %lld steps joined to another's launch\n",
+                model, count_of(plan, "= fused_addmm("), (long long)st.counter("joined_steps"));
+  }
+}
+
+}  // namespace
