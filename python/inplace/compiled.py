@@ -36,8 +36,13 @@ def _to_capsule(t):
 
 
 def _from_result(r):
+    """A result pair as a torch tensor. A view of a device context's own output buffer (which
+    its next call rewrites) becomes the caller's own tensor: torch copies it on the current
+    stream (the call's), from its caching allocator, so no call waits for the device."""
     t = dlpack.from_dlpack(r[0])
-    return t.view(torch.bool) if r[1] else t
+    if r[1]:
+        t = t.view(torch.bool)
+    return t.clone() if len(r) > 2 and r[2] else t
 
 
 def _as_tensor(value, name, device=None):

@@ -170,8 +170,11 @@ CallResult CompiledGraph::result_for(int flat, const Tensor& t,
       return r;
     }
   // A GPU context's outputs are its own buffers, rewritten by its next call: the caller gets
-  // a tensor of its own, as from a torch op (copied on the call's stream).
-  r.fresh = engine_->device().is_cpu() ? t : session_->context(kMethod).clone_on_device(t);
+  // a tensor of its own, as from a torch op, copied by torch on the call's stream (a copy made
+  // here would allocate with cudaMalloc and free with cudaFree, which waits for the whole
+  // device: every call would wait for the one before).
+  r.fresh = t;
+  r.context_owned = !engine_->device().is_cpu();
   return r;
 }
 

@@ -22,6 +22,9 @@ namespace inplace::python {
 // or the state entry named by target) because the engine wrote its value there.
 struct CallResult {
   Tensor fresh;
+  // `fresh` is a view of a device context's own output buffer, rewritten by its next call: the
+  // Python side hands the caller a copy made by torch (its caching allocator, the call's stream).
+  bool context_owned = false;
   int user_input = -1;
   std::string state_target;
 };

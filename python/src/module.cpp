@@ -36,7 +36,7 @@ std::vector<Tensor> tensor_list(const py::list& items, const std::vector<std::st
 py::object result_object(const CallResult& r) {
   if (r.user_input >= 0) return py::int_(r.user_input);
   if (!r.state_target.empty()) return py::str(r.state_target);
-  return python::tensor_to_pair(r.fresh);
+  return python::tensor_to_pair(r.fresh, r.context_owned);
 }
 
 std::unique_ptr<CompiledGraph> compile_graph(const std::string& json, const std::string& base_dir,

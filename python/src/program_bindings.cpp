@@ -122,18 +122,19 @@ py::list run_method(PySession& self, const std::string& method, const py::dict& 
     ts[name] = tensor_from_pair(item.second, str_cat("method '", method, "': input '", name, "'"));
   }
   std::vector<Tensor> outs;
+  std::vector<bool> owned;
   {
     py::gil_scoped_release release;
     outs = self.session->run(method, ts, reinterpret_cast<void*>(stream));
     // A device context's outputs are its own buffers, rewritten by the method's next call: the
-    // caller gets tensors of its own, as from a torch op (copied on the call's stream).
-    if (!self.program->device().is_cpu())
-      for (Tensor& t : outs)
-        if (t.defined() && !t.is_meta() && !held_by_caller(*self.session, t, ts))
-          t = self.session->context(method).clone_on_device(t);
+    // caller gets tensors of its own, as from a torch op, copied by torch on the call's stream
+    // (no cudaMalloc/cudaFree here, whose free waits for the whole device).
+    for (const Tensor& t : outs)
+      owned.push_back(!self.program->device().is_cpu() && t.defined() && !t.is_meta() &&
+                      !held_by_caller(*self.session, t, ts));
   }
   py::list out;
-  for (const Tensor& t : outs) out.append(tensor_to_pair(t));
+  for (size_t k = 0; k < outs.size(); ++k) out.append(tensor_to_pair(outs[k], owned[k]));
   return out;
 }
 

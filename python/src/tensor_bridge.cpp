@@ -166,8 +166,8 @@ Tensor tensor_from_pair(const pybind11::handle& pair, const std::string& what) {
                             is_bool ? std::optional<DType>(DType::kBool) : std::nullopt);
 }
 
-pybind11::tuple tensor_to_pair(const Tensor& t) {
-  return pybind11::make_tuple(tensor_to_dlpack(t), t.dtype() == DType::kBool);
+pybind11::tuple tensor_to_pair(const Tensor& t, bool context_owned) {
+  return pybind11::make_tuple(tensor_to_dlpack(t), t.dtype() == DType::kBool, context_owned);
 }
 
 }  // namespace inplace::python

@@ -28,6 +28,8 @@ pybind11::capsule tensor_to_dlpack(const Tensor& t);
 // Tensors cross as (capsule, is_bool) pairs (torch 1.13 has no DLPack bool): the pair's tensor,
 // and a tensor as such a pair.
 Tensor tensor_from_pair(const pybind11::handle& pair, const std::string& what);
-pybind11::tuple tensor_to_pair(const Tensor& t);
+// (capsule, is_bool, context_owned): context_owned marks a view of a device context's own
+// buffer, which Python copies (torch.clone on the call's stream) before the caller sees it.
+pybind11::tuple tensor_to_pair(const Tensor& t, bool context_owned = false);
 
 }  // namespace inplace::python

@@ -127,6 +127,34 @@ class Cuda(CompileCase):
         side.synchronize()
         self.assertSame(got, torch.relu(a @ b + 1.0), "side stream result")
 
+    def test_results_are_the_callers_own_and_calls_do_not_wait_for_the_device(self):
+        # The engine's output buffers are rewritten by every call: each result is a torch copy
+        # (the caching allocator, the call's stream), which the next calls leave as it was.
+        # And no call waits for the device: many calls are queued behind a long kernel on the
+        # stream, and return before it completes.
+        compiled = inplace.compile(lambda a, b: torch.tanh(a @ b) * 2.0,
+                                   (torch.randn(32, 32, device=self.dev),
+                                    torch.randn(32, 32, device=self.dev)))
+        b = torch.randn(32, 32, device=self.dev)
+        xs = [torch.randn(32, 32, device=self.dev) for _ in range(8)]
+        got = [compiled(x, b) for x in xs]
+        self.assertEqual(len({g.data_ptr() for g in got}), len(got))
+        for x, g in zip(xs, got):
+            self.assertSame(g, torch.tanh(x @ b) * 2.0, "a result after later calls")
+        torch.cuda.synchronize()
+        big = torch.randn(8192, 8192, device=self.dev)
+        for _ in range(3):
+            compiled(xs[0], b)  # warm: captured graph, memory in torch's cache
+        torch.cuda.synchronize()
+        slow = torch.cuda.Event()
+        _ = big @ big @ big @ big  # tens of milliseconds of work ahead of the calls
+        for _ in range(20):
+            out = compiled(xs[0], b)
+        slow.record()
+        self.assertFalse(slow.query(), "the calls waited for the device")
+        torch.cuda.synchronize()
+        self.assertSame(out, torch.tanh(xs[0] @ b) * 2.0, "the last queued call")
+
     def test_save_load_on_the_device(self):
         mine = CachedAttention().to(self.dev).eval()
         eager = CachedAttention().to(self.dev).eval()
