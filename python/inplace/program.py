@@ -33,14 +33,28 @@ _DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.
            "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool}
 
 
+def _is_exported(x):
+    export = getattr(torch, "export", None)
+    return export is not None and isinstance(x, getattr(export, "ExportedProgram", ()))
+
+
 def _method_spec(name, spec):
     """(examples, dynamic, value_ranges, entry) from a tuple ``(examples[, dynamic])`` or a dict
-    with the keys examples, dynamic, value_ranges and entry (the module method to capture)."""
+    with the keys examples, dynamic, value_ranges and entry (the module method to capture, or
+    under ``exported`` a ``torch.export`` ExportedProgram of the method)."""
     if isinstance(spec, dict):
-        unknown = set(spec) - {"examples", "dynamic", "value_ranges", "entry"}
+        unknown = set(spec) - {"examples", "dynamic", "value_ranges", "entry", "exported"}
         if unknown or "examples" not in spec:
             raise InputError("method '%s': expected the keys examples (required), dynamic, "
-                             "value_ranges, entry; got %s" % (name, sorted(spec)))
+                             "value_ranges, entry or exported; got %s" % (name, sorted(spec)))
+        if "exported" in spec:
+            if not _is_exported(spec["exported"]):
+                raise InputError("method '%s': 'exported' takes a torch.export ExportedProgram, "
+                                 "got %s" % (name, type(spec["exported"]).__name__))
+            if "entry" in spec:
+                raise InputError("method '%s': give 'entry' or 'exported', not both" % name)
+            return (spec["examples"], spec.get("dynamic"), spec.get("value_ranges"),
+                    spec["exported"])
         return (spec["examples"], spec.get("dynamic"), spec.get("value_ranges"),
                 spec.get("entry"))
     if not isinstance(spec, (tuple, list)) or not 1 <= len(spec) <= 2:
@@ -77,12 +91,24 @@ def _capture_method(root, examples, dynamic):
         return _capture_with("make_fx", root, examples)
 
 
+def _exported_state(ep):
+    """An ExportedProgram's parameters and buffers, and the ids of its buffers."""
+    sig = ep.graph_signature
+    tensors = dict(ep.state_dict)
+    tensors.update(getattr(ep, "constants", None) or {})
+    buffers = {id(tensors[b]) for b in sig.buffers if b in tensors}
+    return list(tensors.values()), buffers
+
+
 def _program_device(module, methods, device):
-    """Where the program runs: ``device``, else cuda when the module's tensors or an example
-    are there, else the cpu; refused naming the reason where this machine cannot run it."""
+    """Where the program runs: ``device``, else cuda when the module's tensors (or the exported
+    programs') or an example are there, else the cpu; refused naming the reason where this
+    machine cannot run it."""
     if device is None:
-        tensors = list(module.parameters()) + list(module.buffers())
+        tensors = [] if module is None else list(module.parameters()) + list(module.buffers())
         for spec in methods.values():
+            if isinstance(spec, dict) and _is_exported(spec.get("exported")):
+                tensors += _exported_state(spec["exported"])[0]
             examples = spec.get("examples") if isinstance(spec, dict) else spec[0]
             if isinstance(examples, torch.Tensor):
                 examples = (examples,)
@@ -110,29 +136,44 @@ def compile_program(module, methods, *, name=None, caller_owned=(), device=None)
     """Compiles the methods of ``module`` into one Program (see the module docstring).
 
     ``methods``: {method name: (examples,) | (examples, dynamic) | {"examples", "dynamic",
-    "value_ranges", "entry"}}; ``dynamic`` as for ``inplace.compile`` ({input: {dim: max}}: one
-    prefill for every prompt length up to max). ``caller_owned``: buffers (dotted names) the
+    "value_ranges", "entry" | "exported"}}; ``dynamic`` as for ``inplace.compile`` ({input:
+    {dim: max}}: one prefill for every prompt length up to max). ``exported``: the method as a
+    ``torch.export`` ExportedProgram (exported from one module, so its parameters and buffers
+    have the same names in every method: one weight each, one state entry each); ``module`` may
+    then be None. ``caller_owned``: buffers (dotted names) the
     caller passes by name on every call instead of the session holding them. ``device``: "cpu"
     or "cuda[:N]" (default: cuda when the module or an example is there, else the cpu): every
     method runs there and sessions hold their state there. A module on the GPU is copied to the
     host once for compiling (the program keeps that copy for ``save``).
     """
-    if not isinstance(module, torch.nn.Module):
-        raise InputError("compile_program takes an nn.Module, got %s" % type(module).__name__)
     if not methods:
         raise InputError("compile_program: no methods")
+    parsed = {m: _method_spec(m, spec) for m, spec in methods.items()}
+    if module is None:
+        missing = [m for m, p in parsed.items() if not _is_exported(p[3])]
+        if missing:
+            raise InputError("compile_program without a module: method%s %s need%s "
+                             "'exported' (a torch.export ExportedProgram)"
+                             % ("s" if len(missing) > 1 else "", ", ".join(repr(m) for m in missing),
+                                "" if len(missing) > 1 else "s"))
+    elif not isinstance(module, torch.nn.Module):
+        raise InputError("compile_program takes an nn.Module (or None with exported methods), "
+                         "got %s" % type(module).__name__)
     C = _native.load()
     dev = _program_device(module, methods, device)
     snapshots = {}  # buffer memory -> one copy: the initial value every method shares
     hosted = {}  # a GPU tensor of the module -> its one host copy
     native_methods, specs, names = [], {}, {}
-    buffers = {id(b) for _, b in module.named_buffers()}
-    for mname, spec in methods.items():
-        examples, dynamic, ranges, entry = _method_spec(mname, spec)
+    buffers = set() if module is None else {id(b) for _, b in module.named_buffers()}
+    for _, _, _, entry in parsed.values():
+        if _is_exported(entry):
+            buffers |= _exported_state(entry)[1]
+    for mname, (examples, dynamic, ranges, entry) in parsed.items():
         if isinstance(examples, (torch.Tensor, int, float)):
             examples = (examples,)
         examples = tuple(examples)
-        captured = _capture_method(_entry_root(module, mname, entry), examples, dynamic)
+        root = entry if _is_exported(entry) else _entry_root(module, mname, entry)
+        captured = _capture_method(root, examples, dynamic)
         user = captured.user_names
         tensors = [_host(_as_tensor(x, n)) for x, n in zip(examples, user)]
         state = {}
@@ -147,7 +188,8 @@ def compile_program(module, methods, *, name=None, caller_owned=(), device=None)
                                _dynamic_list(dynamic, user), _ranges_list(ranges, user)))
         specs[mname] = (captured.out_spec, captured.scalar_outputs)
         names[mname] = user
-    native = C.compile_program(name or type(module).__name__, native_methods,
+    native = C.compile_program(name or (type(module).__name__ if module is not None else "exported"),
+                               native_methods,
                                list(caller_owned), str(dev))
     return Program(native, specs, names)
 
