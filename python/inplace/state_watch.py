@@ -6,8 +6,9 @@ The engine binds the module's parameters and buffers once, at compile, and holds
 (``m.k_cache = torch.zeros(...)``, ``m.proj.weight.data = w``) with one of the same shape, dtype
 and device is bound in its place; one converted or reshaped (``m.double()``), or gone, is
 refused with an ``InputError`` naming it, before anything runs. Names that shared one memory at
-compile (tied weights) must still share it. Per call, the check is a dict lookup and a key
-comparison per state tensor (about half a microsecond each); a change takes the full walk.
+compile (tied weights) must still share it. Per call, the check (the extension's StateCheck) is a
+dict lookup and a comparison of the words torch keeps the tensor's key in, per state tensor
+(tens of nanoseconds each); a change takes the full walk.
 """
 import torch
 
@@ -102,9 +103,10 @@ class StateWatch:
         self._fast = self._index()
 
     def _index(self):
-        """The records of the fast check: each module on the way to a state tensor as its
-        parent holds it, and each tensor in its owner's dict. None where a name is held
-        elsewhere (a plain attribute): every call then takes the full walk."""
+        """The fast check, over records of each module on the way to a state tensor as its
+        parent holds it and each tensor in its owner's dict: true while all are unchanged. None
+        where a name is held elsewhere (a plain attribute): every call then takes the full
+        walk. The extension's StateCheck where it loads (a few loads per tensor), else Python."""
         links, tensors = {}, []
         for e in self._entries:
             parent = self._module
@@ -121,22 +123,11 @@ class StateWatch:
             if store is None or leaf in d:
                 return None
             tensors.append((store, leaf, e.seen) + e.key)
-        return list(links.values()), tensors
-
-    def _unchanged(self):
-        """The fast check: every module and tensor where it was at the last sync, unchanged."""
-        if self._fast is None:
-            return False
-        links, tensors = self._fast
-        for modules, name, child in links:
-            if modules.get(name) is not child:
-                return False
-        for store, name, seen, ptr, shape, stride, dtype in tensors:
-            t = store.get(name)
-            if (t is not seen or t.data_ptr() != ptr or t.shape != shape or t.dtype is not dtype
-                    or t.stride() != stride):
-                return False
-        return True
+        links = list(links.values())
+        native, layout = _native_layout()
+        if native is not None:
+            return native.StateCheck(layout, links, tensors).unchanged
+        return lambda: _unchanged(links, tensors)
 
     def _fetch(self, atoms):
         obj = self._module
@@ -150,7 +141,8 @@ class StateWatch:
     def sync(self, state, rebind):
         """Follows every replaced tensor: ``state[target]`` becomes the module's tensor and
         ``rebind(target, tensor)`` binds it. Raises before binding anything it refuses."""
-        if self._unchanged():
+        fast = self._fast
+        if fast is not None and fast():
             return
         changed = []
         for e in self._entries:
@@ -200,6 +192,37 @@ class StateWatch:
                     "converting or resizing the module"
                     % (what, _describe(cur), _describe_spec(e.spec)))
         return None
+
+
+def _unchanged(links, tensors):
+    """The fast check in Python (no extension): every record where the last sync saw it."""
+    for modules, name, child in links:
+        if modules.get(name) is not child:
+            return False
+    for store, name, seen, ptr, shape, stride, dtype in tensors:
+        t = store.get(name)
+        if (t is not seen or t.data_ptr() != ptr or t.shape != shape or t.dtype is not dtype
+                or t.stride() != stride):
+            return False
+    return True
+
+
+_layout = []  # [(the extension or None, its TensorLayout)], calibrated at the first index
+
+
+def _native_layout():
+    """The extension and where this torch keeps a tensor's key (calibrated once on a probe of
+    known sizes, strides and offset), or (None, None) without the extension."""
+    if not _layout:
+        try:
+            from . import _native
+            native = _native.load()
+            probe = torch.empty(1000).as_strided((3, 5, 7), (211, 37, 3), 101)
+            _layout.append((native, native.calibrate_tensor_layout(
+                probe, probe.view(torch.int32), (torch.Tensor, torch.nn.Parameter))))
+        except Exception:  # no extension, or one without StateCheck: the check in Python
+            _layout.append((None, None))
+    return _layout[0]
 
 
 def _describe_spec(spec):

@@ -10,6 +10,7 @@
 #include "frontend/graph_json.h"
 #include "ir/export_signature.h"
 #include "program_bindings.h"
+#include "state_check.h"
 #include "tensor_bridge.h"
 
 namespace py = pybind11;
@@ -195,6 +196,7 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("path"), py::arg("state") = py::dict());
   python::bind_programs(m);
+  python::bind_state_check(m);
   m.def("graph_text", [](const std::string& json, const std::string& base_dir) {
     return read_graph_json_string(json, base_dir, "<python>")->to_string();
   });

@@ -177,6 +177,46 @@ class ModuleStateFollowed(CompileCase):
         self.assertTrue(torch.equal(m.k_cache, torch.zeros(3, 4)))
         self.assertTrue(torch.equal(m.proj.weight, before))
 
+    def test_the_per_call_check_reads_every_state_tensor_in_c(self):
+        m, compiled = self.compile()
+        check = compiled._watch._fast.__self__  # the extension's StateCheck
+        self.assertEqual(check.raw_tensors, 2)
+        m.proj.weight.data = torch.full((4, 4), 2.0)
+        compiled(torch.ones(1, 4), torch.tensor([0]))
+        self.assertEqual(compiled._watch._fast.__self__.raw_tensors, 2, "indexed anew")
+
+    def test_data_replaced_after_many_unchanged_calls_is_followed(self):
+        m, compiled = self.compile()
+        for _ in range(50):
+            compiled(torch.ones(1, 4), torch.tensor([0]))
+        m.proj.weight.data = torch.full((4, 4), 4.0)  # same shape, another storage
+        y, _ = compiled(torch.ones(1, 4), torch.tensor([1]))
+        self.assertTrue(torch.equal(y, torch.full((1, 4), 16.0)), y)
+        self.assertMatchesEager(m, compiled, torch.randn(1, 4), torch.tensor([0]))
+
+    def test_set_and_resize_in_place_are_seen(self):
+        m, compiled = self.compile()
+        compiled(torch.ones(1, 4), torch.tensor([0]))
+        with torch.no_grad():
+            m.proj.weight.set_(torch.full((4, 4), 3.0))  # the same object, another storage
+        y, _ = compiled(torch.ones(1, 4), torch.tensor([1]))
+        self.assertTrue(torch.equal(y, torch.full((1, 4), 12.0)), y)
+        before = m.k_cache.data_ptr()
+        m.k_cache.storage().resize_(4096)  # same tensor, same shape; its storage reallocated
+        self.assertNotEqual(m.k_cache.data_ptr(), before)
+        self.assertMatchesEager(m, compiled, torch.randn(1, 4), torch.tensor([0]))
+        m.k_cache.resize_(3, 4)
+        with self.assertRaisesRegex(inplace.InputError, r"buffer 'k_cache' is now float32 "
+                                    r"\[3, 4\].*\[2, 4\]"):
+            compiled(torch.ones(1, 4), torch.tensor([0]))
+
+    def test_a_buffer_viewed_as_another_dtype_is_refused(self):
+        m, compiled = self.compile()
+        compiled(torch.ones(1, 4), torch.tensor([0]))
+        m.k_cache.data = m.k_cache.view(torch.int32)  # same memory, shape and strides
+        with self.assertRaisesRegex(inplace.InputError, r"buffer 'k_cache' is now int32"):
+            compiled(torch.ones(1, 4), torch.tensor([0]))
+
     def test_a_deleted_buffer_is_refused_naming_it(self):
         m, compiled = self.compile()
         del m.k_cache
