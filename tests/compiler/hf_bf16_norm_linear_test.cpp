@@ -14,20 +14,6 @@
 namespace inplace::testing {
 namespace {
 
-// The GPU's fusion choices (its FusionPreferences, and fuse_pointwise asking its kernel),
-// compiled for the cpu.
-CompileOptions gpu_like() {
-  CompileOptions o;
-  o.merge_sibling_linears = true;
-  o.fuse_norm_prologues = true;
-#ifdef INPLACE_WITH_CUDA
-  o.fusion_device = DeviceType::kCuda;
-#else
-  o.skip_passes = {"fuse_pointwise"};  // no cuda kernel to ask in this build
-#endif
-  return o;
-}
-
 std::string plan_of(const Graph& g, const std::vector<Tensor>& example, CompileOptions o = {}) {
   return compile(g, clones(example), o).engine->describe();
 }
@@ -39,9 +25,9 @@ TEST(HfBf16NormLinear, FixturesAreBitwiseEagerOnFreshDraws) {
     for (uint32_t s = 1; s <= 4; ++s) draws.push_back(seeded_hf_inputs(*g, s * 13, 48));
     for (bool gpu : {false, true}) {
       SCOPED_TRACE(str_cat(model, gpu ? " with the GPU's fusions" : " with the cpu's fusions"));
-      EXPECT_EQ(
-          expect_engine_exact_on_draws(*g, draws[0], draws, 0, gpu ? gpu_like() : CompileOptions{}),
-          4);
+      EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 0,
+                                             gpu ? gpu_like_options() : CompileOptions{}),
+                4);
     }
   }
 }
@@ -61,7 +47,7 @@ TEST(HfBf16NormLinear, LlamaPlanHasNoNormChainAndFusedLinears) {
   // tables' join their fused_pointwise step.
   EXPECT_EQ(count_of(cpu, "to.dtype"), 0) << cpu;
 
-  const std::string gpu = plan_of(*g, example, gpu_like());
+  const std::string gpu = plan_of(*g, example, gpu_like_options());
   EXPECT_EQ(count_of(gpu, "upcast_rms_norm"), 0) << gpu;
   // q, k and v one grouped product per layer (their weights are the caller's: not stacked),
   // normalising its input; the LM head the final norm's.

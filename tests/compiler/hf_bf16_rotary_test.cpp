@@ -130,15 +130,7 @@ TEST(HfBf16Rotary, LlamaPlanKeepsNoRotateHalf) {
 // join their q and k products (fuse_rotary_epilogues rounds where the rotary rounds).
 TEST(HfBf16Rotary, LlamaPlanWithCudaPreferences) {
   auto g = fixture("llama");
-  CompileOptions o;
-  o.merge_sibling_linears = true;
-  o.fuse_norm_prologues = true;
-#ifdef INPLACE_WITH_CUDA
-  o.fusion_device = DeviceType::kCuda;
-#else
-  o.skip_passes = {"fuse_pointwise"};  // no cuda kernel to ask in this build
-#endif
-  const std::string plan = CompiledOnce(*g, draw(*g, 2), o).plan();
+  const std::string plan = CompiledOnce(*g, draw(*g, 2), gpu_like_options()).plan();
   EXPECT_EQ(count_of(plan, "= rotary_embedding("), 0) << plan;
   EXPECT_EQ(count_of(plan, "= neg("), 0) << plan;
   EXPECT_EQ(count_of(plan, "= matmul("), 0) << plan;

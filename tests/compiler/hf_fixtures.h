@@ -6,10 +6,26 @@
 #include <string>
 #include <vector>
 
+#include "compiler/compile.h"
 #include "compiler/differential.h"
 #include "frontend/graph_json.h"
 
 namespace inplace::testing {
+
+// The GPU's fusion choices (sibling merges, norm prologues, fuse_pointwise asking cuda's kernel
+// where the build has it), compiled for the cpu; `skipped` passes left out.
+inline CompileOptions gpu_like_options(std::vector<std::string> skipped = {}) {
+  CompileOptions o;
+  o.merge_sibling_linears = true;
+  o.fuse_norm_prologues = true;
+#ifdef INPLACE_WITH_CUDA
+  o.fusion_device = DeviceType::kCuda;
+#else
+  skipped.push_back("fuse_pointwise");  // no cuda kernel to ask in this build
+#endif
+  o.skip_passes = std::move(skipped);
+  return o;
+}
 
 inline std::unique_ptr<Graph> hf_fixture(const std::string& name) {
   return read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" + name +

@@ -17,21 +17,6 @@
 namespace inplace::testing {
 namespace {
 
-// The GPU's fusion choices, compiled for the cpu (fuse_pointwise asks cuda's kernel where the
-// build has it).
-CompileOptions gpu_like(std::vector<std::string> skipped = {}) {
-  CompileOptions o;
-  o.merge_sibling_linears = true;
-  o.fuse_norm_prologues = true;
-#ifdef INPLACE_WITH_CUDA
-  o.fusion_device = DeviceType::kCuda;
-#else
-  skipped.push_back("fuse_pointwise");  // no cuda kernel to ask in this build
-#endif
-  o.skip_passes = skipped;
-  return o;
-}
-
 CompileOptions cpu(std::vector<std::string> skipped = {}) {
   CompileOptions o;
   o.skip_passes = std::move(skipped);
@@ -71,9 +56,9 @@ int steps_of(const std::string& plan) {
 TEST(HfGatedForms, Phi3Bf16ReachesLlamasStepsPerLayer) {
   auto phi3 = hf_fixture("phi3_bf16"), llama = hf_fixture("llama_bf16");
   const std::string plan =
-      compile(*phi3, seeded_hf_inputs(*phi3, 1, 64), gpu_like()).engine->describe();
+      compile(*phi3, seeded_hf_inputs(*phi3, 1, 64), gpu_like_options()).engine->describe();
   const std::string llama_plan =
-      compile(*llama, seeded_hf_inputs(*llama, 1, 64), gpu_like()).engine->describe();
+      compile(*llama, seeded_hf_inputs(*llama, 1, 64), gpu_like_options()).engine->describe();
   // Per layer: the norm + q/k/v product with its rotary, the norm + gated MLP, o and down with
   // their residuals; the LM head with the final norm. Nothing of the chains is left.
   EXPECT_EQ(count_of(plan, "_swiglu_normed = rms_norm_gated_mlp("), 2) << plan;
@@ -94,8 +79,8 @@ TEST(HfGatedForms, Phi3Bf16BitwiseWithAndWithoutTheRewritesAndEager) {
   const auto draws = hf_draws(*g);
   {
     SCOPED_TRACE("gpu's fusions");
-    expect_same_with_and_without(*g, draws, gpu_like(), gpu_like(kRewrites));
-    EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 0, gpu_like()), 6);
+    expect_same_with_and_without(*g, draws, gpu_like_options(), gpu_like_options(kRewrites));
+    EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 0, gpu_like_options()), 6);
   }
   {
     SCOPED_TRACE("cpu's fusions");
@@ -111,12 +96,12 @@ TEST(HfGatedForms, GemmaGeGluIsOneGatedStep) {
     SCOPED_TRACE(model);
     auto g = hf_fixture(model);
     const auto draws = hf_draws(*g);
-    const std::string plan = compile(*g, clones(draws[0]), gpu_like()).engine->describe();
+    const std::string plan = compile(*g, clones(draws[0]), gpu_like_options()).engine->describe();
     EXPECT_EQ(count_of(plan, "_geglu_normed = rms_norm_gated_mlp("), 2) << plan;
     EXPECT_EQ(count_of(plan, "= gelu"), 0) << plan;
     EXPECT_EQ(lines_with(plan, "fused_pointwise(", "[1,1,128]"), 0) << plan;  // act(gate) * up
-    expect_same_with_and_without(*g, draws, gpu_like(), gpu_like(kRewrites));
-    EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 0, gpu_like()), 6);
+    expect_same_with_and_without(*g, draws, gpu_like_options(), gpu_like_options(kRewrites));
+    EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 0, gpu_like_options()), 6);
     const std::string cpu_plan = compile(*g, clones(draws[0]), cpu()).engine->describe();
     EXPECT_EQ(count_of(cpu_plan, "_geglu = gated_mlp("), 2) << cpu_plan;
     expect_same_with_and_without(*g, draws, cpu(), cpu({"fuse_linear_epilogues"}));
@@ -132,10 +117,10 @@ TEST(HfGatedForms, Float32FixturesAreUnchanged) {
     SCOPED_TRACE(model);
     auto g = hf_fixture(model);
     const auto draws = hf_draws(*g);
-    const std::string plan = compile(*g, clones(draws[0]), gpu_like()).engine->describe();
+    const std::string plan = compile(*g, clones(draws[0]), gpu_like_options()).engine->describe();
     EXPECT_EQ(count_of(plan, "gated_mlp"), 0) << plan;
-    expect_same_with_and_without(*g, draws, gpu_like(), gpu_like(kRewrites));
-    EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 1e-4, gpu_like()), 6);
+    expect_same_with_and_without(*g, draws, gpu_like_options(), gpu_like_options(kRewrites));
+    EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 1e-4, gpu_like_options()), 6);
   }
 }
 

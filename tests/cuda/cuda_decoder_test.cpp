@@ -24,11 +24,6 @@ namespace {
 const std::string kDir = INPLACE_SOURCE_DIR "/examples/streaming_decoder/";
 
 // Writes host values into a device tensor's own memory (its address stays the same).
-void write_device(const Tensor& dst, const Tensor& host) {
-  const Tensor h = host.to(dst.dtype()).contiguous();
-  device_allocator(dst.device()).copy_from_host(dst.data_ptr(), h.data_ptr(), h.nbytes());
-}
-
 TEST(CudaDecoder, StreamingDecoderMatchesPyTorchOver64Steps) {
   IP_REQUIRE_CUDA();
   auto graph = read_graph_json(kDir + "graph.json");

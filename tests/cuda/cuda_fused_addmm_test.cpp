@@ -89,12 +89,6 @@ TEST(CudaFusedAddmm, KernelMatchesTheCpuChain) {
         }
 }
 
-// Host values into a device tensor's own memory (its address stays the same).
-void write_device(const Tensor& dst, const Tensor& host) {
-  const Tensor h = host.to(dst.dtype()).contiguous();
-  device_allocator(dst.device()).copy_from_host(dst.data_ptr(), h.data_ptr(), h.nbytes());
-}
-
 TEST(CudaFusedAddmm, Gpt2FixturesMatchTheCpuEngine) {
   IP_REQUIRE_CUDA();
   for (const char* model : {"gpt2", "gpt2_bf16"}) {

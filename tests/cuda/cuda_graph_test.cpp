@@ -22,16 +22,6 @@ using namespace inplace::testing;
 
 namespace {
 
-// Host values into a device tensor's own memory (its address stays the same).
-void write_device(const Tensor& dst, const Tensor& host) {
-  const Tensor h = host.to(dst.dtype()).contiguous();
-  device_allocator(dst.device()).copy_from_host(dst.data_ptr(), h.data_ptr(), h.nbytes());
-}
-
-Tensor to_host(const Tensor& t) {
-  return t.to_device(Device::cpu());
-}
-
 struct GraphTotals {
   int programs = 0, draws = 0, on_device = 0;
   int64_t captures = 0, replays = 0;

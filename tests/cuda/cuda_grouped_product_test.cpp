@@ -30,12 +30,7 @@ Tensor on_cuda(const std::string& target, const std::vector<Value>& args) {
   EXPECT_NE(kernel, nullptr);
   const Tensor meta = call.op->infer(call.args)[0];
   std::vector<Tensor> got{Tensor::empty(meta.shape(), meta.dtype(), Device::cuda())};
-  std::vector<Value> gpu_args = call.args;
-  std::function<void(Value&)> upload = [&](Value& v) {
-    if (v.is_tensor()) v = Value::from_tensor(to_cuda_view(v.tensor));
-    for (Value& item : v.items) upload(item);
-  };
-  for (Value& v : gpu_args) upload(v);
+  const std::vector<Value> gpu_args = to_cuda_args(call.args);
   (*kernel)(gpu_args, got, KernelContext{});
   return got[0].to_device(Device::cpu());
 }

@@ -28,16 +28,6 @@ using namespace inplace::testing;
 
 namespace {
 
-// Host values into a device tensor's own memory (its address stays the same).
-void write_device(const Tensor& dst, const Tensor& host) {
-  const Tensor h = host.to(dst.dtype()).contiguous();
-  device_allocator(dst.device()).copy_from_host(dst.data_ptr(), h.data_ptr(), h.nbytes());
-}
-
-Tensor to_host(const Tensor& t) {
-  return t.to_device(Device::cpu());
-}
-
 // One engine for the GPU and one context bound to device inputs that every draw is written into.
 class DeviceEngine {
  public:

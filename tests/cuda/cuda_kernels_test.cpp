@@ -55,12 +55,7 @@ void check(const std::string& target, const std::vector<Value>& args,
     want.push_back(eager_call(op, call.args).tensor.clone());
   }
   for (const Tensor& w : want) got.push_back(Tensor::empty(w.shape(), w.dtype(), Device::cuda()));
-  std::vector<Value> gpu_args = call.args;
-  std::function<void(Value&)> upload = [&](Value& v) {
-    if (v.is_tensor()) v = Value::from_tensor(to_cuda_view(v.tensor));
-    for (Value& item : v.items) upload(item);
-  };
-  for (Value& v : gpu_args) upload(v);
+  const std::vector<Value> gpu_args = to_cuda_args(call.args);
   (*kernel)(gpu_args, got, KernelContext{});
   for (size_t j = 0; j < want.size(); ++j) {
     const double t = tol >= 0 ? tol : dtype_tolerance(want[j].dtype());

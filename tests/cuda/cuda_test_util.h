@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "backend/kernel_table.h"
 #include "core/device_allocator.h"
 #include "core/tensor.h"
+#include "core/value.h"
 
 namespace inplace::testing {
 
@@ -66,6 +68,26 @@ inline Tensor to_cuda_view(const Tensor& t) {
   device_allocator(cuda).copy_from_host(storage->data(), t.storage()->data(),
                                         t.storage()->nbytes());
   return Tensor(storage, t.offset(), t.shape(), t.strides(), t.dtype());
+}
+
+// `args` with every tensor (nested in lists too) a to_cuda_view of it.
+inline std::vector<Value> to_cuda_args(std::vector<Value> args) {
+  std::function<void(Value&)> upload = [&](Value& v) {
+    if (v.is_tensor()) v = Value::from_tensor(to_cuda_view(v.tensor));
+    for (Value& item : v.items) upload(item);
+  };
+  for (Value& v : args) upload(v);
+  return args;
+}
+
+// Host values into a device tensor's own memory (its address stays the same).
+inline void write_device(const Tensor& dst, const Tensor& host) {
+  const Tensor h = host.to(dst.dtype()).contiguous();
+  device_allocator(dst.device()).copy_from_host(dst.data_ptr(), h.data_ptr(), h.nbytes());
+}
+
+inline Tensor to_host(const Tensor& t) {
+  return t.to_device(Device::cpu());
 }
 
 inline double dtype_tolerance(DType t) {
