@@ -169,6 +169,25 @@ __device__ inline void report_row_writes(const GemvRowWrite* writes, int n_write
   }
 }
 
+// The sums v of the `split` warps of a column (warp - part the first) meet in shared memory, in
+// that order, and every one of them gets the totals. Every warp of the block calls it (two block
+// barriers: `sums` is read by all before any warp may write it again).
+template <int N>
+__device__ inline void combine_split(float (&v)[N], int warp, int part, int split) {
+  __shared__ float sums[N][kWarpsPerBlock];
+  if (threadIdx.x % 32 == 0)
+#pragma unroll
+    for (int i = 0; i < N; ++i) sums[i][warp] = v[i];
+  __syncthreads();
+  const int w0 = warp - part;
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    v[i] = 0.f;
+    for (int s = 0; s < split; ++s) v[i] += sums[i][w0 + s];
+  }
+  __syncthreads();
+}
+
 // Column n of a product of one input row, on the 16-byte path, by g.split warps (the row's
 // 16-byte chunks dealt round-robin to their 32 * split lanes, kUnroll a lane per pass, so a row
 // of k <= 1024 * split is fetched entirely before wait()). After the wait everything the
@@ -241,21 +260,9 @@ __device__ inline void gemv_one_row(const GemvBf16& g, int64_t n, bool active, b
     if constexpr (kNorm) sq += __shfl_xor_sync(0xffffffffu, sq, o);
   }
   if (split > 1) {
-    __shared__ float sums[3][kWarpsPerBlock];
-    if (lane == 0) {
-      sums[0][warp] = acc;
-      sums[1][warp] = acc2;
-      sums[2][warp] = sq;
-    }
-    __syncthreads();
-    const int w0 = warp - part;
-    acc = acc2 = sq = 0.f;
-    for (int i = 0; i < split; ++i) {
-      acc += sums[0][w0 + i];
-      acc2 += sums[1][w0 + i];
-      sq += sums[2][w0 + i];
-    }
-    __syncthreads();  // every warp has read `sums` before any leaves
+    float sums[3] = {acc, acc2, sq};
+    combine_split(sums, warp, part, split);
+    acc = sums[0], acc2 = sums[1], sq = sums[2];
     if (part != 0) return;
   }
   float v = acc, v2 = acc2;

@@ -14,7 +14,7 @@ namespace inplace::cuda {
 
 namespace {
 
-constexpr int kWarps = 8;
+constexpr int kWarps = gemv::kWarpsPerBlock;  // combine_split's block
 
 template <typename T>
 struct Num;
@@ -341,19 +341,9 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf 
       if constexpr (kTwo) acc2 += __shfl_xor_sync(0xffffffffu, acc2, o);
     }
     if (split > 1) {
-      __shared__ float sums[2][kWarps];
-      if (lane == 0) {
-        sums[0][warp] = acc;
-        sums[1][warp] = acc2;
-      }
-      __syncthreads();
-      const int w0 = warp - part;
-      acc = acc2 = 0.f;
-      for (int i = 0; i < split; ++i) {
-        acc += sums[0][w0 + i];
-        acc2 += sums[1][w0 + i];
-      }
-      __syncthreads();  // every warp has read `sums` before the next column rewrites them
+      float sums[2] = {acc, acc2};
+      gemv::combine_split(sums, warp, part, split);
+      acc = sums[0], acc2 = sums[1];
     }
     T v = Num<T>::from(0.f);
     if (active && part == 0 && lane == 0) {
