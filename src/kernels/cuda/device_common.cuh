@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <type_traits>
 
 #include "core/error.h"
 #include "kernels/cuda/launch.h"
@@ -117,6 +118,27 @@ __device__ inline int64_t offset_of(const Operand& o, int64_t linear) {
     linear /= s;
   }
   return off;
+}
+
+// A float32, bfloat16 or float16 value as float, and a float rounded to one (to nearest even).
+template <typename T>
+__device__ inline float to_f(T v) {
+  if constexpr (std::is_same_v<T, float>)
+    return v;
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __bfloat162float(v);
+  else
+    return __half2float(v);
+}
+
+template <typename T>
+__device__ inline T from_f(float v) {
+  if constexpr (std::is_same_v<T, float>)
+    return v;
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __float2bfloat16_rn(v);
+  else
+    return __float2half_rn(v);
 }
 
 template <typename T>

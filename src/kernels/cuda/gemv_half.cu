@@ -16,26 +16,13 @@ namespace {
 
 constexpr int kWarps = gemv::kWarpsPerBlock;  // combine_split's block
 
-template <typename T>
-struct Num;
-template <>
-struct Num<__nv_bfloat16> {
-  __device__ static float to(__nv_bfloat16 v) { return __bfloat162float(v); }
-  __device__ static __nv_bfloat16 from(float f) { return __float2bfloat16_rn(f); }
-};
-template <>
-struct Num<__half> {
-  __device__ static float to(__half v) { return __half2float(v); }
-  __device__ static __half from(float f) { return __float2half_rn(f); }
-};
-
 // Eight elements at p (16-byte aligned) as floats.
 template <typename T>
 __device__ inline void load8(const T* p, float* out) {
   const uint4 raw = *reinterpret_cast<const uint4*>(p);
   const T* v = reinterpret_cast<const T*>(&raw);
 #pragma unroll
-  for (int i = 0; i < 8; ++i) out[i] = Num<T>::to(v[i]);
+  for (int i = 0; i < 8; ++i) out[i] = to_f(v[i]);
 }
 
 // Row m of x normalised as upcast_rms_norm does, into xn[0, k): every thread of the block calls
@@ -46,7 +33,7 @@ __device__ inline void normalise_row(const GemvHalf& g, const T* xr, T* xn) {
   __shared__ float inv_shared;
   double sq = 0;
   for (int64_t k = threadIdx.x; k < g.k; k += blockDim.x) {
-    const float v = Num<T>::to(xr[k]);
+    const float v = to_f(xr[k]);
     sq += static_cast<double>(v * v);  // pow(x, 2) in float32, summed in double by mean
   }
   for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
@@ -61,12 +48,12 @@ __device__ inline void normalise_row(const GemvHalf& g, const T* xr, T* xn) {
   __syncthreads();
   const float inv = inv_shared;
   for (int64_t k = threadIdx.x; k < g.k; k += blockDim.x) {
-    const float h = Num<T>::to(xr[k]) * inv;
+    const float h = to_f(xr[k]) * inv;
     if (g.norm_w_float) {
-      xn[k] = Num<T>::from(h * static_cast<const float*>(g.norm_w)[k]);
+      xn[k] = from_f<T>(h * static_cast<const float*>(g.norm_w)[k]);
     } else {
-      const float w = Num<T>::to(static_cast<const T*>(g.norm_w)[k]);
-      xn[k] = Num<T>::from(w * Num<T>::to(Num<T>::from(h)));
+      const float w = to_f(static_cast<const T*>(g.norm_w)[k]);
+      xn[k] = from_f<T>(w * to_f(from_f<T>(h)));
     }
   }
   __syncthreads();
@@ -88,15 +75,15 @@ template <typename T>
 __device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int warp, float c, float s) {
   __shared__ float pair[kWarps];
   const int lane = threadIdx.x % 32;
-  if (lane == 0) pair[warp] = Num<T>::to(v);
+  if (lane == 0) pair[warp] = to_f(v);
   __syncthreads();
   if (lane == 0) {
     const int64_t half = g.rot_d / 2, j = n % g.rot_d;
     const float other = pair[warp ^ 4];
     const float rot = j < half ? -other : other;
-    const float a = Num<T>::to(Num<T>::from(__fmul_rn(Num<T>::to(v), c)));
-    const float b = Num<T>::to(Num<T>::from(__fmul_rn(rot, s)));
-    v = Num<T>::from(__fadd_rn(a, b));
+    const float a = to_f(from_f<T>(__fmul_rn(to_f(v), c)));
+    const float b = to_f(from_f<T>(__fmul_rn(rot, s)));
+    v = from_f<T>(__fadd_rn(a, b));
   }
   __syncthreads();  // `pair` is rewritten for the next row
   return v;
@@ -106,8 +93,8 @@ __device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int warp, float c,
 template <typename T>
 __device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int warp) {
   const int64_t j = n % g.rot_d;
-  const float c = Num<T>::to(static_cast<const T*>(g.cos)[j]);
-  const float s = Num<T>::to(static_cast<const T*>(g.sin)[j]);
+  const float c = to_f(static_cast<const T*>(g.cos)[j]);
+  const float s = to_f(static_cast<const T*>(g.sin)[j]);
   return rotate<T>(g, v, n, warp, c, s);
 }
 
@@ -153,9 +140,9 @@ __global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
         }
       } else {
         for (int64_t k = lane; k < g.k; k += 32) {
-          const float xv = Num<T>::to(xr[k]);
-          acc += xv * Num<T>::to(w[k]);
-          if constexpr (kTwo) acc2 += xv * Num<T>::to(w2[k]);
+          const float xv = to_f(xr[k]);
+          acc += xv * to_f(w[k]);
+          if constexpr (kTwo) acc2 += xv * to_f(w2[k]);
         }
       }
     }
@@ -163,17 +150,16 @@ __global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
       acc += __shfl_xor_sync(0xffffffffu, acc, o);
       if constexpr (kTwo) acc2 += __shfl_xor_sync(0xffffffffu, acc2, o);
     }
-    T v = Num<T>::from(0.f);
+    T v = from_f<T>(0.f);
     if (active && lane == 0) {
-      if (g.bias) acc = acc + Num<T>::to(static_cast<const T*>(g.bias)[n]);
-      v = Num<T>::from(acc);
+      if (g.bias) acc = acc + to_f(static_cast<const T*>(g.bias)[n]);
+      v = from_f<T>(acc);
       if constexpr (kE == GemvEpilogue::kResidual)
-        v = Num<T>::from(Num<T>::to(static_cast<const T*>(g.residual)[m * g.residual_stride + n]) +
-                         Num<T>::to(v));
+        v = from_f<T>(to_f(static_cast<const T*>(g.residual)[m * g.residual_stride + n]) + to_f(v));
       if constexpr (kTwo) {
-        const float gate = Num<T>::to(v);
-        const T s = Num<T>::from(gate_act(g.activation, gate));
-        v = Num<T>::from(Num<T>::to(s) * Num<T>::to(Num<T>::from(acc2)));
+        const float gate = to_f(v);
+        const T s = from_f<T>(gate_act(g.activation, gate));
+        v = from_f<T>(to_f(s) * to_f(from_f<T>(acc2)));
       }
     }
     if (rot_block) v = rotate<T>(g, v, n, warp);
@@ -207,7 +193,7 @@ template <typename T>
 __device__ inline void widen(const uint4& raw, float* out) {
   const T* v = reinterpret_cast<const T*>(&raw);
 #pragma unroll
-  for (int i = 0; i < 8; ++i) out[i] = Num<T>::to(v[i]);
+  for (int i = 0; i < 8; ++i) out[i] = to_f(v[i]);
 }
 
 // 1 / sqrt(mean(x^2) + eps) of the row x[0, k) as upcast_rms_norm computes it (squares in float,
@@ -236,13 +222,12 @@ __device__ inline void input8(const GemvHalf& g, const T* x, int64_t k, float in
     if (g.norm_w_float) {
       const float* nw = static_cast<const float*>(g.norm_w) + k;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) out[i] = Num<T>::to(Num<T>::from(out[i] * inv * nw[i]));
+      for (int i = 0; i < 8; ++i) out[i] = to_f(from_f<T>(out[i] * inv * nw[i]));
     } else {
       float nw[8];
       load8(static_cast<const T*>(g.norm_w) + k, nw);
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
-        out[i] = Num<T>::to(Num<T>::from(nw[i] * Num<T>::to(Num<T>::from(out[i] * inv))));
+      for (int i = 0; i < 8; ++i) out[i] = to_f(from_f<T>(nw[i] * to_f(from_f<T>(out[i] * inv))));
     }
   }
 }
@@ -295,14 +280,14 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf 
     float bias = 0.f, residual = 0.f, c = 1.f, s = 0.f;
     T* target[2] = {nullptr, nullptr};
     if (active && part == 0 && lane == 0) {
-      if (g.bias) bias = Num<T>::to(static_cast<const T*>(g.bias)[n]);
+      if (g.bias) bias = to_f(static_cast<const T*>(g.bias)[n]);
       if constexpr (kE == GemvEpilogue::kResidual)
-        residual = Num<T>::to(static_cast<const T*>(g.residual)[n]);
+        residual = to_f(static_cast<const T*>(g.residual)[n]);
       if constexpr (kE == GemvEpilogue::kNone) {
         if (rot_block) {
           const int64_t j = n % g.rot_d;
-          c = Num<T>::to(static_cast<const T*>(g.cos)[j]);
-          s = Num<T>::to(static_cast<const T*>(g.sin)[j]);
+          c = to_f(static_cast<const T*>(g.cos)[j]);
+          s = to_f(static_cast<const T*>(g.sin)[j]);
         }
         if (g.n_writes > 0) target[0] = gemv::row_target<T>(g.writes[0], n);
         if (g.n_writes > 1) target[1] = gemv::row_target<T>(g.writes[1], n);
@@ -345,15 +330,15 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf 
       gemv::combine_split(sums, warp, part, split);
       acc = sums[0], acc2 = sums[1];
     }
-    T v = Num<T>::from(0.f);
+    T v = from_f<T>(0.f);
     if (active && part == 0 && lane == 0) {
       if (g.bias) acc = acc + bias;
-      v = Num<T>::from(acc);
-      if constexpr (kE == GemvEpilogue::kResidual) v = Num<T>::from(residual + Num<T>::to(v));
+      v = from_f<T>(acc);
+      if constexpr (kE == GemvEpilogue::kResidual) v = from_f<T>(residual + to_f(v));
       if constexpr (kTwo) {
-        const float gate = Num<T>::to(v);
-        const T sg = Num<T>::from(gate_act(g.activation, gate));
-        v = Num<T>::from(Num<T>::to(sg) * Num<T>::to(Num<T>::from(acc2)));
+        const float gate = to_f(v);
+        const T sg = from_f<T>(gate_act(g.activation, gate));
+        v = from_f<T>(to_f(sg) * to_f(from_f<T>(acc2)));
       }
     }
     if (rot_block) v = rotate<T>(g, v, n, warp, c, s);  // split is 1 where blocks rotate

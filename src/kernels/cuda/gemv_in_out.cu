@@ -20,26 +20,6 @@ constexpr int kThreads = 256;
 constexpr int kRows = 4;    // input rows a pass over the weight serves
 constexpr int kUnroll = 8;  // chunks of W a thread has in flight
 
-template <typename T>
-__device__ inline float to_f(T v) {
-  if constexpr (std::is_same_v<T, float>)
-    return v;
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __bfloat162float(v);
-  else
-    return __half2float(v);
-}
-
-template <typename T>
-__device__ inline T from_f(float v) {
-  if constexpr (std::is_same_v<T, float>)
-    return v;
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __float2bfloat16_rn(v);
-  else
-    return __float2half_rn(v);
-}
-
 // v rounded to T and back (the chain's rounding of an intermediate to its dtype).
 template <typename T>
 __device__ inline float rounded(float v) {
