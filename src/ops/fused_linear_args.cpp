@@ -70,12 +70,30 @@ int64_t product_rows(const Args& a) {
   return n;
 }
 
+std::vector<Value> product_biases(const Args& a) {
+  std::vector<Value> bs;
+  if (has_more_weights(a, kMoreBiases)) {
+    bs.push_back(a[kBias]);
+    for (const Value& b : a[kMoreBiases].items) bs.push_back(b);
+    return bs;
+  }
+  int64_t at = 0;
+  for (const Tensor& w : product_weights(a)) {
+    const int64_t n = w.dim() ? w.size(0) : 0;
+    bs.push_back(a[kBias].is_none() ? a[kBias]
+                                    : Value::from_tensor(a[kBias].tensor.slice(-1, at, at + n)));
+    at += n;
+  }
+  return bs;
+}
+
 Args product_args(const char* norm_form, const Value& input, const Args& a) {
   if (std::string(norm_form) == kNormGatedMlp)
     return {input, a[kProductWeight], a[kProductWeight + 1],
             a.size() > kNormActivation ? a[kNormActivation] : Value::string(kSilu)};
   Args p{input, a[kProductWeight], a[kProductWeight + 1], Value::none()};
   if (a.size() > kNormMoreWeights) p.push_back(a[kNormMoreWeights]);
+  if (a.size() > kNormMoreBiases) p.push_back(a[kNormMoreBiases]);
   return p;
 }
 
@@ -84,7 +102,16 @@ Tensor linear_meta(const Args& a) {
   const std::vector<Tensor> ws = product_weights(a);
   Shape out = product_shape(kLinear, x, ws[0]);
   out.back() = grouped_columns(x, ws);
-  check_bias(kLinear, a[kBias], x, out.back());
+  if (has_more_weights(a, kMoreBiases)) {  // a bias per weight
+    const size_t count = a[kMoreBiases].items.size();
+    IP_CHECK(!a[kBias].is_none() && count + 1 == ws.size(), kInvalidArgument, "[", kLinear, "] ",
+             count, " more_biases for ", ws.size(), " weights",
+             a[kBias].is_none() ? " without a bias" : "", "; give a bias for each weight");
+    const std::vector<Value> bs = product_biases(a);
+    for (size_t i = 0; i < ws.size(); ++i) check_bias(kLinear, bs[i], x, ws[i].size(0));
+  } else {
+    check_bias(kLinear, a[kBias], x, out.back());
+  }
   if (has_arg(a, kResidual)) {
     const Tensor& r = a[kResidual].as_tensor(kLinear);
     check_dtype(kLinear, "residual", r, x.dtype());

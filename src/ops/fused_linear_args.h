@@ -2,14 +2,14 @@
 // op computes in its input's dtype; its weights may be of a narrower float dtype (a bfloat16
 // weight with a float32 input: the product reads the weight's bytes where they lie, widening as
 // it goes, instead of a float32 copy of the weight made on every call):
-//   fused_linear(input, weight, bias, residual, more_weights)
+//   fused_linear(input, weight, bias, residual, more_weights, more_biases)
 //                                                    = [residual +] linear(input, weight, bias)
 //   gated_mlp(input, gate_weight, up_weight, activation)
 //                                                    = act(input @ gate_weight^T) *
 //                                                      (input @ up_weight^T)
 //                                                      (act: "silu" or "gelu_tanh")
 //   rms_norm_linear(input, norm_weight, eps, weight, bias, cos, sin, rotary_cols, norm,
-//                   more_weights)
+//                   more_weights, more_biases)
 //   rms_norm_gated_mlp(input, norm_weight, eps, gate_weight, up_weight, activation, norm)
 // A norm form (an RMSNorm prologue) is its product on the normalised input: the product's
 // arguments are the input, then the ones after eps. Its `norm` names the norm: "rms_norm"
@@ -20,7 +20,9 @@
 // it does not copy into one stacked constant): further weights of weight's dtype and k, at most
 // kMaxWeights in all; the result's columns are the product with weight, then with each further
 // weight in order, exactly the product with the weights stacked along the output dim (bias and
-// residual span all the columns).
+// residual span all the columns). more_biases (the siblings' own biases, the caller's tensors,
+// never concatenated): one per further weight; bias is then weight's alone (its rows) and each
+// block of columns adds its own weight's bias, as the separate products do.
 // At a half input dtype every op of the chain rounds its result to that dtype, as the chain
 // does: the product (+ bias) is rounded before the residual is added (in float, rounded again);
 // the gate and up products, act(gate) and the gated product are each rounded.
@@ -47,6 +49,7 @@ enum Arg {
   kResidual = 3,
   kActivation = 3,
   kMoreWeights = 4,  // fused_linear's
+  kMoreBiases = 5,   // fused_linear's
 };
 // Argument positions of the norm forms (input is kInput; the product's weight, then its bias or
 // up weight, from kProductWeight).
@@ -60,6 +63,7 @@ enum NormArg {
   kRotaryCols = 7,
   kLinearNorm = 8,       // rms_norm_linear's norm
   kNormMoreWeights = 9,  // rms_norm_linear's more_weights
+  kNormMoreBiases = 10,  // rms_norm_linear's more_biases
   kGatedMlpNorm = 6,     // rms_norm_gated_mlp's norm
 };
 
@@ -74,7 +78,8 @@ inline bool has_arg(const std::vector<Value>& args, size_t pos) {
   return args.size() > pos && !args[pos].is_none();
 }
 
-// Whether a node's or a bound call's `args` give position `pos` (more_weights) a non-empty list.
+// Whether a node's or a bound call's `args` give position `pos` (more_weights, more_biases) a
+// non-empty list.
 inline bool has_more_weights(const std::vector<Value>& args, size_t pos) {
   return args.size() > pos && args[pos].is_sequence() && !args[pos].items.empty();
 }
@@ -87,6 +92,9 @@ inline constexpr int kMaxWeights = 4;
 std::vector<Tensor> product_weights(const Args& a);
 // The rows of every product weight together: the result's columns.
 int64_t product_rows(const Args& a);
+// Each product weight's bias, for its block of columns: bias and each of more_biases when the
+// product has them, else bias's block (a view) or None.
+std::vector<Value> product_biases(const Args& a);
 
 // A norm form's product arguments: `input` (normalised, or the norm form's own input where the
 // kernel normalises as it reads), then the product's own after eps.

@@ -16,8 +16,8 @@
 // number, inputs of at most options.decode_max_rows rows, and a fused_linear without a residual.
 // At a half dtype the norm is upcast_rms_norm (Hugging Face's RMSNorm in bf16 / fp16); the norm
 // form then names it (norm="upcast" or "upcast_float_weight") and rounds where it rounds. A
-// grouped product (more_weights: merge_sibling_linears) keeps its weights, the norm form's last
-// argument.
+// grouped product (more_weights: merge_sibling_linears) keeps its weights and their biases
+// (more_biases), the norm form's last arguments.
 #include "ops/fused_linear_args.h"
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
@@ -150,7 +150,7 @@ class FuseNormProloguesPass : public Pass {
     // activation.
     const size_t own = std::min<size_t>(product->args.size(), linear ? kResidual : 4);
     args.insert(args.end(), product->args.begin() + 1, product->args.begin() + own);
-    // A grouped product's more weights are the norm form's last argument.
+    // A grouped product's more weights (and more biases) are the norm form's last arguments.
     const bool grouped = linear && has_more_weights(product->args, kMoreWeights);
     if (form != std::string(kNormRms) || grouped) {  // the defaults up to `norm`, then its name
       if (linear) {
@@ -162,6 +162,8 @@ class FuseNormProloguesPass : public Pass {
       args.push_back(Value::string(form));
     }
     if (grouped) args.push_back(product->args[kMoreWeights]);
+    if (grouped && has_more_weights(product->args, kMoreBiases))
+      args.push_back(product->args[kMoreBiases]);
     Node* fused = g.insert_before(product, NodeOp::kCallFunction, target, std::move(args), {},
                                   product->name + "_normed");
     fused->meta = product->meta;

@@ -2,7 +2,9 @@
 // gated_mlp and rms_norm_gated_mlp with silu and gelu_tanh, their weights the two row halves of
 // one weight (Phi-3's gate_up_proj, read where it lies at an offset), against the cpu kernels;
 // and the Hugging Face fixtures that reach them (Phi-3 in bf16: its gate_up halves and its q/k/v
-// product's rotary epilogue and cache writes; Gemma's GeGLU) compiled for cuda, against the cpu
+// product's rotary epilogue and cache writes; Gemma's GeGLU; Qwen2's q/k/v product with its
+// three biases, one grouped product a layer with its rotary and cache writes) compiled for cuda,
+// against the cpu
 // engine and against the cuda engine without the rewrites, on draws with positions across the
 // cache. Skipped, saying so, without a GPU.
 #include <gtest/gtest.h>
@@ -119,14 +121,16 @@ class Engine {
   std::vector<Tensor> inputs_;
 };
 
-TEST(CudaGatedForms, Phi3AndGemmaFixturesMatchTheCpuEngine) {
+TEST(CudaGatedForms, Phi3GemmaAndQwen2FixturesMatchTheCpuEngine) {
   IP_REQUIRE_CUDA();
   struct Case {
     const char* model;
     const char* gated;
+    int grouped;  // q/k/v products that are one grouped product (merge_sibling_linears)
   };
-  for (const Case& c : {Case{"phi3_bf16", "_swiglu_normed = rms_norm_gated_mlp("},
-                        Case{"gemma_bf16", "_geglu_normed = rms_norm_gated_mlp("}}) {
+  for (const Case& c : {Case{"phi3_bf16", "_swiglu_normed = rms_norm_gated_mlp(", 0},
+                        Case{"gemma_bf16", "_geglu_normed = rms_norm_gated_mlp(", 2},
+                        Case{"qwen2_bf16", "= rms_norm_gated_mlp(", 2}}) {
     SCOPED_TRACE(c.model);
     auto g = hf_fixture(c.model);
     std::vector<std::vector<Tensor>> draws;
@@ -135,6 +139,7 @@ TEST(CudaGatedForms, Phi3AndGemmaFixturesMatchTheCpuEngine) {
     Engine apart(*g, draws[0], Device::cuda(), {"fuse_linear_epilogues", "fuse_rotary_epilogues"});
     EXPECT_EQ(count_of(gpu.plan(), c.gated), 2) << gpu.plan();
     EXPECT_EQ(count_of(gpu.plan(), "= rotary_embedding("), 0) << gpu.plan();
+    EXPECT_EQ(count_of(gpu.plan(), "_merged_normed = rms_norm_linear("), c.grouped) << gpu.plan();
     for (size_t d = 0; d < draws.size(); ++d) {
       SCOPED_TRACE(str_cat("draw ", d));
       const std::vector<Tensor> a = gpu.call(draws[d]), b = cpu.call(draws[d]),

@@ -52,11 +52,22 @@ bool half_input(const Args& a) {
 static_assert(kGemvMaxMoreWeights + 1 == kMaxWeights, "a GEMV reads every weight of a product");
 
 // The product's weights (weight, then more_weights) as the GEMV reads them: the further ones in
-// `more` (pointers only when `data`), their rows in `n`; "" or why the kernel cannot read them.
+// `more` (pointers only when `data`), their rows in `n`, and their own biases where the product
+// has them (more_biases, each contiguous and of bias's dtype); "" or why the kernel cannot read
+// them.
 std::string weights_of(const Args& a, GemvMoreWeights* more, int64_t* n, bool data) {
   const std::vector<Tensor> ws = product_weights(a);
   if (ws.size() > static_cast<size_t>(kMaxWeights))
     return str_cat("more than ", kMaxWeights, " weights in one product");
+  if (has_more_weights(a, kMoreBiases)) {
+    const std::vector<Value> bs = product_biases(a);
+    for (size_t i = 1; i < bs.size() && i < ws.size(); ++i) {
+      if (bs[i].is_none() || !bs[i].tensor.is_contiguous() ||
+          bs[i].tensor.dtype() != a[kBias].tensor.dtype())
+        return "more biases that are not contiguous or not of the bias's dtype";
+      if (data && bs[i].tensor.numel() > 0) more->bias[i - 1] = bs[i].tensor.data_ptr();
+    }
+  }
   *n = 0;
   for (size_t i = 0; i < ws.size(); ++i) {
     const Tensor& w = ws[i];

@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
     }
     T v = Num<T>::from(0.f);
     if (active && lane == 0) {
-      if (g.bias) acc = acc + Num<T>::to(static_cast<const T*>(g.bias)[n]);
+      if (const T* b = bias_at<T>(g.bias, g.more, n)) acc = acc + Num<T>::to(*b);
       v = Num<T>::from(acc);
       if constexpr (kE == GemvEpilogue::kResidual)
         v = Num<T>::from(Num<T>::to(static_cast<const T*>(g.residual)[m * g.residual_stride + n]) +
@@ -295,7 +295,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf 
     float bias = 0.f, residual = 0.f, c = 1.f, s = 0.f;
     T* target[2] = {nullptr, nullptr};
     if (active && part == 0 && lane == 0) {
-      if (g.bias) bias = Num<T>::to(static_cast<const T*>(g.bias)[n]);
+      if (const T* b = bias_at<T>(g.bias, g.more, n)) bias = Num<T>::to(*b);
       if constexpr (kE == GemvEpilogue::kResidual)
         residual = Num<T>::to(static_cast<const T*>(g.residual)[n]);
       if constexpr (kE == GemvEpilogue::kNone) {
