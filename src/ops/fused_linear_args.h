@@ -15,7 +15,9 @@
 // arguments are the input, then the ones after eps. Its `norm` names the norm: "rms_norm"
 // (rms_norm(input, [k], norm_weight, eps)), "upcast" or "upcast_float_weight"
 // (upcast_rms_norm(input, norm_weight, eps, weight_in_float), Hugging Face's RMSNorm at a half
-// dtype: ops/nn_ops.cpp).
+// dtype: ops/nn_ops.cpp), or "upcast_one_plus_weight" (Gemma's: upcast_rms_norm(input,
+// 1 + norm_weight.to(float32), eps, True), norm_weight the model's own, of the input's dtype or
+// float32; 1 + w computed as the chain's float32 add computes it).
 // more_weights (a grouped product: merge_sibling_linears where the weights are the caller's, which
 // it does not copy into one stacked constant): further weights of weight's dtype and k, at most
 // kMaxWeights in all; the result's columns are the product with weight, then with each further
@@ -71,6 +73,7 @@ enum NormArg {
 inline constexpr const char* kNormRms = "rms_norm";
 inline constexpr const char* kNormUpcast = "upcast";
 inline constexpr const char* kNormUpcastFloatWeight = "upcast_float_weight";
+inline constexpr const char* kNormUpcastOnePlusWeight = "upcast_one_plus_weight";
 
 // Whether `args` (a node's, which may stop before the defaults, or bound ones) sets position
 // `pos` to something other than None.
@@ -121,8 +124,10 @@ Args norm_args(const char* name, const Args& a);
 // The norm a norm form names (kNormRms when its `norm` is left out); throws on another name.
 std::string norm_of(const char* norm_form, const Args& a);
 // The norm's op and arguments: rms_norm's (norm_args) or upcast_rms_norm's
-// (input, norm_weight, eps, weight_in_float).
+// (input, norm_weight, eps, weight_in_float). With "upcast_one_plus_weight" upcast_rms_norm's
+// weight is `float_weight` (1 + norm_weight.to(float32), the caller's: one_plus_weight), or a
+// float32 meta of norm_weight's shape where it is left out (a shape rule's).
 const char* norm_op(const std::string& norm);
-Args norm_op_args(const char* norm_form, const Args& a);
+Args norm_op_args(const char* norm_form, const Args& a, const Value& float_weight = Value::none());
 
 }  // namespace inplace::fused_linear

@@ -231,14 +231,25 @@ void rotate_prefix(const Tensor& y, const Tensor& cos, const Tensor& sin, int64_
 
 const ChainOp kRmsNormOp("rms_norm"), kUpcastRmsNormOp("upcast_rms_norm");
 
+// Gemma's 1 + w.to(float32) (norm="upcast_one_plus_weight") as its chain: the cast, then the add
+// of the number.
+Value one_plus_weight(const Tensor& w) {
+  Tensor up = Tensor::empty(w.shape(), DType::kFloat32);
+  copy_cast(up, w);
+  return Value::from_tensor(kAddOp({Value::from_tensor(up), Value::floating(1.0)}));
+}
+
 using Product = void (*)(const Args&, const std::vector<Tensor>&);
 
-// The norm form as its chain: its norm (rms_norm or upcast_rms_norm) into a temporary, the
-// product, then the rotation.
+// The norm form as its chain: its norm (rms_norm or upcast_rms_norm, Gemma's weight's 1 + w
+// first) into a temporary, the product, then the rotation.
 Kernel norm_form(const char* name, Product run_product) {
   return [name, run_product](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
     const std::string norm = norm_of(name, a);
-    const Tensor normed = (norm == kNormRms ? kRmsNormOp : kUpcastRmsNormOp)(norm_op_args(name, a));
+    const Value float_weight =
+        norm == kNormUpcastOnePlusWeight ? one_plus_weight(a[kNormWeight].tensor) : Value::none();
+    const Tensor normed =
+        (norm == kNormRms ? kRmsNormOp : kUpcastRmsNormOp)(norm_op_args(name, a, float_weight));
     run_product(product_args(name, Value::from_tensor(normed), a), out);  // its more weights too
     Tensor cos, sin;
     int64_t cols = 0;

@@ -301,14 +301,17 @@ std::string supports_rotary(const Args& a) {
 }
 
 // A half norm form's norm (upcast_rms_norm): its weight of the input's dtype, or float32 for
-// norm="upcast_float_weight", contiguous [k], k within gemv_half's shared row.
+// norm="upcast_float_weight", either for "upcast_one_plus_weight", contiguous [k], k within
+// gemv_half's shared row.
 std::string supports_half_norm(const char* norm_form, const Args& a) {
   const std::string norm = norm_of(norm_form, a);
   if (norm == kNormRms) return "rms_norm at a half dtype (the GPU runs upcast_rms_norm's form)";
   const Tensor& nw = a[kNormWeight].tensor;
   const Tensor& x = a[kInput].tensor;
   const DType want = norm == kNormUpcastFloatWeight ? DType::kFloat32 : x.dtype();
-  if (!nw.is_contiguous() || nw.dtype() != want || nw.dim() != 1 || nw.size(0) != x.size(-1))
+  const bool either = norm == kNormUpcastOnePlusWeight && nw.dtype() == DType::kFloat32;
+  if (!nw.is_contiguous() || (nw.dtype() != want && !either) || nw.dim() != 1 ||
+      nw.size(0) != x.size(-1))
     return "a norm weight that is not a contiguous [k] of its form's dtype";
   if (x.size(-1) > kGemvHalfMaxNormK) return "a norm over more elements than a block holds";
   return "";
@@ -316,7 +319,8 @@ std::string supports_half_norm(const char* norm_form, const Args& a) {
 
 void add_half_norm(const char* norm_form, const Args& a, GemvHalf* g) {
   if (g->rows > 0 && g->n > 0) g->norm_w = a[kNormWeight].tensor.data_ptr();
-  g->norm_w_float = norm_of(norm_form, a) == kNormUpcastFloatWeight;
+  g->norm_w_float = a[kNormWeight].tensor.dtype() == DType::kFloat32;
+  g->norm_one_plus = norm_of(norm_form, a) == kNormUpcastOnePlusWeight;
   g->eps = static_cast<float>(a[kEps].as_double(norm_form));
 }
 

@@ -38,6 +38,15 @@ __device__ inline void load8(const T* p, float* out) {
   for (int i = 0; i < 8; ++i) out[i] = Num<T>::to(v[i]);
 }
 
+// Element k of the norm's float32 weight: norm_w's, or 1 + norm_w's (norm_one_plus: the chain's
+// float32 add, norm_w of T or float32).
+template <typename T>
+__device__ inline float float_norm_weight(const GemvHalf& g, int64_t k) {
+  const float w = g.norm_w_float ? static_cast<const float*>(g.norm_w)[k]
+                                 : Num<T>::to(static_cast<const T*>(g.norm_w)[k]);
+  return g.norm_one_plus ? __fadd_rn(1.f, w) : w;
+}
+
 // Row m of x normalised as upcast_rms_norm does, into xn[0, k): every thread of the block calls
 // it.
 template <typename T>
@@ -62,8 +71,8 @@ __device__ inline void normalise_row(const GemvHalf& g, const T* xr, T* xn) {
   const float inv = inv_shared;
   for (int64_t k = threadIdx.x; k < g.k; k += blockDim.x) {
     const float h = Num<T>::to(xr[k]) * inv;
-    if (g.norm_w_float) {
-      xn[k] = Num<T>::from(h * static_cast<const float*>(g.norm_w)[k]);
+    if (g.norm_w_float || g.norm_one_plus) {
+      xn[k] = Num<T>::from(h * float_norm_weight<T>(g, k));
     } else {
       const float w = Num<T>::to(static_cast<const T*>(g.norm_w)[k]);
       xn[k] = Num<T>::from(w * Num<T>::to(Num<T>::from(h)));
@@ -233,10 +242,10 @@ template <typename T, bool kNorm>
 __device__ inline void input8(const GemvHalf& g, const T* x, int64_t k, float inv, float* out) {
   load8(x + k, out);
   if constexpr (kNorm) {
-    if (g.norm_w_float) {
-      const float* nw = static_cast<const float*>(g.norm_w) + k;
+    if (g.norm_w_float || g.norm_one_plus) {
 #pragma unroll
-      for (int i = 0; i < 8; ++i) out[i] = Num<T>::to(Num<T>::from(out[i] * inv * nw[i]));
+      for (int i = 0; i < 8; ++i)
+        out[i] = Num<T>::to(Num<T>::from(out[i] * inv * float_norm_weight<T>(g, k + i)));
     } else {
       float nw[8];
       load8(static_cast<const T*>(g.norm_w) + k, nw);
