@@ -60,6 +60,7 @@ std::string weights_of(const Args& a, GemvMoreWeights* more, int64_t* n, bool da
   if (ws.size() > static_cast<size_t>(kMaxWeights))
     return str_cat("more than ", kMaxWeights, " weights in one product");
   if (has_more_weights(a, kMoreBiases)) {
+    if (a[kBias].is_none()) return "more biases without a bias";
     const std::vector<Value> bs = product_biases(a);
     for (size_t i = 1; i < bs.size() && i < ws.size(); ++i) {
       if (bs[i].is_none() || !bs[i].tensor.is_contiguous() ||
