@@ -1,6 +1,6 @@
 """The bf16 Hugging Face fixture derived from a float32 capture (tests/frontend/fixtures/hf/
 derive_bf16.py): the derivation reproduces torch.export's bf16 captures of Llama and Mistral byte
-for byte, and phi3_bf16.json is its output for phi3.json."""
+for byte, and phi3_bf16.json and qwen2_bf16.json are its outputs for phi3.json and qwen2.json."""
 import os
 import subprocess
 import sys
@@ -26,9 +26,24 @@ class DerivedBf16Fixtures(unittest.TestCase):
             with open(os.path.join(HF, name + "_bf16.json"), "rb") as f:
                 self.assertEqual(derived(name), f.read(), name)
 
-    def test_phi3_bf16_is_the_derivation_of_phi3(self):
-        with open(os.path.join(HF, "phi3_bf16.json"), "rb") as f:
-            self.assertEqual(derived("phi3"), f.read())
+    def test_phi3_and_qwen2_bf16_are_their_derivations(self):
+        for name in ("phi3", "qwen2"):
+            with open(os.path.join(HF, name + "_bf16.json"), "rb") as f:
+                self.assertEqual(derived(name), f.read(), name)
+
+    def test_qwen2_rotary_frequencies_stay_float32(self):
+        # Qwen2's .float() of inv_freq and of the positions before their product are not the
+        # cast back to the input dtype; cos and sin are.
+        import json
+        with open(os.path.join(HF, "qwen2_bf16.json")) as f:
+            nodes = {n["name"]: n for n in json.load(f)["nodes"]}
+        self.assertEqual(nodes["matmul"]["meta"]["dtype"], "float32")
+        for name in ("to_1", "to_4", "to_5"):
+            self.assertEqual(nodes[name]["args"][1], {"dtype": "float32"}, name)
+        for name in ("to_6", "to_7"):
+            self.assertEqual(nodes[name]["args"][1], {"dtype": "bfloat16"}, name)
+        self.assertEqual(nodes["p_model_model_layers_0_self_attn_q_proj_bias"]["meta"]["dtype"],
+                         "bfloat16")
 
 
 if __name__ == "__main__":

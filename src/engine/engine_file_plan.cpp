@@ -387,11 +387,14 @@ void read_plan(Reader& r, Plan* plan) {
     }
     uint64_t nargs = r.count("arguments", 1);
     for (uint64_t k = 0; k < nargs; ++k) s.args.push_back(read_value(r, 0));
-    if (s.op && s.kind != StepKind::kCopy && s.op->schema.full_name() != op &&
-        !append_defaults(s.op->schema, &s.args))
-      r.fail(str_cat("step '", s.node, "' has ", s.args.size(), " arguments for op '", op,
-                     "', renamed '", s.op->schema.full_name(), "', which takes ",
-                     s.op->schema.args.size()));
+    // A step of an op renamed since, or of one that gained defaulted arguments at its end since
+    // (fused_linear's more_biases), takes the op's defaults for those it lacks.
+    if (s.op && s.kind != StepKind::kCopy && !append_defaults(s.op->schema, &s.args))
+      r.fail(str_cat("step '", s.node, "' has ", s.args.size(), " arguments for op '", op, "'",
+                     s.op->schema.full_name() != op
+                         ? str_cat(", renamed '", s.op->schema.full_name(), "',")
+                         : std::string(),
+                     " which takes ", s.op->schema.args.size()));
     uint64_t nslots = r.count("tensor operands", 4);
     for (uint64_t k = 0; k < nslots; ++k) {
       TensorSlot t;

@@ -70,12 +70,30 @@ int64_t product_rows(const Args& a) {
   return n;
 }
 
+std::vector<Value> product_biases(const Args& a) {
+  std::vector<Value> bs;
+  if (has_more_weights(a, kMoreBiases)) {
+    bs.push_back(a[kBias]);
+    for (const Value& b : a[kMoreBiases].items) bs.push_back(b);
+    return bs;
+  }
+  int64_t at = 0;
+  for (const Tensor& w : product_weights(a)) {
+    const int64_t n = w.dim() ? w.size(0) : 0;
+    bs.push_back(a[kBias].is_none() ? a[kBias]
+                                    : Value::from_tensor(a[kBias].tensor.slice(-1, at, at + n)));
+    at += n;
+  }
+  return bs;
+}
+
 Args product_args(const char* norm_form, const Value& input, const Args& a) {
   if (std::string(norm_form) == kNormGatedMlp)
     return {input, a[kProductWeight], a[kProductWeight + 1],
             a.size() > kNormActivation ? a[kNormActivation] : Value::string(kSilu)};
   Args p{input, a[kProductWeight], a[kProductWeight + 1], Value::none()};
   if (a.size() > kNormMoreWeights) p.push_back(a[kNormMoreWeights]);
+  if (a.size() > kNormMoreBiases) p.push_back(a[kNormMoreBiases]);
   return p;
 }
 
@@ -84,7 +102,16 @@ Tensor linear_meta(const Args& a) {
   const std::vector<Tensor> ws = product_weights(a);
   Shape out = product_shape(kLinear, x, ws[0]);
   out.back() = grouped_columns(x, ws);
-  check_bias(kLinear, a[kBias], x, out.back());
+  if (has_more_weights(a, kMoreBiases)) {  // a bias per weight
+    const size_t count = a[kMoreBiases].items.size();
+    IP_CHECK(!a[kBias].is_none() && count + 1 == ws.size(), kInvalidArgument, "[", kLinear, "] ",
+             count, " more_biases for ", ws.size(), " weights",
+             a[kBias].is_none() ? " without a bias" : "", "; give a bias for each weight");
+    const std::vector<Value> bs = product_biases(a);
+    for (size_t i = 0; i < ws.size(); ++i) check_bias(kLinear, bs[i], x, ws[i].size(0));
+  } else {
+    check_bias(kLinear, a[kBias], x, out.back());
+  }
   if (has_arg(a, kResidual)) {
     const Tensor& r = a[kResidual].as_tensor(kLinear);
     check_dtype(kLinear, "residual", r, x.dtype());
@@ -118,9 +145,14 @@ Tensor norm_form_meta(const char* norm_form, const Args& a) {
   const bool linear = std::string(norm_form) == kNormLinear;
   const std::string norm = norm_of(norm_form, a);
   const std::vector<Tensor> normed = op(norm_op(norm)).infer(norm_op_args(norm_form, a));
+  const Tensor& nw = a[kNormWeight].as_tensor(norm_form);
+  const DType dt = a[kInput].as_tensor(norm_form).dtype();
   if (norm == kNormRms)  // upcast_rms_norm's rule checks its weight's dtype
-    check_dtype(norm_form, "norm weight", a[kNormWeight].as_tensor(norm_form),
-                a[kInput].as_tensor(norm_form).dtype());
+    check_dtype(norm_form, "norm weight", nw, dt);
+  if (norm == kNormUpcastOnePlusWeight)  // 1 + w.to(float32) of the model's own weight
+    IP_CHECK(nw.dtype() == dt || nw.dtype() == DType::kFloat32, kDTypeMismatch, "[", norm_form,
+             "] norm weight is ", dtype_name(nw.dtype()), " but must be ", dtype_name(dt),
+             " or float32 (norm '", kNormUpcastOnePlusWeight, "')");
   const Args p = product_args(norm_form, Value::from_tensor(normed[0]), a);
   Tensor out = linear ? linear_meta(p) : gated_mlp_meta(p);
   Tensor cos, sin;
@@ -156,9 +188,11 @@ std::string norm_of(const char* norm_form, const Args& a) {
   const size_t at = std::string(norm_form) == kNormLinear ? kLinearNorm : kGatedMlpNorm;
   if (a.size() <= at || a[at].is_none()) return kNormRms;
   const std::string norm = a[at].as_string(norm_form);
-  IP_CHECK(norm == kNormRms || norm == kNormUpcast || norm == kNormUpcastFloatWeight,
+  IP_CHECK(norm == kNormRms || norm == kNormUpcast || norm == kNormUpcastFloatWeight ||
+               norm == kNormUpcastOnePlusWeight,
            kInvalidArgument, "[", norm_form, "] norm '", norm, "' is not one of '", kNormRms,
-           "', '", kNormUpcast, "', '", kNormUpcastFloatWeight, "'");
+           "', '", kNormUpcast, "', '", kNormUpcastFloatWeight, "', '", kNormUpcastOnePlusWeight,
+           "'");
   return norm;
 }
 
@@ -166,10 +200,15 @@ const char* norm_op(const std::string& norm) {
   return norm == kNormRms ? "rms_norm" : "upcast_rms_norm";
 }
 
-Args norm_op_args(const char* norm_form, const Args& a) {
+Args norm_op_args(const char* norm_form, const Args& a, const Value& float_weight) {
   const std::string norm = norm_of(norm_form, a);
   if (norm == kNormRms) return norm_args(norm_form, a);
-  return {a[kInput], a[kNormWeight], a[kEps], Value::boolean(norm == kNormUpcastFloatWeight)};
+  if (norm != kNormUpcastOnePlusWeight)
+    return {a[kInput], a[kNormWeight], a[kEps], Value::boolean(norm == kNormUpcastFloatWeight)};
+  if (!float_weight.is_none()) return {a[kInput], float_weight, a[kEps], Value::boolean(true)};
+  const Tensor& w = a[kNormWeight].as_tensor(norm_form);
+  return {a[kInput], Value::from_tensor(Tensor::meta(w.shape(), DType::kFloat32)), a[kEps],
+          Value::boolean(true)};
 }
 
 }  // namespace inplace::fused_linear

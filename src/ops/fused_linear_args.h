@@ -2,25 +2,29 @@
 // op computes in its input's dtype; its weights may be of a narrower float dtype (a bfloat16
 // weight with a float32 input: the product reads the weight's bytes where they lie, widening as
 // it goes, instead of a float32 copy of the weight made on every call):
-//   fused_linear(input, weight, bias, residual, more_weights)
+//   fused_linear(input, weight, bias, residual, more_weights, more_biases)
 //                                                    = [residual +] linear(input, weight, bias)
 //   gated_mlp(input, gate_weight, up_weight, activation)
 //                                                    = act(input @ gate_weight^T) *
 //                                                      (input @ up_weight^T)
 //                                                      (act: "silu" or "gelu_tanh")
 //   rms_norm_linear(input, norm_weight, eps, weight, bias, cos, sin, rotary_cols, norm,
-//                   more_weights)
+//                   more_weights, more_biases)
 //   rms_norm_gated_mlp(input, norm_weight, eps, gate_weight, up_weight, activation, norm)
 // A norm form (an RMSNorm prologue) is its product on the normalised input: the product's
 // arguments are the input, then the ones after eps. Its `norm` names the norm: "rms_norm"
 // (rms_norm(input, [k], norm_weight, eps)), "upcast" or "upcast_float_weight"
 // (upcast_rms_norm(input, norm_weight, eps, weight_in_float), Hugging Face's RMSNorm at a half
-// dtype: ops/nn_ops.cpp).
+// dtype: ops/nn_ops.cpp), or "upcast_one_plus_weight" (Gemma's: upcast_rms_norm(input,
+// 1 + norm_weight.to(float32), eps, True), norm_weight the model's own, of the input's dtype or
+// float32; 1 + w computed as the chain's float32 add computes it).
 // more_weights (a grouped product: merge_sibling_linears where the weights are the caller's, which
 // it does not copy into one stacked constant): further weights of weight's dtype and k, at most
 // kMaxWeights in all; the result's columns are the product with weight, then with each further
 // weight in order, exactly the product with the weights stacked along the output dim (bias and
-// residual span all the columns).
+// residual span all the columns). more_biases (the siblings' own biases, the caller's tensors,
+// never concatenated): one per further weight; bias is then weight's alone (its rows) and each
+// block of columns adds its own weight's bias, as the separate products do.
 // At a half input dtype every op of the chain rounds its result to that dtype, as the chain
 // does: the product (+ bias) is rounded before the residual is added (in float, rounded again);
 // the gate and up products, act(gate) and the gated product are each rounded.
@@ -47,6 +51,7 @@ enum Arg {
   kResidual = 3,
   kActivation = 3,
   kMoreWeights = 4,  // fused_linear's
+  kMoreBiases = 5,   // fused_linear's
 };
 // Argument positions of the norm forms (input is kInput; the product's weight, then its bias or
 // up weight, from kProductWeight).
@@ -60,6 +65,7 @@ enum NormArg {
   kRotaryCols = 7,
   kLinearNorm = 8,       // rms_norm_linear's norm
   kNormMoreWeights = 9,  // rms_norm_linear's more_weights
+  kNormMoreBiases = 10,  // rms_norm_linear's more_biases
   kGatedMlpNorm = 6,     // rms_norm_gated_mlp's norm
 };
 
@@ -67,6 +73,7 @@ enum NormArg {
 inline constexpr const char* kNormRms = "rms_norm";
 inline constexpr const char* kNormUpcast = "upcast";
 inline constexpr const char* kNormUpcastFloatWeight = "upcast_float_weight";
+inline constexpr const char* kNormUpcastOnePlusWeight = "upcast_one_plus_weight";
 
 // Whether `args` (a node's, which may stop before the defaults, or bound ones) sets position
 // `pos` to something other than None.
@@ -74,7 +81,8 @@ inline bool has_arg(const std::vector<Value>& args, size_t pos) {
   return args.size() > pos && !args[pos].is_none();
 }
 
-// Whether a node's or a bound call's `args` give position `pos` (more_weights) a non-empty list.
+// Whether a node's or a bound call's `args` give position `pos` (more_weights, more_biases) a
+// non-empty list.
 inline bool has_more_weights(const std::vector<Value>& args, size_t pos) {
   return args.size() > pos && args[pos].is_sequence() && !args[pos].items.empty();
 }
@@ -87,6 +95,9 @@ inline constexpr int kMaxWeights = 4;
 std::vector<Tensor> product_weights(const Args& a);
 // The rows of every product weight together: the result's columns.
 int64_t product_rows(const Args& a);
+// Each product weight's bias, for its block of columns: bias and each of more_biases when the
+// product has them, else bias's block (a view) or None.
+std::vector<Value> product_biases(const Args& a);
 
 // A norm form's product arguments: `input` (normalised, or the norm form's own input where the
 // kernel normalises as it reads), then the product's own after eps.
@@ -113,8 +124,10 @@ Args norm_args(const char* name, const Args& a);
 // The norm a norm form names (kNormRms when its `norm` is left out); throws on another name.
 std::string norm_of(const char* norm_form, const Args& a);
 // The norm's op and arguments: rms_norm's (norm_args) or upcast_rms_norm's
-// (input, norm_weight, eps, weight_in_float).
+// (input, norm_weight, eps, weight_in_float). With "upcast_one_plus_weight" upcast_rms_norm's
+// weight is `float_weight` (1 + norm_weight.to(float32), the caller's: one_plus_weight), or a
+// float32 meta of norm_weight's shape where it is left out (a shape rule's).
 const char* norm_op(const std::string& norm);
-Args norm_op_args(const char* norm_form, const Args& a);
+Args norm_op_args(const char* norm_form, const Args& a, const Value& float_weight = Value::none());
 
 }  // namespace inplace::fused_linear

@@ -15,9 +15,12 @@
 // over one row either way. Only float32 x and norm weights of x's last dim, an eps given as a
 // number, inputs of at most options.decode_max_rows rows, and a fused_linear without a residual.
 // At a half dtype the norm is upcast_rms_norm (Hugging Face's RMSNorm in bf16 / fp16); the norm
-// form then names it (norm="upcast" or "upcast_float_weight") and rounds where it rounds. A
-// grouped product (more_weights: merge_sibling_linears) keeps its weights, the norm form's last
-// argument.
+// form then names it (norm="upcast" or "upcast_float_weight") and rounds where it rounds.
+// Gemma's float32 weight 1 + w.to(float32) (an add and a cast, w the model's own weight: an
+// engine input or constant) joins too: the form names "upcast_one_plus_weight" and reads w, its
+// kernel adds the 1 as the chain's add does (one elementwise launch fewer per norm). A
+// grouped product (more_weights: merge_sibling_linears) keeps its weights and their biases
+// (more_biases), the norm form's last arguments.
 #include "ops/fused_linear_args.h"
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
@@ -43,9 +46,10 @@ class FuseNormProloguesPass : public Pass {
  private:
   // The norm's input, weight, eps and the name a norm form gives it (fused_linear_args.h); false
   // when `norm` has another form. rms_norm(x, [k], w, eps): float32 x and w;
-  // upcast_rms_norm(x, w, eps, weight_in_float): a half x, w of x's dtype (or float32).
-  static bool norm_parts(const MetaTable& metas, const Node* norm, Value* w, Value* eps,
-                         const char** form) {
+  // upcast_rms_norm(x, w, eps, weight_in_float): a half x, w of x's dtype (or float32, and then
+  // perhaps Gemma's 1 + w: `dead` gets the add and the cast the form leaves unread).
+  static bool norm_parts(const Graph& g, const MetaTable& metas, const Node* norm, Value* w,
+                         Value* eps, const char** form, std::vector<Node*>* dead) {
     using namespace fused_linear;
     const auto& a = norm->args;
     if (!norm->kwargs.empty() || a.empty() || !a[0].is_node()) return false;
@@ -73,15 +77,54 @@ class FuseNormProloguesPass : public Pass {
       *w = a[1];
       *eps = a[2];
       *form = in_float ? kNormUpcastFloatWeight : kNormUpcast;
+      if (in_float) {
+        if (Node* own = one_plus_source(g, metas, a[1].node, *x, dead)) {
+          *w = Value::node_ref(own);
+          *form = kNormUpcastOnePlusWeight;
+        }
+      }
     }
     const Tensor* wm = metas.tensor(wn);
     return wm && wm->dtype() == want && wm->shape() == Shape{x->size(-1)};
   }
 
+  // w when `add` (a norm's float32 weight, read by nothing else) is Gemma's 1 + w.to(float32):
+  // torch.export's add(to(w, float32), 1.0), the cast gone where w is float32
+  // (drop_identity_casts), w an engine input or constant, the cast read only by the add. The add
+  // and the cast go to `dead`. w is [k] of x's dtype or float32 (x [.., k]). Null otherwise.
+  static Node* one_plus_source(const Graph& g, const MetaTable& metas, Node* add, const Tensor& x,
+                               std::vector<Node*>* dead) {
+    auto is_one = [](const Value& v) {
+      return v.is_number() && v.as_double("fuse_norm_prologues") == 1;
+    };
+    const auto& a = add->args;
+    if (op_name(add) != "add" || a.size() != 2 || !a[0].is_node() || !is_one(a[1]) ||
+        g.users(add).size() != 1)
+      return nullptr;
+    for (const auto& [name, v] : add->kwargs)  // alpha, bound: 1
+      if (name != "alpha" || !is_one(v)) return nullptr;
+    Node* w = a[0].node;
+    std::vector<Node*> chain{add};
+    const std::string name = op_name(w);
+    if ((name == "to" || name == "_to_copy") && !w->args.empty() && w->args[0].is_node() &&
+        cast_only_to_dtype(resolve_node(*w), DType::kFloat32) && g.users(w).size() == 1) {
+      chain.push_back(w);
+      w = w->args[0].node;
+    }
+    const Tensor* wm = metas.tensor(w);
+    if ((w->op != NodeOp::kPlaceholder && w->op != NodeOp::kGetAttr) || !wm ||
+        wm->shape() != Shape{x.size(-1)} ||
+        (wm->dtype() != DType::kFloat32 && (chain.size() == 1 || wm->dtype() != x.dtype())))
+      return nullptr;
+    dead->insert(dead->end(), chain.begin(), chain.end());
+    return w;
+  }
+
   static void fuse(Graph& g, const MetaTable& metas, Node* norm, int64_t rows) {
     Value norm_weight, eps;
     const char* form = nullptr;
-    if (!norm_parts(metas, norm, &norm_weight, &eps, &form)) return;
+    std::vector<Node*> dead{norm};  // and Gemma's 1 + w, which the form computes
+    if (!norm_parts(g, metas, norm, &norm_weight, &eps, &form, &dead)) return;
     const Tensor* x = metas.tensor(norm->args[0].node);
     if (x->numel() / x->size(-1) > rows) return;
     const std::vector<Node*> users = g.users(norm);
@@ -93,7 +136,7 @@ class FuseNormProloguesPass : public Pass {
       for (Node* u : users)
         join(g, u, fused_target(u, norm), norm->args[0], norm_weight, eps, form);
       g.erase_all(users);
-      g.erase(norm);
+      g.erase_all(dead);
       return;
     }
     Node* product = users[0];
@@ -113,10 +156,9 @@ class FuseNormProloguesPass : public Pass {
       source = Value::node_ref(picked);
     }
     join(g, product, target, source, norm_weight, eps, form);
-    if (pick)
-      g.erase_all({product, pick, norm});
-    else
-      g.erase_all({product, norm});
+    dead.push_back(product);
+    if (pick) dead.push_back(pick);
+    g.erase_all(dead);
   }
 
   // The norm form `product` joins with its input's norm, or null when it cannot: a linear
@@ -150,7 +192,7 @@ class FuseNormProloguesPass : public Pass {
     // activation.
     const size_t own = std::min<size_t>(product->args.size(), linear ? kResidual : 4);
     args.insert(args.end(), product->args.begin() + 1, product->args.begin() + own);
-    // A grouped product's more weights are the norm form's last argument.
+    // A grouped product's more weights (and more biases) are the norm form's last arguments.
     const bool grouped = linear && has_more_weights(product->args, kMoreWeights);
     if (form != std::string(kNormRms) || grouped) {  // the defaults up to `norm`, then its name
       if (linear) {
@@ -162,6 +204,8 @@ class FuseNormProloguesPass : public Pass {
       args.push_back(Value::string(form));
     }
     if (grouped) args.push_back(product->args[kMoreWeights]);
+    if (grouped && has_more_weights(product->args, kMoreBiases))
+      args.push_back(product->args[kMoreBiases]);
     Node* fused = g.insert_before(product, NodeOp::kCallFunction, target, std::move(args), {},
                                   product->name + "_normed");
     fused->meta = product->meta;

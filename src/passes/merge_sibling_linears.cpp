@@ -9,11 +9,14 @@
 // are constants are stacked into a new constant (the separate ones are dropped from the graph);
 // weights that are graph inputs (an exported model's parameters, the caller's memory, which is
 // never copied) stay where they are: the merged product reads them as one grouped product,
-// fused_linear(x, wq, None, None, [wk, wv]) (at most fused_linear::kMaxWeights a product). The
-// input may be float32 or of the weights' dtype (a model exported in bf16 or fp16). Off for the
-// cpu, where a product costs its bytes, not its launch, and where the caller's weights would
-// otherwise be held twice.
+// fused_linear(x, wq, None, None, [wk, wv]) (at most fused_linear::kMaxWeights a product). Such
+// products with biases that are graph inputs too (Qwen2's q, k and v) group likewise, each
+// weight with its own bias, never concatenated: fused_linear(x, wq, bq, None, [wk, wv],
+// [bk, bv]); products with and without biases do not group together. The input may be float32
+// or of the weights' dtype (a model exported in bf16 or fp16). Off for the cpu, where a product
+// costs its bytes, not its launch, and where the caller's weights would otherwise be held twice.
 #include <algorithm>
+#include <tuple>
 
 #include "ops/fused_linear_args.h"
 #include "ops/registry.h"
@@ -31,20 +34,23 @@ class MergeSiblingLinearsPass : public Pass {
   void run(Graph& g, PassContext& ctx) override {
     if (!ctx.options.merge_sibling_linears) return;
     MetaTable& metas = cached_metas(g, ctx);
-    // Products by input and by whether their weights are constants, in program order.
-    using Key = std::pair<const Node*, bool>;
+    // Products by input, by whether their weights are constants and by whether they have a
+    // bias, in program order.
+    using Key = std::tuple<const Node*, bool, bool>;
     std::map<Key, std::vector<Node*>> groups;
     std::vector<Key> keys;
     for (Node* n : g.nodes()) {
       bool constant = false;
       if (!plain_product_weight(g, metas, n, ctx.options.decode_max_rows, &constant)) continue;
-      const Key key{n->args[0].node, constant};
+      const bool bias = fused_linear::has_arg(n->args, fused_linear::kBias);
+      if (constant && bias) continue;  // stacking constants takes products without a bias only
+      const Key key{n->args[0].node, constant, bias};
       if (!groups.count(key)) keys.push_back(key);
       groups[key].push_back(n);
     }
     for (const Key& key : keys) {
       const std::vector<Node*>& members = groups[key];
-      if (key.second) {
+      if (std::get<1>(key)) {
         if (members.size() >= 2) merge(g, members);
         continue;
       }
@@ -57,15 +63,18 @@ class MergeSiblingLinearsPass : public Pass {
   }
 
  private:
-  // The weight of fused_linear(x, w) without a bias, a residual or more weights, x of at most
-  // `rows` rows: bf16 with x float32 or bf16, or fp16 with x fp16; w a constant (*constant set)
-  // or a graph input.
+  // The weight of fused_linear(x, w, b) without a residual or more weights, x of at most `rows`
+  // rows: bf16 with x float32 or bf16, or fp16 with x fp16; w a constant (*constant set) or a
+  // graph input; b None or a graph input (its shape the op's rule checks).
   static const Tensor* plain_product_weight(const Graph& g, const MetaTable& metas, const Node* n,
                                             int64_t rows, bool* constant) {
     using namespace fused_linear;
     if (op_name(n) != kLinear || !n->kwargs.empty() || n->args.size() < 2) return nullptr;
-    if (has_arg(n->args, kBias) || has_arg(n->args, kResidual) ||
-        has_more_weights(n->args, kMoreWeights))
+    if (has_arg(n->args, kResidual) || has_more_weights(n->args, kMoreWeights) ||
+        has_more_weights(n->args, kMoreBiases))
+      return nullptr;
+    if (has_arg(n->args, kBias) &&
+        (!n->args[kBias].is_node() || n->args[kBias].node->op != NodeOp::kPlaceholder))
       return nullptr;
     if (!n->args[0].is_node() || !n->args[1].is_node()) return nullptr;
     const Node* w = n->args[1].node;
@@ -109,21 +118,29 @@ class MergeSiblingLinearsPass : public Pass {
     g.erase_all(members);
   }
 
-  // Products whose weights are graph inputs: one grouped product over them, in place.
+  // Products whose weights (and biases) are graph inputs: one grouped product over them, in
+  // place, each weight with its own bias.
   static void group(Graph& g, const MetaTable& metas, const std::vector<Node*>& members) {
+    using namespace fused_linear;
     std::vector<int64_t> n;
-    std::vector<Value> more;
+    std::vector<Value> more, more_biases;
     for (const Node* m : members) {
       const Tensor* w = metas.tensor(m->args[1].node);
       if (w->size(1) != metas.tensor(members[0]->args[1].node)->size(1)) return;
       n.push_back(w->size(0));
-      if (m != members.front()) more.push_back(m->args[1]);
+      if (m == members.front()) continue;
+      more.push_back(m->args[1]);
+      if (has_arg(m->args, kBias)) more_biases.push_back(m->args[kBias]);
     }
     Node* first = members.front();
-    Node* merged = g.insert_before(
-        first, NodeOp::kCallFunction, "inplace.fused_linear",
-        {first->args[0], first->args[1], Value::none(), Value::none(), Value::list(more)}, {},
-        first->name + "_merged");
+    std::vector<Value> args{first->args[0], first->args[1], Value::none(), Value::none(),
+                            Value::list(more)};
+    if (has_arg(first->args, kBias)) {
+      args[kBias] = first->args[kBias];
+      args.push_back(Value::list(more_biases));
+    }
+    Node* merged = g.insert_before(first, NodeOp::kCallFunction, "inplace.fused_linear",
+                                   std::move(args), {}, first->name + "_merged");
     slice_members(g, merged, members, n);
   }
 

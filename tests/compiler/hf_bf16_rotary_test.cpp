@@ -35,7 +35,7 @@ std::unique_ptr<Graph> fixture(const std::string& model) {
 }
 
 TEST(HfBf16Rotary, FixturesBitwiseWithAndWithoutTheRewrites) {
-  for (const char* model : {"llama", "mistral", "gemma"}) {
+  for (const char* model : {"llama", "mistral", "gemma", "qwen2"}) {
     SCOPED_TRACE(model);
     auto g = fixture(model);
     std::vector<std::vector<Tensor>> draws;

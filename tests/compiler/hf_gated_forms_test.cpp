@@ -109,6 +109,28 @@ TEST(HfGatedForms, GemmaGeGluIsOneGatedStep) {
   }
 }
 
+// Gemma's RMSNorm weight 1 + w.to(float32) (a cast and an add per norm, one fused_pointwise
+// launch each: two a layer and the final norm's) joins its norm form (norm=
+// "upcast_one_plus_weight", reading the model's bf16 w): Gemma's plan is Llama's, step for step,
+// but for its embedding's scale. Bitwise the engine without the norm prologues (each norm its own
+// upcast_rms_norm step after the cast and the add) and the eager interpreter, on fresh draws of
+// every input with positions across the cache.
+TEST(HfGatedForms, GemmaNormWeightJoinsItsNormForm) {
+  auto g = hf_fixture("gemma_bf16"), llama = hf_fixture("llama_bf16");
+  const auto draws = hf_draws(*g);
+  const std::string plan = compile(*g, clones(draws[0]), gpu_like()).engine->describe();
+  const std::string llama_plan =
+      compile(*llama, seeded_hf_inputs(*llama, 1, 64), gpu_like()).engine->describe();
+  EXPECT_EQ(lines_with(plan, "= fused_pointwise(", "[64]:float32"), 0) << plan;
+  EXPECT_EQ(lines_with(plan, "_normed = rms_norm_", "[64]:bfloat16"), 5) << plan;
+  EXPECT_EQ(steps_of(plan), steps_of(llama_plan) + 1) << plan << "\n" << llama_plan;
+  EXPECT_EQ(count_of(plan, "= mul.Tensor("), 1) << plan;  // the embedding's scale
+  CompileOptions apart = gpu_like();
+  apart.fuse_norm_prologues = false;
+  expect_same_with_and_without(*g, draws, gpu_like(), apart);
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 0, gpu_like()), 6);
+}
+
 // The float32 fixtures' weights are float32: no product of the family reads them (as Llama's),
 // so nothing changes: bitwise the engine without the rewrites, eager within the float32 norm's
 // rounding (fuse_rms_norm's statistics in double).

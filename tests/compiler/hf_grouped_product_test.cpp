@@ -1,7 +1,9 @@
 // The q/k/v products of Hugging Face decoders exported in bf16 or fp16, with the GPU's fusion
 // choices: their weights are the caller's (graph inputs), so merge_sibling_linears makes one
 // grouped product a layer (fused_linear's more_weights, then rms_norm_linear's with the norm
-// prologue) instead of stacking them into a constant. Proved bitwise: each fixture is compiled
+// prologue) instead of stacking them into a constant; Qwen2's q/k/v products have biases, each
+// weight's own (more_biases), and its layer takes as many steps as Llama's. Proved bitwise: each
+// fixture is compiled
 // once with the merge and once without, and both run on fresh draws (weights, tokens, positions
 // across the whole cache, cache contents); every output and the final contents of every cache
 // must be equal.
@@ -45,8 +47,9 @@ TEST(HfGroupedProduct, FixturesBitwiseWithAndWithoutTheMerge) {
     const char* model;
     int merged, apart;
   };
-  for (const Case& c : {Case{"llama_bf16", 2, 0}, Case{"mistral_bf16", 2, 0},
-                        Case{"gemma_bf16", 2, 0}, Case{"llama_fp16", 2, 0}}) {
+  for (const Case& c :
+       {Case{"llama_bf16", 2, 0}, Case{"mistral_bf16", 2, 0}, Case{"gemma_bf16", 2, 0},
+        Case{"llama_fp16", 2, 0}, Case{"qwen2_bf16", 2, 0}}) {
     SCOPED_TRACE(c.model);
     auto g = fixture(c.model);
     std::vector<std::vector<Tensor>> draws;
@@ -66,6 +69,29 @@ TEST(HfGroupedProduct, FixturesBitwiseWithAndWithoutTheMerge) {
         EXPECT_TRUE(tensor_equal(a.inputs[i], b.inputs[i])) << "input " << i;
     }
   }
+}
+
+// The steps of a plan that launch work (views are refreshed, not run).
+int launched_steps(const std::string& plan) {
+  std::istringstream in(plan.substr(plan.find("steps:\n") + 7));
+  int n = 0;
+  for (std::string line; std::getline(in, line) && line.rfind("  ", 0) == 0;)
+    n += line.find("[view, refresh only]") == std::string::npos;
+  return n;
+}
+
+// Qwen2's biases ride in its grouped q/k/v product: its two layers take as many steps as Llama's
+// (the fixtures differ only in those biases and in the casts of the rotary's inputs, which fold).
+TEST(HfGroupedProduct, Qwen2TakesLlamasSteps) {
+  std::string plans[2];
+  int steps[2];
+  for (int i = 0; i < 2; ++i) {
+    auto g = hf_fixture(i ? "qwen2_bf16" : "llama_bf16");
+    plans[i] = compile(*g, seeded_hf_inputs(*g, 1, 64), gpu_like(true)).engine->describe();
+    steps[i] = launched_steps(plans[i]);
+  }
+  EXPECT_EQ(steps[1], steps[0]) << plans[1] << "\n" << plans[0];
+  EXPECT_EQ(count_of(plans[1], "_merged_normed = rms_norm_linear("), 2) << plans[1];
 }
 
 // The float32 fixtures' weights are float32: no GEMV of the family reads them, nothing merges.

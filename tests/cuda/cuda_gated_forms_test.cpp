@@ -2,7 +2,9 @@
 // gated_mlp and rms_norm_gated_mlp with silu and gelu_tanh, their weights the two row halves of
 // one weight (Phi-3's gate_up_proj, read where it lies at an offset), against the cpu kernels;
 // and the Hugging Face fixtures that reach them (Phi-3 in bf16: its gate_up halves and its q/k/v
-// product's rotary epilogue and cache writes; Gemma's GeGLU) compiled for cuda, against the cpu
+// product's rotary epilogue and cache writes; Gemma's GeGLU and its norms' 1 + w, which the norm
+// forms compute: norm="upcast_one_plus_weight"; Qwen2's q/k/v product with its three biases, one
+// grouped product a layer with its rotary and cache writes) compiled for cuda, against the cpu
 // engine and against the cuda engine without the rewrites, on draws with positions across the
 // cache. Skipped, saying so, without a GPU.
 #include <gtest/gtest.h>
@@ -65,16 +67,16 @@ TEST(CudaGatedForms, ActivationsOnTheHalvesOfOneWeightMatchTheCpu) {
           EXPECT_TRUE(close(run_on(DeviceType::kCuda, "inplace.gated_mlp", swapped),
                             run_on(DeviceType::kCpu, "inplace.gated_mlp", swapped), tol));
           const Tensor nw = random_tensor({k}, dt, seed++);
-          const std::vector<Value> normed{
-              T(x),
-              T(nw),
-              eps,
-              T(gate),
-              T(up),
-              Value::string(act),
-              Value::string(dt == DType::kFloat32 ? "rms_norm" : "upcast")};
-          EXPECT_TRUE(close(run_on(DeviceType::kCuda, "inplace.rms_norm_gated_mlp", normed),
-                            run_on(DeviceType::kCpu, "inplace.rms_norm_gated_mlp", normed), tol));
+          // At bf16 also Gemma's norm, its weight the model's own (1 + w in the kernel).
+          std::vector<const char*> norms{dt == DType::kFloat32 ? "rms_norm" : "upcast"};
+          if (dt != DType::kFloat32) norms.push_back("upcast_one_plus_weight");
+          for (const char* norm : norms) {
+            SCOPED_TRACE(norm);
+            const std::vector<Value> normed{
+                T(x), T(nw), eps, T(gate), T(up), Value::string(act), Value::string(norm)};
+            EXPECT_TRUE(close(run_on(DeviceType::kCuda, "inplace.rms_norm_gated_mlp", normed),
+                              run_on(DeviceType::kCpu, "inplace.rms_norm_gated_mlp", normed), tol));
+          }
         }
 }
 
@@ -119,14 +121,16 @@ class Engine {
   std::vector<Tensor> inputs_;
 };
 
-TEST(CudaGatedForms, Phi3AndGemmaFixturesMatchTheCpuEngine) {
+TEST(CudaGatedForms, Phi3GemmaAndQwen2FixturesMatchTheCpuEngine) {
   IP_REQUIRE_CUDA();
   struct Case {
     const char* model;
     const char* gated;
+    int grouped;  // q/k/v products that are one grouped product (merge_sibling_linears)
   };
-  for (const Case& c : {Case{"phi3_bf16", "_swiglu_normed = rms_norm_gated_mlp("},
-                        Case{"gemma_bf16", "_geglu_normed = rms_norm_gated_mlp("}}) {
+  for (const Case& c : {Case{"phi3_bf16", "_swiglu_normed = rms_norm_gated_mlp(", 0},
+                        Case{"gemma_bf16", "_geglu_normed = rms_norm_gated_mlp(", 2},
+                        Case{"qwen2_bf16", "= rms_norm_gated_mlp(", 2}}) {
     SCOPED_TRACE(c.model);
     auto g = hf_fixture(c.model);
     std::vector<std::vector<Tensor>> draws;
@@ -135,6 +139,9 @@ TEST(CudaGatedForms, Phi3AndGemmaFixturesMatchTheCpuEngine) {
     Engine apart(*g, draws[0], Device::cuda(), {"fuse_linear_epilogues", "fuse_rotary_epilogues"});
     EXPECT_EQ(count_of(gpu.plan(), c.gated), 2) << gpu.plan();
     EXPECT_EQ(count_of(gpu.plan(), "= rotary_embedding("), 0) << gpu.plan();
+    EXPECT_EQ(count_of(gpu.plan(), "_merged_normed = rms_norm_linear("), c.grouped) << gpu.plan();
+    // No norm weight is computed by a step of its own: Gemma's 1 + w joins its norm form.
+    EXPECT_EQ(lines_with(gpu.plan(), "= fused_pointwise(", "[64]:float32"), 0) << gpu.plan();
     for (size_t d = 0; d < draws.size(); ++d) {
       SCOPED_TRACE(str_cat("draw ", d));
       const std::vector<Tensor> a = gpu.call(draws[d]), b = cpu.call(draws[d]),
@@ -164,6 +171,26 @@ TEST(CudaGatedForms, SupportsBothActivations) {
     EXPECT_EQ((*supports)({T(x), T(w.slice(0, 0, 8)), T(w.slice(0, 8, 16)), Value::string(act)}),
               "")
         << act;
+}
+
+// Gemma's norm form (the model's own weight, of the input's dtype or float32) is the half GEMV's
+// to run (no GPU needed).
+TEST(CudaGatedForms, SupportsGemmasNormWeight) {
+  const Tensor x = random_tensor({1, 1, 16}, DType::kBFloat16, 1);
+  const Tensor w = random_tensor({8, 16}, DType::kBFloat16, 2);
+  const Value eps = Value::floating(1e-6), form = Value::string("upcast_one_plus_weight"),
+              none = Value::none();
+  for (DType nw_dt : {DType::kBFloat16, DType::kFloat32}) {
+    SCOPED_TRACE(dtype_name(nw_dt));
+    const Tensor nw = random_tensor({16}, nw_dt, 3);
+    const Supports* linear =
+        KernelTable::get().supports(*Registry::get().find("rms_norm_linear"), DeviceType::kCuda);
+    const Supports* gated =
+        KernelTable::get().supports(*Registry::get().find("rms_norm_gated_mlp"), DeviceType::kCuda);
+    ASSERT_TRUE(linear && gated);
+    EXPECT_EQ((*linear)({T(x), T(nw), eps, T(w), none, none, none, Value::integer(0), form}), "");
+    EXPECT_EQ((*gated)({T(x), T(nw), eps, T(w), T(w), Value::string("gelu_tanh"), form}), "");
+  }
 }
 #endif
 

@@ -3,8 +3,10 @@
 // stacked, on the same GPU: gemv_bf16 (float32 input) with its norm prologue and rotary epilogue,
 // gemv_half (bf16 and fp16 input) with its upcast norms; q/k/v shapes (1024, 256, 256 rows) and
 // odd ones (40, 8, 8; four weights of 37, 5, 11, 3), one to four rows, the 16-byte and the scalar
-// path (k = 37, or a weight not 16-byte aligned). And within tolerance of the cpu. Skipped,
-// saying so, without a GPU.
+// path (k = 37, or a weight not 16-byte aligned). And within tolerance of the cpu. With a bias
+// per weight (more_biases: Qwen2's q, k and v), bitwise the separate products on the same GPU
+// (each column adds its own weight's bias), and within tolerance of the cpu. Skipped, saying so,
+// without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -163,6 +165,61 @@ TEST(CudaGroupedProduct, GemvHalfIsTheStackedProductBitwise) {
           }
 }
 
+// The grouped product with a bias per weight against the separate products fused_linear(x, wi,
+// bi) on cuda, side by side (bitwise), and against the cpu's grouped product; its norm form with
+// the rotary over the first weight's columns against the stacked weights and biases.
+void check_grouped_biases(const std::vector<Tensor>& ws, const std::vector<Tensor>& bs,
+                          const Tensor& x, const Tensor& nw, const Tensor& cos, const Tensor& sin,
+                          const char* norm, double tol) {
+  const Value none = Value::none(), eps = Value::floating(1e-6);
+  const std::vector<Value> grouped{T(x), T(ws[0]), T(bs[0]), none, more_of(ws), more_of(bs)};
+  const Tensor got = on_cuda("inplace.fused_linear", grouped);
+  int64_t at = 0;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const int64_t n = ws[i].size(0);
+    const Tensor part = on_cuda("inplace.fused_linear", {T(x), T(ws[i]), T(bs[i])});
+    EXPECT_TRUE(bitwise(got.slice(-1, at, at + n).contiguous(), part)) << "weight " << i;
+    at += n;
+  }
+  EXPECT_TRUE(close(got, on_cpu("inplace.fused_linear", grouped), tol)) << "against the cpu";
+  const int64_t d = cos.size(-1), cols = ws[0].size(0) - ws[0].size(0) % d;
+  const std::vector<Value> head{T(x), T(nw), eps};
+  std::vector<Value> normed = head, one = head;
+  normed.insert(normed.end(), {T(ws[0]), T(bs[0]), T(cos), T(sin), Value::integer(cols),
+                               Value::string(norm), more_of(ws), more_of(bs)});
+  one.insert(one.end(), {T(stacked(ws)), T(stacked(bs)), T(cos), T(sin), Value::integer(cols),
+                         Value::string(norm)});
+  const Tensor normed_got = on_cuda("inplace.rms_norm_linear", normed);
+  EXPECT_TRUE(bitwise(normed_got, on_cuda("inplace.rms_norm_linear", one))) << "norm form";
+  EXPECT_TRUE(close(normed_got, on_cpu("inplace.rms_norm_linear", normed), tol))
+      << "norm form against the cpu";
+}
+
+TEST(CudaGroupedProduct, MoreBiasesAreTheSeparateProductsBitwise) {
+  IP_REQUIRE_CUDA();
+  uint32_t seed = 3900;
+  for (DType dt : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
+    for (const auto& rows_of : kWeightRows)
+      for (int64_t k : {64, 1024, 37})
+        for (int64_t rows : {1, 3}) {
+          SCOPED_TRACE(str_cat(dtype_name(dt), " weights ", rows_of.size(), " (", rows_of[0],
+                               ") k ", k, " rows ", rows));
+          const DType w_dt = dt == DType::kFloat32 ? DType::kBFloat16 : dt;
+          std::vector<Tensor> ws, bs;
+          for (int64_t n : rows_of) {
+            ws.push_back(random_tensor({n, k}, w_dt, seed++));
+            bs.push_back(random_tensor({n}, dt, seed++));
+          }
+          const Tensor x = random_tensor({1, rows, k}, dt, seed++);
+          const bool half = dt != DType::kFloat32;
+          const Tensor nw = random_tensor({k}, dt, seed++);
+          const Tensor cos = random_tensor({1, 1, 1, 8}, dt, seed++);
+          const Tensor sin = random_tensor({1, 1, 1, 8}, dt, seed++);
+          const double tol = dt == DType::kFloat32 ? 1e-4 : dt == DType::kBFloat16 ? 4e-2 : 1e-2;
+          check_grouped_biases(ws, bs, x, nw, cos, sin, half ? "upcast" : "rms_norm", tol);
+        }
+}
+
 #ifdef INPLACE_WITH_CUDA
 // What the kernels cannot read, their supports() refuses with a reason (no GPU needed).
 TEST(CudaGroupedProduct, SupportsRefusesWeightsItCannotRead) {
@@ -178,6 +235,11 @@ TEST(CudaGroupedProduct, SupportsRefusesWeightsItCannotRead) {
             "a weight that is not contiguous");
   EXPECT_EQ((*supports)({T(x), T(w), none, none, Value::list({T(w), T(w), T(w), T(w)})}),
             "more than 4 weights in one product");
+  const Tensor b = random_tensor({8}, DType::kFloat32, 4);
+  const Tensor strided_b = random_tensor({16}, DType::kFloat32, 5).slice(0, 0, 16, 2);
+  EXPECT_EQ((*supports)({T(x), T(w), T(b), none, Value::list({T(w)}), Value::list({T(b)})}), "");
+  EXPECT_EQ((*supports)({T(x), T(w), T(b), none, Value::list({T(w)}), Value::list({T(strided_b)})}),
+            "more biases that are not contiguous or not of the bias's dtype");
 }
 #endif
 

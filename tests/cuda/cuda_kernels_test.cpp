@@ -469,8 +469,8 @@ TEST(CudaKernels, HalfFusedLinearWiderThanAWave) {
 }
 
 // The fused linear family at a half dtype (a model exported in bf16 or fp16: gemv_half.h)
-// against the cpu's kernels (the chain's own): every epilogue (the rotary too), both upcast
-// norms. The GPU sums in another order, which may move a rounded result by one unit in its last
+// against the cpu's kernels (the chain's own): every epilogue (the rotary too), every upcast
+// norm. The GPU sums in another order, which may move a rounded result by one unit in its last
 // place (and silu(g) * u, or a rotated pair, by a few): tolerances of a few of the dtype's units.
 TEST(CudaKernels, FusedLinearAtHalfDtypes) {
   IP_REQUIRE_CUDA();
@@ -494,9 +494,15 @@ TEST(CudaKernels, FusedLinearAtHalfDtypes) {
         check("inplace.fused_linear", {T(x), T(w), Value::none(), T(r)}, {}, tol);
         check("inplace.fused_linear", {T(x), T(w), T(b), T(r)}, {}, tol);
         check("inplace.gated_mlp", {T(x), T(w), T(w2)}, {}, 2 * tol);
-        for (const char* norm : {"upcast", "upcast_float_weight"}) {
-          SCOPED_TRACE(str_cat("norm ", norm));
-          const Tensor& g = std::string(norm) == "upcast" ? nw : nw_float;
+        // Gemma's own weight (1 + w in the kernel) of the input's dtype and of float32.
+        const std::pair<const char*, const Tensor*> norms[] = {
+            {"upcast", &nw},
+            {"upcast_float_weight", &nw_float},
+            {"upcast_one_plus_weight", &nw},
+            {"upcast_one_plus_weight", &nw_float}};
+        for (const auto& [norm, weight] : norms) {
+          SCOPED_TRACE(str_cat("norm ", norm, " weight ", dtype_name(weight->dtype())));
+          const Tensor& g = *weight;
           const Value none = Value::none(), zero = Value::integer(0), form = Value::string(norm);
           check("inplace.rms_norm_linear", {T(x), T(g), eps, T(w), T(b), none, none, zero, form},
                 {}, tol);

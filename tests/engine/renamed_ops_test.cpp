@@ -4,7 +4,9 @@
 // fixtures/old_fused_names.json (an embedding, a q product, o_proj with its residual, a SwiGLU
 // MLP, all of bf16 weights). Loaded now, their steps run the renamed ops (the old arguments,
 // then the new ops' defaults: ops/renamed_ops.h) and compute what an engine compiled now from
-// the same graph computes, bit for bit, and what the eager interpreter does.
+// the same graph computes, bit for bit, and what the eager interpreter does. Likewise a step of
+// an op that gained a defaulted argument at its end since (fused_linear's more_biases) takes its
+// default.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -12,6 +14,7 @@
 #include "compiler/differential.h"
 #include "engine/engine_file.h"
 #include "frontend/graph_json.h"
+#include "ir/builder.h"
 #include "ops/renamed_ops.h"
 #include "program/program_file.h"
 #include "program/session.h"
@@ -74,6 +77,46 @@ TEST(RenamedOps, AProgramFileOfTheOldNamesLoadsAndComputesAsBefore) {
   ASSERT_EQ(got.size(), want.outputs.size());
   for (size_t j = 0; j < got.size(); ++j)
     EXPECT_TRUE(tensor_equal(got[j], want.outputs[j], 1e-3)) << "output " << j;
+}
+
+// A file of the build before more_biases: its grouped product's step (fused_linear with five
+// arguments) loads with more_biases=[] and computes as the engine it was made from.
+TEST(RenamedOps, AStepWithoutAnArgumentAddedSinceTakesItsDefault) {
+  GraphBuilder b("siblings");
+  Node* x = b.placeholder("x");
+  Node* wq = b.placeholder("wq");
+  Node* wk = b.placeholder("wk");
+  b.output(arg::tuple({b.call_function("inplace.fused_linear", {x, wq}),
+                       b.call_function("inplace.fused_linear", {x, wk})}));
+  const auto g = b.build();
+  std::mt19937 rng(8);
+  const std::vector<Tensor> in{uniform_tensor({1, 1, 16}, DType::kFloat32, rng),
+                               uniform_tensor({8, 16}, DType::kBFloat16, rng),
+                               uniform_tensor({4, 16}, DType::kBFloat16, rng)};
+  CompileOptions o;
+  o.merge_sibling_linears = true;
+  const CompiledProgram now = compile(*g, in, o);
+  Plan old = now.engine->plan();
+  int grouped = 0;
+  for (Step& s : old.steps)
+    if (s.op && s.op->schema.full_name() == "fused_linear") {
+      ASSERT_EQ(s.args.size(), 6u);
+      s.args.pop_back();  // more_biases
+      ++grouped;
+    }
+  ASSERT_EQ(grouped, 1);
+  const std::string bytes = serialize_engine(*Engine::from_plan(old, "old", {}));
+  const std::shared_ptr<const Engine> loaded = deserialize_engine(bytes, "old");
+  for (const Step& s : loaded->plan().steps)
+    if (s.op && s.op->schema.full_name() == "fused_linear") EXPECT_EQ(s.args.size(), 6u);
+  auto run = [&](const std::shared_ptr<const Engine>& engine) {
+    ExecutionContext ctx(engine);
+    for (size_t i = 0; i < in.size(); ++i) ctx.bind_input(static_cast<int>(i), in[i]);
+    return ctx.execute();
+  };
+  const std::vector<Tensor> got = run(loaded), want = run(now.engine);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t j = 0; j < got.size(); ++j) EXPECT_TRUE(tensor_equal(got[j], want[j], 0.0));
 }
 
 TEST(RenamedOps, OldTargetsInAGraphNameTheRenamedOps) {

@@ -1,8 +1,9 @@
 // merge_sibling_linears on small q/k/v-like graphs (products of one input): constant weights are
 // stacked into one new constant, weights that are graph inputs make one grouped product
 // (more_weights) of at most four, at a float32 input with bf16 weights and at a half input with
-// weights of its dtype; every engine equals the eager interpreter bitwise on fresh draws (and
-// after its engine file is loaded back).
+// weights of its dtype, each with its own bias where the products have biases that are inputs
+// (more_biases: Qwen2's q, k, v); every engine equals the eager interpreter bitwise on fresh draws
+// (and after its engine file is loaded back).
 #include <gtest/gtest.h>
 
 #include "compiler/differential.h"
@@ -16,9 +17,11 @@ namespace {
 constexpr int64_t kK = 16;
 
 // y_i = product(x, w_i) for weights of rows[i] x kK rows, read from inputs or from constants;
-// `target` the product (aten.linear at a half input, inplace.fused_linear at float32).
+// `target` the product (aten.linear at a half input, inplace.fused_linear at float32); with
+// biased[i] the product adds a bias b_i of x's dtype, an input.
 std::unique_ptr<Graph> siblings(DType x_dtype, DType w_dtype, const std::vector<int64_t>& rows,
-                                bool constants, const std::string& target) {
+                                bool constants, const std::string& target,
+                                const std::vector<bool>& biased = {}) {
   const std::string xd = dtype_name(x_dtype), wd = dtype_name(w_dtype);
   std::string nodes = str_cat(R"({"name": "x", "op": "placeholder", "target": "x", "args": [],
       "kwargs": {}, "meta": {"shape": [1, 1, )",
@@ -39,8 +42,14 @@ std::unique_ptr<Graph> siblings(DType x_dtype, DType w_dtype, const std::vector<
                        R"(", "args": [], "kwargs": {}, "meta": {"shape": )", shape,
                        R"(, "dtype": ")", wd, R"("}})");
     }
+    const bool bias = i < biased.size() && biased[i];
+    if (bias)
+      nodes += str_cat(R"(, {"name": "b)", i, R"(", "op": "placeholder", "target": "b)", i,
+                       R"(", "args": [], "kwargs": {}, "meta": {"shape": [)", rows[i],
+                       R"(], "dtype": ")", xd, R"("}})");
     nodes += str_cat(R"(, {"name": "y)", i, R"(", "op": "call_function", "target": ")", target,
-                     R"(", "args": [{"node": "x"}, {"node": ")", w, R"("}], "kwargs": {}})");
+                     R"(", "args": [{"node": "x"}, {"node": ")", w, R"("})",
+                     bias ? str_cat(R"(, {"node": "b)", i, R"("})") : "", R"(], "kwargs": {}})");
     outs += str_cat(i ? ", " : "", R"({"node": "y)", i, R"("})");
   }
   nodes +=
@@ -101,6 +110,26 @@ TEST(MergeSiblingLinears, InputWeightsMakeOneGroupedProductOfAtMostFour) {
     EXPECT_EQ(count_of(plan, "weight_bytes: 0"), 1) << plan;  // no stacked copy
     // Six products: four in one, then two.
     g = siblings(x, w, {8, 16, 8, 8, 24, 8}, /*constants=*/false, target);
+    plan = merged_plan(*g);
+    EXPECT_EQ(count_of(plan, "= fused_linear("), 2) << plan;
+  }
+}
+
+// Products with biases (inputs) group with one another, each weight with its own bias, never a
+// concatenated copy; products with and without a bias do not group together.
+TEST(MergeSiblingLinears, BiasedProductsGroupWithTheirOwnBiases) {
+  for (DType x : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+    SCOPED_TRACE(dtype_name(x));
+    const DType w = x == DType::kFloat32 ? DType::kBFloat16 : x;
+    const std::string target =
+        x == DType::kFloat32 ? "inplace.fused_linear" : "aten.linear.default";
+    auto g = siblings(x, w, {24, 8, 8}, /*constants=*/false, target, {true, true, true});
+    std::string plan = merged_plan(*g);
+    EXPECT_EQ(count_of(plan, "= fused_linear("), 1) << plan;
+    EXPECT_EQ(count_of(plan, "weight_bytes: 0"), 1) << plan;  // no stacked copy
+    EXPECT_EQ(count_of(plan, "[40]"), 0) << plan;             // nor a concatenated bias
+    // Biased, plain, biased, plain: two groups of two.
+    g = siblings(x, w, {8, 16, 8, 8}, /*constants=*/false, target, {true, false, true, false});
     plan = merged_plan(*g);
     EXPECT_EQ(count_of(plan, "= fused_linear("), 2) << plan;
   }

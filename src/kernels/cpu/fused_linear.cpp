@@ -231,14 +231,25 @@ void rotate_prefix(const Tensor& y, const Tensor& cos, const Tensor& sin, int64_
 
 const ChainOp kRmsNormOp("rms_norm"), kUpcastRmsNormOp("upcast_rms_norm");
 
+// Gemma's 1 + w.to(float32) (norm="upcast_one_plus_weight") as its chain: the cast, then the add
+// of the number.
+Value one_plus_weight(const Tensor& w) {
+  Tensor up = Tensor::empty(w.shape(), DType::kFloat32);
+  copy_cast(up, w);
+  return Value::from_tensor(kAddOp({Value::from_tensor(up), Value::floating(1.0)}));
+}
+
 using Product = void (*)(const Args&, const std::vector<Tensor>&);
 
-// The norm form as its chain: its norm (rms_norm or upcast_rms_norm) into a temporary, the
-// product, then the rotation.
+// The norm form as its chain: its norm (rms_norm or upcast_rms_norm, Gemma's weight's 1 + w
+// first) into a temporary, the product, then the rotation.
 Kernel norm_form(const char* name, Product run_product) {
   return [name, run_product](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
     const std::string norm = norm_of(name, a);
-    const Tensor normed = (norm == kNormRms ? kRmsNormOp : kUpcastRmsNormOp)(norm_op_args(name, a));
+    const Value float_weight =
+        norm == kNormUpcastOnePlusWeight ? one_plus_weight(a[kNormWeight].tensor) : Value::none();
+    const Tensor normed =
+        (norm == kNormRms ? kRmsNormOp : kUpcastRmsNormOp)(norm_op_args(name, a, float_weight));
     run_product(product_args(name, Value::from_tensor(normed), a), out);  // its more weights too
     Tensor cos, sin;
     int64_t cols = 0;
@@ -272,9 +283,10 @@ bool runs_matmul(const Args& a, const std::vector<Tensor>& weights) {
 }
 
 // fused_linear: a grouped product (more_weights) as one product per weight into its block of
-// the result's columns, with its block of the bias and the residual; each block's elements are
-// those of the product with the weights stacked (the GEMV and the half kernels compute each
-// column on its own). A product the matmul takes (a long prompt) runs on the weights stacked
+// the result's columns, with its bias (its block of bias, or its own of more_biases) and its
+// block of the residual; each block's elements are those of the product with the weights
+// stacked (the GEMV and the half kernels compute each column on its own), and of the separate
+// products. A product the matmul takes (a long prompt) runs on the weights (and biases) stacked
 // into a temporary, as that path widens its weight into one anyway.
 void run_fused_linear(const Args& a, const std::vector<Tensor>& out) {
   if (!has_more_weights(a, kMoreWeights)) return run_one_weight(a, out);
@@ -282,23 +294,31 @@ void run_fused_linear(const Args& a, const std::vector<Tensor>& out) {
   const std::vector<Tensor> weights = product_weights(a);
   const Tensor& y = out[0];
   const int64_t k = weights[0].size(1);
+  const std::vector<Value> biases = product_biases(a);
   if (runs_matmul(a, weights)) {
     Tensor stacked = Tensor::empty({y.size(-1), k}, weights[0].dtype());
+    Value bias = a[kBias];
+    if (has_more_weights(a, kMoreBiases))
+      bias = Value::from_tensor(Tensor::empty({y.size(-1)}, a[kBias].tensor.dtype()));
     int64_t at = 0;
-    for (const Tensor& w : weights) {
-      stacked.slice(0, at, at + w.size(0)).copy_from(w);
-      at += w.size(0);
+    for (size_t i = 0; i < weights.size(); ++i) {
+      const int64_t n = weights[i].size(0);
+      stacked.slice(0, at, at + n).copy_from(weights[i]);
+      if (has_more_weights(a, kMoreBiases))
+        bias.tensor.slice(0, at, at + n).copy_from(biases[i].tensor);
+      at += n;
     }
-    return run_one_weight({a[kInput], Value::from_tensor(stacked), a[kBias], a[kResidual]}, out);
+    return run_one_weight({a[kInput], Value::from_tensor(stacked), bias, a[kResidual]}, out);
   }
   int64_t at = 0;
-  for (const Tensor& w : weights) {
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const Tensor& w = weights[i];
     const int64_t n = w.size(0);
     auto block = [&](const Value& v) {
       return v.is_none() ? v : Value::from_tensor(v.tensor.slice(-1, at, at + n));
     };
     const Tensor part = y.slice(-1, at, at + n);
-    const Args one{a[kInput], Value::from_tensor(w), block(a[kBias]), block(a[kResidual])};
+    const Args one{a[kInput], Value::from_tensor(w), biases[i], block(a[kResidual])};
     if (part.is_contiguous()) {  // one row: the block lies in place
       run_one_weight(one, {part});
     } else {

@@ -231,6 +231,20 @@ __device__ inline const T* weight_row(const void* w, const GemvMoreWeights& more
   return static_cast<const T*>(w) + (n - first) * k;
 }
 
+// Column n's bias, picked as weight_row picks its weight: a further weight's own (more.bias) or
+// element n of `bias` (null: none).
+template <typename T>
+__device__ inline const T* bias_at(const void* bias, const GemvMoreWeights& more, int64_t n) {
+  int64_t first = 0;
+#pragma unroll
+  for (int i = 0; i < kGemvMaxMoreWeights; ++i)
+    if (i < more.count && n >= more.first[i] && more.bias[i]) {
+      bias = more.bias[i];
+      first = more.first[i];
+    }
+  return bias ? static_cast<const T*>(bias) + (n - first) : nullptr;
+}
+
 // The compute type of a dtype: 0 float, 1 double, 2 int64.
 inline int compute_kind(DType t) {
   if (t == DType::kFloat64) return 1;

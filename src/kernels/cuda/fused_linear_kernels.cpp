@@ -52,11 +52,23 @@ bool half_input(const Args& a) {
 static_assert(kGemvMaxMoreWeights + 1 == kMaxWeights, "a GEMV reads every weight of a product");
 
 // The product's weights (weight, then more_weights) as the GEMV reads them: the further ones in
-// `more` (pointers only when `data`), their rows in `n`; "" or why the kernel cannot read them.
+// `more` (pointers only when `data`), their rows in `n`, and their own biases where the product
+// has them (more_biases, each contiguous and of bias's dtype); "" or why the kernel cannot read
+// them.
 std::string weights_of(const Args& a, GemvMoreWeights* more, int64_t* n, bool data) {
   const std::vector<Tensor> ws = product_weights(a);
   if (ws.size() > static_cast<size_t>(kMaxWeights))
     return str_cat("more than ", kMaxWeights, " weights in one product");
+  if (has_more_weights(a, kMoreBiases)) {
+    if (a[kBias].is_none()) return "more biases without a bias";
+    const std::vector<Value> bs = product_biases(a);
+    for (size_t i = 1; i < bs.size() && i < ws.size(); ++i) {
+      if (bs[i].is_none() || !bs[i].tensor.is_contiguous() ||
+          bs[i].tensor.dtype() != a[kBias].tensor.dtype())
+        return "more biases that are not contiguous or not of the bias's dtype";
+      if (data && bs[i].tensor.numel() > 0) more->bias[i - 1] = bs[i].tensor.data_ptr();
+    }
+  }
   *n = 0;
   for (size_t i = 0; i < ws.size(); ++i) {
     const Tensor& w = ws[i];
@@ -290,14 +302,17 @@ std::string supports_rotary(const Args& a) {
 }
 
 // A half norm form's norm (upcast_rms_norm): its weight of the input's dtype, or float32 for
-// norm="upcast_float_weight", contiguous [k], k within gemv_half's shared row.
+// norm="upcast_float_weight", either for "upcast_one_plus_weight", contiguous [k], k within
+// gemv_half's shared row.
 std::string supports_half_norm(const char* norm_form, const Args& a) {
   const std::string norm = norm_of(norm_form, a);
   if (norm == kNormRms) return "rms_norm at a half dtype (the GPU runs upcast_rms_norm's form)";
   const Tensor& nw = a[kNormWeight].tensor;
   const Tensor& x = a[kInput].tensor;
   const DType want = norm == kNormUpcastFloatWeight ? DType::kFloat32 : x.dtype();
-  if (!nw.is_contiguous() || nw.dtype() != want || nw.dim() != 1 || nw.size(0) != x.size(-1))
+  const bool either = norm == kNormUpcastOnePlusWeight && nw.dtype() == DType::kFloat32;
+  if (!nw.is_contiguous() || (nw.dtype() != want && !either) || nw.dim() != 1 ||
+      nw.size(0) != x.size(-1))
     return "a norm weight that is not a contiguous [k] of its form's dtype";
   if (x.size(-1) > kGemvHalfMaxNormK) return "a norm over more elements than a block holds";
   return "";
@@ -305,7 +320,8 @@ std::string supports_half_norm(const char* norm_form, const Args& a) {
 
 void add_half_norm(const char* norm_form, const Args& a, GemvHalf* g) {
   if (g->rows > 0 && g->n > 0) g->norm_w = a[kNormWeight].tensor.data_ptr();
-  g->norm_w_float = norm_of(norm_form, a) == kNormUpcastFloatWeight;
+  g->norm_w_float = a[kNormWeight].tensor.dtype() == DType::kFloat32;
+  g->norm_one_plus = norm_of(norm_form, a) == kNormUpcastOnePlusWeight;
   g->eps = static_cast<float>(a[kEps].as_double(norm_form));
 }
 

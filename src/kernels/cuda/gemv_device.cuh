@@ -215,7 +215,7 @@ __device__ inline void gemv_one_row(const GemvBf16& g, int64_t n, bool active, b
   float bias = 0.f, residual = 0.f, c = 1.f, s = 0.f;
   float *target0 = nullptr, *target1 = nullptr;  // GemvBf16::writes (two at most)
   if (active && part == 0) {
-    if (g.bias) bias = g.bias[n];
+    if (const float* b = bias_at<float>(g.bias, g.more, n)) bias = *b;
     if constexpr (kE == GemvEpilogue::kResidual) residual = g.residual[n];
     if constexpr (kE == GemvEpilogue::kNone) {
       if (rot_block) {
@@ -364,7 +364,7 @@ __device__ inline void gemv_block(const GemvBf16& g, int64_t block, Wait&& wait)
       }
       const int64_t m = m0 + r;
       if (m >= g.rows) break;
-      if (g.bias) v = v + g.bias[n];
+      if (const float* b = bias_at<float>(g.bias, g.more, n)) v = v + *b;
       if constexpr (kE == GemvEpilogue::kResidual) v = v + g.residual[m * g.residual_stride + n];
       // the activation as the unary kernel computes it (gate_act.cuh), then the mul.
       if constexpr (kTwo) v = gate_act(g.activation, v) * v2;

@@ -25,6 +25,15 @@ __device__ inline void load8(const T* p, float* out) {
   for (int i = 0; i < 8; ++i) out[i] = to_f(v[i]);
 }
 
+// Element k of the norm's float32 weight: norm_w's, or 1 + norm_w's (norm_one_plus: the chain's
+// float32 add, norm_w of T or float32).
+template <typename T>
+__device__ inline float float_norm_weight(const GemvHalf& g, int64_t k) {
+  const float w = g.norm_w_float ? static_cast<const float*>(g.norm_w)[k]
+                                 : to_f(static_cast<const T*>(g.norm_w)[k]);
+  return g.norm_one_plus ? __fadd_rn(1.f, w) : w;
+}
+
 // Row m of x normalised as upcast_rms_norm does, into xn[0, k): every thread of the block calls
 // it.
 template <typename T>
@@ -49,8 +58,8 @@ __device__ inline void normalise_row(const GemvHalf& g, const T* xr, T* xn) {
   const float inv = inv_shared;
   for (int64_t k = threadIdx.x; k < g.k; k += blockDim.x) {
     const float h = to_f(xr[k]) * inv;
-    if (g.norm_w_float) {
-      xn[k] = from_f<T>(h * static_cast<const float*>(g.norm_w)[k]);
+    if (g.norm_w_float || g.norm_one_plus) {
+      xn[k] = from_f<T>(h * float_norm_weight<T>(g, k));
     } else {
       const float w = to_f(static_cast<const T*>(g.norm_w)[k]);
       xn[k] = from_f<T>(w * to_f(from_f<T>(h)));
@@ -152,7 +161,7 @@ __global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
     }
     T v = from_f<T>(0.f);
     if (active && lane == 0) {
-      if (g.bias) acc = acc + to_f(static_cast<const T*>(g.bias)[n]);
+      if (const T* b = bias_at<T>(g.bias, g.more, n)) acc = acc + to_f(*b);
       v = from_f<T>(acc);
       if constexpr (kE == GemvEpilogue::kResidual)
         v = from_f<T>(to_f(static_cast<const T*>(g.residual)[m * g.residual_stride + n]) + to_f(v));
@@ -219,10 +228,10 @@ template <typename T, bool kNorm>
 __device__ inline void input8(const GemvHalf& g, const T* x, int64_t k, float inv, float* out) {
   load8(x + k, out);
   if constexpr (kNorm) {
-    if (g.norm_w_float) {
-      const float* nw = static_cast<const float*>(g.norm_w) + k;
+    if (g.norm_w_float || g.norm_one_plus) {
 #pragma unroll
-      for (int i = 0; i < 8; ++i) out[i] = to_f(from_f<T>(out[i] * inv * nw[i]));
+      for (int i = 0; i < 8; ++i)
+        out[i] = to_f(from_f<T>(out[i] * inv * float_norm_weight<T>(g, k + i)));
     } else {
       float nw[8];
       load8(static_cast<const T*>(g.norm_w) + k, nw);
@@ -280,7 +289,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf 
     float bias = 0.f, residual = 0.f, c = 1.f, s = 0.f;
     T* target[2] = {nullptr, nullptr};
     if (active && part == 0 && lane == 0) {
-      if (g.bias) bias = to_f(static_cast<const T*>(g.bias)[n]);
+      if (const T* b = bias_at<T>(g.bias, g.more, n)) bias = to_f(*b);
       if constexpr (kE == GemvEpilogue::kResidual)
         residual = to_f(static_cast<const T*>(g.residual)[n]);
       if constexpr (kE == GemvEpilogue::kNone) {

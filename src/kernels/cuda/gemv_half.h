@@ -8,7 +8,8 @@
 //   with norm_w, each input row first becomes upcast_rms_norm(x, norm_w, eps, norm_w_float):
 //   inv = 1 / sqrt(float(mean_k(float(x)^2)) + eps) (the squares summed in double, as the cpu's
 //   mean), h = float(x) * inv, then T(float(norm_w) * float(T(h))), or T(h * norm_w) with a
-//   float32 norm_w (Gemma's 1 + w);
+//   float32 norm_w (Gemma's 1 + w), or with norm_one_plus T(h * (1.f + float(norm_w))) (Gemma's
+//   own weight, of T or float32: the chain's add of 1 done here);
 //   kNone with rot_cols > 0 (rms_norm_linear's rotary epilogue: fuse_rotary_epilogues): each
 //   rot_d-wide block of columns [0, rot_cols) of the rounded result is rotated as the standalone
 //   rotary_embedding step at T: a = T(v * cos[j]), b = T(rotate_half(v) * sin[j]), y = T(a + b)
@@ -46,6 +47,7 @@ struct GemvHalf {
   GateActivation activation = GateActivation::kSilu;  // kSwiGLU's
   const void* norm_w = nullptr;                       // T [k], or float32 [k] with norm_w_float
   bool norm_w_float = false;
+  bool norm_one_plus = false;  // the norm's weight is 1 + norm_w, its product in float
   float eps = 0.f;
   // The rotary epilogue (kNone): cos and sin T [rot_d]; 0 rot_cols: none.
   const void* cos = nullptr;

@@ -168,9 +168,12 @@ inline constexpr int kGemvRows = 4;
 // A grouped product's further weights (fused_linear's more_weights), after the GEMV's own `w`:
 // result column n reads row n - first[i] of w[i] for the last i < count with first[i] <= n, and
 // row n of `w` below first[0]. Every weight of w's dtype, k and layout ([rows, k] contiguous).
+// With bias[i] set (more_biases: a bias per weight) such a column adds element n - first[i] of
+// bias[i] instead of element n of the GEMV's own bias (then `w`'s alone).
 inline constexpr int kGemvMaxMoreWeights = 3;
 struct GemvMoreWeights {
   const void* w[kGemvMaxMoreWeights] = {};
+  const void* bias[kGemvMaxMoreWeights] = {};
   int64_t first[kGemvMaxMoreWeights] = {};
   int count = 0;
 };
