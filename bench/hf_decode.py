@@ -36,6 +36,7 @@ import hf_decode_report as report  # noqa: E402
 from hf_models import FAMILIES, SHAPES  # noqa: E402
 
 PROTOCOL = "@@hf_decode@@ "
+TINY_S_MAX = 512  # issue 29's host-limited case: 2 layers, d_model 64, float32, s_max 512
 FULL = dict(models=",".join(FAMILIES), shapes="medium,llama1b", s_max="4096,16384", steps=64,
             warmup=5, reps=3, token_steps=64, token_models=None)
 QUICK = dict(models="llama", shapes="medium", s_max="4096", steps=8, warmup=3, reps=1,
@@ -67,8 +68,9 @@ def parse_args(argv):
                    help="keep the units OUT/hf_decode.json has done (run with the same "
                         "arguments); run the rest")
     p.add_argument("--models", help="comma list of %s (default all)" % ",".join(FAMILIES))
-    p.add_argument("--shapes", help="comma list of %s (default medium,llama1b)"
-                   % ",".join(s for s in SHAPES if s != "tiny"))
+    p.add_argument("--shapes", help="comma list of %s (default medium,llama1b); tiny is the "
+                   "host-limited case: float32, s_max %d whatever --s-max says"
+                   % (",".join(SHAPES), TINY_S_MAX))
     p.add_argument("--s-max", help="comma list (default 4096,16384)")
     p.add_argument("--position", type=int, default=200, help="first decode position (default 200)")
     p.add_argument("--steps", type=int, help="timed steps a repetition (default 64)")
@@ -93,7 +95,7 @@ def parse_args(argv):
             setattr(a, key, value)
     a.models = _names(a.models, FAMILIES, "models", p)
     a.token_models = _names(a.token_models, FAMILIES, "token-models", p) if a.token_models else list(a.models)
-    a.shapes = _names(a.shapes, [s for s in SHAPES if s != "tiny"], "shapes", p)
+    a.shapes = _names(a.shapes, list(SHAPES), "shapes", p)
     a.columns = _names(a.columns, report.COLUMNS, "columns", p)
     try:
         a.s_max = sorted({int(s) for s in a.s_max.split(",") if s})
@@ -126,13 +128,19 @@ def plan(a):
                           "steps": a.token_steps, "device": a.device})
     if not a.no_builtin and any(SHAPES[s]["builtin"] for s in a.shapes):
         units.append({"id": "builtin", "kind": "builtin"})
-    for shape in a.shapes:
+    for shape in [s for s in a.shapes if s != "tiny"]:
         for s in a.s_max:
             for m in a.models:
                 units.append({"id": report.decode_id(shape, s, m), "kind": "decode", "shape": shape,
                               "model": m, "s_max": s, "position": a.position, "steps": a.steps,
                               "warmup": a.warmup, "reps": a.reps, "columns": list(a.columns),
                               "device": a.device})
+    if "tiny" in a.shapes:
+        for m in a.models:
+            units.append({"id": report.decode_id("tiny", TINY_S_MAX, m), "kind": "decode",
+                          "shape": "tiny", "model": m, "s_max": TINY_S_MAX, "dtype": "float32",
+                          "position": a.position, "steps": a.steps, "warmup": a.warmup,
+                          "reps": a.reps, "columns": list(a.columns), "device": a.device})
     return units
 
 

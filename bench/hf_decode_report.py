@@ -134,6 +134,26 @@ def decode_table(doc, shape, notes):
     return "\n".join(lines)
 
 
+def tiny_table(doc, notes):
+    """The host-limited case (--tiny): each model at the tiny shape in float32, where a step is
+    mostly the host's work a call."""
+    lines = ["| model | s_max | PyTorch eager | torch.compile | inplace.compile | "
+             "inplace host work a call | inplace / torch.compile |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for uid, entry in sorted((doc.get("units") or {}).items()):
+        unit = entry.get("unit") or {}
+        if unit.get("shape") != "tiny":
+            continue
+        where = "%s, tiny" % unit["model"]
+        cells = [_cell(entry, c, notes, where) for c in COLUMNS]
+        host = ((entry.get("result") or {}).get("inplace_host_us"))
+        lines.append("| %s | %d | %s | %s | %s | %s | %s |"
+                     % (unit["model"], unit["s_max"], cells[0], cells[1], cells[2],
+                        "-" if host is None else "%.1f us" % host,
+                        fmt_ratio(_value(entry, "inplace"), _value(entry, "compile"))))
+    return "\n".join(lines)
+
+
 def tokens_table(doc, notes):
     meta = doc["meta"]
     lines = ["| model | tokens (%d steps, float32) | logits close | caches in place | "
@@ -179,8 +199,11 @@ def render(doc):
                % (meta["dtype"], meta["position"], meta["position"] + meta["steps"] - 1,
                   meta["steps"], meta["warmup"], meta["reps"]))
     out.append("HBM floor at %.1f TB/s: %s." % (meta["hbm_tbs"], FLOOR_FORMULA))
-    for shape in meta["shapes"]:
+    for shape in [s for s in meta["shapes"] if s != "tiny"]:
         out += ["", "### " + shape_title(shape, doc["shapes"][shape]), "", decode_table(doc, shape, notes)]
+    if "tiny" in meta["shapes"]:
+        out += ["", "### Where the host is the limit: " + shape_title("tiny", doc["shapes"]["tiny"])
+                + ", float32", "", tiny_table(doc, notes)]
     builtin = _entry(doc, "builtin")
     if builtin and (builtin.get("result") or {}).get("error"):
         notes.cite("built-in (`%s`)" % builtin["result"].get("command", "inplace bench"),

@@ -108,6 +108,18 @@ def time_steps(step, device, steps, warmup, reps):
     return means
 
 
+def host_us_per_call(step, device, steps):
+    """Microseconds of host time a call: `steps` calls timed on the host clock without waiting
+    for the device (what a call costs the caller's thread: checks, launch or replay)."""
+    synchronize(device)
+    t0 = time.perf_counter()
+    for i in range(steps):
+        step(i)
+    host = (time.perf_counter() - t0) * 1e6 / steps
+    synchronize(device)
+    return host
+
+
 def weight_bytes(model):
     """(bytes a decode step reads of the parameters, parameter count): each tensor once (a tied
     LM head once); a table only embedding modules use (token or position lookup) is one row."""
@@ -162,7 +174,8 @@ def inplace_column(ctx, send):
     send({"inplace_logits_max_abs_diff": float((got - want).abs().max()),
           "logits_max_abs": float(want.abs().max())})
     ms = time_steps(lambda i: compiled(token, positions[i:i + 1]), dev, *ctx["timing"])
-    send({"inplace_ms": min(ms), "inplace_reps_ms": ms,
+    host_us = host_us_per_call(lambda i: compiled(token, positions[i:i + 1]), dev, ctx["timing"][0])
+    send({"inplace_ms": min(ms), "inplace_reps_ms": ms, "inplace_host_us": host_us,
           "inplace_caches_in_place": all(hf_models.state_tensor(c.exported, t).data_ptr() == p
                                          for t, p in ptrs.items())})
     log("inplace.compile %.3f ms (%s, compiled in %.1f s)" % (min(ms), c.label, c.seconds))
@@ -197,7 +210,8 @@ def run_decode(unit, send):
     dev = torch.device(unit["device"])
     t0 = time.perf_counter()
     config = hf_models.config_for(unit["model"], unit["shape"], unit["s_max"])
-    model = hf_models.build_model(config, dtype=torch.bfloat16, device=dev)
+    model = hf_models.build_model(config, dtype=getattr(torch, unit.get("dtype", "bfloat16")),
+                                  device=dev)
     wrapper = hf_models.exportable(model, unit["s_max"], dev)
     target = hf_models.export_target(wrapper)
     read, params = weight_bytes(model)

@@ -89,7 +89,7 @@ class Arguments(unittest.TestCase):
         self.assertEqual(hf_decode.parse_args(["--quick", "--steps", "16"]).steps, 16)
 
     def test_refuses_what_cannot_run(self):
-        for argv in (["--models", "llama,bert"], ["--shapes", "tiny"], ["--s-max", "4k"],
+        for argv in (["--models", "llama,bert"], ["--shapes", "small"], ["--s-max", "4k"],
                      ["--s-max", "128"], ["--steps", "0"], ["--columns", "eager,xla"],
                      ["--max-seconds", "0"]):
             with self.subTest(argv=argv):
@@ -108,6 +108,24 @@ class Arguments(unittest.TestCase):
         # no built-in size has Llama-3.2-1B's vocabulary: no built-in run for that shape alone
         a = hf_decode.parse_args(["--shapes", "llama1b", "--no-tokens"])
         self.assertNotIn("builtin", [u["id"] for u in hf_decode.plan(a)])
+
+
+    def test_tiny_is_the_host_limited_case_in_float32(self):
+        a = hf_decode.parse_args(["--models", "llama", "--shapes", "medium,tiny", "--s-max",
+                                  "4096", "--no-tokens", "--no-builtin"])
+        units = hf_decode.plan(a)
+        self.assertEqual([u["id"] for u in units],
+                         ["decode/medium/4096/llama", "decode/tiny/512/llama"])
+        self.assertEqual(units[1]["dtype"], "float32")
+        self.assertNotIn("dtype", units[0])  # bf16, the worker's default
+        doc = hf_decode.new_doc(a, [])
+        for u in units:
+            doc["units"][u["id"]] = {"unit": u, "status": "pending", "result": {}}
+        doc["units"]["decode/tiny/512/llama"].update(status="done", result={
+            "eager_ms": 2.5, "compile_ms": 0.356, "inplace_ms": 0.178, "inplace_host_us": 12.25})
+        text = report.render(doc)
+        self.assertIn("### Where the host is the limit: `tiny`", text)
+        self.assertIn("| llama | 512 | 2.500 ms | 0.356 ms | 0.178 ms | 12.2 us | 0.50x |", text)
 
 
 class Floor(unittest.TestCase):

@@ -118,17 +118,17 @@ TEST(HfGatedForms, GemmaGeGluIsOneGatedStep) {
 TEST(HfGatedForms, GemmaNormWeightJoinsItsNormForm) {
   auto g = hf_fixture("gemma_bf16"), llama = hf_fixture("llama_bf16");
   const auto draws = hf_draws(*g);
-  const std::string plan = compile(*g, clones(draws[0]), gpu_like()).engine->describe();
+  const std::string plan = compile(*g, clones(draws[0]), gpu_like_options()).engine->describe();
   const std::string llama_plan =
-      compile(*llama, seeded_hf_inputs(*llama, 1, 64), gpu_like()).engine->describe();
+      compile(*llama, seeded_hf_inputs(*llama, 1, 64), gpu_like_options()).engine->describe();
   EXPECT_EQ(lines_with(plan, "= fused_pointwise(", "[64]:float32"), 0) << plan;
   EXPECT_EQ(lines_with(plan, "_normed = rms_norm_", "[64]:bfloat16"), 5) << plan;
   EXPECT_EQ(steps_of(plan), steps_of(llama_plan) + 1) << plan << "\n" << llama_plan;
   EXPECT_EQ(count_of(plan, "= mul.Tensor("), 1) << plan;  // the embedding's scale
-  CompileOptions apart = gpu_like();
+  CompileOptions apart = gpu_like_options();
   apart.fuse_norm_prologues = false;
-  expect_same_with_and_without(*g, draws, gpu_like(), apart);
-  EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 0, gpu_like()), 6);
+  expect_same_with_and_without(*g, draws, gpu_like_options(), apart);
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 0, gpu_like_options()), 6);
 }
 
 // The float32 fixtures' weights are float32: no product of the family reads them (as Llama's),

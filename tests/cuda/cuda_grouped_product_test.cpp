@@ -49,7 +49,9 @@ Tensor on_cpu(const std::string& target, const std::vector<Value>& args) {
 Tensor stacked(const std::vector<Tensor>& ws) {
   int64_t rows = 0;
   for (const Tensor& w : ws) rows += w.size(0);
-  Tensor s = Tensor::empty({rows, ws[0].size(1)}, ws[0].dtype());
+  Shape shape = ws[0].shape();
+  shape[0] = rows;  // weights [n, k] or biases [n]
+  Tensor s = Tensor::empty(shape, ws[0].dtype());
   int64_t at = 0;
   for (const Tensor& w : ws) {
     s.slice(0, at, at + w.size(0)).copy_from(w);
