@@ -149,6 +149,16 @@ TEST(CudaKernels, CopiesCastsAndFills) {
       check("cat", {Value::list({T(x), T(random_tensor({0}, from, seed++))}), I(0)});
       check("stack", {Value::list({T(x), T(x.clone())}), I(-1)});
     }
+  // cat's copies in one launch where they convert through one type, else one launch each: an
+  // int64 and a float32 input into a float32 result (int64 -> float32 rounds once, the float
+  // through double), and more inputs than one launch takes (kMaxCopyBatch).
+  check("cat", {Value::list({T(random_tensor({2, 3}, DType::kInt64, seed++)),
+                             T(random_tensor({2, 3}, DType::kFloat32, seed++))}),
+                I(0)});
+  std::vector<Value> many;
+  for (int i = 0; i < 19; ++i)
+    many.push_back(T(random_view({2, 1 + i % 3, 4}, DType::kBFloat16, seed++, kLayouts[i % 3])));
+  check("cat", {Value::list(many), I(1)});
   check("full", {Ints({2, 3}), F(1.25)});
   check("zeros", {Ints({4, 5})});
   check("ones", {Ints({4})}, {{"dtype", Value::dtype_value(DType::kBFloat16)}});

@@ -27,18 +27,27 @@ Kernel arange_kernel(int start, int step) {
 }
 
 // cat: each input copied into its slice of out along dim (1-D empty inputs are skipped, as
-// torch does); stack: each input into out.select(dim, i).
+// torch does), up to kMaxCopyBatch of them a launch; stack: each input into out.select(dim, i).
 void cat_kernel(const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   const Tensor& out = outs[0];
   const int64_t dim = wrap_dim(args[1].as_int("cat"), out.dim(), "cat");
+  std::vector<Operand> regions, sources;
+  auto flush = [&] {
+    copy_cast_batch(regions.data(), sources.data(), static_cast<int>(regions.size()), ctx.queue);
+    regions.clear();
+    sources.clear();
+  };
   int64_t at = 0;
   for (const Value& v : args[0].items) {
     const Tensor& t = v.tensor;
     if (t.dim() == 1 && t.numel() == 0 && out.dim() != 1) continue;
     const Tensor region = out.narrow(dim, at, t.size(dim));
-    copy_cast(operand(region), operand(t, region.shape()), ctx.queue);
+    regions.push_back(operand(region));
+    sources.push_back(operand(t, region.shape()));
+    if (regions.size() == static_cast<size_t>(kMaxCopyBatch)) flush();
     at += t.size(dim);
   }
+  if (!regions.empty()) flush();
 }
 
 void stack_kernel(const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {

@@ -146,6 +146,7 @@ bool CudaExecutable::run_with_writes(size_t q, void* stream, CallObserver& obser
   } catch (const Error& e) {
     // Nothing launched when a form is refused; a launch error leaves every step in doubt.
     observer.failed(q, steps.back(), e);
+    return true;  // the group's steps are accounted for: none runs again on its own
   }
 }
 

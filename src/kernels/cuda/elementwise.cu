@@ -21,6 +21,23 @@ __global__ void copy_kernel(Operand out, Operand src, int64_t n) {
     store<T>(out, i, load<T>(src, i));
 }
 
+// Copies in one launch (cat's inputs into their slices of out): copy blockIdx.y as copy_kernel<T>
+// computes it.
+struct CopyBatch {
+  Operand out[kMaxCopyBatch], src[kMaxCopyBatch];
+  int64_t n[kMaxCopyBatch];
+};
+static_assert(sizeof(CopyBatch) < 32000, "a kernel's parameters hold at most 32764 bytes");
+
+template <typename T>
+__global__ void copy_batch_kernel(const __grid_constant__ CopyBatch batch) {
+  pdl_begin();
+  const int k = blockIdx.y;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < batch.n[k];
+       i += int64_t(gridDim.x) * blockDim.x)
+    store<T>(batch.out[k], i, load<T>(batch.src[k], i));
+}
+
 template <typename T>
 __global__ void binary_kernel(int op, Operand out, Operand a, Operand b, T alpha, int64_t n) {
   pdl_begin();
@@ -85,22 +102,72 @@ void check_launch(const char* what) {
 
 }  // namespace
 
+namespace {
+
+// The type a copy converts through: int64 between integers, float from an integer to float32
+// (one rounding, static_cast<float>, as the cpu and the operand loads of the other kernels
+// convert it: through double, an int64 past 2^53 would round twice), else double.
+enum class CopyVia { kInt64, kFloat, kDouble };
+CopyVia copy_via(const Operand& out, const Operand& src) {
+  if (!is_float_type(out.dtype) && (src.is_number || !is_float_type(src.dtype)) &&
+      !(src.is_number && src.number_is_float))
+    return CopyVia::kInt64;
+  if (out.dtype == DType::kFloat32 && !src.is_number && !is_float_type(src.dtype))
+    return CopyVia::kFloat;
+  return CopyVia::kDouble;
+}
+
+}  // namespace
+
 void copy_cast(const Operand& out, const Operand& src, void* stream) {
   const int64_t n = numel(out);
   if (n == 0) return;
-  const bool ints = !is_float_type(out.dtype) && (src.is_number || !is_float_type(src.dtype)) &&
-                    !(src.is_number && src.number_is_float);
-  // An integer to float32 in one rounding (static_cast<float>, as the cpu and the operand loads
-  // of the other kernels convert it): through double, an int64 past 2^53 would round twice.
-  const bool int_to_float32 =
-      out.dtype == DType::kFloat32 && !src.is_number && !is_float_type(src.dtype);
-  if (ints)
-    launch_pdl(copy_kernel<int64_t>, blocks_for(n), 256, as_stream(stream), out, src, n);
-  else if (int_to_float32)
-    launch_pdl(copy_kernel<float>, blocks_for(n), 256, as_stream(stream), out, src, n);
-  else
-    launch_pdl(copy_kernel<double>, blocks_for(n), 256, as_stream(stream), out, src, n);
+  switch (copy_via(out, src)) {
+    case CopyVia::kInt64:
+      launch_pdl(copy_kernel<int64_t>, blocks_for(n), 256, as_stream(stream), out, src, n);
+      break;
+    case CopyVia::kFloat:
+      launch_pdl(copy_kernel<float>, blocks_for(n), 256, as_stream(stream), out, src, n);
+      break;
+    case CopyVia::kDouble:
+      launch_pdl(copy_kernel<double>, blocks_for(n), 256, as_stream(stream), out, src, n);
+  }
   check_launch("copy");
+}
+
+void copy_cast_batch(const Operand* outs, const Operand* srcs, int n, void* stream) {
+  CopyBatch batch;
+  int count = 0;
+  unsigned blocks = 1;
+  bool one_via = true;
+  for (int k = 0; k < n; ++k) {
+    if (numel(outs[k]) == 0) continue;
+    IP_ASSERT(count < kMaxCopyBatch, "a copy batch holds at most kMaxCopyBatch copies");
+    batch.out[count] = outs[k];
+    batch.src[count] = srcs[k];
+    batch.n[count] = numel(outs[k]);
+    blocks = std::max(blocks, blocks_for(batch.n[count]));
+    one_via = one_via && copy_via(outs[k], srcs[k]) == copy_via(batch.out[0], batch.src[0]);
+    ++count;
+  }
+  if (count == 0) return;
+  if (count == 1 || !one_via) {  // each its own launch (converting through its own type)
+    for (int k = 0; k < count; ++k) copy_cast(batch.out[k], batch.src[k], stream);
+    return;
+  }
+  const dim3 grid(blocks, static_cast<unsigned>(count));
+  const cudaStream_t s = as_stream(stream);
+  switch (copy_via(batch.out[0], batch.src[0])) {
+    case CopyVia::kInt64:
+      launch_pdl(copy_batch_kernel<int64_t>, grid, 256, s, batch);
+      break;
+    case CopyVia::kFloat:
+      launch_pdl(copy_batch_kernel<float>, grid, 256, s, batch);
+      break;
+    case CopyVia::kDouble:
+      launch_pdl(copy_batch_kernel<double>, grid, 256, s, batch);
+  }
+  check_launch("copy batch");
 }
 
 void fill(const Operand& out, Scalar value, void* stream) {

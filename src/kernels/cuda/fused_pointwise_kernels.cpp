@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/cuda/fused_pointwise.h"
+#include "kernels/cuda/launch_groups.h"
 #include "kernels/cuda/registration.h"
 
 namespace inplace::cuda {
@@ -120,6 +121,23 @@ pointwise::Program program_of(const Args& args, std::vector<Tensor>* inputs) {
   return pointwise::decode(args[1].as_int_list(kOp), dtypes);
 }
 
+// The kernel's arguments for one step: its program decoded and checked on the host.
+FusedPointwise fused_of(const Args& args, const std::vector<Tensor>& outs) {
+  std::vector<Tensor> inputs;
+  const pointwise::Program prog = program_of(args, &inputs);
+  const std::string why = fused_pointwise_refusal(prog, inputs);
+  IP_CHECK(why.empty(), kUnsupported, "[", kOp, "] the cuda kernel does not run ", why);
+  FusedPointwise p;
+  p.n_code = static_cast<int>(prog.code.size());
+  for (int k = 0; k < p.n_code; ++k) {
+    p.code[k] = prog.code[k];
+    p.reg[k] = static_cast<uint8_t>(prog.reg[k]);
+  }
+  for (size_t k = 0; k < inputs.size(); ++k) p.inputs[k] = operand(inputs[k], outs[0].shape());
+  p.out = operand(outs[0]);
+  return p;
+}
+
 }  // namespace
 
 void register_fused_pointwise_kernels(KernelTable& table) {
@@ -133,23 +151,23 @@ void register_fused_pointwise_kernels(KernelTable& table) {
   };
   table.add(
       DeviceType::kCuda, kOp,
-      [supports](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
-        std::vector<Tensor> inputs;
-        const pointwise::Program prog = program_of(args, &inputs);
-        const std::string why = fused_pointwise_refusal(prog, inputs);
-        IP_CHECK(why.empty(), kUnsupported, "[", kOp, "] the cuda kernel does not run ", why);
-        FusedPointwise p;
-        p.n_code = static_cast<int>(prog.code.size());
-        for (int k = 0; k < p.n_code; ++k) {
-          p.code[k] = prog.code[k];
-          p.reg[k] = static_cast<uint8_t>(prog.reg[k]);
-        }
-        for (size_t k = 0; k < inputs.size(); ++k)
-          p.inputs[k] = operand(inputs[k], outs[0].shape());
-        p.out = operand(outs[0]);
-        fused_pointwise(p, ctx.queue);
+      [](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+        fused_pointwise(fused_of(args, outs), ctx.queue);
       },
       supports);
+  // Two adjacent independent steps (launch groups' pairs) in one launch: both are decoded and
+  // checked before anything is launched.
+  LaunchKernels::get().add_pair(
+      kOp, [](const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
+              const Args& a2, const std::vector<Tensor>& o2, const KernelContext&) {
+        const FusedPointwise first = fused_of(a1, o1), second = fused_of(a2, o2);
+        if (numel(first.out) == 0 || numel(second.out) == 0) {
+          if (numel(first.out)) fused_pointwise(first, c1.queue);
+          if (numel(second.out)) fused_pointwise(second, c1.queue);
+          return;
+        }
+        fused_pointwise_pair(first, second, c1.queue);
+      });
 }
 
 }  // namespace inplace::cuda

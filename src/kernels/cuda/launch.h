@@ -45,6 +45,10 @@ int64_t numel(const Operand& o);
 // Elementwise (elementwise.cu). Inputs are converted to the compute type of `out` (float for
 // 16-bit and 32-bit floats, double for float64, int64 for integers and bool), as on the cpu.
 void copy_cast(const Operand& out, const Operand& src, void* stream);
+// Copies k (outs[k] from srcs[k], each as copy_cast computes it) in one launch where they convert
+// through one compute type, else one launch each (cat's inputs into their slices of out).
+constexpr int kMaxCopyBatch = 16;
+void copy_cast_batch(const Operand* outs, const Operand* srcs, int n, void* stream);
 void fill(const Operand& out, Scalar value, void* stream);
 void binary(int op, const Operand& out, const Operand& a, const Operand& b, Scalar alpha,
             void* stream);  // op: BinaryOp
