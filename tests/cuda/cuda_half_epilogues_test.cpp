@@ -63,43 +63,56 @@ class DeviceEngine {
   std::vector<Tensor> inputs_;
 };
 
-QkvShape decode_shape(DType dt, int64_t d, bool merged) {
+QkvShape decode_shape(DType dt, int64_t d, bool merged, int64_t k = 1024) {
   QkvShape s;
   s.dtype = dt;
   s.d = d;
   s.merged = merged;
-  s.k = 1024;
+  s.k = k;
   s.s_max = 64;
   return s;
 }
 
 TEST(CudaHalfEpilogues, RotaryAndCacheWritesInTheProductBitwiseTheSteps) {
   IP_REQUIRE_CUDA();
+  // d_model 2048 and 4096: the rotated product's columns take 2 and 4 warps each, as the
+  // product's own do without the rotation.
+  struct Case {
+    DType dt;
+    int64_t d, k;
+  };
+  std::vector<Case> cases;
   for (DType dt : {DType::kBFloat16, DType::kFloat16})
-    for (int64_t d : {64, 128})
-      for (bool merged : {false, true}) {
-        SCOPED_TRACE(str_cat(dtype_name(dt), " d ", d, merged ? " one q/k/v product" : ""));
-        const QkvShape s = decode_shape(dt, d, merged);
-        auto g = qkv_rotary_graph(s);
-        const std::vector<std::vector<Tensor>> draws = rotary_draws_across(*g, s.s_max);
-        DeviceEngine fused(*g, draws[0], true, false), steps(*g, draws[0], false, true);
-        EXPECT_EQ(count_of(fused.plan(), "= rotary_embedding("), 0) << fused.plan();
-        EXPECT_EQ(count_of(steps.plan(), "= rotary_embedding("), 2) << steps.plan();
-        for (size_t k = 0; k < draws.size(); ++k) {
-          SCOPED_TRACE(str_cat("draw ", k));
-          const std::vector<Tensor> a = fused.call(draws[k]), b = steps.call(draws[k]);
-          ASSERT_EQ(a.size(), b.size());
-          for (size_t j = 0; j < a.size(); ++j) EXPECT_TRUE(close(a[j], b[j], 0)) << "value " << j;
-        }
-        // Both cache writes ran inside a product's launch (k's with k's product, or both with
-        // the one product).
-        const ContextStats st = fused.context().stats();
-        EXPECT_EQ(st.counter("joined_steps"), 2);
-        EXPECT_EQ(steps.context().stats().counter("joined_steps"), 0);
-        std::printf("[gpu suite] %s d %lld %s: %lld steps joined to a product's launch\n",
-                    dtype_name(dt), (long long)d, merged ? "one q/k/v product" : "three products",
-                    (long long)st.counter("joined_steps"));
+    for (int64_t d : {64, 128}) cases.push_back({dt, d, 1024});
+  cases.push_back({DType::kBFloat16, 64, 2048});
+  cases.push_back({DType::kFloat16, 128, 4096});
+  for (const Case& c : cases)
+    for (bool merged : {false, true}) {
+      const DType dt = c.dt;
+      const int64_t d = c.d;
+      SCOPED_TRACE(
+          str_cat(dtype_name(dt), " d ", d, " k ", c.k, merged ? " one q/k/v product" : ""));
+      const QkvShape s = decode_shape(dt, d, merged, c.k);
+      auto g = qkv_rotary_graph(s);
+      const std::vector<std::vector<Tensor>> draws = rotary_draws_across(*g, s.s_max);
+      DeviceEngine fused(*g, draws[0], true, false), steps(*g, draws[0], false, true);
+      EXPECT_EQ(count_of(fused.plan(), "= rotary_embedding("), 0) << fused.plan();
+      EXPECT_EQ(count_of(steps.plan(), "= rotary_embedding("), 2) << steps.plan();
+      for (size_t k = 0; k < draws.size(); ++k) {
+        SCOPED_TRACE(str_cat("draw ", k));
+        const std::vector<Tensor> a = fused.call(draws[k]), b = steps.call(draws[k]);
+        ASSERT_EQ(a.size(), b.size());
+        for (size_t j = 0; j < a.size(); ++j) EXPECT_TRUE(close(a[j], b[j], 0)) << "value " << j;
       }
+      // Both cache writes ran inside a product's launch (k's with k's product, or both with
+      // the one product).
+      const ContextStats st = fused.context().stats();
+      EXPECT_EQ(st.counter("joined_steps"), 2);
+      EXPECT_EQ(steps.context().stats().counter("joined_steps"), 0);
+      std::printf("[gpu suite] %s d %lld %s: %lld steps joined to a product's launch\n",
+                  dtype_name(dt), (long long)d, merged ? "one q/k/v product" : "three products",
+                  (long long)st.counter("joined_steps"));
+    }
 }
 
 // Hugging Face's Llama exported in bf16 (tests/frontend/fixtures/hf/llama_bf16.json, 2 layers,

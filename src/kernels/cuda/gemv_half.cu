@@ -68,27 +68,32 @@ __device__ inline void normalise_row(const GemvHalf& g, const T* xr, T* xn) {
   __syncthreads();
 }
 
-// The column warp `warp` of block `block` computes: a block of the rotated prefix takes four
-// column pairs (j, j + d/2) of one head (both halves of each rotation in the block, partners
-// four warps apart), every other block eight columns in order.
-__device__ inline int64_t column_of(const GemvHalf& g, int64_t block, int warp, bool rot_block) {
-  if (!rot_block) return block * kWarps + warp;
-  const int64_t half = g.rot_d / 2, per_head = half / 4;
-  return block / per_head * g.rot_d + block % per_head * 4 + (warp & 3) + (warp >= 4 ? half : 0);
+// Column `c` of block `block`, a block holding `per_block` columns: a block of the rotated prefix
+// takes per_block / 2 column pairs (j, j + d/2) of one head (both halves of each rotation in the
+// block, partners per_block / 2 apart), every other block per_block columns in order.
+__device__ inline int64_t column_of(const GemvHalf& g, int64_t block, int c, int per_block,
+                                    bool rot_block) {
+  if (!rot_block) return block * per_block + c;
+  const int pairs = per_block / 2;
+  const int64_t half = g.rot_d / 2, per_head = half / pairs;
+  return block / per_head * g.rot_d + block % per_head * pairs + c % pairs +
+         (c >= pairs ? half : 0);
 }
 
-// v (column n's rounded result) rotated as rotary_embedding at T by cos[j] = c, sin[j] = s:
-// every warp of a rotated block calls it (all its columns exist); lane 0 holds v, c and s and
-// gets the result.
+// v (column n's rounded result, held by lane 0 of the column's `owner` warp) rotated as
+// rotary_embedding at T by cos[j] = c, sin[j] = s, its partner the block's column c ^ pairs:
+// every warp of a rotated block calls it (all its columns exist); the owner's lane 0 gets the
+// result.
 template <typename T>
-__device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int warp, float c, float s) {
+__device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int col, int pairs, bool owner,
+                           float c, float s) {
   __shared__ float pair[kWarps];
   const int lane = threadIdx.x % 32;
-  if (lane == 0) pair[warp] = to_f(v);
+  if (owner && lane == 0) pair[col] = to_f(v);
   __syncthreads();
-  if (lane == 0) {
+  if (owner && lane == 0) {
     const int64_t half = g.rot_d / 2, j = n % g.rot_d;
-    const float other = pair[warp ^ 4];
+    const float other = pair[col ^ pairs];
     const float rot = j < half ? -other : other;
     const float a = to_f(from_f<T>(__fmul_rn(to_f(v), c)));
     const float b = to_f(from_f<T>(__fmul_rn(rot, s)));
@@ -98,13 +103,13 @@ __device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int warp, float c,
   return v;
 }
 
-// The same, cos[j] and sin[j] read here.
+// The same, one warp a column (kWarps columns a block), cos[j] and sin[j] read here.
 template <typename T>
 __device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int warp) {
   const int64_t j = n % g.rot_d;
   const float c = to_f(static_cast<const T*>(g.cos)[j]);
   const float s = to_f(static_cast<const T*>(g.sin)[j]);
-  return rotate<T>(g, v, n, warp, c, s);
+  return rotate<T>(g, v, n, warp, kWarps / 2, true, c, s);
 }
 
 template <typename T, GemvEpilogue kE, bool kVector, bool kNorm>
@@ -116,7 +121,7 @@ __global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   // Block-uniform: the rotated prefix is whole blocks (rot_cols a multiple of rot_d, of 8).
   const bool rot_block = kE == GemvEpilogue::kNone && blockIdx.x < g.rot_cols / kWarps;
-  const int64_t n = column_of(g, blockIdx.x, warp, rot_block);
+  const int64_t n = column_of(g, blockIdx.x, warp, kWarps, rot_block);
   const bool active = n < g.n;
   // The row writes' targets (one row), their positions read before the product.
   T* target[2] = {nullptr, nullptr};
@@ -258,9 +263,9 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, split = g.split, part = warp % split;
   const int64_t K = g.k, step = int64_t{256} * split, first = (int64_t{part} * 32 + lane) * 8;
   const int64_t columns = kWarps / split, blocks = (g.n + columns - 1) / columns;
-  const int64_t rot_blocks = kE == GemvEpilogue::kNone ? g.rot_cols / kWarps : 0;
+  const int64_t rot_blocks = kE == GemvEpilogue::kNone ? g.rot_cols / columns : 0;
   auto column = [&](int64_t b) {
-    return b < rot_blocks ? column_of(g, b, warp, true) : b * columns + warp / split;
+    return column_of(g, b, warp / split, static_cast<int>(columns), b < rot_blocks);
   };
   const T* x = static_cast<const T*>(g.x);
   uint4 raw[kUnroll], raw2[kUnroll], next[kUnroll], next2[kUnroll];
@@ -350,7 +355,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf 
         v = from_f<T>(to_f(sg) * to_f(from_f<T>(acc2)));
       }
     }
-    if (rot_block) v = rotate<T>(g, v, n, warp, c, s);  // split is 1 where blocks rotate
+    if (rot_block)
+      v = rotate<T>(g, v, n, warp / split, static_cast<int>(columns / 2), part == 0, c, s);
     if (active && part == 0 && lane == 0) {
       static_cast<T*>(g.y)[n] = v;
       if (target[0]) *target[0] = v;
@@ -371,12 +377,14 @@ bool aligned16(const void* p) {
 
 // Warps a column on the one-row path: enough that each lane fetches at most kUnroll 16-byte
 // chunks of a weight row (all of it before the wait for the previous kernel), at most a block;
-// one where the block's columns are rotated or written to a cache.
+// where the block's columns are rotated, at most half a block (a block holds whole column pairs).
+// The cache writes do not change it, nor does the rotation up to k = 4096 (a q/k/v product's sums
+// are then those of the same product unrotated, bitwise).
 int32_t column_split(const GemvHalf& g) {
-  if (g.rot_cols > 0 || g.n_writes > 0) return 1;
   const int64_t chunks = g.k / 8;
+  const int32_t most = g.rot_cols > 0 ? kWarps / 2 : kWarps;
   int32_t split = 1;
-  while (split < kWarps && chunks > int64_t{32} * kUnroll * split) split *= 2;
+  while (split < most && chunks > int64_t{32} * kUnroll * split) split *= 2;
   return split;
 }
 
