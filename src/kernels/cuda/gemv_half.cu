@@ -248,15 +248,16 @@ __device__ inline void input8(const GemvHalf& g, const T* x, int64_t k, float in
 
 // The decode step's product (one input row, the 16-byte path), as a grid that stays resident:
 // block b of the product's column blocks (g.split warps a column, 8 / split columns a block; a
-// rotated block takes four column pairs of one head) is done by launch block b % gridDim.x, in
-// turn. Each lane holds kUnroll 16-byte chunks of a weight row (split chosen so that a row of
+// rotated block takes column pairs of one head) is done by launch block b % gridDim.x, in turn.
+// Each lane holds kUnroll 16-byte chunks of a weight row (split chosen so that a row of
 // k <= 1024 * split is fetched whole), and fetches the next column's chunks before it sums the
-// current one, so the weight stream never waits on an epilogue. The first fetch is issued before
-// the wait for the previous kernel (the weights are constants). After the wait each warp sums
-// the norm on its own, once, and (kCached: a row fetched whole) keeps its part of x, normalised
-// and rounded as the chain's norm hands it over, in registers for every column. Split warps'
-// sums meet in shared memory in a fixed order.
-template <typename T, GemvEpilogue kE, bool kNorm, bool kCached>
+// current one, so the weight stream never waits on an epilogue (kAhead2, one weight, a row
+// fetched whole: the next two columns', so that more bytes are in flight). The first fetches are
+// issued before the wait for the previous kernel (the weights are constants). After the wait
+// each warp sums the norm on its own, once, and (kCached: a row fetched whole) keeps its part of
+// x, normalised and rounded as the chain's norm hands it over, in registers for every column.
+// Split warps' sums meet in shared memory in a fixed order.
+template <typename T, GemvEpilogue kE, bool kNorm, bool kCached, bool kAhead2 = false>
 __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   pdl_trigger();
@@ -268,15 +269,22 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf 
     return column_of(g, b, warp / split, static_cast<int>(columns), b < rot_blocks);
   };
   const T* x = static_cast<const T*>(g.x);
-  uint4 raw[kUnroll], raw2[kUnroll], next[kUnroll], next2[kUnroll];
+  // kDeep: one weight whose row is fetched whole: two columns ahead in flight, not one (the
+  // registers of a second weight hold a third column instead).
+  constexpr bool kDeep = kAhead2 && kCached && !kTwo;
+  uint4 raw[kUnroll], raw2[kUnroll], next[kUnroll], next2[kUnroll], ahead[kUnroll];
   auto fetch = [&](uint4(&r)[kUnroll], uint4(&r2)[kUnroll], int64_t n, int64_t k0) {
     const T* w = weight_row<T>(g.w, g.more, n, K);
     const T* w2 = kTwo ? static_cast<const T*>(g.w2) + n * K : nullptr;
     fetch_rows<T, kTwo>(r, r2, w, w2, k0, step, K);
   };
+  auto column_at = [&](int64_t b) { return b < blocks ? column(b) : g.n; };
   int64_t b = blockIdx.x;
   int64_t n = column(b);
+  int64_t nn = column_at(b + gridDim.x);  // kDeep: fetched into `next` ahead of the loop
   if (n < g.n) fetch(raw, raw2, n, first);
+  if constexpr (kDeep)
+    if (nn < g.n) fetch(next, next2, nn, first);
   pdl_wait();
   if (kE == GemvEpilogue::kNone && blockIdx.x == 0 && threadIdx.x == 0)
     gemv::report_row_writes(g.writes, g.n_writes);
@@ -288,9 +296,14 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf 
       if (first + step * u < K) input8<T, kNorm>(g, x, first + step * u, inv, xc + 8 * u);
   for (; b < blocks; b += gridDim.x) {
     const bool active = n < g.n, rot_block = b < rot_blocks;
-    // The next column's first chunks, before this one is summed.
-    const int64_t nn = b + gridDim.x < blocks ? column(b + gridDim.x) : g.n;
-    if (nn < g.n) fetch(next, next2, nn, first);
+    // The next column's first chunks (kDeep: the one after), before this one is summed.
+    if constexpr (kDeep) {
+      const int64_t n3 = column_at(b + 2 * int64_t{gridDim.x});
+      if (n3 < g.n) fetch(ahead, next2, n3, first);
+    } else {
+      nn = column_at(b + gridDim.x);
+      if (nn < g.n) fetch(next, next2, nn, first);
+    }
     float bias = 0.f, residual = 0.f, c = 1.f, s = 0.f;
     T* target[2] = {nullptr, nullptr};
     if (active && part == 0 && lane == 0) {
@@ -366,8 +379,10 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf 
     for (int u = 0; u < kUnroll; ++u) {
       raw[u] = next[u];
       if constexpr (kTwo) raw2[u] = next2[u];
+      if constexpr (kDeep) next[u] = ahead[u];
     }
     n = nn;
+    if constexpr (kDeep) nn = column_at(b + 2 * int64_t{gridDim.x});
   }
 }
 
@@ -417,11 +432,18 @@ void launch(const GemvHalf& given, cudaStream_t s) {
     const int64_t columns = kWarps / g.split;  // a block
     const int64_t blocks = (g.n + columns - 1) / columns;
     const bool whole = g.k <= int64_t{256} * g.split * kUnroll;  // a row fetched whole
-    if (g.norm_w)
-      return whole ? launch_resident<gemv_half_row_kernel<T, kE, true, true>>(g, blocks, s)
-                   : launch_resident<gemv_half_row_kernel<T, kE, true, false>>(g, blocks, s);
-    return whole ? launch_resident<gemv_half_row_kernel<T, kE, false, true>>(g, blocks, s)
-                 : launch_resident<gemv_half_row_kernel<T, kE, false, false>>(g, blocks, s);
+    // A row fetched whole of one weight: two columns ahead (gemv_deep_prefetch).
+    constexpr bool kAhead2 = kE != GemvEpilogue::kSwiGLU;
+    const bool ahead2 = kAhead2 && gemv_deep_prefetch();
+    if (g.norm_w) {
+      if (!whole) return launch_resident<gemv_half_row_kernel<T, kE, true, false>>(g, blocks, s);
+      return ahead2
+                 ? launch_resident<gemv_half_row_kernel<T, kE, true, true, kAhead2>>(g, blocks, s)
+                 : launch_resident<gemv_half_row_kernel<T, kE, true, true>>(g, blocks, s);
+    }
+    if (!whole) return launch_resident<gemv_half_row_kernel<T, kE, false, false>>(g, blocks, s);
+    return ahead2 ? launch_resident<gemv_half_row_kernel<T, kE, false, true, kAhead2>>(g, blocks, s)
+                  : launch_resident<gemv_half_row_kernel<T, kE, false, true>>(g, blocks, s);
   }
   constexpr Kernel kKernels[2][2] = {
       {gemv_half_kernel<T, kE, false, false>, gemv_half_kernel<T, kE, false, true>},

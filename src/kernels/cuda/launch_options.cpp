@@ -14,4 +14,12 @@ bool pdl_enabled() {
   return enabled;
 }
 
+bool gemv_deep_prefetch() {
+  static const bool deep = [] {
+    const char* v = std::getenv("INPLACE_CUDA_GEMV_AHEAD");
+    return v == nullptr || std::strcmp(v, "1") != 0;
+  }();
+  return deep;
+}
+
 }  // namespace inplace::cuda
