@@ -42,15 +42,10 @@ std::unique_ptr<Graph> gemma_norm_graph(DType dt, Weight weight) {
   return b.build();
 }
 
+// The GPU's fusion choices, the norm prologues on or off.
 CompileOptions gpu_like(bool prologues) {
-  CompileOptions o;
-  o.merge_sibling_linears = true;
+  CompileOptions o = gpu_like_options();
   o.fuse_norm_prologues = prologues;
-#ifdef INPLACE_WITH_CUDA
-  o.fusion_device = DeviceType::kCuda;
-#else
-  o.skip_passes = {"fuse_pointwise"};  // no cuda kernel to ask in this build
-#endif
   return o;
 }
 

@@ -21,10 +21,8 @@ namespace {
 
 // The GPU's fusion choices (its FusionPreferences), compiled for the cpu; the merge on or off.
 CompileOptions gpu_like(bool merge) {
-  CompileOptions o;
+  CompileOptions o = gpu_like_options({"fuse_pointwise"});
   o.merge_sibling_linears = merge;
-  o.fuse_norm_prologues = true;
-  o.skip_passes = {"fuse_pointwise"};
   return o;
 }
 
