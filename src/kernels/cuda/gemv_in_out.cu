@@ -92,13 +92,18 @@ __device__ inline void row_stats(const T* xr, int64_t K, double eps, double* scr
   *rs = 1.0 / sqrt(m2 / static_cast<double>(K) + eps);
 }
 
-// x[k] normalised as the cpu's layer_norm: ((x - mu) * rs) * w + b in double, rounded to T.
+// x normalised as the cpu's layer_norm: ((x - mu) * rs) * w + b in double (w and b where the
+// norm has them), rounded to T.
+template <typename T>
+__device__ inline float normed(T x, double mu, double rs, bool has_w, T w, bool has_b, T b) {
+  double v = __dmul_rn(__dsub_rn(static_cast<double>(to_f(x)), mu), rs);
+  if (has_w) v = __dmul_rn(v, static_cast<double>(to_f(w)));
+  if (has_b) v = __dadd_rn(v, static_cast<double>(to_f(b)));
+  return rounded<T>(static_cast<float>(v));
+}
 template <typename T>
 __device__ inline float normed(T x, double mu, double rs, const T* w, const T* b, int64_t k) {
-  double v = __dmul_rn(__dsub_rn(static_cast<double>(to_f(x)), mu), rs);
-  if (w) v = __dmul_rn(v, static_cast<double>(to_f(w[k])));
-  if (b) v = __dadd_rn(v, static_cast<double>(to_f(b[k])));
-  return rounded<T>(static_cast<float>(v));
+  return normed(x, mu, rs, w != nullptr, w ? w[k] : T(), b != nullptr, b ? b[k] : T());
 }
 
 // The epilogue program on y (its one input, as the chain stored it); its result is of y's dtype.
@@ -279,14 +284,28 @@ __global__ void __launch_bounds__(kThreads)
     for (int w = 0; w < g.n_writes; ++w) targets[w] = gemv::row_target<T>(g.writes[w], j);
   }
   // The share of the input (normalised: the value the chain's layer_norm hands the product).
+  // The norm's weight and bias at the thread's first element of the share are requested before
+  // the row's statistics.
   __shared__ float xs[kMaxShare];
   __shared__ double scratch[kRowWarps];
-  double mu = 0, rs = 0;
-  if constexpr (kNorm) row_stats(X, K, g.eps, scratch, &mu, &rs);
   const T* nw = static_cast<const T*>(g.norm_w);
   const T* nb = static_cast<const T*>(g.norm_b);
-  for (int64_t k = k0 + tid; k < k1; k += kThreads)
-    xs[k - k0] = kNorm ? normed(X[k], mu, rs, nw, nb, k) : to_f(X[k]);
+  const int64_t kx = k0 + tid;
+  T w0 = T(), b0 = T();
+  if (kNorm && kx < k1) {
+    if (nw) w0 = nw[kx];
+    if (nb) b0 = nb[kx];
+  }
+  double mu = 0, rs = 0;
+  if constexpr (kNorm) row_stats(X, K, g.eps, scratch, &mu, &rs);
+  for (int64_t k = kx; k < k1; k += kThreads) {
+    if (!kNorm)
+      xs[k - k0] = to_f(X[k]);
+    else if (k == kx)
+      xs[k - k0] = normed(X[k], mu, rs, nw != nullptr, w0, nb != nullptr, b0);
+    else
+      xs[k - k0] = normed(X[k], mu, rs, nw, nb, k);
+  }
   __syncthreads();
   float acc[V] = {};
   if (active) {
