@@ -107,8 +107,12 @@ __device__ inline float normed(T x, double mu, double rs, const T* w, const T* b
 }
 
 // The epilogue program on y (its one input, as the chain stored it); its result is of y's dtype.
-// Not inlined: its registers (in local memory) stay out of the product's loop.
+// Not inlined: its registers (in local memory) stay out of the product's loop. A program of the
+// product's dtype throughout (GPT-2's GELU) runs in float registers, with the same roundings.
+template <typename T>
 __device__ __noinline__ float run_epilogue(const GemvEpilogueProgram& e, float y) {
+  if (e.one_dtype)
+    return pointwise_device::run_one_dtype<T>(e.code, e.n_code, [&](int32_t) { return y; });
   auto load = [&](int32_t, DType) { return pointwise_device::make<float>(y); };
   DType t = DType::kFloat32;
   return pointwise_device::run(e.code, e.reg, e.n_code, load, &t).f;
@@ -210,7 +214,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int i = 0; i < kThreads / 32; ++i) total += gathered[i][tid];
         float y = rounded<T>(g.bias ? total + bias : total);  // addmm's result, or mm's
         if (g.residual) y = rounded<T>(y + residual[r]);
-        if (g.epilogue.n_code > 0) y = run_epilogue(g.epilogue, y);
+        if (g.epilogue.n_code > 0) y = run_epilogue<T>(g.epilogue, y);
         static_cast<T*>(g.y)[(m0 + r) * g.y_stride + j] = from_f<T>(y);
         if constexpr (R == 1)
           for (int w = 0; w < 2; ++w)
@@ -235,7 +239,7 @@ constexpr int kMaxSplit = 8;                  // the portable cluster size
 constexpr int kMaxShare = 2048;               // rows of k a block's input stage holds
 constexpr int kRowWarps = kThreads / 32;
 
-template <typename T, bool kNorm>
+template <typename T, bool kNorm, bool kProgram>
 __global__ void __launch_bounds__(kThreads)
     gemv_in_out_row_kernel(const __grid_constant__ GemvInOut g) {
   namespace cg = cooperative_groups;
@@ -267,13 +271,19 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int u = 0; u < kRowUnroll; ++u)
       if (u < count) raw[u] = fetch(u);
+  // The threads that finish columns run the epilogue program once on nothing while the weights
+  // are in flight: its code is then in their instruction caches when the sums are done.
+  const int own = C / split;  // the columns of the tile this block finishes
+  if (kProgram && tid < own) {
+    const float warm = run_epilogue<T>(g.epilogue, 0.f);
+    asm volatile("" ::"f"(warm));
+  }
   // The first half of a cluster barrier: past its wait, every block of the cluster has started
   // (its shared memory may be written).
   if (split > 1) cluster.barrier_arrive();
   pdl_wait();
   if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) gemv::report_row_writes(g.writes, g.n_writes);
   // The columns this block finishes, and their epilogue operands, requested before the product.
-  const int own = C / split;
   const int64_t j = tile + rank * own + tid;
   const bool finishes = tid < own && j < N;
   float bias = 0.f, residual = 0.f;
@@ -352,7 +362,7 @@ __global__ void __launch_bounds__(kThreads)
   if (!finishes) return;
   float y = rounded<T>(g.bias ? total + bias : total);  // addmm's result, or mm's
   if (g.residual) y = rounded<T>(y + residual);
-  if (g.epilogue.n_code > 0) y = run_epilogue(g.epilogue, y);
+  if constexpr (kProgram) y = run_epilogue<T>(g.epilogue, y);
   static_cast<T*>(g.y)[j] = from_f<T>(y);
   for (int w = 0; w < 2; ++w)
     if (targets[w]) *targets[w] = from_f<T>(y);
@@ -387,32 +397,36 @@ int row_split(int64_t k, int64_t tiles, int64_t sms, int64_t resident) {
   return (k + split - 1) / split <= kMaxShare ? split : 0;
 }
 
-template <typename T, bool kNorm>
-void launch_row(const GemvInOut& g, int split, cudaStream_t s) {
+// The one-row kernel's launch; false, having launched nothing, where no split applies.
+template <typename T, bool kNorm, bool kProgram>
+bool launch_row(const GemvInOut& g, cudaStream_t s) {
+  constexpr auto kernel = gemv_in_out_row_kernel<T, kNorm, kProgram>;
   constexpr int64_t C = kRowLanes * (16 / sizeof(T));
-  const unsigned tiles = static_cast<unsigned>((g.n + C - 1) / C);
-  launch_pdl_cluster(gemv_in_out_row_kernel<T, kNorm>, dim3(split, tiles), kThreads,
-                     dim3(split, 1, 1), s, g);
-}
-
-// The GPU's SMs and the blocks of the one-row kernel that fit on it at once.
-template <typename T>
-void row_capacity(int64_t* sms, int64_t* resident) {
+  // The GPU's SMs and the kernel's blocks that fit on it at once (asked on the first call).
   static const std::array<int64_t, 2> capacity = [] {
-    int device = 0, count = 0, per_sm = 0, per_sm_norm = 0;
+    int device = 0, count = 0, per_sm = 0;
     IP_CUDA_CHECK(cudaGetDevice(&device), "fused_addmm");
     IP_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device),
                   "fused_addmm");
-    IP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                      &per_sm, gemv_in_out_row_kernel<T, false>, kThreads, 0),
+    IP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0),
                   "fused_addmm");
-    IP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                      &per_sm_norm, gemv_in_out_row_kernel<T, true>, kThreads, 0),
-                  "fused_addmm");
-    return std::array<int64_t, 2>{count, int64_t(count) * std::min(per_sm, per_sm_norm)};
+    return std::array<int64_t, 2>{count, int64_t{count} * per_sm};
   }();
-  *sms = capacity[0];
-  *resident = capacity[1];
+  const int64_t tiles = (g.n + C - 1) / C;
+  const int split = tiles <= 65535 ? row_split(g.k, tiles, capacity[0], capacity[1]) : 0;
+  if (split == 0) return false;
+  launch_pdl_cluster(kernel, dim3(split, static_cast<unsigned>(tiles)), kThreads, dim3(split, 1, 1),
+                     s, g);
+  return true;
+}
+
+template <typename T>
+bool launch_one_row(const GemvInOut& g, cudaStream_t s) {
+  using Launch = bool (*)(const GemvInOut&, cudaStream_t);
+  // [norm][epilogue program]
+  constexpr Launch kLaunch[2][2] = {{launch_row<T, false, false>, launch_row<T, false, true>},
+                                    {launch_row<T, true, false>, launch_row<T, true, true>}};
+  return kLaunch[g.norm][g.epilogue.n_code > 0](g, s);
 }
 
 template <typename T>
@@ -420,19 +434,7 @@ void launch(const GemvInOut& g, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
   const bool vector = g.n % V == 0 && aligned16(g.w);
   // One row: whole 128-byte lines of W a warp, k split across a cluster (gemv_in_out_row_kernel).
-  if (vector && g.rows == 1 && g.k > 0) {
-    int64_t sms = 0, resident = 0;
-    row_capacity<T>(&sms, &resident);
-    const int64_t tiles = (g.n + kRowLanes * V - 1) / (kRowLanes * V);
-    const int split = tiles <= 65535 ? row_split(g.k, tiles, sms, resident) : 0;  // grid.y
-    if (split > 0) {
-      if (g.norm)
-        launch_row<T, true>(g, split, s);
-      else
-        launch_row<T, false>(g, split, s);
-      return;
-    }
-  }
+  if (vector && g.rows == 1 && g.k > 0 && launch_one_row<T>(g, s)) return;
   // 16-byte chunks: a thread reads 16 bytes of each of its rows of k, a block eight bf16 columns,
   // up to four input rows a pass; else one warp reads 32 consecutive elements.
   if (vector)
@@ -441,10 +443,26 @@ void launch(const GemvInOut& g, cudaStream_t s) {
     launch_form<T, 1, 32>(g, s);
 }
 
+// Whether every instruction of e is a load, number, unary, binary or pow_scalar op of dtype t
+// (pointwise_device::run_one_dtype's programs).
+bool of_one_dtype(const GemvEpilogueProgram& e, DType t) {
+  using pointwise::Opcode;
+  for (int k = 0; k < e.n_code; ++k) {
+    const pointwise::Instr& in = e.code[k];
+    const bool op = in.op == Opcode::kLoad || in.op == Opcode::kConst || in.op == Opcode::kUnary ||
+                    in.op == Opcode::kBinary || in.op == Opcode::kPowScalar ||
+                    in.op == Opcode::kStore;
+    if (!op || static_cast<DType>(in.dtype) != t) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-void gemv_in_out(const GemvInOut& g, void* stream) {
-  if (g.rows == 0 || g.n == 0) return;
+void gemv_in_out(const GemvInOut& product, void* stream) {
+  if (product.rows == 0 || product.n == 0) return;
+  GemvInOut g = product;
+  g.epilogue.one_dtype = of_one_dtype(g.epilogue, g.dtype);
   const cudaStream_t s = as_stream(stream);
   switch (g.dtype) {
     case DType::kFloat32:

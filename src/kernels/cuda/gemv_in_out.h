@@ -29,6 +29,7 @@ struct GemvEpilogueProgram {
   pointwise::Instr code[pointwise::kMaxInstructions];
   uint8_t reg[pointwise::kMaxInstructions] = {};  // each register's dtype
   int n_code = 0;                                 // 0: none
+  bool one_dtype = false;  // every instruction of the product's dtype (set by gemv_in_out)
 };
 
 struct GemvInOut {
