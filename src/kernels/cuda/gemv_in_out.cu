@@ -231,7 +231,8 @@ __global__ void __launch_bounds__(kThreads)
 // flight. The grid is (split, tiles): the `split` blocks of a tile divide k among them and form
 // one thread-block cluster; each sends its block sum of column c to the shared memory of the
 // block that finishes c (C / split columns each), which adds them in cluster-rank order and
-// runs the epilogue. No scratch or counters; every sum in a fixed order.
+// runs the epilogue. No scratch or counters; every sum in a fixed order. kProgram: with an
+// epilogue program (its call raises the kernel's registers: two blocks an SM instead of three).
 constexpr int kRowLanes = 8;                  // lanes reading one row of a tile
 constexpr int kSlots = kThreads / kRowLanes;  // rows of W the block reads at once
 constexpr int kRowUnroll = 8;                 // loads a thread has in flight
