@@ -69,10 +69,11 @@ TEST(CudaFusedAddmm, KernelMatchesTheCpuChain) {
   };
   for (DType dt : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
     // GPT-2's (d_model 768 and 1024), odd ones, k split across 8 blocks in shares that are not
-    // whole 32-row passes (1000, 4100 with a partial last tile of columns), and a k whose share
-    // would not fit the one-row kernel's stage (16500: the general kernel at one row too).
+    // whole 32-row passes, the last share shorter (1001, 4100 with a partial last tile of columns),
+    // and a k whose share would not fit the one-row kernel's stage (16500: the general kernel at
+    // one row too).
     for (Shape2 s : {Shape2{64, 192}, Shape2{768, 2304}, Shape2{3072, 768}, Shape2{1024, 3072},
-                     Shape2{2816, 1024}, Shape2{1000, 768}, Shape2{4100, 72}, Shape2{16500, 24},
+                     Shape2{2816, 1024}, Shape2{1001, 768}, Shape2{4100, 72}, Shape2{16500, 24},
                      Shape2{200, 100}, Shape2{37, 16}})
       for (int64_t rows : {1, 2, 4, 6})
         for (bool aligned : {true, false}) {
