@@ -1,12 +1,12 @@
 // fused_addmm on the GPU (gemv_in_out.cu: the product over a weight stored [in, out], read where
 // it lies) against the cpu kernel (the chain's kernels): float32, bfloat16 and float16, one to
-// six rows, GPT-2's shapes and odd ones, the 16-byte path and the scalar one (n not a multiple of
-// a 16-byte chunk, or a weight not 16-byte aligned), with and without bias, residual and the
-// LayerNorm prologue. Then GPT-2 (tests/frontend/fixtures/hf, float32 and bf16) compiled for
-// CUDA, whose Conv1D products are fused_addmm steps (c_attn's with the k and v cache writes in
-// its epilogue), against the cpu engine and bitwise against the same engine run one step a
-// launch: every output and every cache, positions across the cache. Skipped, saying so, without
-// a GPU.
+// six rows, GPT-2's shapes and odd ones, the one-row kernel (k split across a cluster), the
+// 16-byte path and the scalar one (n not a multiple of a 16-byte chunk, or a weight not 16-byte
+// aligned), with and without bias, residual and the LayerNorm prologue, each call's bits alike.
+// Then GPT-2 (tests/frontend/fixtures/hf, float32 and bf16) compiled for CUDA, whose Conv1D
+// products are fused_addmm steps (c_attn's with the k and v cache writes in its epilogue), against
+// the cpu engine and bitwise against the same engine run one step a launch: every output and every
+// cache, positions across the cache. Skipped, saying so, without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -18,6 +18,7 @@
 #include "compiler/rewrite_differential.h"
 #include "cuda_test_util.h"
 #include "engine/execution_context.h"
+#include "ops/fused_pointwise_args.h"
 #include "ops/registry.h"
 
 using namespace inplace;
@@ -29,9 +30,11 @@ Value T(const Tensor& t) {
   return Value::from_tensor(t);
 }
 
-// fused_addmm on `device` (its tensor arguments uploaded with the same views), back on the cpu.
-Tensor run_on(DeviceType device, const std::vector<Value>& args) {
-  ResolvedCall call = resolve_call("inplace.fused_addmm", args, {}, "test");
+// fused_addmm (or `op`) on `device` (its tensor arguments uploaded with the same views), back on
+// the cpu.
+Tensor run_on(DeviceType device, const std::vector<Value>& args,
+              const char* op = "inplace.fused_addmm") {
+  ResolvedCall call = resolve_call(op, args, {}, "test");
   const Kernel* kernel = KernelTable::get().find(*call.op, device);
   EXPECT_NE(kernel, nullptr);
   const Tensor meta = call.op->infer(call.args)[0];
@@ -39,8 +42,12 @@ Tensor run_on(DeviceType device, const std::vector<Value>& args) {
   std::vector<Tensor> got{Tensor::empty(meta.shape(), meta.dtype(), where)};
   std::vector<Value> bound = call.args;
   if (device == DeviceType::kCuda)
-    for (Value& v : bound)
+    for (Value& v : bound) {
       if (v.is_tensor()) v = T(to_cuda_view(v.tensor));
+      if (v.is_sequence())
+        for (Value& item : v.items)
+          if (item.is_tensor()) item = T(to_cuda_view(item.tensor));
+    }
   (*kernel)(bound, got, KernelContext{});
   return got[0].to_device(Device::cpu());
 }
@@ -61,8 +68,13 @@ TEST(CudaFusedAddmm, KernelMatchesTheCpuChain) {
     int64_t k, n;
   };
   for (DType dt : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
-    for (Shape2 s :
-         {Shape2{64, 192}, Shape2{768, 2304}, Shape2{3072, 768}, Shape2{200, 100}, Shape2{37, 16}})
+    // GPT-2's (d_model 768 and 1024), odd ones, k split across 8 blocks in shares that are not
+    // whole 32-row passes, the last share shorter (1001, 4100 with a partial last tile of columns),
+    // and a k whose share would not fit the one-row kernel's stage (16500: the general kernel at
+    // one row too).
+    for (Shape2 s : {Shape2{64, 192}, Shape2{768, 2304}, Shape2{3072, 768}, Shape2{1024, 3072},
+                     Shape2{2816, 1024}, Shape2{1001, 768}, Shape2{4100, 72}, Shape2{16500, 24},
+                     Shape2{200, 100}, Shape2{37, 16}})
       for (int64_t rows : {1, 2, 4, 6})
         for (bool aligned : {true, false}) {
           SCOPED_TRACE(str_cat(dtype_name(dt), " k ", s.k, " n ", s.n, " rows ", rows,
@@ -83,10 +95,79 @@ TEST(CudaFusedAddmm, KernelMatchesTheCpuChain) {
                                                {T(x), T(w), T(b), none, eps, T(nw), none},
                                                {T(x), T(w), none, T(r), eps, none, none}}) {
             SCOPED_TRACE(str_cat(args.size(), " arguments"));
-            EXPECT_TRUE(
-                close(run_on(DeviceType::kCuda, args), run_on(DeviceType::kCpu, args), tol));
+            const Tensor got = run_on(DeviceType::kCuda, args);
+            EXPECT_TRUE(close(got, run_on(DeviceType::kCpu, args), tol));
+            // The split sums meet in a fixed order: the same bits on every call.
+            EXPECT_TRUE(close(got, run_on(DeviceType::kCuda, args), 0)) << "a second call";
           }
         }
+}
+
+pointwise::Instr instr(pointwise::Opcode op, DType t, int32_t a = 0, int32_t b = 0, int32_t c = 0,
+                       int32_t d = 0) {
+  pointwise::Instr in;
+  in.op = op;
+  in.dtype = static_cast<uint8_t>(t);
+  in.a = a, in.b = b, in.c = c, in.d = d;
+  return in;
+}
+
+// GPT-2's GELU-tanh at dtype t, 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))): every
+// register of t (the epilogue's float-register form).
+std::vector<int64_t> gelu_tanh(DType t) {
+  using pointwise::Opcode;
+  auto number = [&](double v) {
+    int32_t kind, lo, hi;
+    pointwise::split_number(Scalar(v), &kind, &lo, &hi);
+    return instr(Opcode::kConst, t, kind, lo, hi);
+  };
+  auto binary = [&](BinaryOp op, int32_t a, int32_t b) {
+    return instr(Opcode::kBinary, t, a, b, static_cast<int32_t>(op));
+  };
+  int32_t kind, lo, hi;
+  pointwise::split_number(Scalar(3.0), &kind, &lo, &hi);
+  return pointwise::encode(
+      {instr(Opcode::kLoad, t), instr(Opcode::kPowScalar, t, 0, kind, lo, hi), number(0.044715),
+       binary(BinaryOp::kMul, 2, 1), binary(BinaryOp::kAdd, 0, 3), number(0.7978845608028654),
+       binary(BinaryOp::kMul, 5, 4),
+       instr(Opcode::kUnary, t, 6, static_cast<int32_t>(UnaryOp::kTanh)), number(1.0),
+       binary(BinaryOp::kAdd, 8, 7), number(0.5), binary(BinaryOp::kMul, 10, 0),
+       binary(BinaryOp::kMul, 11, 9), instr(Opcode::kStore, t, 12)});
+}
+
+// tanh computed in a wider dtype and cast back (the epilogue's general interpreter).
+std::vector<int64_t> wide_tanh(DType t) {
+  using pointwise::Opcode;
+  const DType wide = t == DType::kFloat32 ? DType::kFloat64 : DType::kFloat32;
+  return pointwise::encode({instr(Opcode::kLoad, t), instr(Opcode::kCast, wide, 0),
+                            instr(Opcode::kUnary, wide, 1, static_cast<int32_t>(UnaryOp::kTanh)),
+                            instr(Opcode::kCast, t, 2), instr(Opcode::kStore, t, 3)});
+}
+
+// The epilogue program computes on the GPU what the fused_pointwise kernel computes on the
+// product, bit for bit: the one-row kernel (k split) and the general one (three rows).
+TEST(CudaFusedAddmm, EpilogueProgramEqualsTheFusedPointwiseKernel) {
+  IP_REQUIRE_CUDA();
+  uint32_t seed = 3100;
+  const Value none = Value::none(), eps = Value::floating(1e-5);
+  for (DType dt : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
+    for (int64_t rows : {1, 3})
+      for (bool general : {false, true}) {
+        SCOPED_TRACE(
+            str_cat(dtype_name(dt), " rows ", rows, general ? " cast to a wider dtype" : ""));
+        const int64_t k = 1024, n = 2816;
+        const Tensor x = random_tensor({1, rows, k}, dt, seed++);
+        const Tensor w = random_tensor({k, n}, dt, seed++), b = random_tensor({n}, dt, seed++);
+        const Tensor nw = random_tensor({k}, dt, seed++), nb = random_tensor({k}, dt, seed++);
+        const Value program = Value::int_list(general ? wide_tanh(dt) : gelu_tanh(dt));
+        const Tensor product =
+            run_on(DeviceType::kCuda, {T(x), T(w), T(b), none, eps, T(nw), T(nb)});
+        const Tensor want = run_on(DeviceType::kCuda, {Value::list({T(product)}), program},
+                                   "inplace.fused_pointwise");
+        const Tensor got =
+            run_on(DeviceType::kCuda, {T(x), T(w), T(b), none, eps, T(nw), T(nb), program});
+        EXPECT_TRUE(close(got, want, 0));
+      }
 }
 
 TEST(CudaFusedAddmm, Gpt2FixturesMatchTheCpuEngine) {

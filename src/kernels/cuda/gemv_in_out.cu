@@ -1,10 +1,17 @@
-// fused_addmm's GEMV (gemv_in_out.h): a block owns C consecutive output columns; its threads
-// are TPR column groups of V columns (16 bytes of W's row k when V > 1) times kThreads / TPR
-// slices of k. A thread fetches its first kUnroll chunks of W before pdl_wait() (the weights are
-// constants, so the fetch overlaps the previous kernel), accumulates its slice of k in float32,
-// and the block sums the slices in shared memory in a fixed order; threads below C then apply the
-// epilogue (bias, residual, a pointwise program) to one column each. Compiled with --fmad=false
+// fused_addmm's GEMV (gemv_in_out.h), two kernels. One row (a decode step, the weight's columns
+// whole 16-byte chunks, 16-byte aligned): gemv_in_out_row_kernel, whose warps read whole 128-byte
+// lines of W's rows and whose blocks split k within a thread-block cluster (its comment). Else
+// gemv_in_out_kernel: a block owns C consecutive output columns; its threads are TPR column
+// groups of V columns (16 bytes of W's row k when V > 1) times kThreads / TPR slices of k. A
+// thread fetches its first kUnroll chunks of W before pdl_wait() (the weights are constants, so
+// the fetch overlaps the previous kernel), accumulates its slice of k in float32, and the block
+// sums the slices in shared memory in a fixed order; threads below C then apply the epilogue
+// (bias, residual, a pointwise program) to one column each. Compiled with --fmad=false
 // (pointwise_device.cuh).
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <array>
 #include <type_traits>
 
 #include "kernels/cuda/device_common.cuh"
@@ -85,18 +92,27 @@ __device__ inline void row_stats(const T* xr, int64_t K, double eps, double* scr
   *rs = 1.0 / sqrt(m2 / static_cast<double>(K) + eps);
 }
 
-// x[k] normalised as the cpu's layer_norm: ((x - mu) * rs) * w + b in double, rounded to T.
+// x normalised as the cpu's layer_norm: ((x - mu) * rs) * w + b in double (w and b where the
+// norm has them), rounded to T.
+template <typename T>
+__device__ inline float normed(T x, double mu, double rs, bool has_w, T w, bool has_b, T b) {
+  double v = __dmul_rn(__dsub_rn(static_cast<double>(to_f(x)), mu), rs);
+  if (has_w) v = __dmul_rn(v, static_cast<double>(to_f(w)));
+  if (has_b) v = __dadd_rn(v, static_cast<double>(to_f(b)));
+  return rounded<T>(static_cast<float>(v));
+}
 template <typename T>
 __device__ inline float normed(T x, double mu, double rs, const T* w, const T* b, int64_t k) {
-  double v = __dmul_rn(__dsub_rn(static_cast<double>(to_f(x)), mu), rs);
-  if (w) v = __dmul_rn(v, static_cast<double>(to_f(w[k])));
-  if (b) v = __dadd_rn(v, static_cast<double>(to_f(b[k])));
-  return rounded<T>(static_cast<float>(v));
+  return normed(x, mu, rs, w != nullptr, w ? w[k] : T(), b != nullptr, b ? b[k] : T());
 }
 
 // The epilogue program on y (its one input, as the chain stored it); its result is of y's dtype.
-// Not inlined: its registers (in local memory) stay out of the product's loop.
+// Not inlined: its registers (in local memory) stay out of the product's loop. A program of the
+// product's dtype throughout (GPT-2's GELU) runs in float registers, with the same roundings.
+template <typename T>
 __device__ __noinline__ float run_epilogue(const GemvEpilogueProgram& e, float y) {
+  if (e.one_dtype)
+    return pointwise_device::run_one_dtype<T>(e.code, e.n_code, [&](int32_t) { return y; });
   auto load = [&](int32_t, DType) { return pointwise_device::make<float>(y); };
   DType t = DType::kFloat32;
   return pointwise_device::run(e.code, e.reg, e.n_code, load, &t).f;
@@ -137,9 +153,11 @@ __global__ void __launch_bounds__(kThreads)
   // The epilogue writes' places (one row: the position read now, its round trip overlapping
   // the product's).
   T* targets[2] = {nullptr, nullptr};
-  if constexpr (R == 1)
+  if constexpr (R == 1) {
     for (int w = 0; w < g.n_writes; ++w)
       if (writes) targets[w] = gemv::row_target<T>(g.writes[w], j);
+    if (blockIdx.x == 0 && tid == 0) gemv::report_row_writes(g.writes, g.n_writes);
+  }
   const T* nw = static_cast<const T*>(g.norm_w);
   const T* nb = static_cast<const T*>(g.norm_b);
   for (int64_t m0 = 0; m0 < g.rows; m0 += R) {
@@ -196,7 +214,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int i = 0; i < kThreads / 32; ++i) total += gathered[i][tid];
         float y = rounded<T>(g.bias ? total + bias : total);  // addmm's result, or mm's
         if (g.residual) y = rounded<T>(y + residual[r]);
-        if (g.epilogue.n_code > 0) y = run_epilogue(g.epilogue, y);
+        if (g.epilogue.n_code > 0) y = run_epilogue<T>(g.epilogue, y);
         static_cast<T*>(g.y)[(m0 + r) * g.y_stride + j] = from_f<T>(y);
         if constexpr (R == 1)
           for (int w = 0; w < 2; ++w)
@@ -205,6 +223,150 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();  // part and gathered are reused by the next row
     }
   }
+}
+
+// The one-row path (a decode step). A block reads a tile of C columns, 128 bytes of each row of W
+// (kRowLanes lanes x 16 bytes: whole cache lines), over its share of k: a warp reads 4 rows at
+// once, the block kSlots, each thread every kSlots-th row of the share, kRowUnroll loads in
+// flight. The grid is (split, tiles): the `split` blocks of a tile divide k among them and form
+// one thread-block cluster; each sends its block sum of column c to the shared memory of the
+// block that finishes c (C / split columns each), which adds them in cluster-rank order and
+// runs the epilogue. No scratch or counters; every sum in a fixed order. kProgram: with an
+// epilogue program (its call raises the kernel's registers: two blocks an SM instead of three).
+constexpr int kRowLanes = 8;                  // lanes reading one row of a tile
+constexpr int kSlots = kThreads / kRowLanes;  // rows of W the block reads at once
+constexpr int kRowUnroll = 8;                 // loads a thread has in flight
+constexpr int kMaxSplit = 8;                  // the portable cluster size
+constexpr int kMaxShare = 2048;               // rows of k a block's input stage holds
+constexpr int kRowWarps = kThreads / 32;
+
+template <typename T, bool kNorm, bool kProgram>
+__global__ void __launch_bounds__(kThreads)
+    gemv_in_out_row_kernel(const __grid_constant__ GemvInOut g) {
+  namespace cg = cooperative_groups;
+  constexpr int V = 16 / sizeof(T);
+  constexpr int C = kRowLanes * V;  // the tile's columns
+  pdl_trigger();
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int split = static_cast<int>(cluster.dim_blocks().x);
+  const int rank = static_cast<int>(cluster.block_rank());
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int64_t K = g.k, N = g.n;
+  // The block's share of k, [k0, k1), and its thread's column chunk and first row.
+  const int64_t share = (K + split - 1) / split;
+  const int64_t k0 = rank * share, k1 = k0 + share < K ? k0 + share : K;
+  const int64_t tile = static_cast<int64_t>(blockIdx.y) * C;
+  const int64_t col = tile + (tid % kRowLanes) * V;
+  // The thread's rows: slot, slot + kSlots, ... of the share (`count` of them).
+  const int slot = tid / kRowLanes;
+  const int count = k0 + slot < k1 ? static_cast<int>((k1 - k0 - slot + kSlots - 1) / kSlots) : 0;
+  const bool active = col < N;  // n % V == 0: a chunk is whole or out
+  const T* wp = static_cast<const T*>(g.w) + (k0 + slot) * N + col;
+  const int64_t step = kSlots * N;
+  const T* X = static_cast<const T*>(g.x);
+  auto fetch = [&](int i) { return __ldcs(reinterpret_cast<const uint4*>(wp + i * step)); };
+  // The weights are constants: the first kRowUnroll rows are fetched before the wait for the
+  // previous kernel.
+  uint4 raw[kRowUnroll];
+  if (active)
+#pragma unroll
+    for (int u = 0; u < kRowUnroll; ++u)
+      if (u < count) raw[u] = fetch(u);
+  // The threads that finish columns run the epilogue program once on nothing while the weights
+  // are in flight: its code is then in their instruction caches when the sums are done.
+  const int own = C / split;  // the columns of the tile this block finishes
+  if (kProgram && tid < own) {
+    const float warm = run_epilogue<T>(g.epilogue, 0.f);
+    asm volatile("" ::"f"(warm));
+  }
+  // The first half of a cluster barrier: past its wait, every block of the cluster has started
+  // (its shared memory may be written).
+  if (split > 1) cluster.barrier_arrive();
+  pdl_wait();
+  if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) gemv::report_row_writes(g.writes, g.n_writes);
+  // The columns this block finishes, and their epilogue operands, requested before the product.
+  const int64_t j = tile + rank * own + tid;
+  const bool finishes = tid < own && j < N;
+  float bias = 0.f, residual = 0.f;
+  T* targets[2] = {nullptr, nullptr};
+  if (finishes) {
+    if (g.bias) bias = to_f(static_cast<const T*>(g.bias)[j]);
+    if (g.residual) residual = to_f(static_cast<const T*>(g.residual)[j]);
+    for (int w = 0; w < g.n_writes; ++w) targets[w] = gemv::row_target<T>(g.writes[w], j);
+  }
+  // The share of the input (normalised: the value the chain's layer_norm hands the product).
+  // The norm's weight and bias at the thread's first element of the share are requested before
+  // the row's statistics.
+  __shared__ float xs[kMaxShare];
+  __shared__ double scratch[kRowWarps];
+  const T* nw = static_cast<const T*>(g.norm_w);
+  const T* nb = static_cast<const T*>(g.norm_b);
+  const int64_t kx = k0 + tid;
+  T w0 = T(), b0 = T();
+  if (kNorm && kx < k1) {
+    if (nw) w0 = nw[kx];
+    if (nb) b0 = nb[kx];
+  }
+  double mu = 0, rs = 0;
+  if constexpr (kNorm) row_stats(X, K, g.eps, scratch, &mu, &rs);
+  for (int64_t k = kx; k < k1; k += kThreads) {
+    if (!kNorm)
+      xs[k - k0] = to_f(X[k]);
+    else if (k == kx)
+      xs[k - k0] = normed(X[k], mu, rs, nw != nullptr, w0, nb != nullptr, b0);
+    else
+      xs[k - k0] = normed(X[k], mu, rs, nw, nb, k);
+  }
+  __syncthreads();
+  float acc[V] = {};
+  if (active) {
+    for (int i0 = 0; i0 < count; i0 += kRowUnroll) {
+#pragma unroll
+      for (int u = 0; u < kRowUnroll; ++u) {
+        const int i = i0 + u;
+        if (i >= count) break;
+        float wf[V];
+        widen<T, V>(Chunk<T, V>{raw[u]}, wf);
+        // Its register refilled at once: kRowUnroll loads stay in flight.
+        if (i + kRowUnroll < count) raw[u] = fetch(i + kRowUnroll);
+        const float xf = xs[slot + i * kSlots];
+#pragma unroll
+        for (int v = 0; v < V; ++v) acc[v] += xf * wf[v];
+      }
+    }
+  }
+  // The warp's four rows of a chunk meet by shuffles, then the block's warps in order.
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], kRowLanes);
+    acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], 2 * kRowLanes);
+  }
+  __shared__ float warp_sums[kRowWarps][C];
+  if (lane < kRowLanes)
+#pragma unroll
+    for (int v = 0; v < V; ++v) warp_sums[warp][lane * V + v] = acc[v];
+  __syncthreads();
+  float total = 0.f;
+  if (tid < C)
+    for (int w = 0; w < kRowWarps; ++w) total += warp_sums[w][tid];
+  // The split blocks' sums of column c, in the shared memory of the block that finishes c.
+  __shared__ float block_sums[kMaxSplit][C];
+  if (split > 1) {
+    cluster.barrier_wait();
+    if (tid < C) cluster.map_shared_rank(&block_sums[0][0], tid / own)[rank * C + tid] = total;
+    cluster.sync();  // every store has arrived; afterwards a block reads only its own memory
+    if (finishes) {
+      total = 0.f;
+      for (int r = 0; r < split; ++r) total += block_sums[r][j - tile];
+    }
+  }
+  if (!finishes) return;
+  float y = rounded<T>(g.bias ? total + bias : total);  // addmm's result, or mm's
+  if (g.residual) y = rounded<T>(y + residual);
+  if constexpr (kProgram) y = run_epilogue<T>(g.epilogue, y);
+  static_cast<T*>(g.y)[j] = from_f<T>(y);
+  for (int w = 0; w < 2; ++w)
+    if (targets[w]) *targets[w] = from_f<T>(y);
 }
 
 bool aligned16(const void* p) {
@@ -223,22 +385,85 @@ void launch_form(const GemvInOut& g, cudaStream_t s) {
   launch_pdl(kKernels[g.rows == 1][g.norm], blocks, kThreads, s, g);
 }
 
+// The one-row path's split of k (1, 2, 4 or 8 blocks a tile), or 0 where it does not apply (a
+// block's share of k past kMaxShare). Doubled while the grid is under two blocks an SM, each
+// block keeps at least kSlots rows per split half, and the doubled grid still fits the GPU at
+// once (`resident` blocks).
+int row_split(int64_t k, int64_t tiles, int64_t sms, int64_t resident) {
+  int split = 1;
+  while (split < kMaxSplit && k >= 2 * split * kSlots &&
+         ((k + split - 1) / split > kMaxShare ||
+          (tiles * split < 2 * sms && tiles * split * 2 <= resident)))
+    split *= 2;
+  return (k + split - 1) / split <= kMaxShare ? split : 0;
+}
+
+// The one-row kernel's launch; false, having launched nothing, where no split applies.
+template <typename T, bool kNorm, bool kProgram>
+bool launch_row(const GemvInOut& g, cudaStream_t s) {
+  constexpr auto kernel = gemv_in_out_row_kernel<T, kNorm, kProgram>;
+  constexpr int64_t C = kRowLanes * (16 / sizeof(T));
+  // The GPU's SMs and the kernel's blocks that fit on it at once (asked on the first call).
+  static const std::array<int64_t, 2> capacity = [] {
+    int device = 0, count = 0, per_sm = 0;
+    IP_CUDA_CHECK(cudaGetDevice(&device), "fused_addmm");
+    IP_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device),
+                  "fused_addmm");
+    IP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0),
+                  "fused_addmm");
+    return std::array<int64_t, 2>{count, int64_t{count} * per_sm};
+  }();
+  const int64_t tiles = (g.n + C - 1) / C;
+  const int split = tiles <= 65535 ? row_split(g.k, tiles, capacity[0], capacity[1]) : 0;
+  if (split == 0) return false;
+  launch_pdl_cluster(kernel, dim3(split, static_cast<unsigned>(tiles)), kThreads, dim3(split, 1, 1),
+                     s, g);
+  return true;
+}
+
+template <typename T>
+bool launch_one_row(const GemvInOut& g, cudaStream_t s) {
+  using Launch = bool (*)(const GemvInOut&, cudaStream_t);
+  // [norm][epilogue program]
+  constexpr Launch kLaunch[2][2] = {{launch_row<T, false, false>, launch_row<T, false, true>},
+                                    {launch_row<T, true, false>, launch_row<T, true, true>}};
+  return kLaunch[g.norm][g.epilogue.n_code > 0](g, s);
+}
+
 template <typename T>
 void launch(const GemvInOut& g, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
-  // 16-byte chunks: a thread reads 16 bytes of each of its rows of k, a block eight bf16 columns
-  // (GPT-2's 768-wide products: 96 blocks, every slice of k 256 rows apart); else one warp reads
-  // 32 consecutive elements.
-  if (g.n % V == 0 && aligned16(g.w))
+  const bool vector = g.n % V == 0 && aligned16(g.w);
+  // One row: whole 128-byte lines of W a warp, k split across a cluster (gemv_in_out_row_kernel).
+  if (vector && g.rows == 1 && g.k > 0 && launch_one_row<T>(g, s)) return;
+  // 16-byte chunks: a thread reads 16 bytes of each of its rows of k, a block eight bf16 columns,
+  // up to four input rows a pass; else one warp reads 32 consecutive elements.
+  if (vector)
     launch_form<T, V, 1>(g, s);
   else
     launch_form<T, 1, 32>(g, s);
 }
 
+// Whether every instruction of e is a load, number, unary, binary or pow_scalar op of dtype t
+// (pointwise_device::run_one_dtype's programs).
+bool of_one_dtype(const GemvEpilogueProgram& e, DType t) {
+  using pointwise::Opcode;
+  for (int k = 0; k < e.n_code; ++k) {
+    const pointwise::Instr& in = e.code[k];
+    const bool op = in.op == Opcode::kLoad || in.op == Opcode::kConst || in.op == Opcode::kUnary ||
+                    in.op == Opcode::kBinary || in.op == Opcode::kPowScalar ||
+                    in.op == Opcode::kStore;
+    if (!op || static_cast<DType>(in.dtype) != t) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-void gemv_in_out(const GemvInOut& g, void* stream) {
-  if (g.rows == 0 || g.n == 0) return;
+void gemv_in_out(const GemvInOut& product, void* stream) {
+  if (product.rows == 0 || product.n == 0) return;
+  GemvInOut g = product;
+  g.epilogue.one_dtype = of_one_dtype(g.epilogue, g.dtype);
   const cudaStream_t s = as_stream(stream);
   switch (g.dtype) {
     case DType::kFloat32:

@@ -1,9 +1,10 @@
 // The decode GEMV over a weight stored [in, out] (fused_addmm: GPT-2's Conv1D, addmm's mat2),
-// read where it lies: at each k the block's threads read a run of consecutive columns of W's
-// row k (coalesced), the k rows are dealt to the block's slices, and the slices' partial sums
-// meet in shared memory in a fixed order. Every operand is of one dtype T (float32, bfloat16 or
-// float16); each result is computed by the float operations of the chain the fused op replaces,
-// rounding to T where the chain rounds:
+// read where it lies: threads read runs of consecutive columns of W's rows (coalesced; at one
+// row whole 128-byte lines, k split across the blocks of a thread-block cluster), and the
+// partial sums meet in shared memory (the cluster's distributed shared memory) in a fixed order:
+// the same bits on every call. Every operand is of one dtype T (float32, bfloat16 or float16);
+// each result is computed by the float operations of the chain the fused op replaces, rounding
+// to T where the chain rounds:
 //   with norm, each input row first becomes layer_norm(x, [k], norm_w, norm_b, eps) as the cpu
 //   kernel computes it: mean and variance in double, then T(float(((x - mean) * rstd) * w + b))
 //   in double (no fused multiply-add);
@@ -12,7 +13,8 @@
 //   with an epilogue program (fused_addmm's `epilogue`: a fused_pointwise program over the one
 //   input, GPT-2's GELU-tanh chain), the value so far runs it as the fused_pointwise kernel
 //   does (pointwise_device.cuh), each register rounded as the unfused chain rounds.
-// The sum's order is the GPU's: results match the cpu's up to the rounding of the float32 sum.
+// The sum's order is the GPU's (fixed for a shape and GPU): results match the cpu's up to the
+// rounding of the float32 sum.
 #pragma once
 #include <cstdint>
 
@@ -27,6 +29,7 @@ struct GemvEpilogueProgram {
   pointwise::Instr code[pointwise::kMaxInstructions];
   uint8_t reg[pointwise::kMaxInstructions] = {};  // each register's dtype
   int n_code = 0;                                 // 0: none
+  bool one_dtype = false;  // every instruction of the product's dtype (set by gemv_in_out)
 };
 
 struct GemvInOut {

@@ -185,6 +185,41 @@ __device__ inline Reg run(const Instr* code, const uint8_t* reg, int n_code, Loa
   return make<float>(0.f);
 }
 
+// run() for a program whose every instruction is a load, number, unary, binary or pow_scalar op
+// of one float dtype T (no casts, comparisons or where), on one input: the same functions and
+// roundings (stored<float> at T is a rounding to T), its registers floats. `load(i)` is input i.
+template <typename T, typename Load>
+__device__ inline float run_one_dtype(const Instr* code, int n_code, Load&& load) {
+  float regs[pointwise::kMaxInstructions];
+  auto round = [](float v) { return to_f(from_f<T>(v)); };
+  for (int k = 0; k < n_code; ++k) {
+    const Instr& in = code[k];
+    switch (in.op) {
+      case Opcode::kLoad:
+        regs[k] = load(in.a);
+        break;
+      case Opcode::kConst:
+        regs[k] = number_as<float>(in.a & 3, in.b, in.c);
+        break;
+      case Opcode::kUnary:
+        regs[k] = round(unary_op<float>(in.b, regs[in.a], false));
+        break;
+      case Opcode::kBinary:
+        regs[k] = round(binary_op<float>(in.c, regs[in.a], regs[in.b], 1.f));
+        break;
+      case Opcode::kPowScalar:
+        regs[k] = round(binary_op<float>(static_cast<int>(BinaryOp::kPow), regs[in.a],
+                                         number_as<float>(in.b, in.c, in.d), 1.f));
+        break;
+      case Opcode::kStore:
+        return regs[in.a];
+      default:
+        break;
+    }
+  }
+  return 0.f;
+}
+
 // Stores register r of dtype t at p[o].
 __device__ inline void store_reg(char* p, DType t, int64_t o, const Reg& r) {
   switch (kind_of(t)) {
