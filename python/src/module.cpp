@@ -12,6 +12,7 @@
 #include "program_bindings.h"
 #include "state_check.h"
 #include "tensor_bridge.h"
+#include "torch_crossing.h"
 
 namespace py = pybind11;
 using namespace inplace;
@@ -197,6 +198,7 @@ PYBIND11_MODULE(_C, m) {
       py::arg("path"), py::arg("state") = py::dict());
   python::bind_programs(m);
   python::bind_state_check(m);
+  python::bind_torch_crossing(m);
   m.def("graph_text", [](const std::string& json, const std::string& base_dir) {
     return read_graph_json_string(json, base_dir, "<python>")->to_string();
   });
