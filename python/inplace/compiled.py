@@ -155,7 +155,9 @@ def _stream_of(device):
     """The caller's current torch stream on ``device`` (0 for the cpu); see _stream_getter."""
     get = _stream_getters.get(device)
     if get is None:
-        get = _stream_getters[device] = _stream_getter(device)
+        get = _stream_getter(device)
+        if device.type != "cuda" or device.index is not None:  # "cuda": the current device's
+            _stream_getters[device] = get
     return get()
 
 
