@@ -169,7 +169,8 @@ def _crossing():
     inputs in and results out without a Python frame per tensor."""
     if not _crossings:
         _crossings.append(_native.load().TorchCrossing(
-            torch._C._to_dlpack, torch._C._from_dlpack, torch.bool, torch.uint8))
+            dlpack.to_dlpack, getattr(torch._C, "_from_dlpack", dlpack.from_dlpack), torch.bool,
+            torch.uint8))
     return _crossings[0]
 
 
