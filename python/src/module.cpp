@@ -132,6 +132,12 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("device",
                              [](const CompiledGraph& self) { return self.engine().device().str(); })
       .def_property_readonly("user_input_names", &CompiledGraph::user_input_names)
+      .def_property_readonly("user_input_viewed",
+                             [](const CompiledGraph& self) {
+                               std::vector<bool> out;
+                               for (char v : self.user_input_viewed()) out.push_back(v != 0);
+                               return out;
+                             })
       .def_property_readonly(
           "aliased_io",
           [](const CompiledGraph& self) {

@@ -17,15 +17,20 @@ TorchCrossing::TorchCrossing(py::object to_dlpack, py::object from_dlpack, py::o
       detach_("detach"),
       view_("view"),
       clone_("clone"),
-      dtype_("dtype") {}
+      dtype_("dtype"),
+      requires_grad_("requires_grad") {}
 
 std::vector<Tensor> TorchCrossing::inputs(const py::sequence& tensors,
-                                          const std::vector<std::string>& names) const {
+                                          const std::vector<std::string>& names,
+                                          const std::vector<char>& viewed) const {
   std::vector<Tensor> out;
   const size_t n = tensors.size();
   out.reserve(n);
   for (size_t k = 0; k < n; ++k) {
-    py::object alias = tensors[k].attr(detach_)();
+    py::object alias = tensors[k];
+    if ((k < viewed.size() && viewed[k]) ||
+        py::object(alias.attr(requires_grad_)).is(py::handle(Py_True)))
+      alias = alias.attr(detach_)();
     const bool is_bool = py::object(alias.attr(dtype_)).is(bool_);
     if (is_bool) alias = alias.attr(view_)(uint8_);
     py::object capsule = to_dlpack_(alias);
@@ -53,7 +58,8 @@ void bind_torch_crossing(py::module_& m) {
           "call",
           [](const TorchCrossing& self, CompiledGraph& graph, const py::sequence& tensors,
              uintptr_t stream) {
-            std::vector<Tensor> inputs = self.inputs(tensors, graph.user_input_names());
+            std::vector<Tensor> inputs =
+                self.inputs(tensors, graph.user_input_names(), graph.user_input_viewed());
             std::vector<CallResult> results;
             {
               py::gil_scoped_release release;

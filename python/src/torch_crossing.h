@@ -21,12 +21,15 @@ class TorchCrossing {
   TorchCrossing(pybind11::object to_dlpack, pybind11::object from_dlpack,
                 pybind11::object bool_dtype, pybind11::object uint8_dtype);
 
-  // Each torch tensor of `tensors` as an inplace tensor over its memory: a detached alias's
-  // capsule (the capsule holds that alias, so `x.data = y` on the caller's object frees
-  // nothing the engine reads), a bool tensor crossing as uint8 (torch 1.13 has no DLPack
-  // bool). Errors name the input ("input 'name'"); torch's own errors propagate.
+  // Each torch tensor of `tensors` as an inplace tensor over its memory, a bool tensor crossing
+  // as uint8 (torch 1.13 has no DLPack bool). The capsule holds the tensor it is made from; for
+  // an input a result may view (`viewed`, per input) or one that requires grad, that is a
+  // detached alias, so that `x.data = y` on the caller's object frees nothing the result reads
+  // (the engine reads an input during its call only: the next call binds anew). Errors name the
+  // input ("input 'name'"); torch's own errors propagate.
   std::vector<Tensor> inputs(const pybind11::sequence& tensors,
-                             const std::vector<std::string>& names) const;
+                             const std::vector<std::string>& names,
+                             const std::vector<char>& viewed) const;
 
   // A call's result: the user input index (int) or state target (str) it is, or a torch tensor
   // over the engine's memory, cloned by torch where it views a device context's own buffer (on
@@ -35,7 +38,7 @@ class TorchCrossing {
 
  private:
   pybind11::object to_dlpack_, from_dlpack_, bool_, uint8_;
-  pybind11::str detach_, view_, clone_, dtype_;
+  pybind11::str detach_, view_, clone_, dtype_, requires_grad_;
 };
 
 // inplace._C.TorchCrossing(...) and its call(compiled_graph, tensors, stream): the inputs in,

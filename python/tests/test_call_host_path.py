@@ -201,6 +201,30 @@ class FastPath(CompileCase):
 
 
 @requires_extension
+class Crossing(CompileCase):
+    def test_inputs_a_result_may_view_are_the_ones_held_as_detached_aliases(self):
+        # Only those cross as a detached alias (a result viewing one keeps its memory, whatever
+        # `x.data = y` does to the caller's object); the others cross as they are.
+        viewed = inplace.compile(lambda x, y: (x.t(), y + 1), (torch.zeros(3, 4), torch.ones(2)))
+        self.assertEqual(viewed._native.user_input_viewed, [True, False])
+        decode = inplace.compile(Decode().eval(), (torch.tensor([[3]]), torch.tensor([0])))
+        self.assertEqual(decode._native.user_input_viewed, [False, False])
+        x = torch.arange(12.0).reshape(3, 4)
+        got, _ = viewed(x, torch.ones(2))
+        x.data = torch.zeros(1)
+        self.assertTrue(torch.equal(got, torch.arange(12.0).reshape(3, 4).t()))
+
+    def test_inputs_that_require_grad_cross_read_only(self):
+        w = torch.randn(4, 3, requires_grad=True)
+        x = torch.randn(2, 4)
+        compiled = inplace.compile(lambda w, x: torch.tanh(x @ w), (w.detach(), x))
+        got = compiled(w, x)
+        self.assertSame(got, torch.tanh(x @ w).detach(), "a read-only input requiring grad")
+        self.assertTrue(w.requires_grad)
+        self.assertIsNone(w.grad)
+
+
+@requires_extension
 class Rebuilder(unittest.TestCase):
     def check(self, spec, count):
         items = [torch.tensor(float(i)) for i in range(count)]
