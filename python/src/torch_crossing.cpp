@@ -8,6 +8,32 @@ namespace py = pybind11;
 
 namespace inplace::python {
 
+namespace {
+
+// Python's vectorcall entry points (no argument tuple per call), a Python error rethrown.
+py::object checked(PyObject* result) {
+  if (!result) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(result);
+}
+
+py::object get(const py::handle& obj, const py::str& name) {
+  return checked(PyObject_GetAttr(obj.ptr(), name.ptr()));
+}
+
+py::object call_method(const py::handle& obj, const py::str& name) {
+  return checked(PyObject_CallMethodNoArgs(obj.ptr(), name.ptr()));
+}
+
+py::object call_method(const py::handle& obj, const py::str& name, const py::handle& arg) {
+  return checked(PyObject_CallMethodOneArg(obj.ptr(), name.ptr(), arg.ptr()));
+}
+
+py::object call(const py::handle& f, const py::handle& arg) {
+  return checked(PyObject_CallOneArg(f.ptr(), arg.ptr()));
+}
+
+}  // namespace
+
 TorchCrossing::TorchCrossing(py::object to_dlpack, py::object from_dlpack, py::object bool_dtype,
                              py::object uint8_dtype)
     : to_dlpack_(std::move(to_dlpack)),
@@ -28,12 +54,11 @@ std::vector<Tensor> TorchCrossing::inputs(const py::sequence& tensors,
   out.reserve(n);
   for (size_t k = 0; k < n; ++k) {
     py::object alias = tensors[k];
-    if ((k < viewed.size() && viewed[k]) ||
-        py::object(alias.attr(requires_grad_)).is(py::handle(Py_True)))
-      alias = alias.attr(detach_)();
-    const bool is_bool = py::object(alias.attr(dtype_)).is(bool_);
-    if (is_bool) alias = alias.attr(view_)(uint8_);
-    py::object capsule = to_dlpack_(alias);
+    if ((k < viewed.size() && viewed[k]) || get(alias, requires_grad_).ptr() == Py_True)
+      alias = call_method(alias, detach_);
+    const bool is_bool = get(alias, dtype_).is(bool_);
+    if (is_bool) alias = call_method(alias, view_, uint8_);
+    py::object capsule = call(to_dlpack_, alias);
     out.push_back(tensor_from_dlpack(
         capsule.cast<py::capsule>(),
         k < names.size() ? "input '" + names[k] + "'" : "input " + std::to_string(k),
@@ -45,9 +70,9 @@ std::vector<Tensor> TorchCrossing::inputs(const py::sequence& tensors,
 py::object TorchCrossing::result(const CallResult& r) const {
   if (r.user_input >= 0) return py::int_(r.user_input);
   if (!r.state_target.empty()) return py::str(r.state_target);
-  py::object t = from_dlpack_(tensor_to_dlpack(r.fresh));
-  if (r.fresh.dtype() == DType::kBool) t = t.attr(view_)(bool_);
-  return r.context_owned ? t.attr(clone_)() : t;
+  py::object t = call(from_dlpack_, tensor_to_dlpack(r.fresh));
+  if (r.fresh.dtype() == DType::kBool) t = call_method(t, view_, bool_);
+  return r.context_owned ? call_method(t, clone_) : t;
 }
 
 void bind_torch_crossing(py::module_& m) {
