@@ -4,15 +4,19 @@
 A tiny decode step (token embedding, two KV caches written in place at ``cache_position``, a
 projection to logits), called as a Hugging Face decode step is: ``input_ids`` [1, 1] and
 ``cache_position`` [1], both int64. Every number is microseconds of host time per call
-(perf_counter over ``--calls`` calls, best of ``--reps``), with no wait for the device: what a
-call costs the thread that makes it. The parts are timed alone, each as the call runs it:
+(perf_counter over ``--calls`` calls, best of ``--reps``; on cuda the device is waited for
+before each repetition, never inside one): what a call costs the thread that makes it. The
+parts are timed alone, each as the call runs it (CompiledProgram._call_parts), in grad mode off
+and on:
 
+  forward    the call without nn.Module's __call__
   sync       the module's state looked at (a replaced parameter or buffer is bound)
-  inputs     the arguments checked and handed to the engine (one pass, all inputs)
-  native     the engine's call with the inputs already prepared (binding, run or launch, the
-             results as torch tensors: a context-owned one cloned)
-  outputs    the results as the program returns them (pytree rebuilt, scalars)
+  inputs     the arguments checked (one pass over the inputs)
+  grad       the written inputs and state looked at for requires_grad (grad mode on)
   stream     the caller's current stream (0 on the cpu)
+  native     the extension call: the inputs crossing in, the engine's run (on cuda: launches
+             or a graph replay), the results as torch tensors (a context-owned one cloned)
+  outputs    the results as the program returns them (inputs returned, scalars, rebuild)
 
 Usage: python3 bench/call_overhead.py [--device cpu|cuda] [--calls N] [--reps R] [--loop N]
 (``--loop N`` only calls N times, for a profiler). Runs from a build tree as the tests do:
@@ -48,9 +52,12 @@ class TinyDecode(nn.Module):
         return self.lm_head(h)
 
 
-def per_call_us(f, calls, reps):
+def per_call_us(f, calls, reps, settle=lambda: None):
+    """Best of ``reps`` of the mean over ``calls`` calls; ``settle`` runs before each (on cuda:
+    a device wait, so that a full launch queue never makes the host wait inside the timing)."""
     best = float("inf")
     for _ in range(reps):
+        settle()
         t0 = time.perf_counter()
         for _ in range(calls):
             f()
@@ -61,12 +68,15 @@ def per_call_us(f, calls, reps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--calls", type=int, default=2000)
+    ap.add_argument("--calls", type=int, default=0,
+                    help="calls per repetition (default 2000 on the cpu, 200 on cuda)")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--loop", type=int, default=0)
     a = ap.parse_args()
     torch.manual_seed(0)
     dev = torch.device(a.device)
+    calls = a.calls or (200 if dev.type == "cuda" else 2000)
+    settle = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     model = TinyDecode().to(dev).eval()
     ids = torch.tensor([[3]], device=dev)
     pos = torch.tensor([0], device=dev)
@@ -85,7 +95,7 @@ def main():
             print("torch %s, %s, grad mode %s" % (torch.__version__, dev, "on" if grad else "off"))
             for name, f in rows:
                 f()
-                print("  %-10s %7.2f us" % (name, per_call_us(f, a.calls, a.reps)))
+                print("  %-10s %7.2f us" % (name, per_call_us(f, calls, a.reps, settle)))
     if dev.type == "cuda":
         torch.cuda.synchronize()
 

@@ -271,6 +271,23 @@ class Rebuilder(unittest.TestCase):
 
 
 @requires_extension
+class Bench(unittest.TestCase):
+    def test_call_overhead_prints_every_part_in_both_grad_modes(self):
+        import os
+        import subprocess
+        import sys
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        r = subprocess.run([sys.executable, os.path.join(root, "bench", "call_overhead.py"),
+                            "--calls", "5", "--reps", "1"], capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for part in ("whole call", "forward", "sync", "inputs", "grad", "stream", "native",
+                     "outputs"):
+            self.assertEqual(r.stdout.count("  %s " % part), 2, r.stdout)
+        self.assertIn("grad mode on", r.stdout)
+
+
+@requires_extension
 class Streams(unittest.TestCase):
     def test_the_cpu_stream_is_zero(self):
         self.assertEqual(compiled_module._stream_getter(torch.device("cpu"))(), 0)
