@@ -6,6 +6,7 @@ and a mutated input the program returns comes back as that very object. A module
 the module's own tensors: what ``forward`` writes into them persists, and they read as
 attributes of the compiled module under their own names.
 """
+import functools
 import json
 import operator
 import os
@@ -64,18 +65,23 @@ def _refuse_grad_leaves(written, tensors, names, written_state=(), state=None):
     one) while grad mode is on; so does the compiled program, before anything is written."""
     if not torch.is_grad_enabled():
         return
-    what = [("input '%s'" % names[k], tensors[k]) for k in written]
-    what += [("state '%s'" % t, state[t]) for t in written_state]
-    for name, t in what:
-        if not t.requires_grad:
-            continue
-        base = t._base if t._base is not None else t
-        if base.is_leaf:
-            raise InputError(
-                "%s is %sa leaf tensor that requires grad, and the program writes it in place, "
-                "which torch refuses (\"a leaf Variable that requires grad is being used in an "
-                "in-place operation\"): pass a tensor that does not require grad, or call under "
-                "torch.no_grad()" % (name, "a view of " if t is not base else ""))
+    for k in written:  # named only when refused: a call looks at requires_grad alone
+        if tensors[k].requires_grad:
+            _refuse_grad_leaf("input '%s'" % names[k], tensors[k])
+    for target in written_state:
+        if state[target].requires_grad:
+            _refuse_grad_leaf("state '%s'" % target, state[target])
+
+
+def _refuse_grad_leaf(name, t):
+    """Raises for ``t`` (which requires grad) where it is a leaf or a view of one."""
+    base = t._base if t._base is not None else t
+    if base.is_leaf:
+        raise InputError(
+            "%s is %sa leaf tensor that requires grad, and the program writes it in place, "
+            "which torch refuses (\"a leaf Variable that requires grad is being used in an "
+            "in-place operation\"): pass a tensor that does not require grad, or call under "
+            "torch.no_grad()" % (name, "a view of " if t is not base else ""))
 
 
 def _engine_device(device, examples, names, state):
@@ -123,10 +129,49 @@ def _precheck_devices(module_or_fn, example_inputs, device):
         _engine_device(device, list(example_inputs), names, state)
 
 
+def _no_stream():
+    return 0
+
+
+def _stream_getter(device):
+    """A function of no arguments giving the caller's current torch stream on ``device`` as an
+    integer (0 for the cpu): the engine enqueues its kernels there, ordered with the caller's own
+    work, and does not wait for them. torch's raw getter (what its inductor calls; tenths of a
+    microsecond) where torch has it, else ``torch.cuda.current_stream`` (about ten)."""
+    if device.type != "cuda":
+        return _no_stream
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return functools.partial(raw, index)
+    device = torch.device("cuda", index)
+    return lambda: torch.cuda.current_stream(device).cuda_stream
+
+
+_stream_getters = {}
+
+
 def _stream_of(device):
-    """The caller's current torch stream on ``device`` (0 for the cpu): the engine enqueues its
-    kernels there, ordered with the caller's own work, and does not wait for them."""
-    return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    """The caller's current torch stream on ``device`` (0 for the cpu); see _stream_getter."""
+    get = _stream_getters.get(device)
+    if get is None:
+        get = _stream_getter(device)
+        if device.type != "cuda" or device.index is not None:  # "cuda": the current device's
+            _stream_getters[device] = get
+    return get()
+
+
+_crossings = []
+
+
+def _crossing():
+    """The extension's TorchCrossing (torch's DLPack functions, handed over once): a call's
+    inputs in and results out without a Python frame per tensor."""
+    if not _crossings:
+        _crossings.append(_native.load().TorchCrossing(
+            dlpack.to_dlpack, getattr(torch._C, "_from_dlpack", dlpack.from_dlpack), torch.bool,
+            torch.uint8))
+    return _crossings[0]
 
 
 _INT64 = (-2**63, 2**63 - 1)
@@ -263,6 +308,17 @@ class CompiledProgram(_EngineRuntime, torch.nn.Module):
             bounds = dyn.get(name, {})
             shape = tuple(bounds.get(d, s) for d, s in enumerate(shape))
             self._expected[name] = (shape, dtype, set(bounds))
+        # What a call checks inline, per input: the dtype, and the shape where no dim is dynamic
+        # (None: _check compares). Anything else takes _check, which also words every refusal.
+        self._exact = [(dtype, None if dyn else shape)
+                       for shape, dtype, dyn in (self._expected[n] for n in self._names)]
+        self._on_cpu = self._device.type == "cpu"
+        self._device_index = self._device.index
+        self._stream = _stream_getter(self._device)
+        self._run = functools.partial(_crossing().call, native)
+        self._scalars = sorted(captured.scalar_outputs)
+        self._rebuild_out = _rebuilder(captured.out_spec, native.num_outputs_user)
+        self._grad_watch = bool(self._written or self._written_state)
 
     # ---- the module's attributes and state
     def __getattr__(self, name):
@@ -318,6 +374,27 @@ class CompiledProgram(_EngineRuntime, torch.nn.Module):
         return t
 
     def forward(self, *args, **kwargs):
+        if kwargs or len(args) != len(self._names):
+            args = self._arranged(args, kwargs)
+        self._watch.sync(self._state, self._rebind)  # replaced state: bound, or refused
+        tensors = self._inputs(args)
+        if self._grad_watch and torch.is_grad_enabled():
+            _refuse_grad_leaves(self._written, tensors, self._names, self._written_state,
+                                self._state)
+        try:
+            leaves = self._run(tensors, self._stream())
+        except _native.load().Error as e:
+            state = [t for t in self._native.partly_updated if t in self._state]
+            if not state:
+                raise
+            raise type(e)("%s [python: the module's %s; restore it in place and call "
+                          "compiled.reset(), or assign a restored tensor to the module, which "
+                          "the next call binds]" % (e, ", ".join("'%s'" % t for t in state))
+                          ) from None
+        return self._outputs(leaves, args, tensors)
+
+    def _arranged(self, args, kwargs):
+        """The positional and keyword arguments as one argument per input, in order."""
         if kwargs:
             args = list(args)
             for name in self._names[len(args):]:
@@ -329,32 +406,56 @@ class CompiledProgram(_EngineRuntime, torch.nn.Module):
         if len(args) != len(self._names):
             raise TypeError("the program takes %d inputs (%s), got %d"
                             % (len(self._names), ", ".join(self._names), len(args)))
-        self._watch.sync(self._state, self._rebind)  # replaced state: bound, or refused
-        tensors = [self._check(i, a) for i, a in enumerate(args)]
-        _refuse_grad_leaves(self._written, tensors, self._names, self._written_state,
-                            self._state)
-        try:
-            results = self._native.call([_to_capsule(t) for t in tensors],
-                                        _stream_of(self._device))
-        except _native.load().Error as e:
-            state = [t for t in self._native.partly_updated if t in self._state]
-            if not state:
-                raise
-            raise type(e)("%s [python: the module's %s; restore it in place and call "
-                          "compiled.reset(), or assign a restored tensor to the module, which "
-                          "the next call binds]" % (e, ", ".join("'%s'" % t for t in state))
-                          ) from None
-        leaves = []
-        for r in results:
-            if type(r) is int:
-                leaves.append(args[r] if isinstance(args[r], torch.Tensor) else tensors[r])
+        return args
+
+    def _inputs(self, args):
+        """The arguments as the engine's input tensors. An input that is a plain tensor of the
+        engine's device, the dtype and (no dim dynamic) the shape it was compiled for is taken as
+        it is, after a few attribute reads; any other goes through _check, which converts a
+        Python number and words a refusal exactly as before, the first input that fails first."""
+        cpu, index, exact = self._on_cpu, self._device_index, self._exact
+        tensors = args
+        for i, a in enumerate(args):
+            dtype, shape = exact[i]
+            if (type(a) is torch.Tensor and a.dtype is dtype and a.shape == shape
+                    and (a.is_cpu if cpu else a.is_cuda and a.get_device() == index)):
+                continue
+            if tensors is args:
+                tensors = list(args)
+            tensors[i] = self._check(i, a)
+        return tensors
+
+    def _outputs(self, leaves, args, tensors):
+        """The engine's results (a torch tensor, or the input index / state target a result is)
+        as the program returns them."""
+        for j, r in enumerate(leaves):
+            if type(r) is int:  # the caller's own object, as eager returns it
+                leaves[j] = args[r] if isinstance(args[r], torch.Tensor) else tensors[r]
             elif type(r) is str:
-                leaves.append(self._state[r])
-            else:
-                leaves.append(_from_result(r))
-        for i in self._captured.scalar_outputs:
+                leaves[j] = self._state[r]
+        for i in self._scalars:
             leaves[i] = leaves[i].item()
-        return _rebuild(self._captured.out_spec, leaves)
+        return self._rebuild_out(leaves)
+
+    def _call_parts(self, args):
+        """[(part, function of no arguments)]: each part of a call with ``args`` on its own, as
+        forward runs it (bench/call_overhead.py times them)."""
+        tensors = self._inputs(args)
+        stream = self._stream()
+        leaves = self._run(tensors, stream)
+        done = list(leaves)
+
+        def grad():
+            if self._grad_watch and torch.is_grad_enabled():
+                _refuse_grad_leaves(self._written, tensors, self._names, self._written_state,
+                                    self._state)
+        return [("forward", lambda: self.forward(*args)),
+                ("sync", lambda: self._watch.sync(self._state, self._rebind)),
+                ("inputs", lambda: self._inputs(args)),
+                ("grad", grad),
+                ("stream", self._stream),
+                ("native", lambda: self._run(tensors, stream)),
+                ("outputs", lambda: self._outputs(list(done), args, tensors))]
 
     def _rebind(self, target, tensor):
         self._native.rebind_state(target, _to_capsule(tensor))
@@ -409,6 +510,48 @@ class CompiledProgram(_EngineRuntime, torch.nn.Module):
     @property
     def captured_by(self):
         return self._captured.how
+
+
+def _is_leaf_spec(spec):
+    is_leaf = getattr(spec, "is_leaf", None)  # a TreeSpec method in torch 2
+    if callable(is_leaf):
+        return is_leaf()
+    import torch.utils._pytree as pytree
+    return isinstance(spec, getattr(pytree, "LeafSpec", ()))
+
+
+def _rebuilder(spec, count):
+    """``_rebuild`` for ``spec`` as a function of the leaves: one tensor, or a flat tuple of
+    ``count`` of them (a TreeSpec's included), without walking the spec at each call. Checked
+    once against ``_rebuild`` on stand-in leaves; any other structure takes ``_rebuild``."""
+    general = functools.partial(_rebuild, spec)
+    fast = None
+    if spec is None:
+        fast = operator.itemgetter(0) if count == 1 else tuple
+    elif isinstance(spec, int) and not isinstance(spec, bool):
+        fast = operator.itemgetter(spec)
+    elif type(spec) is tuple and len(spec) > 1 and all(type(i) is int for i in spec):
+        fast = operator.itemgetter(*spec)
+    elif spec is not None and not isinstance(spec, (list, tuple)):
+        try:
+            children = getattr(spec, "children_specs", None)
+            if _is_leaf_spec(spec):
+                fast = operator.itemgetter(0)
+            elif (getattr(spec, "type", None) is tuple and children
+                  and all(_is_leaf_spec(c) for c in children)):
+                fast = tuple
+        except Exception:  # noqa: BLE001 - a spec of another form: the general walk
+            fast = None
+    if fast is None:
+        return general
+    probe = [object() for _ in range(count)]
+    try:
+        want, got = general(list(probe)), fast(list(probe))
+    except Exception:  # noqa: BLE001
+        return general
+    same = want is got or (type(want) is type(got) is tuple and len(want) == len(got)
+                           and all(a is b for a, b in zip(want, got)))
+    return fast if same else general
 
 
 def _rebuild(spec, leaves):

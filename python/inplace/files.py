@@ -17,8 +17,9 @@ import torch
 
 from . import _native
 from .capture import _SizeSpec, capture
-from .compiled import (InputError, _as_tensor, _EngineRuntime, _from_result, _graph_switch,
-                       _rebuild, _refuse_grad_leaves, _stream_of, _Text, _to_capsule)
+from .compiled import (InputError, _as_tensor, _crossing, _EngineRuntime, _from_result,
+                       _graph_switch, _rebuild, _refuse_grad_leaves, _stream_of, _Text,
+                       _to_capsule)
 from .fx_export import _dumps, write_constants
 from .safetensors_io import read_safetensors, read_safetensors_metadata
 
@@ -223,16 +224,13 @@ class _EngineWithStateFile(_EngineRuntime):
         given = {n: _as_tensor(a, n, self.device) for a, n in zip(args, self._names)}
         tensors = [given[b] for b in self._bindings]
         _refuse_grad_leaves(self._written, tensors, self._bindings)
-        results = self._native.call([_to_capsule(t) for t in tensors], _stream_of(self.device))
-        leaves = []
-        for r in results:
+        leaves = _crossing().call(self._native, tensors, _stream_of(self.device))
+        for j, r in enumerate(leaves):
             if type(r) is int:  # user input r (the engine's order) is the output
                 a = args[self._names.index(self._bindings[r])]
-                leaves.append(a if isinstance(a, torch.Tensor) else tensors[r])
+                leaves[j] = a if isinstance(a, torch.Tensor) else tensors[r]
             elif isinstance(r, str):  # a state binding is the output
-                leaves.append(self.state[r])
-            else:
-                leaves.append(_from_result(r))
+                leaves[j] = self.state[r]
         for i in self._scalars:
             leaves[i] = leaves[i].item()
         return _rebuild(self._spec, leaves)

@@ -142,6 +142,10 @@ void CompiledGraph::start_session() {
   options.method = kMethod;
   for (size_t i = 0; i < bindings.size(); ++i)
     if (sources_[i].user_input < 0) options.caller_state.insert(static_cast<int>(i));
+  user_input_viewed_.assign(user_names_.size(), 0);
+  for (const TensorRef& r : engine_->plan().output_refs)
+    if (r.buffer.kind == BufferKind::kInput && sources_[r.buffer.index].user_input >= 0)
+      user_input_viewed_[sources_[r.buffer.index].user_input] = 1;
   program_ = program_from_engine(engine_, options);
   session_ = program_->new_session();
   for (int i : options.caller_state)

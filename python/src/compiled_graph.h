@@ -68,6 +68,9 @@ class CompiledGraph {
   std::shared_ptr<const Program> program() const { return program_; }
   std::shared_ptr<const Engine> engine_ptr() const { return engine_; }
   const std::vector<std::string>& user_input_names() const { return user_names_; }
+  // Per user input: whether an engine output may view its memory (such a result keeps that
+  // memory alive, as eager's view does).
+  const std::vector<char>& user_input_viewed() const { return user_input_viewed_; }
   int num_user_outputs() const;
   // The flat engine outputs that are user outputs (the others are signature mutations).
   std::vector<int> user_outputs() const;
@@ -113,6 +116,7 @@ class CompiledGraph {
   std::vector<Source> sources_;
   std::vector<int> user_binding_;  // user input k -> engine binding index
   std::vector<std::string> user_names_;
+  std::vector<char> user_input_viewed_;
   std::vector<Sink> sinks_;
   // Python threads share one compiled program (and its session): calls run one at a time.
   mutable std::mutex call_mutex_;

@@ -12,6 +12,7 @@
 #include "program_bindings.h"
 #include "state_check.h"
 #include "tensor_bridge.h"
+#include "torch_crossing.h"
 
 namespace py = pybind11;
 using namespace inplace;
@@ -131,6 +132,12 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("device",
                              [](const CompiledGraph& self) { return self.engine().device().str(); })
       .def_property_readonly("user_input_names", &CompiledGraph::user_input_names)
+      .def_property_readonly("user_input_viewed",
+                             [](const CompiledGraph& self) {
+                               std::vector<bool> out;
+                               for (char v : self.user_input_viewed()) out.push_back(v != 0);
+                               return out;
+                             })
       .def_property_readonly(
           "aliased_io",
           [](const CompiledGraph& self) {
@@ -197,6 +204,7 @@ PYBIND11_MODULE(_C, m) {
       py::arg("path"), py::arg("state") = py::dict());
   python::bind_programs(m);
   python::bind_state_check(m);
+  python::bind_torch_crossing(m);
   m.def("graph_text", [](const std::string& json, const std::string& base_dir) {
     return read_graph_json_string(json, base_dir, "<python>")->to_string();
   });

@@ -127,6 +127,37 @@ class Cuda(CompileCase):
         side.synchronize()
         self.assertSame(got, torch.relu(a @ b + 1.0), "side stream result")
 
+    def test_the_stream_a_call_takes_is_torchs_current_one(self):
+        # The cached getter (torch's raw one where torch has it) follows torch.cuda.stream().
+        from inplace import compiled as compiled_module
+        get = compiled_module._stream_getter(self.dev)
+        self.assertEqual(get(), torch.cuda.current_stream(self.dev).cuda_stream)
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            self.assertEqual(get(), side.cuda_stream)
+            self.assertEqual(compiled_module._stream_of(self.dev), side.cuda_stream)
+        self.assertEqual(compiled_module._stream_of(torch.device("cuda")),
+                         torch.cuda.current_stream().cuda_stream)
+
+    def test_the_fast_host_path_checks_the_device_index_and_words_refusals_as_before(self):
+        compiled = inplace.compile(lambda c, x: c.add_(x) * 2, (torch.zeros(4, device=self.dev),
+                                                               torch.ones(4, device=self.dev)))
+        c = torch.zeros(4, device=self.dev)
+        self.assertSame(compiled(c, torch.ones(4, device=self.dev)), torch.full((4,), 2.0,
+                        device=self.dev), "a call")
+        with self.assertRaises(inplace.InputError) as e:
+            compiled(c, torch.ones(4))
+        self.assertEqual(str(e.exception), "input 'x' is on cpu, but the engine runs on cuda:0")
+        with self.assertRaises(inplace.InputError) as e:
+            compiled(c, torch.ones(4, device=self.dev, dtype=torch.float64))
+        self.assertEqual(str(e.exception),
+                         "input 'x': expected dtype torch.float32, got torch.float64")
+        if torch.cuda.device_count() > 1:
+            with self.assertRaises(inplace.InputError) as e:
+                compiled(c, torch.ones(4, device="cuda:1"))
+            self.assertEqual(str(e.exception),
+                             "input 'x' is on cuda:1, but the engine runs on cuda:0")
+
     def test_results_are_the_callers_own_and_calls_do_not_wait_for_the_device(self):
         # The engine's output buffers are rewritten by every call: each result is a torch copy
         # (the caching allocator, the call's stream), which the next calls leave as it was.
