@@ -181,3 +181,22 @@ TEST(CudaProgram, GreedyGenerateOnTheDeviceEqualsTheEagerLoop) {
   std::printf("[gpu suite] generate on cuda: %zu tokens, %.0f tokens/s\n", r.tokens.size(),
               r.tokens_per_second);
 }
+
+// Sampling on the GPU: the device selects the top k of each token's logits, the host draws from
+// them; a seed gives the same tokens as the same program on the cpu (the row's whole copy and the
+// host's selection), with and without a prefill method.
+TEST(CudaProgram, SampledGenerateOnTheDeviceEqualsTheCpu) {
+  IP_REQUIRE_CUDA();
+  TinyLlama model;
+  const std::vector<int64_t> prompt = {1, 17, 42, 9, 200};
+  GenerateOptions o;
+  o.max_new_tokens = 16;
+  o.sampling = {/*temperature=*/0.8, /*top_k=*/40, /*top_p=*/0.9, /*seed=*/7};
+  for (bool with_prefill : {true, false}) {
+    std::shared_ptr<const Program> cpu = tiny_llama_program(model, with_prefill);
+    std::shared_ptr<const Program> gpu = tiny_llama_program(model, with_prefill, Device::cuda());
+    const GenerateResult want = cpu->new_session()->generate(prompt, o);
+    EXPECT_EQ(gpu->new_session()->generate(prompt, o).tokens, want.tokens);
+    EXPECT_NE(want.tokens, eager_greedy(model, prompt, 16));  // it does sample
+  }
+}
