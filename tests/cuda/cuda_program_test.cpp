@@ -3,7 +3,10 @@
 // the cache, inputs from the host and from the device) with one copy of the weights on the
 // device; and 8 sessions interleaved over 4 queues give exactly what 8 separate runs give,
 // graphs on and off, each session's state at the same device address across calls and
-// reset(queue). Skipped without a GPU.
+// reset(queue); generate greedy and sampled (the device's top-k selection) gives the tokens of
+// the host's paths, and NaN logits the same error. Skipped without a GPU.
+#include <cmath>
+
 #include "backend/backend.h"
 #include "cuda_test_util.h"
 #include "program/generate_test_util.h"
@@ -180,4 +183,68 @@ TEST(CudaProgram, GreedyGenerateOnTheDeviceEqualsTheEagerLoop) {
   EXPECT_GT(r.tokens_per_second, 0.0);
   std::printf("[gpu suite] generate on cuda: %zu tokens, %.0f tokens/s\n", r.tokens.size(),
               r.tokens_per_second);
+}
+
+// Sampling on the GPU: the device selects the top k of each token's logits, the host draws from
+// them; a seed gives the same tokens as the same program on the cpu (the row's whole copy and the
+// host's selection), with and without a prefill method.
+TEST(CudaProgram, SampledGenerateOnTheDeviceEqualsTheCpu) {
+  IP_REQUIRE_CUDA();
+  TinyLlama model;
+  const std::vector<int64_t> prompt = {1, 17, 42, 9, 200};
+  GenerateOptions o;
+  o.max_new_tokens = 16;
+  o.sampling = {/*temperature=*/0.8, /*top_k=*/40, /*top_p=*/0.9, /*seed=*/7};
+  for (bool with_prefill : {true, false}) {
+    std::shared_ptr<const Program> cpu = tiny_llama_program(model, with_prefill);
+    std::shared_ptr<const Program> gpu = tiny_llama_program(model, with_prefill, Device::cuda());
+    const GenerateResult want = cpu->new_session()->generate(prompt, o);
+    EXPECT_EQ(gpu->new_session()->generate(prompt, o).tokens, want.tokens);
+    EXPECT_NE(want.tokens, eager_greedy(model, prompt, 16));  // it does sample
+  }
+}
+
+// The contract on one device, free of the cpu's rounding: at top_k 300 over the tiny model's 256
+// tokens the device selects every token and the host draws; at top_k 2000 (past the kernel's
+// 1024) and 0 the host reads the row and selects them itself. The same logits, the same tokens.
+TEST(CudaProgram, DeviceSelectionDrawsAsTheWholeRowOnTheSameDevice) {
+  IP_REQUIRE_CUDA();
+  TinyLlama model;
+  ASSERT_EQ(model.config.vocab, 256);
+  std::shared_ptr<const Program> gpu = tiny_llama_program(model, true, Device::cuda());
+  const std::vector<int64_t> prompt = {1, 17, 42, 9, 200};
+  GenerateOptions o;
+  o.max_new_tokens = 24;
+  o.sampling = {/*temperature=*/1.3, /*top_k=*/300, /*top_p=*/0.95, /*seed=*/11};
+  const std::vector<int64_t> selected = gpu->new_session()->generate(prompt, o).tokens;
+  for (int64_t top_k : {2000, 0}) {
+    o.sampling.top_k = top_k;
+    EXPECT_EQ(gpu->new_session()->generate(prompt, o).tokens, selected) << "top_k " << top_k;
+  }
+  EXPECT_NE(selected, eager_greedy(model, prompt, 24));
+}
+
+// NaN logits (tokens 33 and 77 of a model whose tied embedding rows are NaN) stop sampling with
+// the same error on the device's selection and on the cpu's whole row: the first such token.
+TEST(CudaProgram, SamplingRefusesNaNLogitsAlikeOnTheDeviceAndTheCpu) {
+  IP_REQUIRE_CUDA();
+  TinyLlama model;
+  Tensor& embed = model.weights.at("embed_tokens.weight");
+  embed = embed.clone();
+  for (int64_t token : {77, 33}) embed.select(0, token).fill(std::nan(""));
+  const std::vector<int64_t> prompt = {1, 17, 42, 9, 200};
+  GenerateOptions o;
+  o.max_new_tokens = 4;
+  o.sampling = {/*temperature=*/0.8, /*top_k=*/40, /*top_p=*/0.9, /*seed=*/7};
+  auto error = [&](Device device) -> std::string {
+    try {
+      tiny_llama_program(model, true, device)->new_session()->generate(prompt, o);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string cpu = error(Device::cpu());
+  EXPECT_NE(cpu.find("[generate] the logit of token 33 is NaN"), std::string::npos) << cpu;
+  EXPECT_EQ(error(Device::cuda()), cpu);
 }

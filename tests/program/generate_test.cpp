@@ -1,8 +1,11 @@
 // Session::generate against a caller's loop of eager steps (the built-in tiny Llama): greedy
 // token for token, with and without a prefill method (a prompt prefill does not fit goes
 // through decode); seeded sampling reproducible; top_k 1 is
-// greedy; stop tokens and the callback stop; methods off the convention are refused by name.
+// greedy; stop tokens and the callback stop; NaN logits stop sampling; methods off the
+// convention are refused by name.
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "program/generate_test_util.h"
 #include "program/program_test_util.h"
@@ -125,6 +128,31 @@ TEST_F(Generate, BadOptionsAndPromptsAreRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("outside the vocabulary [0, 256)"), std::string::npos);
   }
+}
+
+// NaN logits (the tied embedding rows of tokens 33 and 77) stop sampling with an error naming
+// the first, top-k or every token; greedy takes the argmax as it comes.
+TEST(GenerateNaN, SamplingRefusesNaNLogits) {
+  TinyLlama model;
+  Tensor& embed = model.weights.at("embed_tokens.weight");
+  embed = embed.clone();
+  for (int64_t token : {77, 33}) embed.select(0, token).fill(std::nan(""));
+  std::shared_ptr<const Program> program = tiny_llama_program(model);
+  GenerateOptions o;
+  o.max_new_tokens = 4;
+  for (int64_t top_k : {40, 0}) {
+    o.sampling = {/*temperature=*/0.8, top_k, /*top_p=*/0.9, /*seed=*/7};
+    try {
+      program->new_session()->generate(kPrompt, o);
+      FAIL() << "NaN logits were sampled at top_k " << top_k;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("[generate] the logit of token 33 is NaN"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  o.sampling = {};
+  EXPECT_EQ(program->new_session()->generate(kPrompt, o).tokens.size(), 4u);
 }
 
 TEST(GenerateConvention, MethodsOffTheConventionAreRefusedByName) {

@@ -74,6 +74,7 @@ void register_cuda_backend(KernelTable& table) {
   cuda::register_fused_linear_kernels(table);
   cuda::register_fused_addmm_kernels(table);
   cuda::register_fused_pointwise_kernels(table);
+  cuda::register_topk_kernels(table);
   register_backend(DeviceType::kCuda, cuda::make_backend());
 }
 

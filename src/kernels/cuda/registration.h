@@ -25,6 +25,7 @@ void register_rotary_kernels(KernelTable& table);           // rotary_kernels.cp
 void register_fused_linear_kernels(KernelTable& table);     // fused_linear_kernels.cpp
 void register_fused_addmm_kernels(KernelTable& table);      // gemv_in_out_kernels.cpp
 void register_fused_pointwise_kernels(KernelTable& table);  // fused_pointwise_kernels.cpp
+void register_topk_kernels(KernelTable& table);             // topk_kernels.cpp
 // The CUDA backend: prepares a plan into a CudaExecutable (cuda_executable.cpp).
 std::unique_ptr<Backend> make_backend();
 
