@@ -403,13 +403,16 @@ template <typename T, bool kNorm, bool kProgram>
 bool launch_row(const GemvInOut& g, cudaStream_t s) {
   constexpr auto kernel = gemv_in_out_row_kernel<T, kNorm, kProgram>;
   constexpr int64_t C = kRowLanes * (16 / sizeof(T));
-  // The GPU's SMs and the kernel's blocks that fit on it at once (asked on the first call).
+  // The GPU's SMs and the blocks that fit on it at once (asked on the first call) of the
+  // heaviest form (norm and program): the split, and so the order of the sums, is the same with
+  // and without a prologue or an epilogue program (a product's bits do not depend on them).
   static const std::array<int64_t, 2> capacity = [] {
     int device = 0, count = 0, per_sm = 0;
     IP_CUDA_CHECK(cudaGetDevice(&device), "fused_addmm");
     IP_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device),
                   "fused_addmm");
-    IP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0),
+    IP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                      &per_sm, gemv_in_out_row_kernel<T, true, true>, kThreads, 0),
                   "fused_addmm");
     return std::array<int64_t, 2>{count, int64_t{count} * per_sm};
   }();
