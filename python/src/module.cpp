@@ -91,20 +91,6 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<CompiledGraph>(m, "CompiledGraph")
       .def(
-          "call",
-          [](CompiledGraph& self, const py::list& inputs, uintptr_t stream) {
-            std::vector<Tensor> ts = tensor_list(inputs, self.user_input_names());
-            std::vector<CallResult> results;
-            {
-              py::gil_scoped_release release;
-              results = self.call(ts, reinterpret_cast<void*>(stream));
-            }
-            py::list out;
-            for (const CallResult& r : results) out.append(result_object(r));
-            return out;
-          },
-          py::arg("inputs"), py::arg("stream") = 0)
-      .def(
           "rebind_state",
           [](CompiledGraph& self, const std::string& target, const py::tuple& tensor) {
             Tensor t = tensor_arg(tensor, "state '" + target + "'");

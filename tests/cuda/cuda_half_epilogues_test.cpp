@@ -63,6 +63,17 @@ class DeviceEngine {
   std::vector<Tensor> inputs_;
 };
 
+// Every result and every input after each draw, fused against one step a launch: bitwise.
+void expect_bitwise_alike(DeviceEngine& fused, DeviceEngine& steps,
+                          const std::vector<std::vector<Tensor>>& draws) {
+  for (size_t k = 0; k < draws.size(); ++k) {
+    SCOPED_TRACE(str_cat("draw ", k));
+    const std::vector<Tensor> a = fused.call(draws[k]), b = steps.call(draws[k]);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t j = 0; j < a.size(); ++j) EXPECT_TRUE(close(a[j], b[j], 0)) << "value " << j;
+  }
+}
+
 QkvShape decode_shape(DType dt, int64_t d, bool merged, int64_t k = 1024) {
   QkvShape s;
   s.dtype = dt;
@@ -98,12 +109,7 @@ TEST(CudaHalfEpilogues, RotaryAndCacheWritesInTheProductBitwiseTheSteps) {
       DeviceEngine fused(*g, draws[0], true, false), steps(*g, draws[0], false, true);
       EXPECT_EQ(count_of(fused.plan(), "= rotary_embedding("), 0) << fused.plan();
       EXPECT_EQ(count_of(steps.plan(), "= rotary_embedding("), 2) << steps.plan();
-      for (size_t k = 0; k < draws.size(); ++k) {
-        SCOPED_TRACE(str_cat("draw ", k));
-        const std::vector<Tensor> a = fused.call(draws[k]), b = steps.call(draws[k]);
-        ASSERT_EQ(a.size(), b.size());
-        for (size_t j = 0; j < a.size(); ++j) EXPECT_TRUE(close(a[j], b[j], 0)) << "value " << j;
-      }
+      expect_bitwise_alike(fused, steps, draws);
       // Both cache writes ran inside a product's launch (k's with k's product, or both with
       // the one product).
       const ContextStats st = fused.context().stats();
@@ -125,12 +131,7 @@ TEST(CudaHalfEpilogues, TinyBf16LlamaJoinsItsCacheWrites) {
   const std::vector<std::vector<Tensor>> draws = rotary_draws_across(*g, 64);
   DeviceEngine fused(*g, draws[0], true, false), steps(*g, draws[0], false, true);
   EXPECT_EQ(count_of(fused.plan(), "= rotary_embedding("), 0) << fused.plan();
-  for (size_t k = 0; k < draws.size(); ++k) {
-    SCOPED_TRACE(str_cat("draw ", k));
-    const std::vector<Tensor> a = fused.call(draws[k]), b = steps.call(draws[k]);
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t j = 0; j < a.size(); ++j) EXPECT_TRUE(close(a[j], b[j], 0)) << "value " << j;
-  }
+  expect_bitwise_alike(fused, steps, draws);
   const ContextStats st = fused.context().stats();
   EXPECT_GE(st.counter("joined_steps"), 4);
   std::printf("[gpu suite] llama_bf16 fixture: %lld steps joined to another's launch\n",
