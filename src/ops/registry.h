@@ -134,6 +134,7 @@ void register_unsafe_split_ops(Registry& r);
 void register_export_assert_ops(Registry& r);  // _assert_tensor_metadata
 void register_conv_ops(Registry& r);           // conv1d
 void register_rotary_ops(Registry& r);         // rotary_embedding
+void register_sample_row_ops(Registry& r);     // sample_row (generation's draw)
 // The old names of renamed ops as aliases (ops/renamed_ops.h); registered last.
 void register_renamed_ops(Registry& r);
 

@@ -4,10 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "backend/kernel_table.h"
-#include "core/device_allocator.h"
 #include "core/error.h"
-#include "ops/registry.h"
+#include "program/next_token.h"
 #include "program/session.h"
 
 namespace inplace {
@@ -130,77 +128,6 @@ std::map<std::string, Tensor> token_inputs(const TokenMethod& t, const int64_t* 
 }
 
 // The last row of the logits, on the host.
-std::vector<double> last_row(const Tensor& logits, int64_t vocab) {
-  Tensor rows = logits.device().is_cpu() ? logits : logits.to_device(Device::cpu());
-  rows = rows.reshape({-1, vocab});
-  IP_CHECK(rows.shape()[0] >= 1, kInvalidArgument, "[generate] the logits have no row");
-  return rows.select(0, rows.shape()[0] - 1).to_double_vector();
-}
-
-// Greedy on a device: the argmax of the last row there (the device's argmax kernel: the first
-// maximum, as torch.argmax), and 8 bytes to the host instead of the row.
-int64_t device_argmax(const Tensor& logits, int64_t vocab) {
-  Tensor rows = logits.reshape({-1, vocab});
-  IP_CHECK(rows.shape()[0] >= 1, kInvalidArgument, "[generate] the logits have no row");
-  const Tensor row = rows.select(0, rows.shape()[0] - 1);
-  const OpDef* op = Registry::get().find("argmax");
-  const Kernel* kernel = op ? KernelTable::get().find(*op, row.device().type) : nullptr;
-  IP_CHECK(kernel != nullptr, kInternal, "[generate] no argmax kernel on ", row.device().str());
-  Tensor index = Tensor::empty({}, DType::kInt64, row.device());
-  KernelContext c;  // the default queue, where the session's calls of generate() run
-  (*kernel)({Value::from_tensor(row), Value::none(), Value::boolean(false)}, {index}, c);
-  return index.to_device(Device::cpu()).data<int64_t>()[0];
-}
-
-// Sampling's selection on a device: the top k of the last row there by the device's topk kernel
-// (in the host's order: logit descending, the smaller index first among equals, NaN first),
-// and k values and indices to the host in one copy instead of the row. False where the device's
-// kernel does not take the row's dtype or k (CUDA: k <= 1024): the row is then read whole.
-bool device_top_k(const Tensor& logits, int64_t vocab, int64_t k, std::vector<double>* values,
-                  std::vector<int64_t>* tokens) {
-  Tensor rows = logits.reshape({-1, vocab});
-  IP_CHECK(rows.shape()[0] >= 1, kInvalidArgument, "[generate] the logits have no row");
-  const Tensor row = rows.select(0, rows.shape()[0] - 1);
-  const Device device = row.device();
-  const OpDef* op = Registry::get().find("topk");
-  const Kernel* kernel = op ? KernelTable::get().find(*op, device.type) : nullptr;
-  if (!kernel) return false;
-  k = std::min(k, vocab);
-  const Args args = {Value::from_tensor(row), Value::integer(k), Value::integer(0),
-                     Value::boolean(true), Value::boolean(true)};
-  if (const Supports* supports = KernelTable::get().supports(*op, device.type))
-    if (!(*supports)(args).empty()) return false;
-  // Indices then values in one allocation, so one copy brings both.
-  const size_t width = dtype_size(row.dtype());
-  const size_t nbytes = static_cast<size_t>(k) * (sizeof(int64_t) + width);
-  auto storage = Storage::allocate(nbytes, device);
-  const Tensor indices(storage, 0, {k}, {1}, DType::kInt64);
-  const Tensor top(storage, k * static_cast<int64_t>(sizeof(int64_t) / width), {k}, {1},
-                   row.dtype());
-  KernelContext c;  // the default queue, where the session's calls of generate() run
-  (*kernel)(args, {top, indices}, c);
-  auto host = Storage::allocate(nbytes, Device::cpu());
-  device_allocator(device).copy_to_host(host->data(), storage->data(), nbytes);
-  const Tensor host_indices(host, 0, {k}, {1}, DType::kInt64);
-  *values = Tensor(host, top.offset(), {k}, {1}, row.dtype()).to_double_vector();
-  tokens->assign(host_indices.data<int64_t>(), host_indices.data<int64_t>() + k);
-  return true;
-}
-
-// The next token: greedy by the device's argmax, sampling from the top k by the device's
-// selection and the host's draw, else from the whole row on the host. Sampling over every
-// token (top_k 0) reads the row: each token's probability enters the softmax's sum.
-int64_t next_token(Sampler& sampler, const Tensor& logits, int64_t vocab) {
-  if (!logits.device().is_cpu()) {
-    if (sampler.greedy()) return device_argmax(logits, vocab);
-    std::vector<double> values;
-    std::vector<int64_t> tokens;
-    if (sampler.top_k() > 0 && device_top_k(logits, vocab, sampler.top_k(), &values, &tokens))
-      return sampler.next_from_top_k(values, tokens);
-  }
-  return sampler.next(last_row(logits, vocab));
-}
-
 }  // namespace
 
 void check_generate_methods(const Program& program) {

@@ -185,28 +185,35 @@ TEST(CudaProgram, GreedyGenerateOnTheDeviceEqualsTheEagerLoop) {
               r.tokens_per_second);
 }
 
-// Sampling on the GPU: the device selects the top k of each token's logits, the host draws from
-// them; a seed gives the same tokens as the same program on the cpu (the row's whole copy and the
-// host's selection), with and without a prefill method.
+// Sampling on the GPU: the device selects the top k of each token's logits (the host draws from
+// them), draws over every token itself (sample_row) or gives the row's total with its largest
+// logits (a nucleus); a seed gives the same tokens as the same program on the cpu (the row's whole
+// copy and the host's selection), with and without a prefill method.
 TEST(CudaProgram, SampledGenerateOnTheDeviceEqualsTheCpu) {
   IP_REQUIRE_CUDA();
   TinyLlama model;
   const std::vector<int64_t> prompt = {1, 17, 42, 9, 200};
   GenerateOptions o;
   o.max_new_tokens = 16;
-  o.sampling = {/*temperature=*/0.8, /*top_k=*/40, /*top_p=*/0.9, /*seed=*/7};
-  for (bool with_prefill : {true, false}) {
-    std::shared_ptr<const Program> cpu = tiny_llama_program(model, with_prefill);
-    std::shared_ptr<const Program> gpu = tiny_llama_program(model, with_prefill, Device::cuda());
-    const GenerateResult want = cpu->new_session()->generate(prompt, o);
-    EXPECT_EQ(gpu->new_session()->generate(prompt, o).tokens, want.tokens);
-    EXPECT_NE(want.tokens, eager_greedy(model, prompt, 16));  // it does sample
-  }
+  for (const SamplingOptions& sampling :
+       {SamplingOptions{/*temperature=*/0.8, /*top_k=*/40, /*top_p=*/0.9, /*seed=*/7},
+        SamplingOptions{1.1, 0, 1.0, 8}, SamplingOptions{0.9, 0, 0.9, 9}})
+    for (bool with_prefill : {true, false}) {
+      SCOPED_TRACE("top_k " + std::to_string(sampling.top_k) + " top_p " +
+                   std::to_string(sampling.top_p));
+      o.sampling = sampling;
+      std::shared_ptr<const Program> cpu = tiny_llama_program(model, with_prefill);
+      std::shared_ptr<const Program> gpu = tiny_llama_program(model, with_prefill, Device::cuda());
+      const GenerateResult want = cpu->new_session()->generate(prompt, o);
+      EXPECT_EQ(gpu->new_session()->generate(prompt, o).tokens, want.tokens);
+      EXPECT_NE(want.tokens, eager_greedy(model, prompt, 16));  // it does sample
+    }
 }
 
 // The contract on one device, free of the cpu's rounding: at top_k 300 over the tiny model's 256
 // tokens the device selects every token and the host draws; at top_k 2000 (past the kernel's
-// 1024) and 0 the host reads the row and selects them itself. The same logits, the same tokens.
+// 1024) the host reads the row and selects them itself; at top_k 0 the device gives the row's
+// total and its largest logits (the nucleus of 0.95). The same logits, the same tokens.
 TEST(CudaProgram, DeviceSelectionDrawsAsTheWholeRowOnTheSameDevice) {
   IP_REQUIRE_CUDA();
   TinyLlama model;
@@ -235,7 +242,6 @@ TEST(CudaProgram, SamplingRefusesNaNLogitsAlikeOnTheDeviceAndTheCpu) {
   const std::vector<int64_t> prompt = {1, 17, 42, 9, 200};
   GenerateOptions o;
   o.max_new_tokens = 4;
-  o.sampling = {/*temperature=*/0.8, /*top_k=*/40, /*top_p=*/0.9, /*seed=*/7};
   auto error = [&](Device device) -> std::string {
     try {
       tiny_llama_program(model, true, device)->new_session()->generate(prompt, o);
@@ -244,7 +250,11 @@ TEST(CudaProgram, SamplingRefusesNaNLogitsAlikeOnTheDeviceAndTheCpu) {
     }
     return "no error";
   };
-  const std::string cpu = error(Device::cpu());
-  EXPECT_NE(cpu.find("[generate] the logit of token 33 is NaN"), std::string::npos) << cpu;
-  EXPECT_EQ(error(Device::cuda()), cpu);
+  for (int64_t top_k : {40, 0})
+    for (double top_p : {0.9, 1.0}) {
+      o.sampling = {/*temperature=*/0.8, top_k, top_p, /*seed=*/7};
+      const std::string cpu = error(Device::cpu());
+      EXPECT_NE(cpu.find("[generate] the logit of token 33 is NaN"), std::string::npos) << cpu;
+      EXPECT_EQ(error(Device::cuda()), cpu) << "top_k " << top_k << " top_p " << top_p;
+    }
 }

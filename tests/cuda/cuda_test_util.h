@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "backend/kernel_table.h"
@@ -22,6 +23,27 @@ namespace inplace::testing {
     if (!::inplace::device_available(::inplace::Device::cuda(), &why_)) \
       GTEST_SKIP() << "[gpu suite] skipped: " << why_;                  \
   } while (0)
+
+// Rows of logits (sampling's kernels): pattern 0 random in [-8, 8), 1 five levels, 2 all equal,
+// 3 -inf, +inf and -0/+0 among them, 4 NaN among them, 5 all -inf.
+inline Tensor pattern_row(int64_t n, int pattern, DType dtype, uint32_t seed) {
+  Tensor t = Tensor::empty({n}, DType::kFloat64);
+  double* d = t.data<double>();
+  const double inf = std::numeric_limits<double>::infinity();
+  uint32_t x = seed * 2654435761u + 5;
+  for (int64_t i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    double v = static_cast<double>(x >> 8) / double(1 << 24) * 16.0 - 8.0;
+    if (pattern == 1) v = std::floor(v / 3.2);
+    if (pattern == 2) v = 0.75;
+    if (pattern == 3) v = i % 7 == 0 ? -inf : i % 11 == 0 ? (i % 2 ? -0.0 : 0.0) : v;
+    if (pattern == 3 && i % 1009 == 5) v = inf;
+    if (pattern == 4 && (i % 997 == 3 || i == n - 1)) v = std::nan("");
+    if (pattern == 5) v = -inf;
+    d[i] = v;
+  }
+  return t.to(dtype);
+}
 
 // Deterministic values: floats on a 1/64 grid in [-2, 2] (exact in every float dtype), ints
 // in [-5, 5] (non-negative when `non_negative`), bools.

@@ -26,27 +26,6 @@ const Kernel& cuda_topk() {
   return *k;
 }
 
-// Pattern 0 random, 1 five levels, 2 all equal, 3 -inf, +inf and -0/+0 among them, 4 NaN among
-// them, 5 all -inf.
-Tensor pattern_row(int64_t n, int pattern, DType dtype, uint32_t seed) {
-  Tensor t = Tensor::empty({n}, DType::kFloat64);
-  double* d = t.data<double>();
-  const double inf = std::numeric_limits<double>::infinity();
-  uint32_t x = seed * 2654435761u + 5;
-  for (int64_t i = 0; i < n; ++i) {
-    x = x * 1664525u + 1013904223u;
-    double v = static_cast<double>(x >> 8) / double(1 << 24) * 16.0 - 8.0;
-    if (pattern == 1) v = std::floor(v / 3.2);
-    if (pattern == 2) v = 0.75;
-    if (pattern == 3) v = i % 7 == 0 ? -inf : i % 11 == 0 ? (i % 2 ? -0.0 : 0.0) : v;
-    if (pattern == 3 && i % 1009 == 5) v = inf;
-    if (pattern == 4 && (i % 997 == 3 || i == n - 1)) v = std::nan("");
-    if (pattern == 5) v = -inf;
-    d[i] = v;
-  }
-  return t.to(dtype);
-}
-
 // The host's order over a lane (values as doubles): NaN first, then by value, stable.
 std::vector<int64_t> host_order(const std::vector<double>& v) {
   std::vector<int64_t> order(v.size());

@@ -32,6 +32,7 @@ void register_sort_kernels(KernelTable& table);             // sort_kernels.cpp
 void register_conv_kernels(KernelTable& table);             // conv_kernels.cpp
 void register_pointwise_extra_kernels(KernelTable& table);  // pointwise_extra_kernels.cpp
 void register_creation_kernels(KernelTable& table);         // creation_kernels.cpp
+void register_sample_row_kernels(KernelTable& table);       // sample_row.cpp
 void register_matrix_kernels(KernelTable& table);           // matrix_kernels.cpp
 void register_matrix_batch_kernels(KernelTable& table);     // matrix_kernels.cpp
 void register_einsum_kernels(KernelTable& table);           // einsum_kernels.cpp
