@@ -10,10 +10,11 @@
 #include <cstdint>
 #include <cstring>
 
+#include <cmath>
+
 #ifdef __CUDACC__
 #define INPLACE_SAMPLING_HD __host__ __device__
 #else
-#include <cmath>
 #define INPLACE_SAMPLING_HD
 #endif
 
@@ -104,36 +105,15 @@ struct RowDraw {
   int64_t token = -1, total = 0, first_nan = -1;
 };
 
-#ifndef __CUDA_ARCH__
-// sample_row's definition, as the host computes it: over the row's n logits x(i) in index order,
-// the token at the draw's place among their weights (the first whose running sum exceeds
-// scaled_draw(draw, total)). A device computes the same sums in parallel (exact integers).
-template <typename X>
-RowDraw draw_in_order(X x, int64_t n, double temperature, uint64_t draw) {
-  RowDraw out;
-  double top = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = x(i);
-    if (v != v) {
-      out.first_nan = i;
-      return out;
-    }
-    if (i == 0 || v > top) top = v;
-  }
-  uint64_t total = 0;
-  for (int64_t i = 0; i < n; ++i) total += static_cast<uint64_t>(weight(x(i), top, temperature));
-  out.total = static_cast<int64_t>(total);
-  const uint64_t place = scaled_draw(draw, total);
-  uint64_t running = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    running += static_cast<uint64_t>(weight(x(i), top, temperature));
-    if (running > place) {
-      out.token = i;
-      return out;
-    }
-  }
-  return out;  // unreachable: place < total
-}
+#ifndef __CUDACC__
+// Host versions (sampling_weight.cpp), by fused multiply-add instructions where the processor
+// has them (the same roundings as std::fma's, at a fraction of a call's cost).
+// w[i] = weight(x[i], top, t) for i < n.
+void weights(const double* x, int64_t n, double top, double t, int64_t* w);
+// sample_row's definition: over the row's n logits in index order, the token at the draw's
+// place among their weights (the first whose running sum exceeds scaled_draw(draw, total)).
+// A device computes the same sums in parallel (exact integers).
+RowDraw draw_in_order(const double* x, int64_t n, double temperature, uint64_t draw);
 #endif
 
 }  // namespace inplace::sampling

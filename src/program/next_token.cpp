@@ -115,7 +115,7 @@ int64_t next_token(Sampler& sampler, const Tensor& logits, int64_t vocab) {
     const uint64_t draw = sampler.next_draw();
     if (device_sample_row(row, o.temperature, draw, &d)) return d.token;
     const std::vector<double> x = host_row(logits, vocab);  // the same draw on the host
-    d = sampling::draw_in_order([&](int64_t i) { return x[i]; }, vocab, o.temperature, draw);
+    d = sampling::draw_in_order(x.data(), vocab, o.temperature, draw);
     if (d.first_nan >= 0) Sampler::refuse_nan(d.first_nan);
     return d.token;
   } else if (device_sample_row(row, o.temperature, 0, &d) &&

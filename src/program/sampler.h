@@ -1,15 +1,17 @@
 // Choosing the next token from one row of logits: greedy (argmax, the first on ties, as
 // torch.argmax), or sampled at a temperature from the top-k tokens and then the smallest set of
-// them whose probability reaches top-p. Probabilities are integer weights
+// them, most likely first, whose probability reaches top-p. Probabilities are integer weights
 // (ops/sampling_weight.h), so every sum is exact and a device's sums are the host's. The random
 // numbers come from a std::mt19937_64 seeded by the caller, one a sampled token, so a seed gives
-// the same tokens on every platform and device. Over every token at top_p 1 the draw runs in
-// index order (no sort: sample_row computes it where the logits are); otherwise over the
-// candidates in descending order. A device session selects the greedy token, the top-k
-// candidates or the whole row's draw by its own kernels (generate.cpp, docs/programs.md).
+// the same tokens on every platform and device. The draw walks the kept tokens in index order
+// (the distribution does not depend on the order): over every token at top_p 1 no sort is
+// needed, and sample_row computes it where the logits are; a nucleus over every token is found
+// by selection, not a sort. A device session selects the greedy token, the top-k candidates or
+// the whole row's draw by its own kernels (next_token.cpp, docs/programs.md).
 #pragma once
 #include <cstdint>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace inplace {
@@ -44,19 +46,24 @@ class Sampler {
   [[noreturn]] static void refuse_nan(int64_t token);  // [generate] the logit of token ... is NaN
 
  private:
-  // The draw from candidates in order (the largest first) whose weights' denominator is
-  // `total` (their own sum, or the row's): top-p, then one number. -1 (no number used) when
-  // top-p's threshold lies past them.
+  // The draw from candidates in descending order whose denominator is `total` (their own sum, or
+  // the row's): top-p's prefix, then one number among it in index order. -1 (no number used)
+  // when top-p's threshold lies past them and `may_fall_short`.
   int64_t draw_sorted(const std::vector<double>& logits, const std::vector<int64_t>& tokens,
                       uint64_t total, bool may_fall_short);
+  // Every token at top_p < 1: the nucleus of the row by selection, then the draw.
+  int64_t draw_row_nucleus(const std::vector<double>& logits);
+  // The draw among kept_ (token, weight), sorted here by token, weighing `kept` together.
+  int64_t draw_kept(uint64_t kept);
   // The first `count` tokens of the row in next()'s order into order_ / top_.
   void select(const std::vector<double>& logits, int64_t count);
 
   SamplingOptions options_;
   std::mt19937_64 rng_;
-  std::vector<int64_t> order_;  // reused across tokens
+  std::vector<int64_t> order_, weights_;  // reused across tokens
   std::vector<double> top_;
-  std::vector<uint64_t> cumulative_;
+  std::vector<std::pair<int64_t, int64_t>> kept_;
+  std::vector<uint8_t> in_;  // the row's kept tokens
 };
 
 }  // namespace inplace

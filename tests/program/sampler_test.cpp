@@ -1,8 +1,9 @@
 // The Sampler's entries draw alike: next() on a whole row, next_from_top_k() on that row's
 // top-k candidates, sample_row's kernel with the Sampler's draw number (every token, top_p 1)
-// and next_from_nucleus() on the 1024 largest with the row's total (every token, top_p < 1) give
-// the same token for the same seed, on random rows, rows of ties and rows with -inf, for every
-// option; NaN is refused alike. The integer weights are 2^42 exp(y) to the last unit, and the
+// and next_from_nucleus() on the 1024 largest with the row's total (every token, top_p < 1; the
+// whole row's nucleus found by selection equals the walk down the sorted row) give the same
+// token for the same seed, on random rows, rows of ties and rows with -inf, for every
+// option; NaN is refused alike. The integer weights are 2^42 exp(y) within about a unit, and the
 // draws' frequencies are the softmax's.
 #include "program/sampler.h"
 
@@ -104,7 +105,7 @@ std::vector<int64_t> sample_row(const std::vector<double>& r, double temperature
   return {out.data<int64_t>()[0], out.data<int64_t>()[1], out.data<int64_t>()[2]};
 }
 
-TEST(Sampler, WeightsAreTwoToThe42TimesExpToTheLastUnit) {
+TEST(Sampler, WeightsAreTwoToThe42TimesExpWithinAUnit) {
   using sampling::kWeightOne;
   using sampling::weight;
   const double inf = std::numeric_limits<double>::infinity();
@@ -157,10 +158,11 @@ TEST(Sampler, NucleusFromTheLargestCandidatesDrawsAsTheWholeRow) {
                                       pattern == 1 ? 3 : 0, pattern == 3 ? 3 : 0);
           if (pattern == 2) std::fill(r.begin(), r.end(), 2.0);
           const SamplingOptions o{temperature, 0, top_p, static_cast<uint64_t>(n + pattern)};
-          Sampler whole(o), candidates(o);
-          std::vector<double> values;
-          std::vector<int64_t> tokens;
+          Sampler whole(o), candidates(o), sorted(o);
+          std::vector<double> values, all_values;
+          std::vector<int64_t> tokens, all_tokens;
           top_k(r, 1024, &values, &tokens);
+          top_k(r, n, &all_values, &all_tokens);  // the definition: the whole row in order
           const int64_t total = sample_row(r, temperature, 0)[1];
           for (int draw = 0; draw < 4; ++draw) {
             int64_t got = candidates.next_from_nucleus(values, tokens, total);
@@ -170,8 +172,10 @@ TEST(Sampler, NucleusFromTheLargestCandidatesDrawsAsTheWholeRow) {
             } else {
               ++drew;
             }
-            ASSERT_EQ(got, whole.next(r)) << "n " << n << " pattern " << pattern << " temperature "
-                                          << temperature << " top_p " << top_p;
+            const int64_t want = whole.next(r);  // by selection, not a sort
+            ASSERT_EQ(got, want) << "n " << n << " pattern " << pattern << " temperature "
+                                 << temperature << " top_p " << top_p;
+            ASSERT_EQ(sorted.next_from_nucleus(all_values, all_tokens, total), want);
           }
         }
   EXPECT_GT(fell_short, 0);  // flat rows' nuclei reach past 1024 tokens

@@ -9,9 +9,9 @@ namespace {
 
 void run_sample_row(const Args& a, const std::vector<Tensor>& outs, const KernelContext&) {
   const std::vector<double> x = a[0].tensor.to_double_vector();
-  const sampling::RowDraw d = sampling::draw_in_order(
-      [&](int64_t i) { return x[static_cast<size_t>(i)]; }, static_cast<int64_t>(x.size()),
-      a[1].as_double("temperature"), static_cast<uint64_t>(a[2].as_int("draw")));
+  const sampling::RowDraw d = sampling::draw_in_order(x.data(), static_cast<int64_t>(x.size()),
+                                                      a[1].as_double("temperature"),
+                                                      static_cast<uint64_t>(a[2].as_int("draw")));
   int64_t* out = outs[0].data<int64_t>();
   out[0] = d.token;
   out[1] = d.total;
