@@ -19,6 +19,7 @@ struct AdvancedIndex {
   bool front = false;                // indexed dims not adjacent: the index dims lead the result
   Shape result_shape;                // the gathered shape (index_put: what values broadcast to)
   std::vector<int64_t> report_dims;  // the dim a bounds error names, per entry of `dims`
+  bool wrap_negative = true;         // -size <= i < 0 means i + size (aten.index); else refused
 };
 
 // `indices` is aten's Tensor?[] over self's leading dims (undefined = the whole dim), masks
@@ -32,7 +33,9 @@ AdvancedIndex plan_advanced_index(const Shape& self_shape, const std::vector<Ten
 std::vector<Tensor> expand_index_masks(const Shape& self_shape, const std::vector<Tensor>& indices,
                                        const char* op);
 
-// An index plan for `index` (0-d or 1-d) along `dim`, as index_select / index_copy use.
+// An index plan for `index` (0-d or 1-d) along `dim`, as index_select / index_copy use. Their
+// callers clear wrap_negative where PyTorch refuses a negative index (index_select,
+// index_copy, index_add; index_fill takes one).
 AdvancedIndex plan_dim_index(const Shape& self_shape, int64_t dim, const Tensor& index,
                              const char* op);
 

@@ -75,6 +75,7 @@ AdvancedIndex index_select_plan(const Args& a) {
   const Tensor self = tensor_arg(a[0], "index_select");
   AdvancedIndex ai =
       plan_dim(self, a[1].as_int("index_select"), tensor_arg(a[2], "index_select"), "index_select");
+  ai.wrap_negative = false;  // PyTorch refuses a negative index
   if (self.dim() == 0)
     IP_CHECK(numel_of(ai.result_shape) == 1, kInvalidArgument,
              "[index_select] index to a 0-dim tensor can have only 1 value, got ",

@@ -25,6 +25,7 @@ std::vector<int64_t> index_offsets(const Tensor& self, const AdvancedIndex& ai, 
       strided_loop<1>(ai.index_shape, {st}, [&](auto off, int64_t n, auto s) {
         for (int64_t i = 0; i < n; ++i) {
           int64_t v = static_cast<int64_t>(p[off[0] + i * s[0]]);
+          if (v < 0 && !ai.wrap_negative) throw_index_out_of_bounds(op, v, report, size);
           *o++ += wrap_index(v, size, report, op) * stride;
         }
       });

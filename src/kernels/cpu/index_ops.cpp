@@ -3,6 +3,8 @@
 // embeddings, registered into the kernel table. Arguments and plans are read as the declarations
 // read them (ops/index_ops_args.h); the in-place forms and the ops whose result shape depends on
 // data are eager kernels that write self or return a fresh result.
+#include <cstring>
+
 #include "kernels/cpu/index_common.h"
 #include "kernels/cpu/index_kernels.h"
 #include "kernels/cpu/registration.h"
@@ -24,11 +26,46 @@ Value index_put_into(const Tensor& target, const Args& a, const char* op) {
   return Value::from_tensor(target);
 }
 
+// index_copy of whole slices by memcpy, without an index plan: a contiguous source into a
+// contiguous target of its dtype along `dim`, a 1-D int64 index all in range, no overlap (a
+// cache or ring buffer written at this step's positions). False for anything else, which the
+// general path takes (and refuses where it must, with its words). Slices are written in index
+// order, so a repeated index keeps its last slice, as the general path does.
+bool copy_slices(const Tensor& target, int64_t dim, const Tensor& index, const Tensor& source) {
+  const int64_t rank = target.dim();
+  if (dim < 0) dim += rank;
+  if (dim < 0 || dim >= rank || source.dim() != rank || source.dtype() != target.dtype() ||
+      index.dtype() != DType::kInt64 || index.dim() != 1 || !index.device().is_cpu() ||
+      !target.is_contiguous() || !source.is_contiguous() || !index.is_contiguous() ||
+      source.may_overlap(target) || index.may_overlap(target))
+    return false;
+  const int64_t n = index.numel(), rows = target.size(dim);
+  int64_t outer = 1, inner = static_cast<int64_t>(dtype_size(target.dtype()));
+  for (int64_t d = 0; d < rank; ++d) {
+    if (source.size(d) != (d == dim ? n : target.size(d))) return false;
+    if (d < dim) outer *= target.size(d);
+    if (d > dim) inner *= target.size(d);
+  }
+  const int64_t* at = index.data<int64_t>();
+  for (int64_t j = 0; j < n; ++j)
+    if (at[j] < 0 || at[j] >= rows) return false;
+  char* t = static_cast<char*>(target.data_ptr());
+  const char* s = static_cast<const char*>(source.data_ptr());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < n; ++j)
+      std::memcpy(t + (o * rows + at[j]) * inner, s + (o * n + j) * inner,
+                  static_cast<size_t>(inner));
+  return true;
+}
+
 // index_copy / index_add / index_fill into `target` (self or its copy).
 void dim_put(const Tensor& target, const Args& a, DimOp kind, const char* op) {
   const int64_t dim = a[1].as_int(op);
   const Tensor index = tensor_arg(a[2], op);
+  if (kind == DimOp::kCopy && a[3].is_tensor() && copy_slices(target, dim, index, a[3].tensor))
+    return;
   AdvancedIndex ai = indexing::plan_dim(target, dim, index, op);
+  ai.wrap_negative = kind == DimOp::kFill;  // PyTorch refuses a negative index_copy/index_add index
   const Tensor t1 = indexing::as_1d(target);
   if (kind == DimOp::kFill) {
     Tensor value = tensor_arg(a[3], op, target.dtype());
