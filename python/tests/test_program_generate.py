@@ -1,6 +1,7 @@
 """Session.generate (prefill, then a decode loop in C++ with no Python in it) against a Python
 loop of eager steps of the same module: greedy token for token (a prompt longer than the prefill
-bound is prefilled in chunks), seeded sampling reproducible, top_k 1 greedy, stop tokens, the
+bound is prefilled in chunks), seeded sampling reproducible, sampled tokens in torch.softmax's
+proportions (every token, a nucleus), top_k 1 greedy, stop tokens, the
 streaming callback (called with the GIL; returning False stops; an exception in it is raised).
 
 Run: /usr/bin/python3 -m unittest discover -s python/tests
@@ -85,6 +86,30 @@ class GenerateAgainstEager(unittest.TestCase):
         self.assertTrue(any(o != a for o in others))
         greedy = self.eager_greedy(prompt, n)
         self.assertEqual(self.generate(prompt, n, temperature=2.0, top_k=1, seed=5).tokens, greedy)
+
+    def test_sampled_first_tokens_follow_torch_softmax(self):
+        # The first token after the prompt, over many seeds, against torch.softmax of the eager
+        # model's logits at the temperature: every token (top_p 1), and the nucleus of 0.6 (the
+        # tokens past it never drawn, the others in proportion).
+        prompt, temperature, draws = [3, 1, 4], 1.5, 1500
+        with torch.no_grad():
+            logits = copy.deepcopy(self.model)(torch.tensor([prompt]), torch.arange(3))[0, -1]
+        p = torch.softmax(logits.double() / temperature, 0)
+        order = torch.argsort(p, descending=True)
+        for top_p in (1.0, 0.6):
+            keep = int((torch.cumsum(p[order], 0) < top_p).sum()) + 1 if top_p < 1 else VOCAB
+            want = torch.zeros(VOCAB, dtype=torch.float64)
+            want[order[:keep]] = p[order[:keep]] / p[order[:keep]].sum()
+            counts = torch.zeros(VOCAB, dtype=torch.float64)
+            for seed in range(draws):
+                counts[self.generate(prompt, 1, temperature=temperature, top_p=top_p,
+                                     seed=seed).tokens[0]] += 1
+            freq = counts / draws
+            for t in range(VOCAB):
+                sigma = float((want[t] * (1 - want[t]) / draws).sqrt())
+                self.assertLessEqual(abs(float(freq[t] - want[t])), 5 * sigma + 1e-9,
+                                     f"token {t} top_p {top_p}: {freq.tolist()} vs {want.tolist()}")
+            self.assertGreater(int((counts > 0).sum()), 1)
 
     def test_stop_tokens_and_callback_stop(self):
         prompt = [3, 1, 4, 1, 5]
