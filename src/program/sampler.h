@@ -46,8 +46,8 @@ class Sampler {
   [[noreturn]] static void refuse_nan(int64_t token);  // [generate] the logit of token ... is NaN
 
  private:
-  // The draw from candidates in descending order whose denominator is `total` (their own sum, or
-  // the row's): top-p's prefix, then one number among it in index order. -1 (no number used)
+  // The draw from candidates in descending order whose denominator is `total` (0: their own
+  // sum; else the row's): top-p's prefix, then one number among it in index order. -1 (no number used)
   // when top-p's threshold lies past them and `may_fall_short`.
   int64_t draw_sorted(const std::vector<double>& logits, const std::vector<int64_t>& tokens,
                       uint64_t total, bool may_fall_short);
