@@ -47,8 +47,8 @@ class Sampler {
 
  private:
   // The draw from candidates in descending order whose denominator is `total` (0: their own
-  // sum; else the row's): top-p's prefix, then one number among it in index order. -1 (no number used)
-  // when top-p's threshold lies past them and `may_fall_short`.
+  // sum; else the row's): top-p's prefix, then one number among it in index order. -1 (no number
+  // used) when top-p's threshold lies past them and `may_fall_short`.
   int64_t draw_sorted(const std::vector<double>& logits, const std::vector<int64_t>& tokens,
                       uint64_t total, bool may_fall_short);
   // Every token at top_p < 1: the nucleus of the row by selection, then the draw.
