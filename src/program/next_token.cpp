@@ -27,14 +27,12 @@ std::vector<double> host_row(const Tensor& logits, int64_t vocab) {
 }
 
 // The kernel of `name` on `device` for `args`, or null where there is none or it refuses them.
-const Kernel* device_kernel(const char* name, DeviceType device, const Args& args,
-                            const OpDef** op_out) {
+const Kernel* device_kernel(const char* name, DeviceType device, const Args& args) {
   const OpDef* op = Registry::get().find(name);
   const Kernel* kernel = op ? KernelTable::get().find(*op, device) : nullptr;
   if (!kernel) return nullptr;
   if (const Supports* supports = KernelTable::get().supports(*op, device))
     if (!(*supports)(args).empty()) return nullptr;
-  *op_out = op;
   return kernel;
 }
 
@@ -42,8 +40,7 @@ const Kernel* device_kernel(const char* name, DeviceType device, const Args& arg
 // 8 bytes to the host instead of the row.
 int64_t device_argmax(const Tensor& row) {
   const Args args = {Value::from_tensor(row), Value::none(), Value::boolean(false)};
-  const OpDef* op = nullptr;
-  const Kernel* kernel = device_kernel("argmax", row.device().type, args, &op);
+  const Kernel* kernel = device_kernel("argmax", row.device().type, args);
   IP_CHECK(kernel != nullptr, kInternal, "[generate] no argmax kernel on ", row.device().str());
   Tensor index = Tensor::empty({}, DType::kInt64, row.device());
   KernelContext c;  // the default queue, where the session's calls of generate() run
@@ -60,8 +57,7 @@ bool device_top_k(const Tensor& row, int64_t k, std::vector<double>* values,
   k = std::min(k, row.numel());
   const Args args = {Value::from_tensor(row), Value::integer(k), Value::integer(0),
                      Value::boolean(true), Value::boolean(true)};
-  const OpDef* op = nullptr;
-  const Kernel* kernel = device_kernel("topk", device.type, args, &op);
+  const Kernel* kernel = device_kernel("topk", device.type, args);
   if (!kernel) return false;
   // Indices then values in one allocation, so one copy brings both.
   const size_t width = dtype_size(row.dtype());
@@ -86,8 +82,7 @@ bool device_sample_row(const Tensor& row, double temperature, uint64_t draw,
                        sampling::RowDraw* out) {
   const Args args = {Value::from_tensor(row), Value::floating(temperature),
                      Value::integer(static_cast<int64_t>(draw))};
-  const OpDef* op = nullptr;
-  const Kernel* kernel = device_kernel("sample_row", row.device().type, args, &op);
+  const Kernel* kernel = device_kernel("sample_row", row.device().type, args);
   if (!kernel) return false;
   Tensor result = Tensor::empty({3}, DType::kInt64, row.device());
   KernelContext c;

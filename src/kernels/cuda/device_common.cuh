@@ -120,6 +120,25 @@ __device__ inline int64_t offset_of(const Operand& o, int64_t linear) {
   return off;
 }
 
+// f.template operator()<T>() with T the storage type of a float32, bfloat16 or float16 dtype
+// (float, __nv_bfloat16, __half); false, calling nothing, for any other dtype.
+template <typename F>
+bool visit_float_storage(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32:
+      f.template operator()<float>();
+      return true;
+    case DType::kBFloat16:
+      f.template operator()<__nv_bfloat16>();
+      return true;
+    case DType::kFloat16:
+      f.template operator()<__half>();
+      return true;
+    default:
+      return false;
+  }
+}
+
 // A float32, bfloat16 or float16 value as float, and a float rounded to one (to nearest even).
 template <typename T>
 __device__ inline float to_f(T v) {

@@ -468,19 +468,8 @@ void gemv_in_out(const GemvInOut& product, void* stream) {
   GemvInOut g = product;
   g.epilogue.one_dtype = of_one_dtype(g.epilogue, g.dtype);
   const cudaStream_t s = as_stream(stream);
-  switch (g.dtype) {
-    case DType::kFloat32:
-      launch<float>(g, s);
-      break;
-    case DType::kBFloat16:
-      launch<__nv_bfloat16>(g, s);
-      break;
-    case DType::kFloat16:
-      launch<__half>(g, s);
-      break;
-    default:
-      IP_FAIL(kInternal, "[cuda] fused_addmm: a ", dtype_name(g.dtype), " product");
-  }
+  if (!visit_float_storage(g.dtype, [&]<typename T>() { launch<T>(g, s); }))
+    IP_FAIL(kInternal, "[cuda] fused_addmm: a ", dtype_name(g.dtype), " product");
   IP_CUDA_CHECK(cudaGetLastError(), "fused_addmm");
 }
 

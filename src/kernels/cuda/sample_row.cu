@@ -153,17 +153,9 @@ void sample_row(const SampleRow& s, void* stream) {
       static_cast<int>(std::clamp<int64_t>((s.n + kMinChunk - 1) / kMinChunk, 1, kMaxCluster));
   const int64_t chunk = (s.n + blocks - 1) / blocks;
   const cudaStream_t st = as_stream(stream);
-  switch (s.dtype) {
-    case DType::kFloat32:
-      return launch<float>(s, blocks, chunk, st);
-    case DType::kBFloat16:
-      return launch<__nv_bfloat16>(s, blocks, chunk, st);
-    case DType::kFloat16:
-      return launch<__half>(s, blocks, chunk, st);
-    default:
-      IP_FAIL(kUnsupported, "[cuda] sample_row takes float32, bfloat16 or float16, got ",
-              dtype_name(s.dtype));
-  }
+  if (!visit_float_storage(s.dtype, [&]<typename T>() { launch<T>(s, blocks, chunk, st); }))
+    IP_FAIL(kUnsupported, "[cuda] sample_row takes float32, bfloat16 or float16, got ",
+            dtype_name(s.dtype));
 }
 
 }  // namespace inplace::cuda

@@ -273,17 +273,9 @@ void topk(const Topk& t, void* stream) {
       static_cast<int>(std::clamp<int64_t>((t.n + kMinChunk - 1) / kMinChunk, 1, kMaxCluster));
   const int64_t chunk = (t.n + blocks - 1) / blocks;
   const cudaStream_t s = as_stream(stream);
-  switch (t.in.dtype) {
-    case DType::kFloat32:
-      return launch_dtype<float>(t, blocks, chunk, s);
-    case DType::kBFloat16:
-      return launch_dtype<__nv_bfloat16>(t, blocks, chunk, s);
-    case DType::kFloat16:
-      return launch_dtype<__half>(t, blocks, chunk, s);
-    default:
-      IP_FAIL(kUnsupported, "[cuda] topk takes float32, bfloat16 or float16, got ",
-              dtype_name(t.in.dtype));
-  }
+  if (!visit_float_storage(t.in.dtype, [&]<typename T>() { launch_dtype<T>(t, blocks, chunk, s); }))
+    IP_FAIL(kUnsupported, "[cuda] topk takes float32, bfloat16 or float16, got ",
+            dtype_name(t.in.dtype));
 }
 
 }  // namespace inplace::cuda
