@@ -155,7 +155,7 @@ struct SplitRange {
 };
 __device__ inline SplitRange split_range(int64_t S, int min_keys, int splits, int split) {
   const int active = active_splits(S, min_keys, splits);
-  const int64_t per = (S + active - 1) / active;
+  const int64_t per = div32(S + active - 1, active);  // S < 2^31 (decode_group)
   const int64_t j0 = split < active ? split * per : S, j1 = split < active ? min(S, j0 + per) : S;
   return {active, j0, j1};
 }
@@ -168,12 +168,12 @@ template <typename T>
 __device__ inline void prefetch_split(const Attention& a, int64_t row, int min_keys, int splits,
                                       int split) {
   const int64_t H = a.q.size[1], L = a.q.size[2], Hk = a.k.size[1], E = a.k.size[3];
-  const int64_t h = (row / L) % H, b = row / (L * H);
-  if (threadIdx.x != 0 || row % L != 0 || h % (H / Hk) != 0) return;
+  const int64_t h = mod32(div32(row, L), H), b = div32(row, L * H);
+  if (threadIdx.x != 0 || mod32(row, L) != 0 || mod32(h, div32(H, Hk)) != 0) return;
   if (a.k.stride[2] != E || a.v.stride[2] != E) return;
   const SplitRange r = split_range(key_count(a), min_keys, splits, split);
   if (r.j1 <= r.j0) return;
-  const int64_t hk = h / (H / Hk), bytes = (r.j1 - r.j0) * E * int64_t(sizeof(T));
+  const int64_t hk = div32(h, div32(H, Hk)), bytes = (r.j1 - r.j0) * E * int64_t(sizeof(T));
   prefetch_l2(reinterpret_cast<const T*>(a.k.data) + off4(a.k, b, hk, r.j0, 0), bytes);
   prefetch_l2(reinterpret_cast<const T*>(a.v.data) + off4(a.v, b, hk, r.j0, 0), bytes);
 }

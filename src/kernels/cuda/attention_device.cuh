@@ -122,8 +122,9 @@ __device__ inline BlockPartial decode_block(const Attention& a, int64_t row, int
   constexpr int kGroups = 32 * W / G;
   const int64_t H = a.q.size[1], L = a.q.size[2];
   const int64_t Hk = a.k.size[1];
-  const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
-  const int64_t hk = h / (H / Hk);
+  // 32-bit division (decode_group keeps rows and heads below 2^31).
+  const int64_t i = mod32(row, L), h = mod32(div32(row, L), H), b = div32(row, L * H);
+  const int64_t hk = div32(h, div32(H, Hk));
   const int g = threadIdx.x / G, lane = threadIdx.x % G;
   const int d = lane * 4;
   const float scale = static_cast<float>(a.scale);
@@ -170,7 +171,7 @@ __device__ inline BlockPartial decode_block(const Attention& a, int64_t row, int
 template <typename T>
 __device__ inline void store_row(const Attention& a, int64_t row, const float4& o, float lsum) {
   const int64_t H = a.q.size[1], L = a.q.size[2];
-  const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
+  const int64_t i = mod32(row, L), h = mod32(div32(row, L), H), b = div32(row, L * H);
   const float r = lsum > 0.f ? 1.f / lsum : 0.f;
   T* out = reinterpret_cast<T*>(a.out.data) + off4(a.out, b, h, i, threadIdx.x * 4);
   for (int t = 0; t < 4; ++t) store1(out + t * a.out.stride[3], (&o.x)[t] * r);
@@ -200,7 +201,7 @@ __device__ inline void merge_and_store(const Attention& a, int64_t row, int acti
 
 // The splits active for S keys: one per min_keys keys, at most `splits`.
 __device__ inline int active_splits(int64_t S, int min_keys, int splits) {
-  const int active = static_cast<int>((S + min_keys - 1) / min_keys);
+  const int active = static_cast<int>(div32(S + min_keys - 1, min_keys));
   return active < 1 ? 1 : (active > splits ? splits : active);
 }
 
@@ -210,6 +211,9 @@ inline int decode_group(const Attention& a) {
   if (a.has_mask || a.causal || E != a.v.size[3] || E % 4 != 0 || E / 4 > 32) return 0;
   const int G = static_cast<int>(E / 4);
   if ((G & (G - 1)) != 0) return 0;
+  // Rows, heads and keys are placed in 32-bit arithmetic (div32).
+  if (a.q.size[0] * a.q.size[1] * a.q.size[2] > INT32_MAX || a.k.size[2] > INT32_MAX - 4096)
+    return 0;
   const DType t = a.q.dtype;
   if (t != DType::kFloat32 && t != DType::kBFloat16 && t != DType::kFloat16) return 0;
   for (const Operand* o : {&a.q, &a.k, &a.v, &a.out}) {

@@ -110,12 +110,39 @@ inline unsigned blocks_for(int64_t n, int threads = 256) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > 65535 * 8 ? 65535 * 8 : b));
 }
 
+// a / b and a % b for 0 <= a < 2^32, 0 < b < 2^32, in 32-bit arithmetic: a 64-bit division is
+// a subroutine of some seventy instructions, on the path to a kernel's first load.
+__device__ inline int64_t div32(int64_t a, int64_t b) {
+  return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
+}
+__device__ inline int64_t mod32(int64_t a, int64_t b) {
+  return static_cast<uint32_t>(a) % static_cast<uint32_t>(b);
+}
+
+// a / b and a % b for a >= 0, b > 0: in 32-bit arithmetic where both fit.
+__device__ inline bool fits32(int64_t a, int64_t b) {
+  return ((static_cast<uint64_t>(a) | static_cast<uint64_t>(b)) >> 32) == 0;
+}
+__device__ inline int64_t div_nonneg(int64_t a, int64_t b) {
+  return fits32(a, b) ? div32(a, b) : a / b;
+}
+__device__ inline int64_t mod_nonneg(int64_t a, int64_t b) {
+  return fits32(a, b) ? mod32(a, b) : a % b;
+}
+
+// The element offset of linear index `linear` in o, dim by dim; in 32-bit arithmetic where the
+// index and the dim fit (every tensor below 2^32 elements).
 __device__ inline int64_t offset_of(const Operand& o, int64_t linear) {
   int64_t off = 0;
   for (int d = o.ndim - 1; d >= 0; --d) {
     const int64_t s = o.size[d];
-    off += (linear % s) * o.stride[d];
-    linear /= s;
+    if (fits32(linear, s)) {
+      off += mod32(linear, s) * o.stride[d];
+      linear = div32(linear, s);
+    } else {
+      off += (linear % s) * o.stride[d];
+      linear /= s;
+    }
   }
   return off;
 }

@@ -415,7 +415,9 @@ bool row_write_of(const StepCall& write, const void* y, int64_t n, DType dtype, 
   const std::ptrdiff_t item = static_cast<std::ptrdiff_t>(dtype_size(dtype));
   const std::ptrdiff_t off = v.data - static_cast<const char*>(y);
   const int64_t cols = v.size[1] * v.size[3];
-  if (off < 0 || off % item != 0 || off / item + cols > n || v.size[3] == 0) return false;
+  if (off < 0 || off % item != 0 || off / item + cols > n || v.size[3] == 0 ||
+      cols > INT32_MAX)  // the kernels place a column with 32-bit division
+    return false;
   w->dst = s.data;
   w->col0 = off / item;
   w->cols = cols;

@@ -147,7 +147,10 @@ template <typename T = float>
 __device__ inline T* row_target(const GemvRowWrite& w, int64_t n) {
   const int64_t c = n - w.col0;
   if (c < 0 || c >= w.cols) return nullptr;
-  const int64_t h = c / w.d, j = c % w.d;
+  // 32-bit division (row_write_of keeps cols below 2^31): a 64-bit one is a long subroutine
+  // on the path to the column's first fetch.
+  const uint32_t cu = static_cast<uint32_t>(c), du = static_cast<uint32_t>(w.d);
+  const int64_t h = cu / du, j = cu % du;
   const int64_t p = row_position(w, h);
   if (p < 0 || p >= w.extent) return nullptr;
   return static_cast<T*>(w.dst) + h * w.dst_stride + p * w.unit + j;

@@ -71,13 +71,21 @@ __device__ inline void normalise_row(const GemvHalf& g, const T* xr, T* xn) {
 // Column `c` of block `block`, a block holding `per_block` columns: a block of the rotated prefix
 // takes per_block / 2 column pairs (j, j + d/2) of one head (both halves of each rotation in the
 // block, partners per_block / 2 apart), every other block per_block columns in order.
+// In 32-bit arithmetic (gemv_half keeps n below 2^31): a 64-bit division is a long subroutine
+// on the path to the column's first fetch.
 __device__ inline int64_t column_of(const GemvHalf& g, int64_t block, int c, int per_block,
                                     bool rot_block) {
   if (!rot_block) return block * per_block + c;
-  const int pairs = per_block / 2;
-  const int64_t half = g.rot_d / 2, per_head = half / pairs;
-  return block / per_head * g.rot_d + block % per_head * pairs + c % pairs +
-         (c >= pairs ? half : 0);
+  const uint32_t pairs = static_cast<uint32_t>(per_block) / 2, b = static_cast<uint32_t>(block);
+  const uint32_t half = static_cast<uint32_t>(g.rot_d) / 2, per_head = half / pairs;
+  const uint32_t cu = static_cast<uint32_t>(c);
+  return static_cast<int64_t>(b / per_head) * g.rot_d + (b % per_head) * pairs + cu % pairs +
+         (cu >= pairs ? half : 0);
+}
+
+// Column n's place j in its rotated head (n < 2^31).
+__device__ inline int64_t rotary_place(const GemvHalf& g, int64_t n) {
+  return static_cast<uint32_t>(n) % static_cast<uint32_t>(g.rot_d);
 }
 
 // v (column n's rounded result, held by lane 0 of the column's `owner` warp) rotated as
@@ -92,7 +100,7 @@ __device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int col, int pairs
   if (owner && lane == 0) pair[col] = to_f(v);
   __syncthreads();
   if (owner && lane == 0) {
-    const int64_t half = g.rot_d / 2, j = n % g.rot_d;
+    const int64_t half = g.rot_d / 2, j = rotary_place(g, n);
     const float other = pair[col ^ pairs];
     const float rot = j < half ? -other : other;
     const float a = to_f(from_f<T>(__fmul_rn(to_f(v), c)));
@@ -106,7 +114,7 @@ __device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int col, int pairs
 // The same, one warp a column (kWarps columns a block), cos[j] and sin[j] read here.
 template <typename T>
 __device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int warp) {
-  const int64_t j = n % g.rot_d;
+  const int64_t j = rotary_place(g, n);
   const float c = to_f(static_cast<const T*>(g.cos)[j]);
   const float s = to_f(static_cast<const T*>(g.sin)[j]);
   return rotate<T>(g, v, n, warp, kWarps / 2, true, c, s);
@@ -263,8 +271,10 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf 
   pdl_trigger();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, split = g.split, part = warp % split;
   const int64_t K = g.k, step = int64_t{256} * split, first = (int64_t{part} * 32 + lane) * 8;
-  const int64_t columns = kWarps / split, blocks = (g.n + columns - 1) / columns;
-  const int64_t rot_blocks = kE == GemvEpilogue::kNone ? g.rot_cols / columns : 0;
+  const uint32_t columns = kWarps / split;  // 32-bit division (n < 2^31), before the first fetch
+  const int64_t blocks = (static_cast<uint32_t>(g.n) + columns - 1) / columns;
+  const int64_t rot_blocks =
+      kE == GemvEpilogue::kNone ? static_cast<uint32_t>(g.rot_cols) / columns : 0;
   auto column = [&](int64_t b) {
     return column_of(g, b, warp / split, static_cast<int>(columns), b < rot_blocks);
   };
@@ -312,7 +322,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_row_kernel(GemvHalf 
         residual = to_f(static_cast<const T*>(g.residual)[n]);
       if constexpr (kE == GemvEpilogue::kNone) {
         if (rot_block) {
-          const int64_t j = n % g.rot_d;
+          const int64_t j = rotary_place(g, n);
           c = to_f(static_cast<const T*>(g.cos)[j]);
           s = to_f(static_cast<const T*>(g.sin)[j]);
         }
@@ -476,6 +486,8 @@ void gemv_half(const GemvHalf& g, void* stream) {
   if (g.rows == 0 || g.n == 0) return;
   IP_CHECK(g.more.count == 0 || g.epilogue != GemvEpilogue::kSwiGLU, kInternal,
            "[cuda] gated_mlp: a grouped product");
+  IP_CHECK(g.n <= INT32_MAX, kInternal, "[cuda] fused_linear: ", g.n,
+           " columns (the kernel places columns in 32-bit arithmetic)");
   IP_CHECK(!g.norm_w || g.k <= kGemvHalfMaxNormK, kInternal,
            "[cuda] fused_linear: a norm over more than ", kGemvHalfMaxNormK, " elements");
   IP_CHECK(g.n_writes == 0 || gemv_half_runs_writes(g), kInternal,

@@ -12,8 +12,8 @@ __device__ inline int64_t position(const IndexMap& m, int64_t i) {
   int64_t p = load<int64_t>(m.index, i);
   if (m.coord_dim >= 0) {
     int64_t rest = i;
-    for (int d = m.values.ndim - 1; d > m.coord_dim; --d) rest /= m.values.size[d];
-    p += rest % m.values.size[m.coord_dim];
+    for (int d = m.values.ndim - 1; d > m.coord_dim; --d) rest = div_nonneg(rest, m.values.size[d]);
+    p += mod_nonneg(rest, m.values.size[m.coord_dim]);
   }
   if (m.wrap_negative && p < 0) p += m.extent;
   return p;
@@ -64,7 +64,8 @@ __device__ inline void write_rows_f32(const IndexMap& m, int64_t n4, int64_t blo
   const Operand& v = m.values;
   const int64_t H = v.size[1], L = v.size[2], D4 = v.size[3] / 4;
   for (int64_t i4 = block * int64_t(blockDim.x) + threadIdx.x; i4 < n4; i4 += grid * blockDim.x) {
-    const int64_t c = i4 % D4 * 4, row = i4 / D4, l = row % L, h = row / L % H, b = row / L / H;
+    const int64_t c = mod_nonneg(i4, D4) * 4, row = div_nonneg(i4, D4), l = mod_nonneg(row, L),
+                  h = mod_nonneg(div_nonneg(row, L), H), b = div_nonneg(div_nonneg(row, L), H);
     int64_t p = m.index.is_number
                     ? m.index.i
                     : load_at<int64_t>(m.index.data, m.index.dtype,

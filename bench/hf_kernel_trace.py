@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Where a decode step's GPU time goes: one Hugging Face decoder (random weights, bf16, the
+exportable static-cache module, as bench/hf_decode.py builds it) compiled by inplace.compile,
+then `--steps` decode steps under torch.profiler, and a table of the step's kernels in launch
+order (name, microseconds, calls a step) with their sum, next to the step's time by CUDA events.
+
+    INPLACE_BUILD_DIR=build-hf python3 bench/hf_kernel_trace.py --model llama --shape medium
+        [--s-max 4096] [--position 200] [--steps 16] [--no-graph] [--json OUT.json]
+
+With INPLACE_CUDA_PDL=0 each kernel's span is its own work (with programmatic dependent launch
+a kernel starts early and waits, so its span includes the wait). The questions it answers: which
+launches a model's step has beyond the built-in model's, and how fast each product reads.
+"""
+import argparse
+import json
+import os
+import sys
+from collections import OrderedDict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(REPO, "python"))
+sys.path.insert(0, os.path.join(REPO, "scripts"))
+
+import hf_models  # noqa: E402
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="hf_kernel_trace.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default="llama", choices=hf_models.FAMILIES)
+    p.add_argument("--shape", default="medium", choices=sorted(hf_models.SHAPES))
+    p.add_argument("--s-max", type=int, default=4096)
+    p.add_argument("--position", type=int, default=200)
+    p.add_argument("--steps", type=int, default=16, help="profiled steps (default 16)")
+    p.add_argument("--no-graph", action="store_true", help="launch each call's kernels (no graph)")
+    p.add_argument("--json", help="write the table as JSON here")
+    p.add_argument("--plan", help="write the engine's plan (its steps in order) here")
+    return p.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import torch
+    import inplace
+    dev = torch.device("cuda")
+    dtype = torch.float32 if args.shape == "tiny" else torch.bfloat16
+    config = hf_models.config_for(args.model, args.shape, args.s_max)
+    model = hf_models.build_model(config, dtype=dtype, device=dev)
+    target = hf_models.export_target(hf_models.exportable(model, args.s_max, dev))
+    ep, examples = hf_models.export_static(target, dev)
+    with torch.no_grad():
+        c = hf_models.compile_exported(ep, examples)
+    if c.program is None:
+        for label, e, tb in c.failures:
+            print("inplace.compile (%s) failed:\n%s" % (label, tb), file=sys.stderr)
+        return 1
+    compiled = c.program
+    if args.plan:
+        with open(args.plan, "w") as f:
+            f.write(str(compiled.plan))
+    if args.no_graph:
+        compiled.cuda_graph = False
+    token = torch.ones(1, 1, dtype=torch.long, device=dev)
+    n = args.steps
+    positions = torch.arange(args.position, args.position + 2 * n + 8, device=dev)
+    with torch.no_grad():
+        for i in range(8):
+            compiled(token, positions[i:i + 1])
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(n):
+            compiled(token, positions[8 + i:9 + i])
+        end.record()
+        end.synchronize()
+        step_us = start.elapsed_time(end) * 1e3 / n
+        acts = [torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=acts) as prof:
+            for i in range(n):
+                compiled(token, positions[8 + n + i:9 + n + i])
+            torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    kernels.sort(key=lambda e: e.time_range.start)
+    table = OrderedDict()  # name -> [total us, count, first index]
+    for i, e in enumerate(kernels):
+        row = table.setdefault(e.name, [0.0, 0, i])
+        row[0] += e.time_range.end - e.time_range.start
+        row[1] += 1
+    busy = sum(r[0] for r in table.values()) / n
+    print("%s %s s_max %d position %d, %s, PDL %s: step %.1f us (CUDA events), kernels %.1f "
+          "us busy, %d launches a step" % (
+              args.model, args.shape, args.s_max, args.position,
+              "no graph" if args.no_graph else "graph",
+              os.environ.get("INPLACE_CUDA_PDL", "1"), step_us, busy, len(kernels) // n))
+    rows = []
+    for name, (total, count, _) in table.items():
+        rows.append({"kernel": name, "us_a_step": total / n, "calls_a_step": count / n,
+                     "us_a_call": total / count})
+        print("%9.2f us %6.2f x %8.2f us  %s" % (total / n, count / n, total / count, name[:150]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"args": vars(args), "step_us": step_us, "busy_us": busy,
+                       "launches": len(kernels) // n, "kernels": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
