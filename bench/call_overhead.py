@@ -18,7 +18,13 @@ and on:
              or a graph replay), the results as torch tensors (a context-owned one cloned)
   outputs    the results as the program returns them (inputs returned, scalars, rebuild)
 
-Usage: python3 bench/call_overhead.py [--device cpu|cuda] [--calls N] [--reps R] [--loop N]
+With ``--hf FAMILY`` (llama, mistral, qwen2, phi3, gemma or gpt2; needs transformers) the
+module is instead that Hugging Face decoder at issue 29's host-limited size (2 layers, d_model 64,
+float32, s_max 512, random weights), exported by torch.export from transformers' static-cache
+module and compiled from the ExportedProgram, called at position 200.
+
+Usage: python3 bench/call_overhead.py [--device cpu|cuda] [--hf FAMILY] [--calls N] [--reps R]
+[--loop N]
 (``--loop N`` only calls N times, for a profiler). Runs from a build tree as the tests do:
 INPLACE_BUILD_DIR=build /usr/bin/python3 bench/call_overhead.py
 """
@@ -65,6 +71,21 @@ def per_call_us(f, calls, reps, settle=lambda: None):
     return best
 
 
+def hf_program(family, dev, s_max=512, position=200):
+    """(compiled program, input_ids, cache_position) of `family` at the tiny shape."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                    "scripts"))
+    import hf_models
+    model = hf_models.build_model(hf_models.config_for(family, "tiny", s_max), device=dev)
+    target = hf_models.export_target(hf_models.exportable(model, s_max, dev))
+    ep, examples = hf_models.export_static(target, dev)
+    with torch.no_grad():
+        c = hf_models.compile_exported(ep, examples)
+    if c.program is None:
+        raise SystemExit("inplace.compile failed: %s" % c.failures[-1][2])
+    return c.program, examples[0], torch.tensor([position], device=dev)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="cpu")
@@ -72,15 +93,19 @@ def main():
                     help="calls per repetition (default 2000 on the cpu, 200 on cuda)")
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--loop", type=int, default=0)
+    ap.add_argument("--hf", help="a Hugging Face family at the tiny shape instead of TinyDecode")
     a = ap.parse_args()
     torch.manual_seed(0)
     dev = torch.device(a.device)
     calls = a.calls or (200 if dev.type == "cuda" else 2000)
     settle = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-    model = TinyDecode().to(dev).eval()
-    ids = torch.tensor([[3]], device=dev)
-    pos = torch.tensor([0], device=dev)
-    compiled = inplace.compile(model, (ids, pos))
+    if a.hf:
+        compiled, ids, pos = hf_program(a.hf, dev)
+    else:
+        model = TinyDecode().to(dev).eval()
+        ids = torch.tensor([[3]], device=dev)
+        pos = torch.tensor([0], device=dev)
+        compiled = inplace.compile(model, (ids, pos))
     call = lambda: compiled(ids, pos)  # noqa: E731
     if a.loop:
         for _ in range(a.loop):

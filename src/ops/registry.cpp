@@ -37,6 +37,7 @@ const Registry& Registry::get() {
     register_conv_ops(*r);
     register_rotary_ops(*r);
     register_sample_row_ops(*r);
+    register_rotary_table_ops(*r);
     register_fused_pointwise_ops(*r);
     register_renamed_ops(*r);
     return r;

@@ -135,6 +135,7 @@ void register_export_assert_ops(Registry& r);  // _assert_tensor_metadata
 void register_conv_ops(Registry& r);           // conv1d
 void register_rotary_ops(Registry& r);         // rotary_embedding
 void register_sample_row_ops(Registry& r);     // sample_row (generation's draw)
+void register_rotary_table_ops(Registry& r);   // rotary_table (a rotary cos/sin table)
 // The old names of renamed ops as aliases (ops/renamed_ops.h); registered last.
 void register_renamed_ops(Registry& r);
 

@@ -62,6 +62,7 @@ std::unique_ptr<Pass> make_fuse_rms_norm_pass();
 // fuse_rotary: x * cos + cat(-x[..., d/2:], x[..., :d/2], -1) * sin becomes
 // rotary_embedding(x, cos, sin) when nothing else reads the intermediates.
 std::unique_ptr<Pass> make_fuse_rotary_pass();
+std::unique_ptr<Pass> make_fuse_rotary_table_pass();
 
 // fuse_linear_epilogues: at decode size (PassOptions::decode_max_rows), add(r, fused_linear(x, w,
 // b)) becomes fused_linear(x, w, b, residual=r) and mul(silu(fused_linear(x, wg)),

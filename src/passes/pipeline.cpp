@@ -40,6 +40,7 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   passes.push_back(make_attend_filled_prefix_pass());
   passes.push_back(make_fold_position_arithmetic_pass());
   passes.push_back(make_outer_product_matmul_pass());
+  passes.push_back(make_fuse_rotary_table_pass());
   passes.push_back(make_fuse_weight_casts_pass());
   passes.push_back(make_fuse_rms_norm_pass());
   passes.push_back(make_fuse_rotary_pass());
@@ -67,17 +68,12 @@ std::vector<std::string> pass_names(const std::vector<std::unique_ptr<Pass>>& pa
 
 namespace {
 // Rewrites that only make the program faster: leaving one out keeps it correct.
-const char* const kOptionalRewrites[] = {"drop_identity_casts",
-                                         "recognize_attention",
-                                         "canonicalize_repeat_kv",
-                                         "attend_filled_prefix",
-                                         "fold_position_arithmetic",
-                                         "outer_product_matmul",
-                                         "fuse_rotary",
-                                         "fuse_rotary_epilogues",
-                                         "fuse_pointwise",
-                                         "fuse_linear_epilogues",
-                                         "fuse_addmm",
+const char* const kOptionalRewrites[] = {"drop_identity_casts",      "recognize_attention",
+                                         "canonicalize_repeat_kv",   "attend_filled_prefix",
+                                         "fold_position_arithmetic", "outer_product_matmul",
+                                         "fuse_rotary_table",        "fuse_rotary",
+                                         "fuse_rotary_epilogues",    "fuse_pointwise",
+                                         "fuse_linear_epilogues",    "fuse_addmm",
                                          "fuse_addmm_epilogues"};
 
 bool is_optional_rewrite(const std::string& name) {

@@ -44,7 +44,7 @@ TEST(HfBf16NormLinear, LlamaPlanHasNoNormChainAndFusedLinears) {
   EXPECT_EQ(lines_with(cpu, "_linear_add = fused_linear(", "bfloat16"), 4) << cpu;
   EXPECT_EQ(count_of(cpu, "= gated_mlp("), 2) << cpu;
   // No cast left on its own: the positions' are folded (fold_position_arithmetic), the rotary
-  // tables' join their fused_pointwise step.
+  // tables' are in their rotary_table steps.
   EXPECT_EQ(count_of(cpu, "to.dtype"), 0) << cpu;
 
   const std::string gpu = plan_of(*g, example, gpu_like_options());

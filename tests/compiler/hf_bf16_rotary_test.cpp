@@ -22,7 +22,7 @@ namespace {
 
 const std::string kHf = std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/";
 const std::vector<std::string> kRewrites = {"fuse_rotary", "outer_product_matmul",
-                                            "fold_position_arithmetic"};
+                                            "fold_position_arithmetic", "fuse_rotary_table"};
 
 // Token ids below the vocabulary (128), positions below the cache length (64, every one of them
 // over the draws), cumulative lengths 0, floats in [-1, 1] at each placeholder's dtype.
@@ -77,7 +77,7 @@ TEST(HfBf16Rotary, Phi3RotaryAndItsEmptyPassThrough) {
   for (uint32_t s = 0; s < 6; ++s) draws.push_back(draw(*g, s * 7 + 1));
   const std::string plan = expect_rewrite_exact(*g, draws[0], draws, kRewrites, 0);
   EXPECT_EQ(count_of(plan, "= rotary_embedding("), 4) << plan;
-  EXPECT_EQ(count_of(plan, "= cat("), 1) << plan;  // cat(freqs, freqs) only
+  EXPECT_EQ(count_of(plan, "= cat("), 0) << plan;  // cat(freqs, freqs) is in the rotary tables
   // Against eager within float32 rounding: rms_norm keeps its statistics in double.
   EXPECT_EQ(expect_engine_exact_on_draws(*g, draws[0], draws, 1e-5), 6);
 }
@@ -120,8 +120,9 @@ TEST(HfBf16Rotary, LlamaPlanKeepsNoRotateHalf) {
   EXPECT_EQ(count_of(unfused, "= neg("), 4) << unfused;
   EXPECT_EQ(count_of(unfused, "= matmul("), 1) << unfused;
   EXPECT_GT(count_of(unfused, "= arange("), 0) << unfused;
-  // With them: the one cat left is the frequencies' cat(freqs, freqs).
-  EXPECT_EQ(count_of(fused, "= cat("), 1) << fused;
+  // With them: no cat (the frequencies' cat(freqs, freqs) is in the two rotary tables).
+  EXPECT_EQ(count_of(fused, "= cat("), 0) << fused;
+  EXPECT_EQ(lines_with(fused, "= rotary_table(", "bfloat16"), 2) << fused;
   EXPECT_EQ(count_of(fused, "= neg("), 0) << fused;
   EXPECT_EQ(lines_with(fused, "= rotary_embedding(", "bfloat16"), 4) << fused;
 }

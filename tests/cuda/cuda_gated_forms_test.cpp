@@ -16,6 +16,7 @@
 #include "compiler/compile.h"
 #include "compiler/hf_fixtures.h"
 #include "compiler/rewrite_differential.h"
+#include "cuda_fixture_engine.h"
 #include "cuda_test_util.h"
 #include "engine/execution_context.h"
 #include "ops/registry.h"
@@ -80,47 +81,6 @@ TEST(CudaGatedForms, ActivationsOnTheHalvesOfOneWeightMatchTheCpu) {
         }
 }
 
-// An engine for `device` and a context bound to inputs that every draw is copied into.
-class Engine {
- public:
-  Engine(const Graph& g, const std::vector<Tensor>& example, Device device,
-         std::vector<std::string> skipped = {}) {
-    CompileOptions o;
-    o.device = device;
-    o.skip_passes = std::move(skipped);
-    program_ = compile(g, example, o);
-    ctx_ = std::make_unique<ExecutionContext>(program_.engine);
-    for (size_t i = 0; i < example.size(); ++i) {
-      inputs_.push_back(device.type == DeviceType::kCpu ? example[i].clone()
-                                                        : example[i].to_device(device));
-      ctx_->bind_input(static_cast<int>(i), inputs_.back());
-    }
-  }
-  // The outputs, then every input after the call (the caches), on the host.
-  std::vector<Tensor> call(const std::vector<Tensor>& draw) {
-    for (size_t i = 0; i < draw.size(); ++i) {
-      if (inputs_[i].device().type == DeviceType::kCpu) {
-        inputs_[i].copy_from(draw[i]);
-        continue;
-      }
-      const Tensor h = draw[i].contiguous();  // into the bound memory: its address stays
-      device_allocator(inputs_[i].device())
-          .copy_from_host(inputs_[i].data_ptr(), h.data_ptr(), h.nbytes());
-    }
-    std::vector<Tensor> out;
-    for (const Tensor& t : ctx_->execute()) out.push_back(t.to_device(Device::cpu()));
-    for (const Tensor& t : inputs_) out.push_back(t.to_device(Device::cpu()));
-    return out;
-  }
-  std::string plan() const { return program_.engine->describe(); }
-  ExecutionContext& context() { return *ctx_; }
-
- private:
-  CompiledProgram program_;
-  std::unique_ptr<ExecutionContext> ctx_;
-  std::vector<Tensor> inputs_;
-};
-
 TEST(CudaGatedForms, Phi3GemmaAndQwen2FixturesMatchTheCpuEngine) {
   IP_REQUIRE_CUDA();
   struct Case {
@@ -135,8 +95,9 @@ TEST(CudaGatedForms, Phi3GemmaAndQwen2FixturesMatchTheCpuEngine) {
     auto g = hf_fixture(c.model);
     std::vector<std::vector<Tensor>> draws;
     for (uint32_t s : {0u, 1u, 31u, 46u, 63u}) draws.push_back(seeded_hf_inputs(*g, s, 64));
-    Engine gpu(*g, draws[0], Device::cuda()), cpu(*g, draws[0], Device::cpu());
-    Engine apart(*g, draws[0], Device::cuda(), {"fuse_linear_epilogues", "fuse_rotary_epilogues"});
+    FixtureEngine gpu(*g, draws[0], Device::cuda()), cpu(*g, draws[0], Device::cpu());
+    FixtureEngine apart(*g, draws[0], Device::cuda(),
+                        {"fuse_linear_epilogues", "fuse_rotary_epilogues"});
     EXPECT_EQ(count_of(gpu.plan(), c.gated), 2) << gpu.plan();
     EXPECT_EQ(count_of(gpu.plan(), "= rotary_embedding("), 0) << gpu.plan();
     EXPECT_EQ(count_of(gpu.plan(), "_merged_normed = rms_norm_linear("), c.grouped) << gpu.plan();

@@ -111,9 +111,9 @@ TEST(LaunchGroups, Bf16CacheWritesJoinTheirProductsPastStepsInBetween) {
   EXPECT_EQ(kv_pairs, 2) << e->describe();
 }
 
-// Hugging Face's rotary table, as torch.export records it: cos and sin of cat(freqs, freqs), each
-// cast to bf16, two adjacent fused_pointwise steps over the same input: one launch (a pair). (In
-// float32 the sin is computed in place of cat(freqs, freqs), which the cos reads: no pair.)
+// Hugging Face's rotary table, as torch.export records it (cos and sin of cat(freqs, freqs), each
+// cast to bf16) is two rotary_table steps (fuse_rotary_table) over the same inputs: one launch (a
+// pair).
 TEST(LaunchGroups, TheRotaryTablesCosAndSinPairUp) {
   for (const char* model : {"llama_bf16", "qwen2_bf16", "gemma_bf16", "mistral_bf16"}) {
     SCOPED_TRACE(model);
@@ -124,13 +124,13 @@ TEST(LaunchGroups, TheRotaryTablesCosAndSinPairUp) {
     auto e = compile(*g, inputs, testing::gpu_like_options()).engine;
     const Plan& plan = e->plan();
     const cuda::LaunchGroups lg = cuda::plan_launch_groups(plan);
-    int pointwise_pairs = 0;
+    int table_pairs = 0;
     for (size_t q = 0; q < plan.steps.size(); ++q)
-      if (lg.pair[q] && op_of(plan.steps[q]) == "fused_pointwise") {
-        ++pointwise_pairs;
-        EXPECT_EQ(op_of(plan.steps[q + 1]), "fused_pointwise");
+      if (lg.pair[q] && op_of(plan.steps[q]) == "rotary_table") {
+        ++table_pairs;
+        EXPECT_EQ(op_of(plan.steps[q + 1]), "rotary_table");
       }
-    EXPECT_EQ(pointwise_pairs, 1) << e->describe();
+    EXPECT_EQ(table_pairs, 1) << e->describe();
   }
 }
 

@@ -232,11 +232,14 @@ TEST(HostSteps, HuggingFaceFixturesOnCuda) {
 const std::set<std::string> kNamedFusions = {
     "rms_norm",        "upcast_rms_norm", "layer_norm",      "rotary_embedding",
     "fused_linear",    "gated_mlp",       "rms_norm_linear", "rms_norm_gated_mlp",
-    "kv_cache_update", "fused_embedding", "fused_addmm",     "scaled_dot_product_attention"};
+    "kv_cache_update", "fused_embedding", "fused_addmm",     "scaled_dot_product_attention",
+    "rotary_table"};
 
 // fuse_pointwise for cuda: its chains become fused_pointwise steps that cuda's kernel runs (none
 // on the host), and it runs after the named fusions, whose steps it leaves as they are (GPT-2's
 // GELU step stays its own here: fuse_addmm_epilogues, left out, would make it c_fc's epilogue).
+// At bfloat16 Llama and Gemma keep no chain for it: their one chain, the rotary table, is
+// fuse_rotary_table's step.
 TEST(HostSteps, HuggingFaceFixturesFusePointwiseOnCuda) {
   int fused_models = 0;
   for (const char* model : {"llama", "llama_bf16", "gpt2", "gemma", "gemma_bf16", "phi3"}) {
@@ -253,13 +256,13 @@ TEST(HostSteps, HuggingFaceFixturesFusePointwiseOnCuda) {
     EXPECT_FALSE(named(with).empty());
     int fused = 0;
     for (const Step& s : with.steps) fused += s.op && s.op->schema.name == "fused_pointwise";
-    EXPECT_LT(with.steps.size(), without.steps.size());
+    EXPECT_EQ(with.steps.size() < without.steps.size(), fused > 0);
     fused_models += fused > 0;
     std::string ops;
     for (const HostStep& h : place_on_host(with, false)) ops += " " + h.op;
     EXPECT_EQ(ops, "") << "on the host:" << ops;
   }
-  EXPECT_EQ(fused_models, 6);
+  EXPECT_EQ(fused_models, 4);  // all but llama_bf16 and gemma_bf16
 }
 
 // The bf16 fixtures with the GPU's fusion choices: every norm and product of the fused linear

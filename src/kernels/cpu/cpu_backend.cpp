@@ -26,6 +26,7 @@ void register_cpu_backend(KernelTable& table) {
   cpu::register_pointwise_extra_kernels(table);
   cpu::register_creation_kernels(table);
   cpu::register_sample_row_kernels(table);
+  cpu::register_rotary_table_kernels(table);
   cpu::register_matrix_kernels(table);
   cpu::register_matrix_batch_kernels(table);
   cpu::register_einsum_kernels(table);

@@ -33,6 +33,7 @@ void register_conv_kernels(KernelTable& table);             // conv_kernels.cpp
 void register_pointwise_extra_kernels(KernelTable& table);  // pointwise_extra_kernels.cpp
 void register_creation_kernels(KernelTable& table);         // creation_kernels.cpp
 void register_sample_row_kernels(KernelTable& table);       // sample_row.cpp
+void register_rotary_table_kernels(KernelTable& table);     // rotary_table.cpp
 void register_matrix_kernels(KernelTable& table);           // matrix_kernels.cpp
 void register_matrix_batch_kernels(KernelTable& table);     // matrix_kernels.cpp
 void register_einsum_kernels(KernelTable& table);           // einsum_kernels.cpp

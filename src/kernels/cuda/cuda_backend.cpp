@@ -76,6 +76,7 @@ void register_cuda_backend(KernelTable& table) {
   cuda::register_fused_pointwise_kernels(table);
   cuda::register_topk_kernels(table);
   cuda::register_sample_row_kernels(table);
+  cuda::register_rotary_table_kernels(table);
   register_backend(DeviceType::kCuda, cuda::make_backend());
 }
 

@@ -27,6 +27,7 @@ void register_fused_addmm_kernels(KernelTable& table);      // gemv_in_out_kerne
 void register_fused_pointwise_kernels(KernelTable& table);  // fused_pointwise_kernels.cpp
 void register_topk_kernels(KernelTable& table);             // topk_kernels.cpp
 void register_sample_row_kernels(KernelTable& table);       // sample_row_kernels.cpp
+void register_rotary_table_kernels(KernelTable& table);     // rotary_table_kernels.cpp
 // The CUDA backend: prepares a plan into a CudaExecutable (cuda_executable.cpp).
 std::unique_ptr<Backend> make_backend();
 

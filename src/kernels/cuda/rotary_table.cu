@@ -1,0 +1,89 @@
+// rotary_table on the device (ops/rotary_table_ops.cpp): one thread an element, with the unfused
+// kernels' own arithmetic (an integer position converted by static_cast<float> as the cast
+// kernel converts it, __fmul_rn and __fadd_rn for the product and its + 0, elementwise's cosf or
+// sinf, one rounding to the result's dtype), so the step is bitwise the chain it replaces on this
+// backend. Compiled with --fmad=false as elementwise.cu.
+#include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/elementwise_device.cuh"
+#include "kernels/cuda/rotary_table.h"
+
+namespace inplace::cuda {
+
+namespace {
+
+// positions[b, 0, s] as float32.
+__device__ inline float position_at(const Operand& p, int64_t b, int64_t s) {
+  const int64_t off = (p.size[0] == 1 ? 0 : b) * p.stride[0] + s * p.stride[2];
+  switch (p.dtype) {
+    case DType::kFloat32:
+      return reinterpret_cast<const float*>(p.data)[off];
+    case DType::kInt64:
+      return static_cast<float>(reinterpret_cast<const int64_t*>(p.data)[off]);
+    case DType::kInt32:
+      return static_cast<float>(reinterpret_cast<const int32_t*>(p.data)[off]);
+    case DType::kInt16:
+      return static_cast<float>(reinterpret_cast<const int16_t*>(p.data)[off]);
+    case DType::kInt8:
+      return static_cast<float>(reinterpret_cast<const int8_t*>(p.data)[off]);
+    default:
+      return static_cast<float>(reinterpret_cast<const uint8_t*>(p.data)[off]);
+  }
+}
+
+__device__ inline void table_element(const RotaryTable& t, int64_t e) {
+  const Operand &o = t.out, &f = t.inv;
+  const uint32_t two_h = static_cast<uint32_t>(o.size[2]), h = two_h / 2;
+  const uint32_t S = static_cast<uint32_t>(o.size[1]), i = static_cast<uint32_t>(e);
+  const uint32_t j = i % two_h, row = i / two_h, s = row % S, b = row / S;
+  const float inv = reinterpret_cast<const float*>(
+      f.data)[(f.size[0] == 1 ? 0 : int64_t{b}) * f.stride[0] + int64_t{j % h} * f.stride[1]];
+  const float freq = __fadd_rn(__fmul_rn(inv, position_at(t.positions, b, s)), 0.0f);
+  const float v =
+      unary_op<float>(static_cast<int>(t.sine ? UnaryOp::kSin : UnaryOp::kCos), freq, false);
+  store_at<float>(o.data, o.dtype,
+                  int64_t{b} * o.stride[0] + int64_t{s} * o.stride[1] + int64_t{j} * o.stride[2],
+                  v);
+}
+
+__global__ void rotary_table_kernel(const __grid_constant__ RotaryTable t, int64_t n) {
+  pdl_begin();
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x)
+    table_element(t, e);
+}
+
+struct RotaryTablePair {
+  RotaryTable t[2];
+  int64_t n[2];
+};
+
+// Table blockIdx.y of the pair.
+__global__ void rotary_table_pair_kernel(const __grid_constant__ RotaryTablePair pair) {
+  pdl_begin();
+  const RotaryTable& t = pair.t[blockIdx.y];
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < pair.n[blockIdx.y];
+       e += int64_t(gridDim.x) * blockDim.x)
+    table_element(t, e);
+}
+
+}  // namespace
+
+void rotary_table(const RotaryTable& t, void* stream) {
+  const int64_t n = numel(t.out);
+  if (n == 0) return;
+  launch_pdl(rotary_table_kernel, blocks_for(n), 256, as_stream(stream), t, n);
+  IP_CUDA_CHECK(cudaGetLastError(), "rotary_table");
+}
+
+void rotary_table_pair(const RotaryTable& a, const RotaryTable& b, void* stream) {
+  RotaryTablePair pair;
+  pair.t[0] = a;
+  pair.t[1] = b;
+  pair.n[0] = numel(a.out);
+  pair.n[1] = numel(b.out);
+  const unsigned blocks = std::max(blocks_for(pair.n[0]), blocks_for(pair.n[1]));
+  launch_pdl(rotary_table_pair_kernel, dim3(blocks, 2), 256, as_stream(stream), pair);
+  IP_CUDA_CHECK(cudaGetLastError(), "rotary_table");
+}
+
+}  // namespace inplace::cuda
