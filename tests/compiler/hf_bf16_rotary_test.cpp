@@ -8,9 +8,6 @@
 // contents of every cache must be equal, and equal to the eager interpreter's.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "compiler/hf_fixtures.h"
 #include "compiler/qkv_rotary_graph.h"
 #include "compiler/rewrite_differential.h"
@@ -55,13 +52,7 @@ TEST(HfBf16Rotary, FixturesBitwiseWithAndWithoutTheRewrites) {
 // The same Llama at float16 (the bf16 fixture with its dtype renamed): fp16 rounds where the
 // chain rounds, too.
 TEST(HfBf16Rotary, LlamaAtFloat16Bitwise) {
-  std::ifstream in(kHf + "llama_bf16.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string json = text.str();
-  for (size_t at; (at = json.find("bfloat16")) != std::string::npos;)
-    json.replace(at, 8, "float16");
-  auto g = read_graph_json_string(json, "llama_fp16");
+  auto g = hf_fixture_at_float16("llama_bf16", "llama_fp16");
   std::vector<std::vector<Tensor>> draws;
   for (uint32_t s = 0; s < 6; ++s) draws.push_back(draw(*g, s * 5 + 2));
   const std::string plan = expect_rewrite_exact(*g, draws[0], draws, kRewrites, 0);

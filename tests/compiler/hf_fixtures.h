@@ -2,7 +2,9 @@
 // without weights) and inputs for them: random weights made here, token ids and positions
 // chosen from a seed.
 #pragma once
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,20 @@ inline CompileOptions gpu_like_options(std::vector<std::string> skipped = {}) {
 inline std::unique_ptr<Graph> hf_fixture(const std::string& name) {
   return read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" + name +
                          ".json");
+}
+
+// The bfloat16 fixture `model` (e.g. "llama_bf16") with its dtype renamed to float16: the same
+// graph at float16, named `name`.
+inline std::unique_ptr<Graph> hf_fixture_at_float16(const std::string& model,
+                                                    const std::string& name) {
+  std::ifstream in(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" + model +
+                   ".json");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  for (size_t at; (at = json.find("bfloat16")) != std::string::npos;)
+    json.replace(at, 8, "float16");
+  return read_graph_json_string(json, name);
 }
 
 // One tensor per placeholder: int64 `input_ids` in [0, 128) and other int64 inputs (positions)

@@ -9,9 +9,6 @@
 // must be equal.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "compiler/hf_fixtures.h"
 #include "compiler/rewrite_differential.h"
 #include "frontend/graph_json.h"
@@ -29,13 +26,7 @@ CompileOptions gpu_like(bool merge) {
 // The bf16 fixture `model`, or Llama's with its dtype renamed to float16.
 std::unique_ptr<Graph> fixture(const std::string& model) {
   if (model != "llama_fp16") return hf_fixture(model);
-  std::ifstream in(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/llama_bf16.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string json = text.str();
-  for (size_t at; (at = json.find("bfloat16")) != std::string::npos;)
-    json.replace(at, 8, "float16");
-  return read_graph_json_string(json, model);
+  return hf_fixture_at_float16("llama_bf16", model);
 }
 
 TEST(HfGroupedProduct, FixturesBitwiseWithAndWithoutTheMerge) {

@@ -7,9 +7,6 @@
 // leave alone (another scaling, a product read elsewhere) keep their chain.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "compiler/hf_fixtures.h"
 #include "compiler/qkv_rotary_graph.h"
 #include "compiler/rewrite_differential.h"
@@ -38,13 +35,7 @@ TEST(HfRotaryTable, FixturesBitwiseWithAndWithoutTheTable) {
 
 // The bf16 Llama with its dtype renamed: float16 tables, and the eager interpreter agrees.
 TEST(HfRotaryTable, LlamaAtFloat16BitwiseAndAsEager) {
-  std::ifstream in(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/llama_bf16.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string json = text.str();
-  for (size_t at; (at = json.find("bfloat16")) != std::string::npos;)
-    json.replace(at, 8, "float16");
-  auto g = read_graph_json_string(json, "llama_fp16");
+  auto g = hf_fixture_at_float16("llama_bf16", "llama_fp16");
   const std::vector<std::vector<Tensor>> draws = rotary_draws_across(*g, 64);
   const std::string plan = expect_rewrite_exact(*g, draws[0], draws, kTable, 0);
   EXPECT_EQ(lines_with(plan, "= rotary_table(", "float16"), 2) << plan;

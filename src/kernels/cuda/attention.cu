@@ -274,8 +274,7 @@ void launch_decode(const Attention& a, int64_t rows, int splits, cudaStream_t s)
 int split_count(const Attention& a, int64_t rows) {
   const int64_t S = a.k.size[2];
   int splits = 1;
-  while (rows * splits * 2 <= kFillRows &&
-         (a.kv_len ? splits < 64 : S / (splits * 2) >= kChunk))
+  while (rows * splits * 2 <= kFillRows && (a.kv_len ? splits < 64 : S / (splits * 2) >= kChunk))
     splits *= 2;
   return splits;
 }

@@ -21,7 +21,7 @@ struct FusedPointwise {
 // One thread per output element runs p's program (fused_pointwise.cu).
 void fused_pointwise(const FusedPointwise& p, void* stream);
 // a and b (independent: neither reads what the other writes) in one launch, each as
-// fused_pointwise computes it (a launch group's pair: the cos and the sin of a rotary table).
+// fused_pointwise computes it (a launch group's pair: two programs over the same inputs).
 void fused_pointwise_pair(const FusedPointwise& a, const FusedPointwise& b, void* stream);
 
 // "" when the kernel computes `program` over inputs of these shapes and dtypes bit for bit as

@@ -161,11 +161,6 @@ void register_fused_pointwise_kernels(KernelTable& table) {
       kOp, [](const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
               const Args& a2, const std::vector<Tensor>& o2, const KernelContext&) {
         const FusedPointwise first = fused_of(a1, o1), second = fused_of(a2, o2);
-        if (numel(first.out) == 0 || numel(second.out) == 0) {
-          if (numel(first.out)) fused_pointwise(first, c1.queue);
-          if (numel(second.out)) fused_pointwise(second, c1.queue);
-          return;
-        }
         fused_pointwise_pair(first, second, c1.queue);
       });
 }

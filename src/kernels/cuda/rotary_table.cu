@@ -4,6 +4,7 @@
 // sinf, one rounding to the result's dtype), so the step is bitwise the chain it replaces on this
 // backend. Compiled with --fmad=false as elementwise.cu.
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/element_jobs.cuh"
 #include "kernels/cuda/elementwise_device.cuh"
 #include "kernels/cuda/rotary_table.h"
 
@@ -45,44 +46,15 @@ __device__ inline void table_element(const RotaryTable& t, int64_t e) {
                   v);
 }
 
-__global__ void rotary_table_kernel(const __grid_constant__ RotaryTable t, int64_t n) {
-  pdl_begin();
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
-       e += int64_t(gridDim.x) * blockDim.x)
-    table_element(t, e);
-}
-
-struct RotaryTablePair {
-  RotaryTable t[2];
-  int64_t n[2];
-};
-
-// Table blockIdx.y of the pair.
-__global__ void rotary_table_pair_kernel(const __grid_constant__ RotaryTablePair pair) {
-  pdl_begin();
-  const RotaryTable& t = pair.t[blockIdx.y];
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < pair.n[blockIdx.y];
-       e += int64_t(gridDim.x) * blockDim.x)
-    table_element(t, e);
-}
-
 }  // namespace
 
 void rotary_table(const RotaryTable& t, void* stream) {
-  const int64_t n = numel(t.out);
-  if (n == 0) return;
-  launch_pdl(rotary_table_kernel, blocks_for(n), 256, as_stream(stream), t, n);
+  launch_job<RotaryTable, table_element>(t, numel(t.out), as_stream(stream));
   IP_CUDA_CHECK(cudaGetLastError(), "rotary_table");
 }
 
 void rotary_table_pair(const RotaryTable& a, const RotaryTable& b, void* stream) {
-  RotaryTablePair pair;
-  pair.t[0] = a;
-  pair.t[1] = b;
-  pair.n[0] = numel(a.out);
-  pair.n[1] = numel(b.out);
-  const unsigned blocks = std::max(blocks_for(pair.n[0]), blocks_for(pair.n[1]));
-  launch_pdl(rotary_table_pair_kernel, dim3(blocks, 2), 256, as_stream(stream), pair);
+  launch_job_pair<RotaryTable, table_element>(a, numel(a.out), b, numel(b.out), as_stream(stream));
   IP_CUDA_CHECK(cudaGetLastError(), "rotary_table");
 }
 

@@ -31,13 +31,7 @@ void register_rotary_table_kernels(KernelTable& table) {
   LaunchKernels::get().add_pair(
       "rotary_table", [](const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
                          const Args& a2, const std::vector<Tensor>& o2, const KernelContext&) {
-        const RotaryTable first = table_of(a1, o1), second = table_of(a2, o2);
-        if (numel(first.out) == 0 || numel(second.out) == 0) {
-          if (numel(first.out)) rotary_table(first, c1.queue);
-          if (numel(second.out)) rotary_table(second, c1.queue);
-          return;
-        }
-        rotary_table_pair(first, second, c1.queue);
+        rotary_table_pair(table_of(a1, o1), table_of(a2, o2), c1.queue);
       });
 }
 
