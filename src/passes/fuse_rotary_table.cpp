@@ -43,8 +43,10 @@ Node* transposed(const Node* t) {
   if (op_name(t) != "transpose" || t->args.size() != 3 || !t->args[0].is_node() ||
       t->args[1].kind != Value::Kind::kInt || t->args[2].kind != Value::Kind::kInt)
     return nullptr;
-  const int64_t a = (t->args[1].i + 3) % 3, b = (t->args[2].i + 3) % 3;
-  return (a == 1 && b == 2) || (a == 2 && b == 1) ? t->args[0].node : nullptr;
+  const int64_t a = t->args[1].i, b = t->args[2].i;
+  if (a < -3 || a > 2 || b < -3 || b > 2) return nullptr;
+  const int64_t da = (a + 3) % 3, db = (b + 3) % 3;
+  return (da == 1 && db == 2) || (da == 2 && db == 1) ? t->args[0].node : nullptr;
 }
 
 struct Product {
