@@ -11,9 +11,10 @@
 // op's kernels use each backend's own arithmetic for every step of the chain.
 // Matched: cat([t, t], -1) of t = transpose(mul(a, b) + 0, 1, 2), a float32 [B1, h, 1] and b
 // float32 [B2, 1, S] (or a cast of an integer tensor to float32, which the op converts itself);
-// cos or sin of the cat, then optionally * 1 (attention_scaling 1.0: rope types with another
-// scaling keep the chain) and a cast to float32, bfloat16 or float16; each link read by the next
-// alone. The cat, transpose and product go once no other step reads them.
+// cos or sin of the cat, then optionally * 1 (attention_scaling 1.0) and a cast to float32,
+// bfloat16 or float16; each link read by the next alone. Another scaling (YaRN's) stays a step
+// after a float32 table, with the cast after it. The cat, transpose and product go once no other
+// step reads them.
 #include "ops/rotary_table_args.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
@@ -69,8 +70,7 @@ bool product_of(const Graph& g, const MetaTable& metas, Node* p, Node* reader, P
     const Tensor* am = metas.tensor(a);
     const Tensor* bm = metas.tensor(b);
     if (!am || !bm || am->dtype() != DType::kFloat32 || bm->dtype() != DType::kFloat32 ||
-        am->dim() != 3 || bm->dim() != 3 || am->size(2) != 1 || bm->size(1) != 1 ||
-        (am->size(1) == 1 && bm->size(2) != 1))
+        am->dim() != 3 || bm->dim() != 3 || am->size(2) != 1 || bm->size(1) != 1)
       continue;
     out->inv = a;
     out->positions = b;
@@ -133,13 +133,13 @@ class FuseRotaryTablePass : public Pass {
       return users.size() == 1 && users[0]->is_call() ? users[0] : nullptr;
     };
     Node* end = u;
+    // * 1.0 joins the table; another scaling stays a step of its own after it (its rounding,
+    // and the cast after it, are the chain's).
     if (Node* m = next(end); m && op_name(m) == "mul" && m->args.size() == 2 && m->kwargs.empty() &&
                              m->args[0].is_node() && m->args[0].node == end &&
                              is_number(m->args[1], 1.0)) {
       chain.push_back(m);
       end = m;
-    } else if (m && op_name(m) == "mul") {
-      return;  // another scaling: its rounding stays the chain's
     }
     if (Node* c = next(end); c && is_cast(c) && c->args[0].node == end) {
       const Tensor* cm = metas.tensor(c);

@@ -61,13 +61,15 @@ TEST(HfRotaryTable, BatchedLargeAndNegativePositionsEveryDtype) {
     }
 }
 
-TEST(HfRotaryTable, AnotherScalingOrAProductReadElsewhereKeepsTheChain) {
-  // attention_scaling 0.7 (YaRN): its product's rounding stays the chain's.
+TEST(HfRotaryTable, AnotherScalingStaysAStepAndAProductReadElsewhereKeepsTheChain) {
+  // attention_scaling 0.7 (YaRN): float32 tables, then the scaling and the cast as before.
   auto scaled = table_graph(1, 1, 16, DType::kInt64, DType::kBFloat16, 0.7);
   std::vector<std::vector<Tensor>> draws;
   for (uint32_t s = 0; s < 3; ++s) draws.push_back(table_draw(*scaled, s + 1, 0, 512, true));
   std::string plan = expect_rewrite_exact(*scaled, draws[0], draws, kTable, 0);
-  EXPECT_EQ(count_of(plan, "= rotary_table("), 0) << plan;
+  EXPECT_EQ(lines_with(plan, "= rotary_table(", "float32"), 2) << plan;
+  EXPECT_EQ(count_of(plan, "= cat("), 0) << plan;
+  EXPECT_EQ(lines_with(plan, "= rotary_table(", "bfloat16"), 0) << plan;  // scaled, then cast
   // The frequencies are also an output: they stay, and so does the whole chain.
   auto shared = table_graph(1, 2, 16, DType::kInt64, DType::kBFloat16, 1.0, true);
   draws.clear();
