@@ -80,4 +80,16 @@ TEST(CudaRotaryTable, BatchedLargeAndNegativePositionsEveryDtype) {
     }
 }
 
+// attention_scaling 0.7 (YaRN): float32 tables, then the scaling and the cast as their own steps.
+TEST(CudaRotaryTable, AnotherScalingAfterAFloat32Table) {
+  IP_REQUIRE_CUDA();
+  auto g = table_graph(1, 1, 64, DType::kInt64, DType::kBFloat16, 0.7);
+  std::vector<std::vector<Tensor>> draws;
+  for (uint32_t s = 0; s < 4; ++s) draws.push_back(table_draw(*g, s + 3, 0, 4096, s % 2 == 0));
+  FixtureEngine fused(*g, draws[0], Device::cuda()), cpu(*g, draws[0], Device::cpu());
+  FixtureEngine unfused(*g, draws[0], Device::cuda(), kTable);
+  EXPECT_EQ(lines_with(fused.plan(), "= rotary_table(", "float32"), 2) << fused.plan();
+  expect_table_exact(fused, unfused, cpu, draws);
+}
+
 }  // namespace
