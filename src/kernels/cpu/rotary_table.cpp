@@ -3,6 +3,7 @@
 // core/dtype.h's convert), so the step is bitwise the chain it replaces.
 #include <cmath>
 
+#include "core/dtype.h"
 #include "core/half.h"
 #include "kernels/cpu/registration.h"
 #include "ops/rotary_table_args.h"
@@ -16,20 +17,7 @@ using namespace rotary_table;
 // positions[b, 0, s] as float32, converted as the chain's cast converts it.
 float position_at(const Tensor& p, int64_t b, int64_t s) {
   const int64_t off = (p.size(0) == 1 ? 0 : b) * p.stride(0) + s * p.stride(2);
-  switch (p.dtype()) {
-    case DType::kFloat32:
-      return p.data<float>()[off];
-    case DType::kInt64:
-      return convert<float>(p.data<int64_t>()[off]);
-    case DType::kInt32:
-      return convert<float>(p.data<int32_t>()[off]);
-    case DType::kInt16:
-      return convert<float>(p.data<int16_t>()[off]);
-    case DType::kInt8:
-      return convert<float>(p.data<int8_t>()[off]);
-    default:
-      return convert<float>(p.data<uint8_t>()[off]);
-  }
+  return visit_dtype(p.dtype(), [&]<typename T>() { return convert<float>(p.data<T>()[off]); });
 }
 
 template <typename T>

@@ -136,13 +136,8 @@ __device__ inline int64_t offset_of(const Operand& o, int64_t linear) {
   int64_t off = 0;
   for (int d = o.ndim - 1; d >= 0; --d) {
     const int64_t s = o.size[d];
-    if (fits32(linear, s)) {
-      off += mod32(linear, s) * o.stride[d];
-      linear = div32(linear, s);
-    } else {
-      off += (linear % s) * o.stride[d];
-      linear /= s;
-    }
+    off += mod_nonneg(linear, s) * o.stride[d];
+    linear = div_nonneg(linear, s);
   }
   return off;
 }

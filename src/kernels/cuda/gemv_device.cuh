@@ -149,8 +149,7 @@ __device__ inline T* row_target(const GemvRowWrite& w, int64_t n) {
   if (c < 0 || c >= w.cols) return nullptr;
   // 32-bit division (row_write_of keeps cols below 2^31): a 64-bit one is a long subroutine
   // on the path to the column's first fetch.
-  const uint32_t cu = static_cast<uint32_t>(c), du = static_cast<uint32_t>(w.d);
-  const int64_t h = cu / du, j = cu % du;
+  const int64_t h = div32(c, w.d), j = mod32(c, w.d);
   const int64_t p = row_position(w, h);
   if (p < 0 || p >= w.extent) return nullptr;
   return static_cast<T*>(w.dst) + h * w.dst_stride + p * w.unit + j;

@@ -85,7 +85,7 @@ __device__ inline int64_t column_of(const GemvHalf& g, int64_t block, int c, int
 
 // Column n's place j in its rotated head (n < 2^31).
 __device__ inline int64_t rotary_place(const GemvHalf& g, int64_t n) {
-  return static_cast<uint32_t>(n) % static_cast<uint32_t>(g.rot_d);
+  return mod32(n, g.rot_d);
 }
 
 // v (column n's rounded result, held by lane 0 of the column's `owner` warp) rotated as

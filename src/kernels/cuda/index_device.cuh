@@ -65,7 +65,7 @@ __device__ inline void write_rows_f32(const IndexMap& m, int64_t n4, int64_t blo
   const int64_t H = v.size[1], L = v.size[2], D4 = v.size[3] / 4;
   for (int64_t i4 = block * int64_t(blockDim.x) + threadIdx.x; i4 < n4; i4 += grid * blockDim.x) {
     const int64_t c = mod_nonneg(i4, D4) * 4, row = div_nonneg(i4, D4), l = mod_nonneg(row, L),
-                  h = mod_nonneg(div_nonneg(row, L), H), b = div_nonneg(div_nonneg(row, L), H);
+                  hb = div_nonneg(row, L), h = mod_nonneg(hb, H), b = div_nonneg(hb, H);
     int64_t p = m.index.is_number
                     ? m.index.i
                     : load_at<int64_t>(m.index.data, m.index.dtype,

@@ -12,23 +12,12 @@ namespace inplace::cuda {
 
 namespace {
 
-// positions[b, 0, s] as float32.
+// positions[b, 0, s] as float32; an integer one through its int64 value, static_cast<float> as the
+// cast kernel converts it.
 __device__ inline float position_at(const Operand& p, int64_t b, int64_t s) {
   const int64_t off = (p.size[0] == 1 ? 0 : b) * p.stride[0] + s * p.stride[2];
-  switch (p.dtype) {
-    case DType::kFloat32:
-      return reinterpret_cast<const float*>(p.data)[off];
-    case DType::kInt64:
-      return static_cast<float>(reinterpret_cast<const int64_t*>(p.data)[off]);
-    case DType::kInt32:
-      return static_cast<float>(reinterpret_cast<const int32_t*>(p.data)[off]);
-    case DType::kInt16:
-      return static_cast<float>(reinterpret_cast<const int16_t*>(p.data)[off]);
-    case DType::kInt8:
-      return static_cast<float>(reinterpret_cast<const int8_t*>(p.data)[off]);
-    default:
-      return static_cast<float>(reinterpret_cast<const uint8_t*>(p.data)[off]);
-  }
+  return p.dtype == DType::kFloat32 ? load_at<float>(p.data, p.dtype, off)
+                                    : static_cast<float>(load_at<int64_t>(p.data, p.dtype, off));
 }
 
 __device__ inline void table_element(const RotaryTable& t, int64_t e) {
