@@ -35,6 +35,8 @@ def parse_args(argv):
     p.add_argument("--no-graph", action="store_true", help="launch each call's kernels (no graph)")
     p.add_argument("--json", help="write the table as JSON here")
     p.add_argument("--plan", help="write the engine's plan (its steps in order) here")
+    p.add_argument("--sequence", action="store_true",
+                   help="also print each launch of a step in order (mean over the steps)")
     return p.parse_args(argv)
 
 
@@ -97,10 +99,21 @@ def main(argv=None):
         rows.append({"kernel": name, "us_a_step": total / n, "calls_a_step": count / n,
                      "us_a_call": total / count})
         print("%9.2f us %6.2f x %8.2f us  %s" % (total / n, count / n, total / count, name[:150]))
+    per = len(kernels) // n
+    sequence = []
+    if per * n == len(kernels):
+        for i in range(per):
+            spans = [kernels[j * per + i] for j in range(n)]
+            us = sum(e.time_range.end - e.time_range.start for e in spans) / n
+            sequence.append({"kernel": spans[0].name, "us": us})
+    if args.sequence:
+        for i, row in enumerate(sequence):
+            print("%4d %8.2f us  %s" % (i, row["us"], row["kernel"][:120]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "step_us": step_us, "busy_us": busy,
-                       "launches": len(kernels) // n, "kernels": rows}, f, indent=1)
+                       "launches": len(kernels) // n, "kernels": rows,
+                       "sequence": sequence}, f, indent=1)
     return 0
 
 

@@ -18,6 +18,10 @@ cmake --build "$BUILD_DIR" -j"$(nproc)" --target inplace_tests inplace_cli
 echo "[gpu] build: $(( $(date +%s) - start )) s"
 "$BUILD_DIR"/inplace ops --device cuda >/dev/null
 "$BUILD_DIR"/tests/inplace_tests --gtest_filter='Cuda*:Device*' --gtest_brief=0
+# The one-row half GEMV picks its kernel by weight bytes, and the tests' products are small: the
+# products' tests again with every product on the task-stream kernel.
+INPLACE_CUDA_GEMV=stream "$BUILD_DIR"/tests/inplace_tests --gtest_brief=1 \
+  --gtest_filter='CudaHalfEpilogues.*:CudaGatedForms.*:CudaGroupedProduct.*:CudaDecoder.*:CudaRotary*:CudaEngine.*:CudaFusedAddmm.*'
 # The built-in model on the GPU, checked against the eager interpreter (graphs on).
 "$BUILD_DIR"/inplace demo --device cuda --size small --steps 64 --check-steps 3
 # INPLACE_GPU_BENCH=1: the decode benchmark too (scripts/bench-gpu.sh).

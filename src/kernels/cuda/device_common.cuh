@@ -42,6 +42,12 @@ __device__ inline void pdl_begin() {
   pdl_wait();
 }
 
+// Asks L1 (and L2) to fetch the line holding p: a hint that changes no value, so it may be given
+// before pdl_wait() for constants the kernel will read after a barrier.
+__device__ inline void prefetch_l1(const void* p) {
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+}
+
 // Asks L2 to fetch [p, p + bytes) (p and bytes multiples of 16), in the background: a hint that
 // changes no value, so it may be given before pdl_wait() for memory the kernel will read later.
 __device__ inline void prefetch_l2(const void* p, uint64_t bytes) {

@@ -56,7 +56,10 @@ struct GemvHalf {
   // The row writes (kNone, one row).
   GemvRowWrite writes[2];
   int n_writes = 0;
-  int32_t split = 1;  // warps a column on the one-row path (set by gemv_half)
+  // The one-row path's geometry (set by gemv_half): warps a task, tasks (those of the rotated
+  // prefix first), task groups (a block's tasks at a time), rounds a task, elements a round.
+  int32_t split = 1;
+  uint32_t tasks = 0, rot_tasks = 0, groups = 0, rounds = 0, round_k = 0;
 };
 
 void gemv_half(const GemvHalf& g, void* stream);

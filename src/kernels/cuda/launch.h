@@ -22,9 +22,12 @@ constexpr int kWorkspaceBlas = 1;       // cuBLAS's workspace
 // true unless the environment sets INPLACE_CUDA_PDL=0 (read once), which profiles use to time
 // each kernel on its own (under PDL a kernel's span includes its wait for the one before).
 bool pdl_enabled();
-// Whether the one-row half GEMV keeps two columns of a single weight in flight ahead of the one
-// it sums (default) or one: INPLACE_CUDA_GEMV_AHEAD=1, read once per process (profiles, A/B).
-bool gemv_deep_prefetch();
+
+// Which kernel the one-row half GEMV takes (gemv_half.cu): by its weight bytes (kAuto), or always
+// the task streams or the column blocks: INPLACE_CUDA_GEMV=stream or =columns, read once per
+// process (tests that cover both, A/B profiles).
+enum class GemvPath { kAuto, kStream, kColumns };
+GemvPath gemv_half_path();
 
 // A tensor viewed at a (broadcast) shape, or a Python number. Strides are in elements.
 struct Operand {

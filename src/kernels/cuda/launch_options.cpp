@@ -14,12 +14,14 @@ bool pdl_enabled() {
   return enabled;
 }
 
-bool gemv_deep_prefetch() {
-  static const bool deep = [] {
-    const char* v = std::getenv("INPLACE_CUDA_GEMV_AHEAD");
-    return v == nullptr || std::strcmp(v, "1") != 0;
+GemvPath gemv_half_path() {
+  static const GemvPath path = [] {
+    const char* v = std::getenv("INPLACE_CUDA_GEMV");
+    if (v && std::strcmp(v, "stream") == 0) return GemvPath::kStream;
+    if (v && std::strcmp(v, "columns") == 0) return GemvPath::kColumns;
+    return GemvPath::kAuto;
   }();
-  return deep;
+  return path;
 }
 
 }  // namespace inplace::cuda

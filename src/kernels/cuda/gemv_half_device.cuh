@@ -1,0 +1,99 @@
+// Device code shared by the half GEMV's kernels (gemv_half.cu): chunk loads, the norm's input as
+// the chain rounds it, column placement of the rotated prefix and the rotation of a column pair.
+// Included by gemv_half.cu only.
+#pragma once
+#include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/gemv_device.cuh"
+#include "kernels/cuda/gemv_half.h"
+
+namespace inplace::cuda::half_gemv {
+
+constexpr int kWarps = gemv::kWarpsPerBlock;
+
+// Eight elements at p (16-byte aligned) as floats.
+template <typename T>
+__device__ inline void load8(const T* p, float* out) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const T* v = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = to_f(v[i]);
+}
+
+// Element k of the norm's float32 weight: norm_w's, or 1 + norm_w's (norm_one_plus: the chain's
+// float32 add, norm_w of T or float32).
+template <typename T>
+__device__ inline float float_norm_weight(const GemvHalf& g, int64_t k) {
+  const float w = g.norm_w_float ? static_cast<const float*>(g.norm_w)[k]
+                                 : to_f(static_cast<const T*>(g.norm_w)[k]);
+  return g.norm_one_plus ? __fadd_rn(1.f, w) : w;
+}
+
+template <typename T>
+__device__ inline void widen(const uint4& raw, float* out) {
+  const T* v = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = to_f(v[i]);
+}
+
+// x[k, k + 8) as the product reads it: normalised and rounded as upcast_rms_norm when kNorm.
+template <typename T, bool kNorm>
+__device__ inline void input8(const GemvHalf& g, const T* x, int64_t k, float inv, float* out) {
+  load8(x + k, out);
+  if constexpr (kNorm) {
+    if (g.norm_w_float || g.norm_one_plus) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        out[i] = to_f(from_f<T>(out[i] * inv * float_norm_weight<T>(g, k + i)));
+    } else {
+      float nw[8];
+      load8(static_cast<const T*>(g.norm_w) + k, nw);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) out[i] = to_f(from_f<T>(nw[i] * to_f(from_f<T>(out[i] * inv))));
+    }
+  }
+}
+
+// Column `c` of block `block`, a block holding `per_block` columns: a block of the rotated prefix
+// takes per_block / 2 column pairs (j, j + d/2) of one head (both halves of each rotation in the
+// block, partners per_block / 2 apart), every other block per_block columns in order.
+// In 32-bit arithmetic (gemv_half keeps n below 2^31): a 64-bit division is a long subroutine
+// on the path to the column's first fetch.
+__device__ inline int64_t column_of(const GemvHalf& g, int64_t block, int c, int per_block,
+                                    bool rot_block) {
+  if (!rot_block) return block * per_block + c;
+  const uint32_t pairs = static_cast<uint32_t>(per_block) / 2, b = static_cast<uint32_t>(block);
+  const uint32_t half = static_cast<uint32_t>(g.rot_d) / 2, per_head = half / pairs;
+  const uint32_t cu = static_cast<uint32_t>(c);
+  return static_cast<int64_t>(b / per_head) * g.rot_d + (b % per_head) * pairs + cu % pairs +
+         (cu >= pairs ? half : 0);
+}
+
+// Column n's place j in its rotated head (n < 2^31).
+__device__ inline int64_t rotary_place(const GemvHalf& g, int64_t n) {
+  return mod32(n, g.rot_d);
+}
+
+// v (column n's rounded result, held by lane 0 of the column's `owner` warp) rotated as
+// rotary_embedding at T by cos[j] = c, sin[j] = s, its partner the block's column c ^ pairs:
+// every warp of a rotated block calls it (all its columns exist); the owner's lane 0 gets the
+// result.
+template <typename T>
+__device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int col, int pairs, bool owner,
+                           float c, float s) {
+  __shared__ float pair[kWarps];
+  const int lane = threadIdx.x % 32;
+  if (owner && lane == 0) pair[col] = to_f(v);
+  __syncthreads();
+  if (owner && lane == 0) {
+    const int64_t half = g.rot_d / 2, j = rotary_place(g, n);
+    const float other = pair[col ^ pairs];
+    const float rot = j < half ? -other : other;
+    const float a = to_f(from_f<T>(__fmul_rn(to_f(v), c)));
+    const float b = to_f(from_f<T>(__fmul_rn(rot, s)));
+    v = from_f<T>(__fadd_rn(a, b));
+  }
+  __syncthreads();  // `pair` is rewritten for the next row
+  return v;
+}
+
+}  // namespace inplace::cuda::half_gemv
