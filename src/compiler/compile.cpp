@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <set>
@@ -53,6 +55,17 @@ std::vector<DeclaredMutation> resolve_mutated_inputs(const Graph& graph,
   return out;
 }
 
+// INPLACE_FUSE_NORM_PROLOGUES=0 or =1 in the environment, read at each compile: the norms inside
+// the products they feed (RMSNorm and LayerNorm prologues) off or on whatever the backend
+// prefers, where the caller's options leave it open (A/B profiles of a model's step).
+std::optional<bool> norm_prologues_from_env() {
+  const char* v = std::getenv("INPLACE_FUSE_NORM_PROLOGUES");
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  IP_CHECK(std::strcmp(v, "0") == 0 || std::strcmp(v, "1") == 0, kInvalidArgument,
+           "[compile] INPLACE_FUSE_NORM_PROLOGUES='", v, "': expected 0 or 1");
+  return v[0] == '1';
+}
+
 }  // namespace
 
 CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_inputs,
@@ -68,7 +81,8 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   const FusionPreferences fusion = fusion_preferences(fusion_device);
   po.decode_max_rows = fusion.decode_max_rows;
   po.merge_sibling_linears = options.merge_sibling_linears.value_or(fusion.merge_sibling_linears);
-  po.fuse_norm_prologues = options.fuse_norm_prologues.value_or(fusion.fuse_norm_prologues);
+  po.fuse_norm_prologues = options.fuse_norm_prologues.value_or(
+      norm_prologues_from_env().value_or(fusion.fuse_norm_prologues));
   po.skip_passes = options.skip_passes;
   if (!fusion.fuse_pointwise) po.skip_passes.push_back("fuse_pointwise");
   po.kernel_supports = [fusion_device](const OpDef& op, const std::vector<Value>& args) {

@@ -24,8 +24,9 @@ struct CompileOptions {
   // The merge_sibling_linears pass (q/k/v as one product): by default as the device's backend
   // prefers (backend/fusion_preferences.h: on for GPU engines).
   std::optional<bool> merge_sibling_linears;
-  // The fuse_norm_prologues pass (an RMSNorm inside the product it feeds): by default as the
-  // device's backend prefers (on for GPU engines).
+  // The fuse_norm_prologues pass (an RMSNorm inside the product it feeds) and fuse_addmm's
+  // LayerNorm prologue: by default as INPLACE_FUSE_NORM_PROLOGUES (0 or 1) in the environment
+  // says, else as the device's backend prefers (on for GPU engines).
   std::optional<bool> fuse_norm_prologues;
   // The device whose backend's fusion preferences and kernel checks the passes follow; by
   // default `device`'s (a test sees on the cpu, without a GPU, the graph a cuda engine runs).

@@ -7,6 +7,8 @@
 // and the final contents of every cache must be equal.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "compiler/hf_fixtures.h"
 #include "compiler/rewrite_differential.h"
 #include "engine/engine_file.h"
@@ -56,6 +58,35 @@ TEST(HfGpt2Addmm, FixturesBitwiseWithAndWithoutTheRewrite) {
           EXPECT_TRUE(tensor_equal(a.inputs[i], b.inputs[i])) << "input " << i;
       }
     }
+}
+
+// INPLACE_FUSE_NORM_PROLOGUES (A/B profiles) decides the norm prologues where the options leave
+// them open: 1 joins ln_1 and ln_2 on the cpu, 0 keeps them steps on a GPU's graph; an explicit
+// option wins; any other value is refused, naming the variable.
+TEST(HfGpt2Addmm, TheEnvironmentDecidesNormProloguesTheOptionsLeaveOpen) {
+  auto g = hf_fixture("gpt2");
+  const std::vector<Tensor> draw = seeded_hf_inputs(*g, 1, 64);
+  auto norms_left = [&](const CompileOptions& o) {
+    return count_of(CompiledOnce(*g, draw, o).plan(), "= layer_norm(");
+  };
+  CompileOptions open, gpu, set;
+  gpu.fusion_device = DeviceType::kCuda;
+  set.fuse_norm_prologues = false;
+  ::setenv("INPLACE_FUSE_NORM_PROLOGUES", "1", 1);
+  EXPECT_EQ(norms_left(open), 1);
+  EXPECT_EQ(norms_left(set), 5);
+  ::setenv("INPLACE_FUSE_NORM_PROLOGUES", "0", 1);
+  EXPECT_EQ(norms_left(gpu), 5);
+  ::setenv("INPLACE_FUSE_NORM_PROLOGUES", "yes", 1);
+  try {
+    norms_left(open);
+    ADD_FAILURE() << "a bad value compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("INPLACE_FUSE_NORM_PROLOGUES='yes'"), std::string::npos)
+        << e.what();
+  }
+  ::unsetenv("INPLACE_FUSE_NORM_PROLOGUES");
+  EXPECT_EQ(norms_left(open), 5);
 }
 
 // An engine file keeps the fused steps (the norm prologue's eps, the epilogue's program): the

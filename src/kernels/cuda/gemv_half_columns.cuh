@@ -185,7 +185,6 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
   }
 }
 
-
 // Warps a column on the one-row path: enough that each lane fetches at most kUnroll 16-byte
 // chunks of a weight row (all of it before the wait for the previous kernel), at most a block;
 // where the block's columns are rotated, at most half a block (a block holds whole column pairs).

@@ -118,18 +118,17 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHa
   const uint32_t lane_k = ((warp % split) * 32 + lane) * 8, chunk_step = 256 * split;
   const T* x = static_cast<const T*>(g.x);
   // A task's weight rows (null past the last column or task).
-  auto rows_of = [&](uint32_t t, const T* (&p)[kS]) {
+  auto rows_of = [&](uint32_t t, const T*(&p)[kS]) {
     int64_t n[kC];
     task_columns<kC>(g, t, rot_tasks, n);
 #pragma unroll
     for (int c = 0; c < kC; ++c)
       p[c] = t < tasks && n[c] < g.n ? weight_row<T>(g.w, g.more, n[c], g.k) : nullptr;
-    if constexpr (kTwo)
-      p[1] = t < tasks ? static_cast<const T*>(g.w2) + n[0] * g.k : nullptr;
+    if constexpr (kTwo) p[1] = t < tasks ? static_cast<const T*>(g.w2) + n[0] * g.k : nullptr;
   };
   // Element offset of this lane's chunk u of round r.
   auto chunk_k = [&](uint32_t r, int u) { return r * round_k + lane_k + u * chunk_step; };
-  auto fetch = [&](uint4(&buf)[kS][kU], const T* const (&p)[kS], uint32_t r) {
+  auto fetch = [&](uint4(&buf)[kS][kU], const T* const(&p)[kS], uint32_t r) {
 #pragma unroll
     for (int u = 0; u < kU; ++u) {
       const uint32_t k = chunk_k(r, u);
