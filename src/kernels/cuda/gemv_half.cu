@@ -200,11 +200,12 @@ template <typename T, GemvEpilogue kE>
 void launch_one_row(GemvHalf g, cudaStream_t s) {
   const int64_t bytes = g.n * g.k * int64_t{sizeof(T)} * (kE == GemvEpilogue::kSwiGLU ? 2 : 1);
   const GemvPath path = gemv_half_path();
-  if (path == GemvPath::kStream || (path == GemvPath::kAuto && bytes >= kStreamBytes)) {
-    if (g.norm_w) return launch_stream<gemv_half_stream_kernel<T, kE, true, true>>(g, s);
-    if (g.k <= kGemvHalfMaxNormK)
-      return launch_stream<gemv_half_stream_kernel<T, kE, false, true>>(g, s);
-    return launch_stream<gemv_half_stream_kernel<T, kE, false, false>>(g, s);
+  // The stream kernel stages the input row in shared memory: k at most kGemvHalfMaxNormK.
+  const bool stream =
+      path == GemvPath::kStream || (path == GemvPath::kAuto && bytes >= kStreamBytes);
+  if (stream && g.k <= kGemvHalfMaxNormK) {
+    if (g.norm_w) return launch_stream<gemv_half_stream_kernel<T, kE, true>>(g, s);
+    return launch_stream<gemv_half_stream_kernel<T, kE, false>>(g, s);
   }
   g.split = column_split(g);
   const int64_t columns = kWarps / g.split;  // a block

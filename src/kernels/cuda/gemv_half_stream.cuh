@@ -95,18 +95,17 @@ __device__ inline void task_columns(const GemvHalf& g, uint32_t t, uint32_t rot_
 // rows, and the next round (the next group's first, at a task's end) before it sums this one.
 // The first round is fetched before the wait for the previous kernel (the weights are
 // constants); then the block stages the input row (normalised when kNorm) in shared memory, and
-// each round reads its x chunks there (kStaged false: k past kGemvHalfMaxNormK, no norm: from
-// global). A task's parts meet in shared memory in a fixed order, one block barrier a task
-// (none with one part); a rotated pair meets in one lane.
-template <typename T, GemvEpilogue kE, bool kNorm, bool kStaged>
+// each round reads its x chunks there (k at most kGemvHalfMaxNormK). A task's parts meet in shared
+// memory in a fixed order, one block barrier a task (none with one part); a rotated pair meets in
+// one lane.
+template <typename T, GemvEpilogue kE, bool kNorm>
 __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHalf g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   constexpr int kC = kTwo ? 1 : 2;       // columns a task
   constexpr int kS = kTwo ? 2 : kC;      // weight rows a task streams
   constexpr int kU = kRoundChunks / kS;  // chunks of each a lane fetches a round
   static_assert(kS == 2, "launch_resident sizes rounds for two rows a task");
-  static_assert(!kNorm || kStaged, "the norm's row is staged");
-  __shared__ __align__(16) T xs[kStaged ? kGemvHalfMaxNormK : 8];
+  __shared__ __align__(16) T xs[kGemvHalfMaxNormK];
   __shared__ float part_sums[2][kS][kWarps];  // by task parity: one barrier a task
   pdl_trigger();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, split = g.split;
@@ -116,7 +115,6 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHa
   // This lane's first element of a round: chunk u of the round is 256 * split elements, a part's
   // 256 of them, its lanes 8 apart (so the parts' lanes read each chunk together).
   const uint32_t lane_k = ((warp % split) * 32 + lane) * 8, chunk_step = 256 * split;
-  const T* x = static_cast<const T*>(g.x);
   // A task's weight rows (null past the last column or task).
   auto rows_of = [&](uint32_t t, const T*(&p)[kS]) {
     int64_t n[kC];
@@ -149,7 +147,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHa
   pdl_wait();
   if (kE == GemvEpilogue::kNone && blockIdx.x == 0 && threadIdx.x == 0)
     gemv::report_row_writes(g.writes, g.n_writes);
-  if constexpr (kStaged) stage_row<T, kNorm>(g, xs);
+  stage_row<T, kNorm>(g, xs);
   // What the task's epilogue reads that the product does not change, requested at its start.
   float acc[kS], bias[kC], residual[kC], cs[kC][2];
   T* target[kC][2];
@@ -196,10 +194,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHa
       const uint32_t k = chunk_k(r, u);
       if (k >= K) break;
       float xv[8], wv[8];
-      if constexpr (kStaged)
-        widen<T>(*reinterpret_cast<const uint4*>(xs + k), xv);
-      else
-        load8(x + k, xv);
+      widen<T>(*reinterpret_cast<const uint4*>(xs + k), xv);
 #pragma unroll
       for (int s = 0; s < kS; ++s) {
         if (!p[s]) continue;
