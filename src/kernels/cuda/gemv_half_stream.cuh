@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHa
   constexpr int kC = kTwo ? 1 : 2;       // columns a task
   constexpr int kS = kTwo ? 2 : kC;      // weight rows a task streams
   constexpr int kU = kRoundChunks / kS;  // chunks of each a lane fetches a round
-  static_assert(kS == 2, "launch_resident sizes rounds for two rows a task");
+  static_assert(kS == 2, "launch_stream sizes rounds for two rows a task");
   __shared__ __align__(16) T xs[kGemvHalfMaxNormK];
   __shared__ float part_sums[2][kS][kWarps];  // by task parity: one barrier a task
   pdl_trigger();
