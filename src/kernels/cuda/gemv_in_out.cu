@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kThreads)
   if constexpr (R == 1) {
     for (int w = 0; w < g.n_writes; ++w)
       if (writes) targets[w] = gemv::row_target<T>(g.writes[w], j);
-    if (blockIdx.x == 0 && tid == 0) gemv::report_row_writes(g.writes, g.n_writes);
+    if (blockIdx.x == 0 && tid < 32) gemv::report_row_writes(g.writes, g.n_writes);
   }
   const T* nw = static_cast<const T*>(g.norm_w);
   const T* nb = static_cast<const T*>(g.norm_b);
@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(kThreads)
   // (its shared memory may be written).
   if (split > 1) cluster.barrier_arrive();
   pdl_wait();
-  if (blockIdx.x == 0 && blockIdx.y == 0 && tid == 0) gemv::report_row_writes(g.writes, g.n_writes);
+  if (blockIdx.x == 0 && blockIdx.y == 0 && tid < 32) gemv::report_row_writes(g.writes, g.n_writes);
   // The columns this block finishes, and their epilogue operands, requested before the product.
   const int64_t j = tile + rank * own + tid;
   const bool finishes = tid < own && j < N;
