@@ -102,6 +102,22 @@ std::vector<int64_t> CudaExecutable::graph_key(const RunCall& call) const {
   return key;
 }
 
+bool CudaExecutable::same_key(const RunCall& call, const std::vector<int64_t>& key) const {
+  size_t at = 0;
+  auto next = [&](int64_t v) { return at < key.size() && key[at++] == v; };
+  for (size_t i = 0; i < call.input_data.size(); ++i) {
+    if (!next(reinterpret_cast<intptr_t>(call.input_data[i]))) return false;
+    for (int64_t d : (*call.inputs)[i].shape())
+      if (!next(d)) return false;
+  }
+  for (const void* o : call.output_data)
+    if (!next(reinterpret_cast<intptr_t>(o))) return false;
+  if (!scalars_.on_device)
+    for (int64_t v : *call.scalars)
+      if (!next(v)) return false;
+  return at == key.size();
+}
+
 void CudaExecutable::run_pair(size_t q, void* stream, CallObserver& observer) {
   const std::vector<std::vector<Value>>& args = *steps_.args;
   const std::vector<std::vector<Tensor>>& outs = *steps_.outs;
@@ -236,15 +252,18 @@ void CudaExecutable::run(const RunCall& call, CallObserver& observer) {
   // values change every call never pays for a capture it would not replay.
   // A step on the host cannot be captured (it waits for the stream and copies through the
   // host): such an engine never records a graph.
+  // The key is compared where it lies (a replay builds nothing): it is built only for a call
+  // that runs directly.
   const bool graphs = cuda_graph_ && host_steps_ == 0;
-  std::vector<int64_t> key;
-  if (graphs) key = graph_key(call);
-  if (!graphs || !warm_ || (key != graph_key_ && key != last_key_)) {
+  const bool on_graph = graphs && warm_ && graph_ && same_key(call, graph_key_);
+  const bool on_last = graphs && warm_ && !on_graph && same_key(call, last_key_);
+  if (!graphs || !warm_ || (!on_graph && !on_last)) {
     enqueue(stream, observer);
     warm_ = true;
-    if (graphs) last_key_ = std::move(key);
+    if (graphs) last_key_ = graph_key(call);
   } else {
-    if (!graph_ || key != graph_key_) {
+    if (!on_graph) {
+      std::vector<int64_t> key = last_key_;
       if (!capture_stream_) capture_stream_ = runtime_.create_stream();
       runtime_.destroy_graph(graph_);
       graph_ = nullptr;

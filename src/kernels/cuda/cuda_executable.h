@@ -46,6 +46,8 @@ class CudaExecutable final : public Executable {
   bool run_with_writes(size_t q, void* stream, CallObserver& observer);
   KernelContext step_context(size_t q, void* stream) const;
   std::vector<int64_t> graph_key(const RunCall& call) const;
+  // Whether graph_key(call) would equal `key` (nothing allocated).
+  bool same_key(const RunCall& call, const std::vector<int64_t>& key) const;
   void upload_scalar_inputs(const RunCall& call, void* stream);
 
   PreparedSteps steps_;
