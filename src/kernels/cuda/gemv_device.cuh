@@ -118,9 +118,10 @@ __device__ inline void rotate(const GemvBf16& g, float* res, int64_t m0, int64_t
 
 // Chunks k0, k0 + step, ... (kUnroll of them, those below K) of weight row wr, and of wr2 for
 // SwiGLU's second weight, into registers: 16-byte loads with the streaming hint.
-template <bool kTwo, typename W>
-__device__ inline void fetch_chunks(uint4 (&raw)[kUnroll], uint4 (&raw2)[kUnroll], const W* wr,
-                                    const W* wr2, int64_t k0, int64_t step, int64_t K) {
+template <bool kTwo>
+__device__ inline void fetch_chunks(uint4 (&raw)[kUnroll], uint4 (&raw2)[kUnroll],
+                                    const __nv_bfloat16* wr, const __nv_bfloat16* wr2, int64_t k0,
+                                    int64_t step, int64_t K) {
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const int64_t k = k0 + step * u;

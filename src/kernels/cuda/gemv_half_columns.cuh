@@ -8,7 +8,22 @@
 
 namespace inplace::cuda::half_gemv {
 
-using gemv::kUnroll;  // 16-byte chunks a lane holds of a weight row
+constexpr int kUnroll = 4;
+
+// Chunks k0, k0 + step, ... (kUnroll of them, those below k) of weight row w, and of w2 when
+// given, into registers: 16-byte loads with the streaming hint.
+template <typename T, bool kTwo>
+__device__ inline void fetch_rows(uint4 (&raw)[kUnroll], uint4 (&raw2)[kUnroll], const T* w,
+                                  const T* w2, int64_t k0, int64_t step, int64_t k) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int64_t c = k0 + step * u;
+    if (c < k) {
+      raw[u] = __ldcs(reinterpret_cast<const uint4*>(w + c));
+      if constexpr (kTwo) raw2[u] = __ldcs(reinterpret_cast<const uint4*>(w2 + c));
+    }
+  }
+}
 
 // 1 / sqrt(mean(x^2) + eps) of the row x[0, k) as upcast_rms_norm computes it (squares in float,
 // summed in double), by one warp on its own: every lane reads its 16-byte chunks, then a
@@ -60,7 +75,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
   auto fetch = [&](uint4(&r)[kUnroll], uint4(&r2)[kUnroll], int64_t n, int64_t k0) {
     const T* w = weight_row<T>(g.w, g.more, n, K);
     const T* w2 = kTwo ? static_cast<const T*>(g.w2) + n * K : nullptr;
-    gemv::fetch_chunks<kTwo>(r, r2, w, w2, k0, step, K);
+    fetch_rows<T, kTwo>(r, r2, w, w2, k0, step, K);
   };
   auto column_at = [&](int64_t b) { return b < blocks ? column(b) : g.n; };
   int64_t b = blockIdx.x;

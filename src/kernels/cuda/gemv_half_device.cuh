@@ -10,6 +10,15 @@ namespace inplace::cuda::half_gemv {
 
 constexpr int kWarps = gemv::kWarpsPerBlock;
 
+// Eight elements at p (16-byte aligned) as floats.
+template <typename T>
+__device__ inline void load8(const T* p, float* out) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+  const T* v = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = to_f(v[i]);
+}
+
 // Element k of the norm's float32 weight: norm_w's, or 1 + norm_w's (norm_one_plus: the chain's
 // float32 add, norm_w of T or float32).
 template <typename T>
@@ -19,28 +28,11 @@ __device__ inline float float_norm_weight(const GemvHalf& g, int64_t k) {
   return g.norm_one_plus ? __fadd_rn(1.f, w) : w;
 }
 
-// The eight elements of T in raw as floats.
 template <typename T>
 __device__ inline void widen(const uint4& raw, float* out) {
   const T* v = reinterpret_cast<const T*>(&raw);
 #pragma unroll
   for (int i = 0; i < 8; ++i) out[i] = to_f(v[i]);
-}
-
-// Eight elements at p (16-byte aligned) as floats.
-template <typename T>
-__device__ inline void load8(const T* p, float* out) {
-  widen<T>(*reinterpret_cast<const uint4*>(p), out);
-}
-
-// rotary_embedding's value at T for an element v whose rotate_half partner is rot (the partner,
-// negated for the first half of the head), by cos c and sin s: its products and sum unfused,
-// each rounded to T, as rotary.cu.
-template <typename T>
-__device__ inline T rotated(float v, float rot, float c, float s) {
-  const float a = to_f(from_f<T>(__fmul_rn(v, c)));
-  const float b = to_f(from_f<T>(__fmul_rn(rot, s)));
-  return from_f<T>(__fadd_rn(a, b));
 }
 
 // x[k, k + 8) as the product reads it: normalised and rounded as upcast_rms_norm when kNorm.
@@ -95,7 +87,10 @@ __device__ inline T rotate(const GemvHalf& g, T v, int64_t n, int col, int pairs
   if (owner && lane == 0) {
     const int64_t half = g.rot_d / 2, j = rotary_place(g, n);
     const float other = pair[col ^ pairs];
-    v = rotated<T>(to_f(v), j < half ? -other : other, c, s);
+    const float rot = j < half ? -other : other;
+    const float a = to_f(from_f<T>(__fmul_rn(to_f(v), c)));
+    const float b = to_f(from_f<T>(__fmul_rn(rot, s)));
+    v = from_f<T>(__fadd_rn(a, b));
   }
   __syncthreads();  // `pair` is rewritten for the next row
   return v;

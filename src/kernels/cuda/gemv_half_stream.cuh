@@ -236,8 +236,12 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHa
         if constexpr (kC == 2) {
           if (t < rot_tasks) {  // rotary_embedding at T: rotate_half(v) is (-v1, v0)
             const float v0 = to_f(v[0]), v1 = to_f(v[1]);
-            v[0] = rotated<T>(v0, -v1, cs[0][0], cs[0][1]);
-            v[1] = rotated<T>(v1, v0, cs[1][0], cs[1][1]);
+            const float a0 = to_f(from_f<T>(__fmul_rn(v0, cs[0][0])));
+            const float b0 = to_f(from_f<T>(__fmul_rn(-v1, cs[0][1])));
+            const float a1 = to_f(from_f<T>(__fmul_rn(v1, cs[1][0])));
+            const float b1 = to_f(from_f<T>(__fmul_rn(v0, cs[1][1])));
+            v[0] = from_f<T>(__fadd_rn(a0, b0));
+            v[1] = from_f<T>(__fadd_rn(a1, b1));
           }
         }
 #pragma unroll
