@@ -156,22 +156,31 @@ __device__ inline T* row_target(const GemvRowWrite& w, int64_t n) {
 }
 
 // Flags the first refused position of the writes, in the order of their steps (the writes in
-// order), as the standalone steps would: the 32 lanes of one warp of the launch call it, after
-// the wait for the previous kernel, so which write is named never depends on which block runs
-// first. Each lane reads every 32nd row's position: one round trip a write, not one a row (a
-// single thread's chain of loads held its block ~1 us behind the others).
+// order), as the standalone steps would: kLanes threads of the launch call it (the 32 lanes of
+// one warp, or one thread), after the wait for the previous kernel, so which write is named never
+// depends on which block runs first. With a warp, each lane reads every 32nd row's position: one
+// round trip a write, not one a row (one thread's chain of loads held its block ~1 us behind the
+// others). The column kernel and the multi-row fallback keep one thread: the warp's loop took
+// the column kernel to its 128-register cap, with spills (ptxas -v).
+template <int kLanes>
 __device__ inline void report_row_writes(const GemvRowWrite* writes, int n_writes) {
-  const int lane = threadIdx.x % 32;
+  static_assert(kLanes == 1 || kLanes == 32, "one thread or one warp");
+  const int lane = kLanes == 1 ? 0 : static_cast<int>(threadIdx.x % 32);
   for (int i = 0; i < n_writes; ++i) {
     const GemvRowWrite& w = writes[i];
-    const int64_t rows = (w.cols + w.d - 1) / w.d;
-    for (int64_t h0 = 0; h0 < rows; h0 += 32) {
+    for (int64_t h0 = 0; h0 * w.d < w.cols; h0 += kLanes) {
       bool refused = false;
-      if (h0 + lane < rows) {
-        const int64_t p = row_position(w, h0 + lane);
+      if constexpr (kLanes == 1) {
+        const int64_t p = row_position(w, h0);
         refused = p < 0 || p >= w.extent;
+      } else {
+        if ((h0 + lane) * w.d < w.cols) {
+          const int64_t p = row_position(w, h0 + lane);
+          refused = p < 0 || p >= w.extent;
+        }
+        refused = __any_sync(0xffffffffu, refused);
       }
-      if (!__any_sync(0xffffffffu, refused)) continue;
+      if (!refused) continue;
       if (lane == 0 && w.error && atomicCAS(w.error, 0, kDeviceErrorPosition) == 0)
         w.error[1] = w.error_step;
       return;
@@ -235,7 +244,7 @@ __device__ inline void gemv_one_row(const GemvBf16& g, int64_t n, bool active, b
       }
       if (g.n_writes > 0) target0 = row_target(g.writes[0], n);
       if (g.n_writes > 1) target1 = row_target(g.writes[1], n);
-      if (n == 0) report_row_writes(g.writes, g.n_writes);  // the warp of column 0
+      if (n == 0) report_row_writes<32>(g.writes, g.n_writes);  // the warp of column 0
     }
   }
   float acc = 0.f, acc2 = 0.f, sq = 0.f;

@@ -79,8 +79,8 @@ __global__ void __launch_bounds__(32 * kWarps) gemv_half_kernel(GemvHalf g) {
   T* target[2] = {nullptr, nullptr};
   if (kE == GemvEpilogue::kNone && active && lane == 0)
     for (int i = 0; i < g.n_writes; ++i) target[i] = gemv::row_target<T>(g.writes[i], n);
-  if (kE == GemvEpilogue::kNone && blockIdx.x == 0 && threadIdx.x < 32)
-    gemv::report_row_writes(g.writes, g.n_writes);
+  if (kE == GemvEpilogue::kNone && blockIdx.x == 0 && threadIdx.x == 0)
+    gemv::report_row_writes<1>(g.writes, g.n_writes);
   const T* w = weight_row<T>(g.w, g.more, active ? n : 0, g.k);
   const T* w2 = kTwo ? static_cast<const T*>(g.w2) + (active ? n : 0) * g.k : nullptr;
   for (int64_t m = 0; m < g.rows; ++m) {

@@ -85,8 +85,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
   if constexpr (kDeep)
     if (nn < g.n) fetch(next, next2, nn, first);
   pdl_wait();
-  if (kE == GemvEpilogue::kNone && blockIdx.x == 0 && threadIdx.x < 32)
-    gemv::report_row_writes(g.writes, g.n_writes);
+  if (kE == GemvEpilogue::kNone && blockIdx.x == 0 && threadIdx.x == 0)
+    gemv::report_row_writes<1>(g.writes, g.n_writes);
   const float inv = kNorm ? warp_inv_rms<T>(g, x) : 1.f;
   float xc[kCached ? kUnroll * 8 : 1];
   if constexpr (kCached)

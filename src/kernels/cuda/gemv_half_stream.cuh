@@ -146,7 +146,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHa
   if constexpr (kNorm) prefetch_norm<T>(g);
   pdl_wait();
   if (kE == GemvEpilogue::kNone && blockIdx.x == 0 && threadIdx.x < 32)
-    gemv::report_row_writes(g.writes, g.n_writes);
+    gemv::report_row_writes<32>(g.writes, g.n_writes);
   stage_row<T, kNorm>(g, xs);
   // What the task's epilogue reads that the product does not change, requested at its start.
   float acc[kS], bias[kC], residual[kC], cs[kC][2];
