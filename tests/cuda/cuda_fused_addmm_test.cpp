@@ -135,6 +135,26 @@ std::vector<int64_t> gelu_tanh(DType t) {
        binary(BinaryOp::kMul, 11, 9), instr(Opcode::kStore, t, 12)});
 }
 
+// Every op of the epilogue's activation interpreter at dtype t: relu((silu(x) - sigmoid(x)) /
+// (exp(-x) + 1)) * tanh(x).
+std::vector<int64_t> activation_mix(DType t) {
+  using pointwise::Opcode;
+  auto unary = [&](UnaryOp op, int32_t a) {
+    return instr(Opcode::kUnary, t, a, static_cast<int32_t>(op));
+  };
+  auto binary = [&](BinaryOp op, int32_t a, int32_t b) {
+    return instr(Opcode::kBinary, t, a, b, static_cast<int32_t>(op));
+  };
+  int32_t kind, lo, hi;
+  pointwise::split_number(Scalar(1.0), &kind, &lo, &hi);
+  return pointwise::encode(
+      {instr(Opcode::kLoad, t), unary(UnaryOp::kSilu, 0), unary(UnaryOp::kSigmoid, 0),
+       binary(BinaryOp::kSub, 1, 2), unary(UnaryOp::kNeg, 0), unary(UnaryOp::kExp, 4),
+       instr(Opcode::kConst, t, kind, lo, hi), binary(BinaryOp::kAdd, 5, 6),
+       binary(BinaryOp::kDiv, 3, 7), unary(UnaryOp::kRelu, 8), unary(UnaryOp::kTanh, 0),
+       binary(BinaryOp::kMul, 9, 10), instr(Opcode::kStore, t, 11)});
+}
+
 // tanh computed in a wider dtype and cast back (the epilogue's general interpreter).
 std::vector<int64_t> wide_tanh(DType t) {
   using pointwise::Opcode;
@@ -145,21 +165,24 @@ std::vector<int64_t> wide_tanh(DType t) {
 }
 
 // The epilogue program computes on the GPU what the fused_pointwise kernel computes on the
-// product, bit for bit: the one-row kernel (k split) and the general one (three rows).
+// product, bit for bit: the one-row kernel (k split) and the general one (three rows); programs
+// of activation ops (their own interpreter), of one dtype and of two.
 TEST(CudaFusedAddmm, EpilogueProgramEqualsTheFusedPointwiseKernel) {
   IP_REQUIRE_CUDA();
   uint32_t seed = 3100;
   const Value none = Value::none(), eps = Value::floating(1e-5);
   for (DType dt : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
     for (int64_t rows : {1, 3})
-      for (bool general : {false, true}) {
-        SCOPED_TRACE(
-            str_cat(dtype_name(dt), " rows ", rows, general ? " cast to a wider dtype" : ""));
+      for (int form : {0, 1, 2}) {
+        const char* kForm[] = {" gelu_tanh", " cast to a wider dtype", " every activation op"};
+        SCOPED_TRACE(str_cat(dtype_name(dt), " rows ", rows, kForm[form]));
         const int64_t k = 1024, n = 2816;
         const Tensor x = random_tensor({1, rows, k}, dt, seed++);
         const Tensor w = random_tensor({k, n}, dt, seed++), b = random_tensor({n}, dt, seed++);
         const Tensor nw = random_tensor({k}, dt, seed++), nb = random_tensor({k}, dt, seed++);
-        const Value program = Value::int_list(general ? wide_tanh(dt) : gelu_tanh(dt));
+        const Value program = Value::int_list(form == 0   ? gelu_tanh(dt)
+                                              : form == 1 ? wide_tanh(dt)
+                                                          : activation_mix(dt));
         const Tensor product =
             run_on(DeviceType::kCuda, {T(x), T(w), T(b), none, eps, T(nw), T(nb)});
         const Tensor want = run_on(DeviceType::kCuda, {Value::list({T(product)}), program},

@@ -64,32 +64,32 @@ __device__ inline void widen(const Chunk<T, V>& c, float* f) {
   }
 }
 
-// The sum of v over the block; every thread gets it.
-__device__ inline double block_sum(double v, double* scratch) {
+// The sum of v over a warp, the same bits in every lane: each step of the butterfly adds the
+// same two values in both lanes of a pair.
+__device__ inline double warp_sum(double v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  double total = 0;
-  for (int w = 0; w < kThreads / 32; ++w) total += scratch[w];
-  __syncthreads();  // scratch is reused by the next sum
-  return total;
+  return v;
 }
 
-// The LayerNorm's mean and 1 / sqrt(var + eps) of one row, in double as the cpu kernel.
+// The LayerNorm's mean and 1 / sqrt(var + eps) of one row, in double as the cpu kernel, by one
+// warp: lane l sums elements l, l + 32, ... in order, then the butterfly. Every warp of every
+// block that calls it gets the same bits, with no block barrier (a block's warps need not wait
+// for one another, and the blocks of a launch normalise alike).
 template <typename T>
-__device__ inline void row_stats(const T* xr, int64_t K, double eps, double* scratch, double* mu,
-                                 double* rs) {
+__device__ inline void row_stats(const T* xr, int64_t K, double eps, double* mu, double* rs) {
+  const int lane = threadIdx.x % 32;
   double s = 0;
-  for (int64_t c = threadIdx.x; c < K; c += kThreads) s += static_cast<double>(to_f(xr[c]));
-  const double mean = block_sum(s, scratch) / static_cast<double>(K);
+#pragma unroll 8
+  for (int64_t c = lane; c < K; c += 32) s = __dadd_rn(s, static_cast<double>(to_f(xr[c])));
+  const double mean = warp_sum(s) / static_cast<double>(K);
   double q = 0;
-  for (int64_t c = threadIdx.x; c < K; c += kThreads) {
+#pragma unroll 8
+  for (int64_t c = lane; c < K; c += 32) {
     const double d = __dsub_rn(static_cast<double>(to_f(xr[c])), mean);
     q = __dadd_rn(q, __dmul_rn(d, d));
   }
-  const double m2 = block_sum(q, scratch);
   *mu = mean;
-  *rs = 1.0 / sqrt(m2 / static_cast<double>(K) + eps);
+  *rs = 1.0 / sqrt(warp_sum(q) / static_cast<double>(K) + eps);
 }
 
 // x normalised as the cpu's layer_norm: ((x - mu) * rs) * w + b in double (w and b where the
@@ -111,6 +111,7 @@ __device__ inline float normed(T x, double mu, double rs, const T* w, const T* b
 // product's dtype throughout (GPT-2's GELU) runs in float registers, with the same roundings.
 template <typename T>
 __device__ __noinline__ float run_epilogue(const GemvEpilogueProgram& e, float y) {
+  if (e.activation) return pointwise_device::run_activation<T>(e.code, e.n_code, y);
   if (e.one_dtype)
     return pointwise_device::run_one_dtype<T>(e.code, e.n_code, [&](int32_t) { return y; });
   auto load = [&](int32_t, DType) { return pointwise_device::make<float>(y); };
@@ -145,7 +146,6 @@ __global__ void __launch_bounds__(kThreads)
   pdl_wait();
   __shared__ float part[KR][C];
   __shared__ float gathered[kThreads / 32][C];
-  __shared__ double scratch[kThreads / 32];
   // The epilogue's column and operands, requested before the product.
   const int64_t j = static_cast<int64_t>(blockIdx.x) * C + tid;
   const bool writes = tid < C && j < N;
@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kThreads)
   if constexpr (R == 1) {
     for (int w = 0; w < g.n_writes; ++w)
       if (writes) targets[w] = gemv::row_target<T>(g.writes[w], j);
-    if (blockIdx.x == 0 && tid < 32) gemv::report_row_writes(g.writes, g.n_writes);
+    if (blockIdx.x == 0 && tid < 32) gemv::report_row_writes<32>(g.writes, g.n_writes);
   }
   const T* nw = static_cast<const T*>(g.norm_w);
   const T* nb = static_cast<const T*>(g.norm_b);
@@ -172,7 +172,7 @@ __global__ void __launch_bounds__(kThreads)
     if constexpr (kNorm) {
 #pragma unroll
       for (int r = 0; r < R; ++r)
-        if (r < rows) row_stats(X + (m0 + r) * g.x_stride, K, g.eps, scratch, &mu[r], &rs[r]);
+        if (r < rows) row_stats(X + (m0 + r) * g.x_stride, K, g.eps, &mu[r], &rs[r]);
     }
     float acc[R][V] = {};
     if (active) {
@@ -272,19 +272,23 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int u = 0; u < kRowUnroll; ++u)
       if (u < count) raw[u] = fetch(u);
-  // The threads that finish columns run the epilogue program once on nothing while the weights
-  // are in flight: its code is then in their instruction caches when the sums are done.
-  const int own = C / split;  // the columns of the tile this block finishes
-  if (kProgram && tid < own) {
+  // With an epilogue program, the block's last warp runs it once on nothing while the weights are
+  // in flight (its code is then in the SM's instruction cache when the sums are done) and stages
+  // none of the input: the other warps' statistics and staging do not wait for it.
+  const bool warms = kProgram && warp == kRowWarps - 1;
+  if (warms) {
     const float warm = run_epilogue<T>(g.epilogue, 0.f);
     asm volatile("" ::"f"(warm));
   }
   // The first half of a cluster barrier: past its wait, every block of the cluster has started
-  // (its shared memory may be written).
-  if (split > 1) cluster.barrier_arrive();
+  // (its shared memory may be written). Relaxed: it orders no memory (a release would first wait
+  // for the weights in flight).
+  if (split > 1) asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
   pdl_wait();
-  if (blockIdx.x == 0 && blockIdx.y == 0 && tid < 32) gemv::report_row_writes(g.writes, g.n_writes);
+  if (blockIdx.x == 0 && blockIdx.y == 0 && tid < 32)
+    gemv::report_row_writes<32>(g.writes, g.n_writes);
   // The columns this block finishes, and their epilogue operands, requested before the product.
+  const int own = C / split;  // the columns of the tile this block finishes
   const int64_t j = tile + rank * own + tid;
   const bool finishes = tid < own && j < N;
   float bias = 0.f, residual = 0.f;
@@ -294,30 +298,44 @@ __global__ void __launch_bounds__(kThreads)
     if (g.residual) residual = to_f(static_cast<const T*>(g.residual)[j]);
     for (int w = 0; w < g.n_writes; ++w) targets[w] = gemv::row_target<T>(g.writes[w], j);
   }
-  // The share of the input (normalised: the value the chain's layer_norm hands the product).
-  // The norm's weight and bias at the thread's first element of the share are requested before
-  // the row's statistics.
+  // The share of the input (normalised: the value the chain's layer_norm hands the product), by
+  // every warp but the warming one; each of those warps computes the row's statistics itself. The
+  // norm's weight and bias at the thread's first element of the share are requested before them.
+  constexpr int kStagers = kProgram ? kThreads - 32 : kThreads;
   __shared__ float xs[kMaxShare];
-  __shared__ double scratch[kRowWarps];
-  const T* nw = static_cast<const T*>(g.norm_w);
-  const T* nb = static_cast<const T*>(g.norm_b);
-  const int64_t kx = k0 + tid;
-  T w0 = T(), b0 = T();
-  if (kNorm && kx < k1) {
-    if (nw) w0 = nw[kx];
-    if (nb) b0 = nb[kx];
+  if (!warms) {
+    const T* nw = static_cast<const T*>(g.norm_w);
+    const T* nb = static_cast<const T*>(g.norm_b);
+    const int64_t kx = k0 + tid;
+    T w0 = T(), b0 = T();
+    if (kNorm && kx < k1) {
+      if (nw) w0 = nw[kx];
+      if (nb) b0 = nb[kx];
+    }
+    double mu = 0, rs = 0;
+    if constexpr (kNorm) row_stats(X, K, g.eps, &mu, &rs);
+    for (int64_t k = kx; k < k1; k += kStagers) {
+      if (!kNorm)
+        xs[k - k0] = to_f(X[k]);
+      else if (k == kx)
+        xs[k - k0] = normed(X[k], mu, rs, nw != nullptr, w0, nb != nullptr, b0);
+      else
+        xs[k - k0] = normed(X[k], mu, rs, nw, nb, k);
+    }
   }
-  double mu = 0, rs = 0;
-  if constexpr (kNorm) row_stats(X, K, g.eps, scratch, &mu, &rs);
-  for (int64_t k = kx; k < k1; k += kThreads) {
-    if (!kNorm)
-      xs[k - k0] = to_f(X[k]);
-    else if (k == kx)
-      xs[k - k0] = normed(X[k], mu, rs, nw != nullptr, w0, nb != nullptr, b0);
-    else
-      xs[k - k0] = normed(X[k], mu, rs, nw, nb, k);
+  // The stage is whole once every stager has written its part. With a warming warp, the stagers
+  // wait only for one another (barrier 2), then arrive on barrier 1, on which the warming warp,
+  // once warm, waits: its instruction-cache misses delay no one else's product.
+  if constexpr (kProgram) {
+    if (warms) {
+      asm volatile("bar.sync 1, %0;" ::"n"(kThreads) : "memory");
+    } else {
+      asm volatile("bar.sync 2, %0;" ::"n"(kStagers) : "memory");
+      asm volatile("bar.arrive 1, %0;" ::"n"(kThreads) : "memory");
+    }
+  } else {
+    __syncthreads();
   }
-  __syncthreads();
   float acc[V] = {};
   if (active) {
     for (int i0 = 0; i0 < count; i0 += kRowUnroll) {
@@ -448,8 +466,9 @@ void launch(const GemvInOut& g, cudaStream_t s) {
 }
 
 // Whether every instruction of e is a load, number, unary, binary or pow_scalar op of dtype t
-// (pointwise_device::run_one_dtype's programs).
-bool of_one_dtype(const GemvEpilogueProgram& e, DType t) {
+// (pointwise_device::run_one_dtype's programs); with `activation`, whether its unary and binary
+// ops are also ones pointwise_device::run_activation runs.
+bool of_one_dtype(const GemvEpilogueProgram& e, DType t, bool activation) {
   using pointwise::Opcode;
   for (int k = 0; k < e.n_code; ++k) {
     const pointwise::Instr& in = e.code[k];
@@ -457,6 +476,10 @@ bool of_one_dtype(const GemvEpilogueProgram& e, DType t) {
                     in.op == Opcode::kBinary || in.op == Opcode::kPowScalar ||
                     in.op == Opcode::kStore;
     if (!op || static_cast<DType>(in.dtype) != t) return false;
+    if (activation && in.op == Opcode::kUnary && !pointwise_device::activation_unary(in.b))
+      return false;
+    if (activation && in.op == Opcode::kBinary && !pointwise_device::activation_binary(in.c))
+      return false;
   }
   return true;
 }
@@ -466,7 +489,8 @@ bool of_one_dtype(const GemvEpilogueProgram& e, DType t) {
 void gemv_in_out(const GemvInOut& product, void* stream) {
   if (product.rows == 0 || product.n == 0) return;
   GemvInOut g = product;
-  g.epilogue.one_dtype = of_one_dtype(g.epilogue, g.dtype);
+  g.epilogue.one_dtype = of_one_dtype(g.epilogue, g.dtype, false);
+  g.epilogue.activation = of_one_dtype(g.epilogue, g.dtype, true);
   const cudaStream_t s = as_stream(stream);
   if (!visit_float_storage(g.dtype, [&]<typename T>() { launch<T>(g, s); }))
     IP_FAIL(kInternal, "[cuda] fused_addmm: a ", dtype_name(g.dtype), " product");

@@ -29,7 +29,8 @@ struct GemvEpilogueProgram {
   pointwise::Instr code[pointwise::kMaxInstructions];
   uint8_t reg[pointwise::kMaxInstructions] = {};  // each register's dtype
   int n_code = 0;                                 // 0: none
-  bool one_dtype = false;  // every instruction of the product's dtype (set by gemv_in_out)
+  bool one_dtype = false;   // every instruction of the product's dtype (set by gemv_in_out)
+  bool activation = false;  // one_dtype, and activation ops only (set by gemv_in_out)
 };
 
 struct GemvInOut {

@@ -234,4 +234,91 @@ __device__ inline void store_reg(char* p, DType t, int64_t o, const Reg& r) {
   }
 }
 
+// The ops run_activation covers: what activations are spelled with (GPT-2's gelu_new is pow,
+// mul, add, tanh; others exp, sigmoid, silu, relu, neg).
+inline bool activation_unary(int op) {
+  switch (static_cast<UnaryOp>(op)) {
+    case UnaryOp::kNeg:
+    case UnaryOp::kExp:
+    case UnaryOp::kTanh:
+    case UnaryOp::kSigmoid:
+    case UnaryOp::kSilu:
+    case UnaryOp::kRelu:
+      return true;
+    default:
+      return false;
+  }
+}
+inline bool activation_binary(int op) {
+  const auto b = static_cast<BinaryOp>(op);
+  return b == BinaryOp::kAdd || b == BinaryOp::kSub || b == BinaryOp::kMul || b == BinaryOp::kDiv;
+}
+
+// unary_op<float> and binary_op<float> for the activation ops, each case the general function
+// called with its op as a constant (the same code, so the same bits).
+__device__ inline float activation_unary_f(int op, float x) {
+  switch (static_cast<UnaryOp>(op)) {
+    case UnaryOp::kNeg:
+      return unary_op<float>(static_cast<int>(UnaryOp::kNeg), x, false);
+    case UnaryOp::kExp:
+      return unary_op<float>(static_cast<int>(UnaryOp::kExp), x, false);
+    case UnaryOp::kTanh:
+      return unary_op<float>(static_cast<int>(UnaryOp::kTanh), x, false);
+    case UnaryOp::kSigmoid:
+      return unary_op<float>(static_cast<int>(UnaryOp::kSigmoid), x, false);
+    case UnaryOp::kSilu:
+      return unary_op<float>(static_cast<int>(UnaryOp::kSilu), x, false);
+    default:
+      return unary_op<float>(static_cast<int>(UnaryOp::kRelu), x, false);
+  }
+}
+__device__ inline float activation_binary_f(int op, float a, float b) {
+  switch (static_cast<BinaryOp>(op)) {
+    case BinaryOp::kAdd:
+      return binary_op<float>(static_cast<int>(BinaryOp::kAdd), a, b, 1.f);
+    case BinaryOp::kSub:
+      return binary_op<float>(static_cast<int>(BinaryOp::kSub), a, b, 1.f);
+    case BinaryOp::kMul:
+      return binary_op<float>(static_cast<int>(BinaryOp::kMul), a, b, 1.f);
+    default:
+      return binary_op<float>(static_cast<int>(BinaryOp::kDiv), a, b, 1.f);
+  }
+}
+
+// run_one_dtype for a program of activation ops only (activation_unary, activation_binary,
+// pow by a number): the same operations and roundings in the same order, in a loop whose code is
+// a small part of the general interpreter's, so its first run in a kernel misses the instruction
+// cache a few times instead of at every op (GPT-2's c_fc epilogue: ~5 us of misses a launch).
+template <typename T>
+__device__ inline float run_activation(const Instr* code, int n_code, float y) {
+  float regs[pointwise::kMaxInstructions];
+  auto round = [](float v) { return to_f(from_f<T>(v)); };
+  for (int k = 0; k < n_code; ++k) {
+    const Instr& in = code[k];
+    switch (in.op) {
+      case Opcode::kLoad:
+        regs[k] = y;
+        break;
+      case Opcode::kConst:
+        regs[k] = number_as<float>(in.a & 3, in.b, in.c);
+        break;
+      case Opcode::kUnary:
+        regs[k] = round(activation_unary_f(in.b, regs[in.a]));
+        break;
+      case Opcode::kBinary:
+        regs[k] = round(activation_binary_f(in.c, regs[in.a], regs[in.b]));
+        break;
+      case Opcode::kPowScalar:
+        regs[k] = round(binary_op<float>(static_cast<int>(BinaryOp::kPow), regs[in.a],
+                                         number_as<float>(in.b, in.c, in.d), 1.f));
+        break;
+      case Opcode::kStore:
+        return regs[in.a];
+      default:
+        break;
+    }
+  }
+  return 0.f;
+}
+
 }  // namespace inplace::cuda::pointwise_device

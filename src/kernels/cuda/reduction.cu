@@ -150,6 +150,57 @@ __global__ void rms_norm_f32_kernel(RowTask t, int64_t nrows, int64_t ncols) {
   }
 }
 
+// LayerNorm over rows whose columns have unit stride (GPT-2's final norm: one row), accumulated
+// in float as row_kernel<float>, with the same formula: a thread sums its columns (tid,
+// tid + 256, ...) in order, a warp's lanes meet by shuffles, the warps' sums in order; two
+// barriers a sum instead of the generic kernel's nine, and no offset arithmetic a column.
+__device__ inline float block_sum_f32(float v, float* partial) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+  __syncthreads();
+  float total = 0.f;
+  for (int w = 0; w < static_cast<int>(blockDim.x / 32); ++w) total += partial[w];
+  __syncthreads();  // `partial` is reused by the next sum
+  return total;
+}
+
+__global__ void layer_norm_rows_kernel(RowTask t, int64_t nrows, int64_t ncols) {
+  pdl_begin();
+  __shared__ float partial[kThreads / 32];
+  const float n = static_cast<float>(ncols);
+  for (int64_t r = blockIdx.x; r < nrows; r += gridDim.x) {
+    const int64_t in_row = offset_of(t.in.rows, r), out_row = offset_of(t.out.rows, r);
+    auto x = [&](int64_t c) { return load_at<float>(t.in.rows.data, t.in.rows.dtype, in_row + c); };
+    float s = 0.f;
+    for (int64_t c = threadIdx.x; c < ncols; c += blockDim.x) s += x(c);
+    const float mean = block_sum_f32(s, partial) / n;
+    float sq = 0.f;
+    for (int64_t c = threadIdx.x; c < ncols; c += blockDim.x) {
+      const float d = x(c) - mean;
+      sq += d * d;
+    }
+    const float inv = rsqrtf(block_sum_f32(sq, partial) / n + static_cast<float>(t.eps));
+    for (int64_t c = threadIdx.x; c < ncols; c += blockDim.x) {
+      float v = (x(c) - mean) * inv;
+      if (t.has_weight) v = v * load_at<float>(t.weight.data, t.weight.dtype, c);
+      if (t.has_bias) v = v + load_at<float>(t.bias.data, t.bias.dtype, c);
+      store_at<float>(t.out.rows.data, t.out.rows.dtype, out_row + c, v);
+    }
+  }
+}
+
+bool unit_stride(const Operand& o) {
+  return o.ndim == 1 && o.stride[0] == 1;
+}
+
+// The conditions of layer_norm_rows_kernel: float accumulation, unit-stride columns in and out,
+// a weight and bias (where present) of unit stride.
+bool layer_norm_fast(const RowTask& t) {
+  return t.op == RowOp::kLayerNorm && compute_kind(t.compute) == 0 && unit_stride(t.in.cols) &&
+         unit_stride(t.out.cols) && (!t.has_weight || unit_stride(t.weight)) &&
+         (!t.has_bias || unit_stride(t.bias));
+}
+
 bool unit_f32(const Operand& o) {
   return o.dtype == DType::kFloat32 && o.ndim == 1 && o.stride[0] == 1 &&
          reinterpret_cast<uintptr_t>(o.data) % 16 == 0;
@@ -234,6 +285,11 @@ void row_op(const RowTask& task, void* stream) {
   if (rms_norm_fast(task, ncols)) {
     launch_pdl(rms_norm_f32_kernel, grid, kThreads, s, task, nrows, ncols);
     IP_CUDA_CHECK(cudaGetLastError(), "rms_norm");
+    return;
+  }
+  if (layer_norm_fast(task)) {
+    launch_pdl(layer_norm_rows_kernel, grid, kThreads, s, task, nrows, ncols);
+    IP_CUDA_CHECK(cudaGetLastError(), "layer_norm");
     return;
   }
   switch (compute_kind(task.compute)) {
