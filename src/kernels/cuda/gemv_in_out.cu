@@ -111,7 +111,8 @@ __device__ inline float normed(T x, double mu, double rs, const T* w, const T* b
 // product's dtype throughout (GPT-2's GELU) runs in float registers, with the same roundings.
 template <typename T>
 __device__ __noinline__ float run_epilogue(const GemvEpilogueProgram& e, float y) {
-  if (e.activation) return pointwise_device::run_activation<T>(e.code, e.n_code, y);
+  if (e.activation)
+    return pointwise_device::run_one_dtype<T, true>(e.code, e.n_code, [&](int32_t) { return y; });
   if (e.one_dtype)
     return pointwise_device::run_one_dtype<T>(e.code, e.n_code, [&](int32_t) { return y; });
   auto load = [&](int32_t, DType) { return pointwise_device::make<float>(y); };
@@ -467,7 +468,7 @@ void launch(const GemvInOut& g, cudaStream_t s) {
 
 // Whether every instruction of e is a load, number, unary, binary or pow_scalar op of dtype t
 // (pointwise_device::run_one_dtype's programs); with `activation`, whether its unary and binary
-// ops are also ones pointwise_device::run_activation runs.
+// ops are also ones pointwise_device::run_one_dtype<T, true> runs.
 bool of_one_dtype(const GemvEpilogueProgram& e, DType t, bool activation) {
   using pointwise::Opcode;
   for (int k = 0; k < e.n_code; ++k) {

@@ -185,57 +185,8 @@ __device__ inline Reg run(const Instr* code, const uint8_t* reg, int n_code, Loa
   return make<float>(0.f);
 }
 
-// run() for a program whose every instruction is a load, number, unary, binary or pow_scalar op
-// of one float dtype T (no casts, comparisons or where), on one input: the same functions and
-// roundings (stored<float> at T is a rounding to T), its registers floats. `load(i)` is input i.
-template <typename T, typename Load>
-__device__ inline float run_one_dtype(const Instr* code, int n_code, Load&& load) {
-  float regs[pointwise::kMaxInstructions];
-  auto round = [](float v) { return to_f(from_f<T>(v)); };
-  for (int k = 0; k < n_code; ++k) {
-    const Instr& in = code[k];
-    switch (in.op) {
-      case Opcode::kLoad:
-        regs[k] = load(in.a);
-        break;
-      case Opcode::kConst:
-        regs[k] = number_as<float>(in.a & 3, in.b, in.c);
-        break;
-      case Opcode::kUnary:
-        regs[k] = round(unary_op<float>(in.b, regs[in.a], false));
-        break;
-      case Opcode::kBinary:
-        regs[k] = round(binary_op<float>(in.c, regs[in.a], regs[in.b], 1.f));
-        break;
-      case Opcode::kPowScalar:
-        regs[k] = round(binary_op<float>(static_cast<int>(BinaryOp::kPow), regs[in.a],
-                                         number_as<float>(in.b, in.c, in.d), 1.f));
-        break;
-      case Opcode::kStore:
-        return regs[in.a];
-      default:
-        break;
-    }
-  }
-  return 0.f;
-}
-
-// Stores register r of dtype t at p[o].
-__device__ inline void store_reg(char* p, DType t, int64_t o, const Reg& r) {
-  switch (kind_of(t)) {
-    case 0:
-      store_at<float>(p, t, o, r.f);
-      break;
-    case 1:
-      store_at<double>(p, t, o, r.d);
-      break;
-    default:
-      store_at<int64_t>(p, t, o, r.i);
-  }
-}
-
-// The ops run_activation covers: what activations are spelled with (GPT-2's gelu_new is pow,
-// mul, add, tanh; others exp, sigmoid, silu, relu, neg).
+// The ops run_one_dtype<T, true> covers: what activations are spelled with (GPT-2's gelu_new is
+// pow, mul, add, tanh; others exp, sigmoid, silu, relu, neg).
 inline bool activation_unary(int op) {
   switch (static_cast<UnaryOp>(op)) {
     case UnaryOp::kNeg:
@@ -285,28 +236,37 @@ __device__ inline float activation_binary_f(int op, float a, float b) {
   }
 }
 
-// run_one_dtype for a program of activation ops only (activation_unary, activation_binary,
-// pow by a number): the same operations and roundings in the same order, in a loop whose code is
-// a small part of the general interpreter's, so its first run in a kernel misses the instruction
-// cache a few times instead of at every op (GPT-2's c_fc epilogue: ~5 us of misses a launch).
-template <typename T>
-__device__ inline float run_activation(const Instr* code, int n_code, float y) {
+// run() for a program whose every instruction is a load, number, unary, binary or pow_scalar op
+// of one float dtype T (no casts, comparisons or where), on one input: the same functions and
+// roundings (stored<float> at T is a rounding to T), its registers floats. `load(i)` is input i.
+// kActivation: a program of activation ops only (activation_unary, activation_binary), whose
+// loop then holds just those ops' code, a small part of the general one: its first run in a
+// kernel misses the instruction cache a few times instead of at every op (GPT-2's c_fc
+// epilogue: ~5 us of misses a launch). The same operations, so the same bits.
+template <typename T, bool kActivation = false, typename Load>
+__device__ inline float run_one_dtype(const Instr* code, int n_code, Load&& load) {
   float regs[pointwise::kMaxInstructions];
   auto round = [](float v) { return to_f(from_f<T>(v)); };
   for (int k = 0; k < n_code; ++k) {
     const Instr& in = code[k];
     switch (in.op) {
       case Opcode::kLoad:
-        regs[k] = y;
+        regs[k] = load(in.a);
         break;
       case Opcode::kConst:
         regs[k] = number_as<float>(in.a & 3, in.b, in.c);
         break;
       case Opcode::kUnary:
-        regs[k] = round(activation_unary_f(in.b, regs[in.a]));
+        if constexpr (kActivation)
+          regs[k] = round(activation_unary_f(in.b, regs[in.a]));
+        else
+          regs[k] = round(unary_op<float>(in.b, regs[in.a], false));
         break;
       case Opcode::kBinary:
-        regs[k] = round(activation_binary_f(in.c, regs[in.a], regs[in.b]));
+        if constexpr (kActivation)
+          regs[k] = round(activation_binary_f(in.c, regs[in.a], regs[in.b]));
+        else
+          regs[k] = round(binary_op<float>(in.c, regs[in.a], regs[in.b], 1.f));
         break;
       case Opcode::kPowScalar:
         regs[k] = round(binary_op<float>(static_cast<int>(BinaryOp::kPow), regs[in.a],
@@ -319,6 +279,20 @@ __device__ inline float run_activation(const Instr* code, int n_code, float y) {
     }
   }
   return 0.f;
+}
+
+// Stores register r of dtype t at p[o].
+__device__ inline void store_reg(char* p, DType t, int64_t o, const Reg& r) {
+  switch (kind_of(t)) {
+    case 0:
+      store_at<float>(p, t, o, r.f);
+      break;
+    case 1:
+      store_at<double>(p, t, o, r.d);
+      break;
+    default:
+      store_at<int64_t>(p, t, o, r.i);
+  }
 }
 
 }  // namespace inplace::cuda::pointwise_device
