@@ -10,6 +10,10 @@ order (name, microseconds, calls a step) with their sum, next to the step's time
 With INPLACE_CUDA_PDL=0 each kernel's span is its own work (with programmatic dependent launch
 a kernel starts early and waits, so its span includes the wait). The questions it answers: which
 launches a model's step has beyond the built-in model's, and how fast each product reads.
+
+`--sequence` prints a step's launches in order: each one's span, and its end delta (its end
+minus the previous launch's end, the previous step's last for the first): its share of the
+step's critical path, which with PDL on (where spans overlap) is what a launch costs the step.
 """
 import argparse
 import json
@@ -105,10 +109,14 @@ def main(argv=None):
         for i in range(per):
             spans = [kernels[j * per + i] for j in range(n)]
             us = sum(e.time_range.end - e.time_range.start for e in spans) / n
-            sequence.append({"kernel": spans[0].name, "us": us})
+            deltas = [kernels[j * per + i].time_range.end - kernels[j * per + i - 1].time_range.end
+                      for j in range(n) if j * per + i > 0]
+            sequence.append({"kernel": spans[0].name, "us": us,
+                             "end_delta_us": sum(deltas) / len(deltas) if deltas else 0.0})
     if args.sequence:
         for i, row in enumerate(sequence):
-            print("%4d %8.2f us  %s" % (i, row["us"], row["kernel"][:120]))
+            print("%4d %8.2f us %+8.2f us  %s" % (i, row["us"], row["end_delta_us"],
+                                                 row["kernel"][:110]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": vars(args), "step_us": step_us, "busy_us": busy,
