@@ -192,6 +192,7 @@ TEST(CudaKernels, ReductionsSoftmaxAndNorms) {
       check("rms_norm", {T(x), Ints({300}), T(w), F(1e-6)}, {}, tol);
       check("rms_norm", {T(x), Ints({300})}, {}, tol);
       check("layer_norm", {T(x), Ints({300}), T(w), T(b)}, {}, tol);
+      check("layer_norm", {T(x), Ints({300}), T(w)}, {}, tol);  // a weight, no bias
       check("layer_norm", {T(x), Ints({5, 300})}, {}, tol);
     }
   }
