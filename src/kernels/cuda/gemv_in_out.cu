@@ -466,23 +466,25 @@ void launch(const GemvInOut& g, cudaStream_t s) {
     launch_form<T, 1, 32>(g, s);
 }
 
-// Whether every instruction of e is a load, number, unary, binary or pow_scalar op of dtype t
-// (pointwise_device::run_one_dtype's programs); with `activation`, whether its unary and binary
-// ops are also ones pointwise_device::run_one_dtype<T, true> runs.
-bool of_one_dtype(const GemvEpilogueProgram& e, DType t, bool activation) {
+// Sets e.one_dtype (every instruction a load, number, unary, binary or pow_scalar op of dtype t:
+// pointwise_device::run_one_dtype's programs) and e.activation (one_dtype, and every unary and
+// binary op one that pointwise_device::run_one_dtype<T, true> runs), in one walk of the program.
+void classify(GemvEpilogueProgram& e, DType t) {
   using pointwise::Opcode;
+  e.one_dtype = e.activation = true;
   for (int k = 0; k < e.n_code; ++k) {
     const pointwise::Instr& in = e.code[k];
     const bool op = in.op == Opcode::kLoad || in.op == Opcode::kConst || in.op == Opcode::kUnary ||
                     in.op == Opcode::kBinary || in.op == Opcode::kPowScalar ||
                     in.op == Opcode::kStore;
-    if (!op || static_cast<DType>(in.dtype) != t) return false;
-    if (activation && in.op == Opcode::kUnary && !pointwise_device::activation_unary(in.b))
-      return false;
-    if (activation && in.op == Opcode::kBinary && !pointwise_device::activation_binary(in.c))
-      return false;
+    if (!op || static_cast<DType>(in.dtype) != t) {
+      e.one_dtype = e.activation = false;
+      return;
+    }
+    if ((in.op == Opcode::kUnary && !pointwise_device::activation_unary(in.b)) ||
+        (in.op == Opcode::kBinary && !pointwise_device::activation_binary(in.c)))
+      e.activation = false;
   }
-  return true;
 }
 
 }  // namespace
@@ -490,8 +492,7 @@ bool of_one_dtype(const GemvEpilogueProgram& e, DType t, bool activation) {
 void gemv_in_out(const GemvInOut& product, void* stream) {
   if (product.rows == 0 || product.n == 0) return;
   GemvInOut g = product;
-  g.epilogue.one_dtype = of_one_dtype(g.epilogue, g.dtype, false);
-  g.epilogue.activation = of_one_dtype(g.epilogue, g.dtype, true);
+  classify(g.epilogue, g.dtype);
   const cudaStream_t s = as_stream(stream);
   if (!visit_float_storage(g.dtype, [&]<typename T>() { launch<T>(g, s); }))
     IP_FAIL(kInternal, "[cuda] fused_addmm: a ", dtype_name(g.dtype), " product");
