@@ -1,5 +1,5 @@
-// The decode kernels against the plain ones on random shapes: the packed GEMV (float32 and
-// bfloat16 weights) against a float64 loop, and the one-pass decode attention against the
+// The decode kernels against the plain ones on random shapes: the packed GEMV (float32, bfloat16
+// and float16 weights) against a float64 loop, and the one-pass decode attention against the
 // generic attention kernel (forced by an all-true mask, which the decode path never takes).
 #include <gtest/gtest.h>
 
@@ -65,7 +65,8 @@ template <typename W>
 std::vector<std::pair<const char*, GemvFn<W>>> gemv_kernels() {
   std::vector<std::pair<const char*, GemvFn<W>>> k = {{"dispatched", &gemv},
                                                       {"portable", &gemv_portable}};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c"))
     k.emplace_back("avx2", GemvFn<W>(&x86::gemv_avx2));
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("fma"))
@@ -89,6 +90,10 @@ TEST(DecodeKernels, GemvEqualsAFloat64LoopOnRandomShapes) {
     for (auto [name, kernel] : gemv_kernels<BFloat16>()) {
       SCOPED_TRACE(std::string("bf16 ") + name);
       check_gemv<BFloat16>(kernel, rows, n, k, pad, rng);
+    }
+    for (auto [name, kernel] : gemv_kernels<Half>()) {
+      SCOPED_TRACE(std::string("f16 ") + name);
+      check_gemv<Half>(kernel, rows, n, k, pad, rng);
     }
   }
 }

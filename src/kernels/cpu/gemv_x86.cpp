@@ -18,6 +18,9 @@ inline float widen(float v) {
 inline float widen(BFloat16 v) {
   return std::bit_cast<float>(uint32_t{v.bits} << 16);
 }
+inline float widen(Half v) {
+  return static_cast<float>(v);
+}
 
 template <typename W>
 inline void store(const GemvArgs<W>& a, int64_t r, int64_t j, float s) {
@@ -35,6 +38,9 @@ IP_AVX512 __m512 load16(const float* p) {
 IP_AVX512 __m512 load16(const BFloat16* p) {
   const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+IP_AVX512 __m512 load16(const Half* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
 // y[r, j] for every row r of x: weight row j read once, start to end.
@@ -77,7 +83,7 @@ __attribute__((target("avx512f,avx512bw,fma"))) void rows512(const GemvArgs<W>& 
 
 // ---- AVX2: 8 floats per register, 32 weights (4 registers) per iteration ----
 
-#define IP_AVX2 __attribute__((target("avx2,fma"), always_inline)) inline
+#define IP_AVX2 __attribute__((target("avx2,fma,f16c"), always_inline)) inline
 
 IP_AVX2 __m256 load8(const float* p) {
   return _mm256_loadu_ps(p);
@@ -85,6 +91,9 @@ IP_AVX2 __m256 load8(const float* p) {
 IP_AVX2 __m256 load8(const BFloat16* p) {
   const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+IP_AVX2 __m256 load8(const Half* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
 IP_AVX2 float hsum8(__m256 v) {
@@ -126,7 +135,7 @@ IP_AVX2 void row256(const GemvArgs<W>& a, int64_t j) {
 }
 
 template <int R, typename W>
-__attribute__((target("avx2,fma"))) void rows256(const GemvArgs<W>& a, int64_t j0, int64_t j1) {
+__attribute__((target("avx2,fma,f16c"))) void rows256(const GemvArgs<W>& a, int64_t j0, int64_t j1) {
   for (int64_t j = j0; j < j1; ++j) row256<R>(a, j);
 }
 
@@ -170,6 +179,12 @@ void gemv_avx2(const GemvArgs<float>& a, int64_t j0, int64_t j1) {
   run256(a, j0, j1);
 }
 void gemv_avx2(const GemvArgs<BFloat16>& a, int64_t j0, int64_t j1) {
+  run256(a, j0, j1);
+}
+void gemv_avx512(const GemvArgs<Half>& a, int64_t j0, int64_t j1) {
+  run512(a, j0, j1);
+}
+void gemv_avx2(const GemvArgs<Half>& a, int64_t j0, int64_t j1) {
   run256(a, j0, j1);
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/strided_loop.h"
+#include "kernels/cpu/gemv.h"
 #include "kernels/cpu/matrix.h"
 
 namespace inplace::cpu {
@@ -163,9 +164,13 @@ void gemm_any(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Scalar
               Scalar beta) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
     gemm(a, b, c, alpha.to<T>(), beta.to<T>());
-  else if constexpr (kIsFloat<T> && std::is_same_v<opmath_t<T>, float>)
+  else if constexpr (kIsFloat<T> && std::is_same_v<opmath_t<T>, float>) {
+    if (try_gemv_half<T>(a, b, c, static_cast<float>(alpha.to_double()),
+                         static_cast<float>(beta.to_double())))
+      return;
     b.row_stride == 1 && b.col_stride != 1 ? gemm_half_bt<T>(a, b, c, alpha, beta)
                                            : gemm_loop<T>(a, b, c, alpha, beta);
+  }
   else
     gemm_loop<T>(a, b, c, alpha, beta);
 }

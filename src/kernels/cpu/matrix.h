@@ -1,6 +1,7 @@
 // Matrix products. float32/float64 go to OpenBLAS (loaded on first use: blas_loader.h), except
-// decode's products of at most kGemvMaxRows rows (gemv.h); half types and integers use a plain
-// loop that accumulates in float / 64-bit integers.
+// decode's products of at most kGemvMaxRows rows (gemv.h); half types take the same GEMV at
+// decode size over a linear layer's weight (x @ W^T, W's rows contiguous), else a loop that
+// accumulates in float; integers a loop in 64-bit integers.
 #pragma once
 #include <cstdint>
 
