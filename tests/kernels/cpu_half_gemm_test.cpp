@@ -64,8 +64,8 @@ void check_decode_product(DType dt, int64_t m, int64_t k, int64_t n, std::mt1993
   // The GEMV over the widened input, finished as the half loop finishes an output.
   const Tensor x = a.to(DType::kFloat32);
   Tensor y = Tensor::empty({m, n}, DType::kFloat32);
-  cpu::gemv(cpu::GemvArgs<T>{x.data<float>(), k, m, w.data<T>(), k, n, k, y.data<float>(), n},
-            0, n);
+  cpu::gemv(cpu::GemvArgs<T>{x.data<float>(), k, m, w.data<T>(), k, n, k, y.data<float>(), n}, 0,
+            n);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       float r = alpha * y.data<float>()[i * n + j];
@@ -81,7 +81,8 @@ void check_decode_product(DType dt, int64_t m, int64_t k, int64_t n, std::mt1993
         s += e;
         mag += std::fabs(e);
       }
-      const double c = beta != 0.0f ? double(beta) * static_cast<float>(c0.data<T>()[i * n + j]) : 0;
+      const double c =
+          beta != 0.0f ? double(beta) * static_cast<float>(c0.data<T>()[i * n + j]) : 0;
       const double exact = double(alpha) * s + c;
       const double ulp = dt == DType::kBFloat16 ? 1.0 / 128 : 1.0 / 1024;
       ASSERT_NEAR(static_cast<float>(have), exact,

@@ -135,7 +135,8 @@ IP_AVX2 void row256(const GemvArgs<W>& a, int64_t j) {
 }
 
 template <int R, typename W>
-__attribute__((target("avx2,fma,f16c"))) void rows256(const GemvArgs<W>& a, int64_t j0, int64_t j1) {
+__attribute__((target("avx2,fma,f16c"))) void rows256(const GemvArgs<W>& a, int64_t j0,
+                                                      int64_t j1) {
   for (int64_t j = j0; j < j1; ++j) row256<R>(a, j);
 }
 

@@ -170,8 +170,7 @@ void gemm_any(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Scalar
       return;
     b.row_stride == 1 && b.col_stride != 1 ? gemm_half_bt<T>(a, b, c, alpha, beta)
                                            : gemm_loop<T>(a, b, c, alpha, beta);
-  }
-  else
+  } else
     gemm_loop<T>(a, b, c, alpha, beta);
 }
 
