@@ -1,6 +1,6 @@
 // nn ops: layer_norm (+ native_layer_norm), rms_norm, upcast_rms_norm,
-// scaled_dot_product_attention, dropout (eval mode only: inplace runs inference). Their arguments
-// are decoded by ops/nn_args.h, which the kernels read too.
+// scaled_dot_product_attention, rounded_attention, dropout (eval mode only: inplace runs
+// inference). Their arguments are decoded by ops/nn_args.h, which the kernels read too.
 #include <string>
 
 #include "ops/nn_args.h"
@@ -103,6 +103,26 @@ void register_attention(Registry& r) {
       "bool enable_gqa=False) -> Tensor",
       [](const Args& a) {
         SdpaPlan p = plan_sdpa(a);
+        return std::vector<Tensor>{Tensor::meta(p.out_shape, p.q.dtype())};
+      },
+      nullptr);
+  // Attention written out op by op at a half dtype (recognize_attention; Hugging Face's eager
+  // attention in bf16 or fp16), keeping the chain's roundings: scores = q @ k^T rounded to the
+  // dtype, then `* scale` (or `/ scale` with divide; no scaling when scale is None) rounded,
+  // masked to -inf where attn_mask is false, softmax rounded, then @ v rounded. Every backend
+  // computes it as those ops' own kernels do, so it is bitwise the chain; over a prefix of the
+  // keys (attend_filled_prefix) it is bitwise the chain over the whole masked cache where the
+  // backend's softmax adds a masked key's exp(-inf) = 0 without reordering the others.
+  r.add_out(
+      "rounded_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
+      "float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False, "
+      "bool divide=False) -> Tensor",
+      [](const Args& a) {
+        SdpaPlan p = plan_sdpa(a);
+        IP_CHECK(p.q.dtype() == DType::kBFloat16 || p.q.dtype() == DType::kFloat16, kDTypeMismatch,
+                 "[rounded_attention] operands must be bfloat16 or float16, got ",
+                 dtype_name(p.q.dtype()));
+        IP_CHECK(!p.causal, kInvalidArgument, "[rounded_attention] is_causal must be False");
         return std::vector<Tensor>{Tensor::meta(p.out_shape, p.q.dtype())};
       },
       nullptr);

@@ -62,7 +62,8 @@ class CanonicalizeRepeatKvPass : public Pass {
   void run(Graph& g, PassContext& ctx) override {
     MetaTable& metas = cached_metas(g, ctx);
     for (Node* n : g.nodes()) {
-      if (op_name(n) != "scaled_dot_product_attention") continue;
+      const std::string op = op_name(n);
+      if (op != "scaled_dot_product_attention" && op != "rounded_attention") continue;
       ResolvedCall rc = resolve_node(*n);
       if (rc.op->schema.overload != "" || rc.args.size() < 8) continue;
       if (!rc.args[0].is_node() || !rc.args[1].is_node() || !rc.args[2].is_node()) continue;
@@ -78,10 +79,11 @@ class CanonicalizeRepeatKvPass : public Pass {
       args[2] = ref(v);
       std::vector<std::pair<std::string, Value>> kwargs = {{"scale", rc.args[e - 1]},
                                                            {"enable_gqa", Value::boolean(true)}};
+      if (op == "rounded_attention")
+        kwargs.emplace_back("divide", rc.args[rc.op->schema.index_of("divide")]);
       args.pop_back();  // scale, keyword-only
-      Node* gqa =
-          g.insert_before(n, NodeOp::kCallFunction, "aten.scaled_dot_product_attention.default",
-                          std::move(args), std::move(kwargs), n->name + "_gqa");
+      Node* gqa = g.insert_before(n, NodeOp::kCallFunction, n->target, std::move(args),
+                                  std::move(kwargs), n->name + "_gqa");
       gqa->meta = n->meta;
       g.replace_all_uses_with(n, gqa);
       g.erase(n);

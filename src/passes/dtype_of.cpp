@@ -13,18 +13,31 @@ std::optional<DType> DtypeOf::of(const Node* n) {
   auto it = memo_.find(n);
   if (it != memo_.end()) return it->second;
   memo_[n] = std::nullopt;  // cycles cannot happen, but stay safe
-  static const std::set<std::string> kSameAsFirst = {"linear",     "scaled_dot_product_attention",
-                                                     "reshape",    "view",
-                                                     "transpose",  "permute",
-                                                     "contiguous", "clone",
-                                                     "unsqueeze",  "squeeze",
-                                                     "silu",       "neg",
-                                                     "rms_norm",   "upcast_rms_norm",
-                                                     "slice",      "select",
-                                                     "expand",     "index_select",
-                                                     "embedding",  "getitem",
-                                                     "rsqrt",      "sqrt",
-                                                     "exp",        "rotary_embedding"};
+  static const std::set<std::string> kSameAsFirst = {"linear",
+                                                     "scaled_dot_product_attention",
+                                                     "rounded_attention",
+                                                     "reshape",
+                                                     "view",
+                                                     "transpose",
+                                                     "permute",
+                                                     "contiguous",
+                                                     "clone",
+                                                     "unsqueeze",
+                                                     "squeeze",
+                                                     "silu",
+                                                     "neg",
+                                                     "rms_norm",
+                                                     "upcast_rms_norm",
+                                                     "slice",
+                                                     "select",
+                                                     "expand",
+                                                     "index_select",
+                                                     "embedding",
+                                                     "getitem",
+                                                     "rsqrt",
+                                                     "sqrt",
+                                                     "exp",
+                                                     "rotary_embedding"};
   static const std::set<std::string> kBinary = {"add", "sub", "mul", "div", "pow"};
   const std::string name = op_name(n);
   std::optional<DType> out;

@@ -186,7 +186,8 @@ std::optional<Value> call_meta(const Node& node, const MetaTable& table) {
       for (const ViewStep& s : rule.steps) t = apply_step(t, s);
       return Value::from_tensor(t);
     }
-    if (!known && name == "scaled_dot_product_attention") return attention_meta(rc.args, table);
+    if (!known && (name == "scaled_dot_product_attention" || name == "rounded_attention"))
+      return attention_meta(rc.args, table);
     if (!known) return std::nullopt;
     if (op.infer) {
       std::vector<Tensor> metas = op.infer(args);

@@ -4,9 +4,12 @@
 //   s = (q @ k.transpose(-2, -1)) * c        (bmm over views of the 4-D operands)
 //   s = s.masked_fill(~mask, -inf)            (optional; mask bool)
 //   o = softmax(s, -1) @ v
-// becomes scaled_dot_product_attention(q, k, v, mask, scale=c), so the attention rewrites that
-// follow (canonicalize_repeat_kv, attend_filled_prefix) and the fused kernel apply. Within
-// float rounding: the same products, scaled and normalized in the kernel's order (1e-5).
+// becomes scaled_dot_product_attention(q, k, v, mask, scale=c) at float32, so the attention
+// rewrites that follow (canonicalize_repeat_kv, attend_filled_prefix) and the fused kernel apply:
+// within float rounding, the same products scaled and normalized in the kernel's order (1e-5).
+// At bfloat16 and float16 it becomes rounded_attention(q, k, v, mask, scale=c, divide), which
+// keeps the chain's roundings (each product, the scaling and the softmax rounded to the dtype):
+// bitwise the chain, where the engine's backend has its kernel (else the chain stays).
 #include <cmath>
 
 #include "ops/registry.h"
@@ -101,6 +104,24 @@ void erase_unread(Graph& g, std::vector<Node*> work) {
   }
 }
 
+// Whether the engine's backend runs rounded_attention on these operands (nodes replaced by their
+// metas).
+bool runs_rounded(const MetaTable& metas, std::vector<Value> args, const Value& scale, bool divide,
+                  const PassOptions& options) {
+  args.push_back(scale);
+  args.push_back(Value::boolean(false));
+  args.push_back(Value::boolean(divide));
+  Value bound;
+  const OpDef* op = Registry::get().find("rounded_attention");
+  if (!op || !metas.substitute(Value::list(args), &bound)) return false;
+  try {
+    op->infer(bound.items);
+  } catch (const Error&) {
+    return false;
+  }
+  return !options.kernel_supports || options.kernel_supports(*op, bound.items).empty();
+}
+
 class RecognizeAttentionPass : public Pass {
  public:
   std::string name() const override { return "recognize_attention"; }
@@ -141,7 +162,9 @@ class RecognizeAttentionPass : public Pass {
       }
       // s = product * c or product / c, or the product itself.
       double scale = 1.0;
+      Value constant = Value::none();  // c as the graph gives it (rounded_attention's scale)
       const std::string so = op_name(s);
+      const bool divide = so == "div";
       if ((so == "mul" || so == "div") && s->args.size() >= 2 && s->args[0].is_node() &&
           m.single(s)) {
         double c = 0;
@@ -149,6 +172,7 @@ class RecognizeAttentionPass : public Pass {
             (s->args.size() > 2 && !s->args[2].is_none()))
           continue;
         scale = so == "mul" ? c : 1.0 / c;
+        constant = s->args[1];
         dead.push_back(s);
         s = s->args[0].node;
       }
@@ -159,16 +183,33 @@ class RecognizeAttentionPass : public Pass {
       const Tensor* qm = metas.tensor(q);
       const Tensor* km = k ? metas.tensor(k) : nullptr;
       const Tensor* vm = metas.tensor(v);
-      const DType f32 = DType::kFloat32;
-      if (!k || !qm || !km || !vm || qm->dtype() != f32 || km->dtype() != f32 ||
-          vm->dtype() != f32 || qm->size(1) != km->size(1) || km->size(1) != vm->size(1))
+      if (!k || !qm || !km || !vm || km->dtype() != qm->dtype() || vm->dtype() != qm->dtype() ||
+          qm->size(1) != km->size(1) || km->size(1) != vm->size(1))
         continue;
-      Node* attn = g.insert_before(
-          out, NodeOp::kCallFunction, "aten.scaled_dot_product_attention.default",
-          {ref(q), ref(k), ref(v), mask ? ref(mask) : Value::none(), Value::floating(0.0),
-           Value::boolean(false)},
-          {{"scale", Value::floating(scale)}, {"enable_gqa", Value::boolean(false)}},
-          out->name + "_attention");
+      const DType dt = qm->dtype();
+      const bool half = dt == DType::kBFloat16 || dt == DType::kFloat16;
+      if (dt != DType::kFloat32 && !half) continue;
+      std::vector<Value> args = {ref(q),
+                                 ref(k),
+                                 ref(v),
+                                 mask ? ref(mask) : Value::none(),
+                                 Value::floating(0.0),
+                                 Value::boolean(false)};
+      // At a half dtype the constant must be a float, as rounded_attention's scale holds it.
+      if (half && !constant.is_none() && constant.kind != Value::Kind::kFloat) continue;
+      if (half && !runs_rounded(metas, args, constant, divide, ctx.options)) continue;
+      Node* attn =
+          half ? g.insert_before(out, NodeOp::kCallFunction, "inplace.rounded_attention",
+                                 std::move(args),
+                                 {{"scale", constant},
+                                  {"enable_gqa", Value::boolean(false)},
+                                  {"divide", Value::boolean(divide)}},
+                                 out->name + "_attention")
+               : g.insert_before(
+                     out, NodeOp::kCallFunction, "aten.scaled_dot_product_attention.default",
+                     std::move(args),
+                     {{"scale", Value::floating(scale)}, {"enable_gqa", Value::boolean(false)}},
+                     out->name + "_attention");
       attn->meta = out->meta;
       g.replace_all_uses_with(out, attn);
       erase_unread(g, dead);

@@ -21,13 +21,14 @@ constexpr double kTol = 1e-5;
 const std::vector<std::string> kRewrites = {"canonicalize_repeat_kv", "attend_filled_prefix"};
 
 // One value per placeholder: `pos` for every position input, ids below 128, other ints 0,
-// seeded floats in [-1, 1] (weights and cache contents).
+// seeded floats in [-1, 1] (weights and cache contents) in the placeholder's dtype.
 std::vector<Tensor> draw(const Graph& g, int64_t pos, uint32_t seed) {
   std::vector<Tensor> inputs;
   for (Node* p : g.placeholders()) {
     const Shape& shape = *p->meta.shape;
     if (*p->meta.dtype != DType::kInt64) {
-      inputs.push_back(seeded_uniform(shape, seed * 131 + static_cast<uint32_t>(inputs.size())));
+      Tensor t = seeded_uniform(shape, seed * 131 + static_cast<uint32_t>(inputs.size()));
+      inputs.push_back(*p->meta.dtype == DType::kFloat32 ? t : t.to(*p->meta.dtype));
       continue;
     }
     Tensor t = Tensor::zeros(shape, DType::kInt64);
@@ -74,9 +75,8 @@ TEST(PrefixAttention, Gpt2FixtureAttendsOverTheFilledPrefix) {
 // as inplace.compile captures it under torch 1.13 (make_fx): attention written out (bmm over
 // views, masked_fill(~mask, -inf), _softmax, bmm) with repeat_kv as full slices, unsqueeze,
 // expand, clone. recognize_attention makes it attention, and the prefix rewrite follows.
-std::string make_fx_fixture() {
-  std::ifstream in(std::string(INPLACE_SOURCE_DIR) +
-                   "/tests/compiler/fixtures/hf_style_make_fx.json");
+std::string make_fx_fixture(const char* file = "hf_style_make_fx.json") {
+  std::ifstream in(std::string(INPLACE_SOURCE_DIR) + "/tests/compiler/fixtures/" + file);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -97,6 +97,45 @@ TEST(PrefixAttention, MakeFxAttentionIsRecognizedAndAttendsOverThePrefix) {
   EXPECT_EQ(count_of(plan, "= rms_norm("), 5) << plan;
   EXPECT_EQ(count_of(plan, "= rotary_embedding("), 4) << plan;
   EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 32), kTol), 6);
+}
+
+// The same module in bfloat16 (tests/compiler/fixtures/make_hf_style.py): the chain rounds each
+// product, the scaling and the softmax to bf16, and rounded_attention keeps those roundings, so
+// over the filled prefix (no repeat_kv copy, no mask) it is bitwise the chain over the whole
+// masked cache, at every position, against the graph without the rewrites and the eager
+// interpreter alike.
+TEST(PrefixAttention, MakeFxBf16AttentionKeepsTheChainsRoundingsOverThePrefix) {
+  auto g = read_graph_json_string(make_fx_fixture("hf_style_make_fx_bf16.json"), "bf16");
+  std::string plan =
+      expect_rewrite_exact(*g, draw(*g, 5, 99), draws_across(*g, 32), kAttentionRewrites, 0.0);
+  EXPECT_EQ(count_of(plan, "= rounded_attention("), 2) << plan;
+  EXPECT_EQ(count_of(plan, "[cache_position + 1]"), 4) << plan;
+  EXPECT_EQ(lines_with(plan, "= rounded_attention(", ":bool"), 0) << plan;
+  EXPECT_EQ(count_of(plan, "= bmm("), 0) << plan;
+  EXPECT_EQ(count_of(plan, "= clone("), 0) << plan;
+  EXPECT_EQ(count_of(plan, "= _softmax("), 0) << plan;
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 32), 0.0), 6);
+}
+
+// Where the prefix cannot be proved (here: attend_filled_prefix skipped), rounded_attention
+// keeps the mask over the whole cache: bitwise the chain too.
+TEST(PrefixAttention, MakeFxBf16MaskedAttentionKeepsTheChainsRoundings) {
+  auto g = read_graph_json_string(make_fx_fixture("hf_style_make_fx_bf16.json"), "bf16");
+  CompileOptions masked;
+  masked.skip_passes = {"attend_filled_prefix"};
+  CompiledOnce with_mask(*g, draw(*g, 5, 99), masked), chain(*g, draw(*g, 5, 99), [] {
+    CompileOptions o;
+    o.skip_passes = kAttentionRewrites;
+    return o;
+  }());
+  EXPECT_EQ(lines_with(with_mask.plan(), "= rounded_attention(", ":bool"), 2) << with_mask.plan();
+  for (const auto& d : draws_across(*g, 32)) {
+    EngineCall a = with_mask.call(d), b = chain.call(d);
+    for (size_t j = 0; j < a.outputs.size(); ++j)
+      EXPECT_TRUE(tensor_equal(a.outputs[j], b.outputs[j], 0.0)) << "output " << j;
+    for (size_t i = 0; i < a.inputs.size(); ++i)
+      EXPECT_TRUE(tensor_equal(a.inputs[i], b.inputs[i], 0.0)) << "input " << i;
+  }
 }
 
 TEST(PrefixAttention, MakeFxNearMissesAreNotAttention) {

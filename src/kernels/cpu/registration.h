@@ -39,6 +39,7 @@ void register_matrix_batch_kernels(KernelTable& table);     // matrix_kernels.cp
 void register_einsum_kernels(KernelTable& table);           // einsum_kernels.cpp
 void register_nn_kernels(KernelTable& table);               // nn_kernels.cpp
 void register_upcast_rms_norm_kernels(KernelTable& table);  // upcast_rms_norm.cpp
+void register_rounded_attention_kernels(KernelTable& table);  // rounded_attention.cpp
 void register_fused_pointwise_kernels(KernelTable& table);  // fused_pointwise.cpp
 
 }  // namespace inplace::cpu
