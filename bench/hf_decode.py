@@ -126,7 +126,7 @@ def plan(a):
         for m in a.token_models:
             units.append({"id": "tokens/" + m, "kind": "tokens", "model": m,
                           "steps": a.token_steps, "device": a.device})
-    if not a.no_builtin and any(SHAPES[s]["builtin"] for s in a.shapes):
+    if not a.no_builtin and any(SHAPES[s]["builtin"] == "medium" for s in a.shapes):
         units.append({"id": "builtin", "kind": "builtin"})
     for shape in [s for s in a.shapes if s != "tiny"]:
         for s in a.s_max:

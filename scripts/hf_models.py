@@ -17,6 +17,9 @@ FAMILIES = ("llama", "mistral", "qwen2", "phi3", "gemma", "gpt2")
 SHAPES = {
     "tiny": dict(d_model=64, layers=2, heads=4, kv_heads=2, mlp=128, vocab=128, tied=None,
                  builtin=None),
+    # The cpu benchmark's model: `inplace bench --size small` (python/bench/hf_graphs_cpu.py).
+    "small": dict(d_model=512, layers=8, heads=8, kv_heads=4, mlp=1408, vocab=8192, tied=False,
+                  builtin="small"),
     # The GPU benchmark's model (issue 11): `inplace bench --size medium --kv-heads 4`.
     "medium": dict(d_model=1024, layers=12, heads=16, kv_heads=4, mlp=2816, vocab=16384, tied=True,
                    builtin="medium"),

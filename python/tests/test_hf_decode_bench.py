@@ -89,7 +89,7 @@ class Arguments(unittest.TestCase):
         self.assertEqual(hf_decode.parse_args(["--quick", "--steps", "16"]).steps, 16)
 
     def test_refuses_what_cannot_run(self):
-        for argv in (["--models", "llama,bert"], ["--shapes", "small"], ["--s-max", "4k"],
+        for argv in (["--models", "llama,bert"], ["--shapes", "huge"], ["--s-max", "4k"],
                      ["--s-max", "128"], ["--steps", "0"], ["--columns", "eager,xla"],
                      ["--max-seconds", "0"]):
             with self.subTest(argv=argv):
