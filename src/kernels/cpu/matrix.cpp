@@ -63,10 +63,25 @@ void gemm_loop(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Scala
   std::vector<A> acc(static_cast<size_t>(b.cols));
   for (int64_t i = 0; i < a.rows; ++i) {
     std::fill(acc.begin(), acc.end(), A(0));
-    for (int64_t p = 0; p < a.cols; ++p) {
+    int64_t j0 = 0;
+    if (b.col_stride == 1) {
+      // Unit-stride rows of b: kBlock outputs at a time held in registers over all of p (the
+      // compiler vectorises the block), each still summed over p in order: the same sums.
+      constexpr int64_t kBlock = 16;
+      for (; j0 + kBlock <= b.cols; j0 += kBlock) {
+        A blk[kBlock] = {};
+        for (int64_t p = 0; p < a.cols; ++p) {
+          const A av = to_acc(a.data[i * a.row_stride + p * a.col_stride]);
+          const T* brow = b.data + p * b.row_stride + j0;
+          for (int64_t j = 0; j < kBlock; ++j) blk[j] += av * to_acc(brow[j]);
+        }
+        std::copy(blk, blk + kBlock, acc.begin() + j0);
+      }
+    }
+    for (int64_t p = 0; p < a.cols && j0 < b.cols; ++p) {
       const A av = to_acc(a.data[i * a.row_stride + p * a.col_stride]);
       const T* brow = b.data + p * b.row_stride;
-      for (int64_t j = 0; j < b.cols; ++j) acc[j] += av * to_acc(brow[j * b.col_stride]);
+      for (int64_t j = j0; j < b.cols; ++j) acc[j] += av * to_acc(brow[j * b.col_stride]);
     }
     T* crow = c.data + i * c.row_stride;
     for (int64_t j = 0; j < b.cols; ++j) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/strided_loop.h"
 #include "kernels/cpu/reduction.h"
@@ -71,10 +72,32 @@ void softmax_row_float(const float* x, float* y, int64_t n, bool log) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<double>(x[i]) - shift);
 }
 
+// A half row (bf16, fp16: opmath float) of unit stride, not log: each exp computed once, into a
+// buffer of floats (a loop the compiler vectorises), and reused for the result; the same
+// operations as the loop below (the max in order, the sum in order in double, each result
+// exp * (1 / sum) rounded), so the same bits. x may be y.
+template <typename T>
+void softmax_row_half(const T* x, T* y, int64_t n) {
+  std::vector<float> e(static_cast<size_t>(n));
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = static_cast<float>(x[i]);
+    mx = v > mx ? v : mx;
+  }
+  for (int64_t i = 0; i < n; ++i) e[i] = exp_vectorizable(static_cast<float>(x[i]) - mx);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += e[i];
+  const double inv = 1.0 / sum;
+  for (int64_t i = 0; i < n; ++i) y[i] = convert<T>(static_cast<double>(e[i]) * inv);
+}
+
 template <typename T>
 void softmax_row(const T* x, int64_t xs, T* y, int64_t ys, int64_t n, bool log) {
   if constexpr (std::is_same_v<T, float>) {
     if (xs == 1 && ys == 1) return softmax_row_float(x, y, n, log);
+  }
+  if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
+    if (xs == 1 && ys == 1 && !log) return softmax_row_half(x, y, n);
   }
   using C = opmath_t<T>;
   C mx = -std::numeric_limits<C>::infinity();
