@@ -65,12 +65,8 @@ template <typename W>
 std::vector<std::pair<const char*, GemvFn<W>>> gemv_kernels() {
   std::vector<std::pair<const char*, GemvFn<W>>> k = {{"dispatched", &gemv},
                                                       {"portable", &gemv_portable}};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-      __builtin_cpu_supports("f16c"))
-    k.emplace_back("avx2", GemvFn<W>(&x86::gemv_avx2));
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("fma"))
-    k.emplace_back("avx512", GemvFn<W>(&x86::gemv_avx512));
+  if (x86::avx2_supported()) k.emplace_back("avx2", GemvFn<W>(&x86::gemv_avx2));
+  if (x86::avx512_supported()) k.emplace_back("avx512", GemvFn<W>(&x86::gemv_avx512));
   return k;
 }
 

@@ -7,6 +7,8 @@
 #include "core/thread_pool.h"
 #include "kernels/cpu/gemv_x86.h"
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstring>
@@ -84,8 +86,12 @@ __attribute__((always_inline)) inline void run(const GemvArgs<W>& a, int64_t j0,
 // dispatch; no ifunc, which sanitizers handle badly); the portable loop elsewhere.
 const bool kHasAvx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                         __builtin_cpu_supports("fma");
-const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("f16c");
+// F16C by cpuid: clang's __builtin_cpu_supports does not know it.
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 
 // float32 weights take the AVX2 kernel even where AVX-512 is present: streamed with 32-byte
 // loads it read memory 1.4x faster than with 64-byte loads on the development machine (AMD EPYC,
@@ -104,6 +110,15 @@ void dispatch(const GemvArgs<W>& a, int64_t j0, int64_t j1) {
 }
 
 }  // namespace
+
+namespace x86 {
+bool avx2_supported() {
+  return kHasAvx2;
+}
+bool avx512_supported() {
+  return kHasAvx512;
+}
+}  // namespace x86
 
 void gemv(const GemvArgs<float>& a, int64_t n_begin, int64_t n_end) {
   dispatch(a, n_begin, n_end);

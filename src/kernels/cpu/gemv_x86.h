@@ -15,6 +15,11 @@
 
 namespace inplace::cpu::x86 {
 
+// Whether this CPU runs the kernels below (AVX2 + FMA + F16C; AVX-512 F and BW + FMA): what
+// gemv.cpp dispatches on.
+bool avx2_supported();
+bool avx512_supported();
+
 // Output columns [j0, j1) of the product; a.rows <= kGemvMaxRows.
 void gemv_avx512(const GemvArgs<float>& a, int64_t j0, int64_t j1);
 void gemv_avx512(const GemvArgs<BFloat16>& a, int64_t j0, int64_t j1);
