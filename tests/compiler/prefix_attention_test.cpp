@@ -138,6 +138,21 @@ TEST(PrefixAttention, MakeFxBf16MaskedAttentionKeepsTheChainsRoundings) {
   }
 }
 
+// A backend without rounded_attention's kernel (here CUDA's fusion choices: the chain's bmm is
+// cuBLAS's there, which no other kernel reproduces bit for bit) keeps the chain: no
+// rounded_attention in the plan, and the engine still equals the graph without the rewrites.
+TEST(PrefixAttention, MakeFxBf16ChainStaysWhereTheBackendHasNoRoundedAttention) {
+  auto g = read_graph_json_string(make_fx_fixture("hf_style_make_fx_bf16.json"), "bf16");
+  CompileOptions cuda_fusions;
+  cuda_fusions.fusion_device = DeviceType::kCuda;
+  CompiledOnce engine(*g, draw(*g, 5, 99), cuda_fusions);
+  EXPECT_EQ(count_of(engine.plan(), "= rounded_attention("), 0) << engine.plan();
+  EXPECT_EQ(count_of(engine.plan(), "= bmm("), 4) << engine.plan();
+  EXPECT_EQ(
+      expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 32), 0.0, cuda_fusions),
+      6);
+}
+
 TEST(PrefixAttention, MakeFxNearMissesAreNotAttention) {
   // A finite fill is not -inf: masked keys would weigh exp(-1e4 - max), not 0.
   std::string finite = make_fx_fixture();
