@@ -18,6 +18,9 @@ and on:
              or a graph replay), the results as torch tensors (a context-owned one cloned)
   outputs    the results as the program returns them (inputs returned, scalars, rebuild)
 
+and on cuda the whole call with ``copy_outputs=False`` (the results are the engine's own output
+buffers, rewritten by its next call: no torch copy a call).
+
 With ``--hf FAMILY`` (llama, mistral, qwen2, phi3, gemma or gpt2; needs transformers) the
 module is instead that Hugging Face decoder at issue 29's host-limited size (2 layers, d_model 64,
 float32, s_max 512, random weights), exported by torch.export from transformers' static-cache
@@ -115,12 +118,19 @@ def main():
         torch.cuda.synchronize()
     parts = compiled._call_parts((ids, pos))
     rows = [("whole call", call)] + [(name, f) for name, f in parts]
+
     for grad in (False, True):
         with torch.set_grad_enabled(grad):
             print("torch %s, %s, grad mode %s" % (torch.__version__, dev, "on" if grad else "off"))
             for name, f in rows:
                 f()
                 print("  %-10s %7.2f us" % (name, per_call_us(f, calls, a.reps, settle)))
+            if dev.type == "cuda":  # the results as the engine's own buffers: no copy a call
+                compiled.copy_outputs = False
+                call()
+                print("  %-10s %7.2f us" % ("whole call, copy_outputs=False",
+                                            per_call_us(call, calls, a.reps, settle)))
+                compiled.copy_outputs = True
     if dev.type == "cuda":
         torch.cuda.synchronize()
 

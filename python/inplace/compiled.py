@@ -243,6 +243,12 @@ def _mutated_list(mutated, names):
     return out
 
 
+def _copy_switch(copy_outputs):
+    """``copy_outputs`` checked before anything is captured or compiled."""
+    if not isinstance(copy_outputs, bool):
+        raise TypeError("copy_outputs: expected True or False, got %r" % (copy_outputs,))
+
+
 def _graph_switch(cuda_graph):
     """``cuda_graph`` (a bool) as the backend option; a cpu engine takes none and leaves it out."""
     if not isinstance(cuda_graph, bool):
@@ -461,6 +467,20 @@ class CompiledProgram(_EngineRuntime, torch.nn.Module):
         self._native.rebind_state(target, _to_capsule(tensor))
 
     # ---- recovery
+    @property
+    def copy_outputs(self):
+        """On a cuda engine: whether each call's results are the caller's own tensors, copied by
+        torch on the call's stream from the engine's output buffers (default True). Assign False
+        to receive the buffers themselves, as torch.compile's CUDA graphs return theirs: no copy
+        and no allocation a call, but a result is rewritten by the engine's next call (clone what
+        must outlive it). A cpu engine's results are fresh tensors either way."""
+        return self._native.copy_outputs
+
+    @copy_outputs.setter
+    def copy_outputs(self, value):
+        _copy_switch(value)
+        self._native.copy_outputs = value
+
     def reset(self):
         """Accepts the module state a failed call left partly updated (the call's error names
         it): restore it in place first (``m.k_cache.zero_()``), or assign a restored tensor to
@@ -611,7 +631,8 @@ def _symbolic_then_concrete(build):
 
 
 def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, value_ranges=None,
-            alias=True, capture_with=None, device=None, cuda_graph=True, strict_device=False):
+            alias=True, capture_with=None, device=None, cuda_graph=True, strict_device=False,
+            copy_outputs=True):
     """Compiles ``module_or_fn`` for inputs like ``example_inputs`` and returns a
     CompiledProgram (an nn.Module) called like the original.
 
@@ -628,9 +649,12 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     captures and replays); False runs every call directly; ignored on the cpu.
     ``strict_device``: refuse an op with no kernel on ``device`` instead of running it on the
     host with the copies it needs (named in a warning on stderr at compile time).
+    ``copy_outputs=False``: on cuda, a call returns the engine's own output buffers, rewritten by
+    its next call, instead of copies (``CompiledProgram.copy_outputs``).
     """
     C = _native.load()
     _graph_switch(cuda_graph)  # a bad value is refused before the capture
+    _copy_switch(copy_outputs)
     if isinstance(example_inputs, (torch.Tensor, int, float)):
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs)
@@ -658,20 +682,22 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     metas = [(tuple(t.shape), t.dtype) for t in examples]
     compiled = CompiledProgram(native, module, captured, dyn, metas)
     compiled.cuda_graph = cuda_graph
+    compiled.copy_outputs = copy_outputs
     return compiled
 
 
 def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dynamic=None,
                   value_ranges=None, alias=True, device=None, cuda_graph=True,
-                  strict_device=False):
+                  strict_device=False, copy_outputs=True):
     """Compiles a graph JSON document (a dict, or a path) as written, e.g. a torch.export graph
     with its signature: ``state`` maps each parameter/buffer/constant target to its tensor (the
     caller's, written in place when the program mutates it). Returns a CompiledProgram whose
-    call returns the user outputs as a tuple. ``cuda_graph`` and ``strict_device`` as for
-    ``compile``."""
+    call returns the user outputs as a tuple. ``cuda_graph``, ``strict_device`` and
+    ``copy_outputs`` as for ``compile``."""
     from .capture import Captured
     C = _native.load()
     _graph_switch(cuda_graph)
+    _copy_switch(copy_outputs)
     base_dir = os.getcwd()
     if not isinstance(graph, dict):
         base_dir = os.path.dirname(os.path.abspath(os.fspath(graph)))
@@ -696,4 +722,5 @@ def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dyn
     compiled = CompiledProgram(native, None, captured, dyn,
                                [(tuple(t.shape), t.dtype) for t in examples])
     compiled.cuda_graph = cuda_graph
+    compiled.copy_outputs = copy_outputs
     return compiled

@@ -5,6 +5,7 @@
 
 #include "compiler/exported_program.h"
 #include "core/device_allocator.h"
+#include "engine/binding_checks.h"
 #include "ir/export_signature.h"
 
 namespace inplace::python {
@@ -176,9 +177,9 @@ CallResult CompiledGraph::result_for(int flat, const Tensor& t,
   // A GPU context's outputs are its own buffers, rewritten by its next call: the caller gets
   // a tensor of its own, as from a torch op, copied by torch on the call's stream (a copy made
   // here would allocate with cudaMalloc and free with cudaFree, which waits for the whole
-  // device: every call would wait for the one before).
+  // device: every call would wait for the one before), unless it asked for the buffers.
   r.fresh = t;
-  r.context_owned = !engine_->device().is_cpu();
+  r.context_owned = copy_outputs_ && !engine_->device().is_cpu();
   return r;
 }
 
@@ -186,15 +187,29 @@ std::vector<CallResult> CompiledGraph::call(const std::vector<Tensor>& user_inpu
   std::lock_guard<std::mutex> lock(call_mutex_);
   IP_CHECK(user_inputs.size() == user_names_.size(), kInvalidArgument, "[call] '", engine_->name(),
            "' takes ", user_names_.size(), " inputs but ", user_inputs.size(), " were given");
+  // With copy_outputs off, the last call's results are the context's own buffers, which this
+  // call rewrites: one passed back as an input would be read while it is written.
+  for (size_t k = 0; k < user_inputs.size() && !handed_out_.empty(); ++k) {
+    const MemorySpan in = memory_span(user_inputs[k]);
+    for (const MemorySpan& out : handed_out_)
+      IP_CHECK(!in.overlaps(out), kInvalidArgument, "[call] '", engine_->name(), "': input '",
+               user_names_[k],
+               "' is (a view of) a result of the previous call, whose memory this call rewrites "
+               "(copy_outputs=False): pass a clone of it");
+  }
   std::map<std::string, Tensor> given;
   for (size_t k = 0; k < user_inputs.size(); ++k)
     given.emplace(engine_->inputs()[user_binding_[k]].name, user_inputs[k]);
   std::vector<Tensor> outs = session_->run(kMethod, given, stream);
   std::vector<CallResult> results;
+  handed_out_.clear();
   for (size_t j = 0; j < sinks_.size(); ++j) {
     const Sink& s = sinks_[j];
     if (s.user_output) {
       results.push_back(result_for(static_cast<int>(j), outs[j], user_inputs));
+      const CallResult& r = results.back();
+      if (r.fresh.defined() && !r.context_owned && !engine_->device().is_cpu())
+        handed_out_.push_back(memory_span(r.fresh));
       continue;
     }
     // A signature mutation: the engine wrote it in place, or (copy-back) it is copied here.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/compile.h"
+#include "engine/binding_checks.h"
 #include "engine/context_options.h"
 #include "interpreter/interpreter.h"
 #include "program/session.h"
@@ -23,7 +24,8 @@ namespace inplace::python {
 struct CallResult {
   Tensor fresh;
   // `fresh` is a view of a device context's own output buffer, rewritten by its next call: the
-  // Python side hands the caller a copy made by torch (its caching allocator, the call's stream).
+  // Python side hands the caller a copy made by torch (its caching allocator, the call's stream),
+  // unless the caller asked for the buffers themselves (CompiledGraph::set_copy_outputs).
   bool context_owned = false;
   int user_input = -1;
   std::string state_target;
@@ -51,6 +53,11 @@ class CompiledGraph {
   void rebind_state(const std::string& target, const Tensor& t);
   // Accepts the state a failed call left partly updated (ExecutionContext::reset).
   void reset();
+  // False: a GPU engine's results are its own output buffers, rewritten by its next call (as
+  // torch.compile's CUDA graphs return theirs), not copies (default true: each call's results
+  // are the caller's). The cpu's results are fresh tensors either way.
+  void set_copy_outputs(bool copy) { copy_outputs_ = copy; }
+  bool copy_outputs() const { return copy_outputs_; }
   // The context's backend options (apply_backend_options): returns the keys its backend does
   // not take, left out.
   std::vector<std::string> set_backend_options(const BackendOptions& options);
@@ -90,6 +97,10 @@ class CompiledGraph {
   const Tensor& state_tensor(const std::string& target) const;
 
  private:
+  bool copy_outputs_ = true;
+  // The memory of the results the last call handed out uncopied (copy_outputs_ off, a GPU
+  // engine): the context's own output buffers, which the next call rewrites.
+  std::vector<MemorySpan> handed_out_;
   // Where each engine input binding comes from.
   struct Source {
     int user_input = -1;       // index into the call's user inputs

@@ -102,6 +102,7 @@ PYBIND11_MODULE(_C, m) {
       .def("set_backend_options", &CompiledGraph::set_backend_options, py::arg("options"),
            py::call_guard<py::gil_scoped_release>())
       .def("stats", &CompiledGraph::stats)
+      .def_property("copy_outputs", &CompiledGraph::copy_outputs, &CompiledGraph::set_copy_outputs)
       .def_property_readonly(
           "backend_option_keys",
           [](const CompiledGraph& self) { return backend_option_keys(self.engine().device()); })

@@ -186,6 +186,40 @@ class Cuda(CompileCase):
         torch.cuda.synchronize()
         self.assertSame(out, torch.tanh(xs[0] @ b) * 2.0, "the last queued call")
 
+    def test_copy_outputs_false_returns_the_engines_buffers(self):
+        # copy_outputs=False: each result is the engine's own output buffer (one address for
+        # every call, as torch.compile's CUDA graphs return theirs), right at its call and
+        # rewritten by the next; switching back gives the caller's own tensors again.
+        compiled = inplace.compile(lambda a, b: torch.tanh(a @ b) * 2.0,
+                                   (torch.randn(32, 32, device=self.dev),
+                                    torch.randn(32, 32, device=self.dev)),
+                                   copy_outputs=False)
+        self.assertFalse(compiled.copy_outputs)
+        b = torch.randn(32, 32, device=self.dev)
+        ptrs = set()
+        for _ in range(5):
+            x = torch.randn(32, 32, device=self.dev)
+            got = compiled(x, b)
+            ptrs.add(got.data_ptr())
+            self.assertSame(got, torch.tanh(x @ b) * 2.0, "a result at its call")
+        self.assertEqual(len(ptrs), 1)
+        first = compiled(x, b)
+        kept = first.clone()
+        compiled(torch.randn(32, 32, device=self.dev), b)
+        torch.cuda.synchronize()
+        self.assertFalse(torch.equal(first, kept), "the next call rewrote the buffer")
+        # A result passed back in would be read while the call rewrites it: refused, named.
+        last = compiled(x, b)
+        with self.assertRaisesRegex(inplace.native().Error, "input '.+' is \\(a view of\\) a "
+                                    "result of the previous call"):
+            compiled(last, b)
+        again = last.clone()
+        want = torch.tanh(again @ b) * 2.0
+        self.assertSame(compiled(again, b), want, "a clone of it")
+        compiled.copy_outputs = True
+        a1, a2 = compiled(x, b), compiled(x, b)
+        self.assertNotEqual(a1.data_ptr(), a2.data_ptr())
+
     def test_save_load_on_the_device(self):
         mine = CachedAttention().to(self.dev).eval()
         eager = CachedAttention().to(self.dev).eval()

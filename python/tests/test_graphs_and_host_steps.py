@@ -1,7 +1,8 @@
 """The CUDA graph switch and counters of a compiled program, and steps on the host.
 
 Everywhere: ``inplace.compile(..., cuda_graph=)`` takes a bool (a cpu engine has no graphs and
-ignores it), ``compiled.stats()`` counts the calls, ``strict_device`` compiles what the cpu runs.
+ignores it), so does ``copy_outputs=`` (the cpu's results are fresh either way),
+``compiled.stats()`` counts the calls, ``strict_device`` compiles what the cpu runs.
 On the GPU machine (skipped elsewhere, saying why): a module called on the same tensors replays
 the graph captured at its second call from its third call on, with the results of graphs off and
 of eager PyTorch; an op with no CUDA kernel (cumsum) runs on the host with a warning naming it,
@@ -47,6 +48,23 @@ class GraphSwitchOnTheCpu(CompileCase):
             self.assertEqual(compiled.host_steps, [])
         with self.assertRaisesRegex(TypeError, "cuda_graph: expected True or False, got 'on'"):
             inplace.compile(lambda a: a + 1, (x,), cuda_graph="on")
+
+    def test_copy_outputs_takes_a_bool_and_cpu_results_stay_fresh(self):
+        # The cpu's results are fresh tensors whatever copy_outputs says (on cuda, False hands
+        # out the engine's own buffers: test_compile_cuda.py).
+        x = torch.randn(4, 4)
+        compiled = self.check(lambda a: torch.relu(a) * 2, (x,), calls=((x,),),
+                              copy_outputs=False)
+        self.assertFalse(compiled.copy_outputs)
+        a, b = compiled(x), compiled(torch.randn(4, 4))
+        self.assertNotEqual(a.data_ptr(), b.data_ptr())
+        self.assertSame(a, torch.relu(x) * 2, "a result")
+        compiled.copy_outputs = True
+        self.assertTrue(compiled.copy_outputs)
+        with self.assertRaisesRegex(TypeError, "copy_outputs: expected True or False, got 1"):
+            inplace.compile(lambda a: a + 1, (x,), copy_outputs=1)
+        with self.assertRaisesRegex(TypeError, "copy_outputs: expected True or False"):
+            compiled.copy_outputs = "no"
 
     def test_strict_device_compiles_what_the_cpu_runs(self):
         self.check(scan, (torch.randn(5),), calls=((torch.randn(5),),), strict_device=True)
