@@ -682,7 +682,8 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     metas = [(tuple(t.shape), t.dtype) for t in examples]
     compiled = CompiledProgram(native, module, captured, dyn, metas)
     compiled.cuda_graph = cuda_graph
-    compiled.copy_outputs = copy_outputs
+    if not copy_outputs:
+        compiled.copy_outputs = False
     return compiled
 
 
@@ -722,5 +723,6 @@ def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dyn
     compiled = CompiledProgram(native, None, captured, dyn,
                                [(tuple(t.shape), t.dtype) for t in examples])
     compiled.cuda_graph = cuda_graph
-    compiled.copy_outputs = copy_outputs
+    if not copy_outputs:
+        compiled.copy_outputs = False
     return compiled
