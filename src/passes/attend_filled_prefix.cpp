@@ -74,8 +74,7 @@ class AttendFilledPrefixPass : public Pass {
   void run(Graph& g, PassContext& ctx) override {
     MetaTable& metas = cached_metas(g, ctx);
     for (Node* n : g.nodes())
-      if (op_name(n) == "scaled_dot_product_attention" || op_name(n) == "rounded_attention")
-        rewrite(g, metas, n);
+      if (is_attention(n)) rewrite(g, metas, n);
   }
 
  private:
@@ -118,10 +117,7 @@ class AttendFilledPrefixPass : public Pass {
     std::vector<Value> args = {
         ref(rc.args[0].node), ref(kp), ref(vp), Value::none(), Value::floating(0.0),
         Value::boolean(false)};
-    std::vector<std::pair<std::string, Value>> kwargs = {{"scale", arg_of(rc, "scale")},
-                                                         {"enable_gqa", arg_of(rc, "enable_gqa")}};
-    if (op_name(n) == "rounded_attention") kwargs.emplace_back("divide", arg_of(rc, "divide"));
-    Node* fused = e.call(n->target, std::move(args), std::move(kwargs), n->name + "_prefix");
+    Node* fused = e.call(n->target, std::move(args), keyword_args(rc), n->name + "_prefix");
     fused->meta = n->meta;
     g.replace_all_uses_with(n, fused);
     g.erase(n);

@@ -62,8 +62,7 @@ class CanonicalizeRepeatKvPass : public Pass {
   void run(Graph& g, PassContext& ctx) override {
     MetaTable& metas = cached_metas(g, ctx);
     for (Node* n : g.nodes()) {
-      const std::string op = op_name(n);
-      if (op != "scaled_dot_product_attention" && op != "rounded_attention") continue;
+      if (!is_attention(n)) continue;
       ResolvedCall rc = resolve_node(*n);
       if (rc.op->schema.overload != "" || rc.args.size() < 8) continue;
       if (!rc.args[0].is_node() || !rc.args[1].is_node() || !rc.args[2].is_node()) continue;
@@ -73,15 +72,13 @@ class CanonicalizeRepeatKvPass : public Pass {
       const Tensor* q = metas.tensor(rc.args[0].node);
       const Tensor* km = k ? metas.tensor(k) : nullptr;
       if (!k || !v || rk != rv || !q || q->dim() != 4 || q->size(1) != km->size(1) * rk) continue;
-      const int e = rc.op->schema.index_of("enable_gqa");
-      std::vector<Value> args(rc.args.begin(), rc.args.begin() + e);
+      // The positional arguments (those before scale, the first keyword-only one).
+      std::vector<Value> args(rc.args.begin(), rc.args.begin() + rc.op->schema.index_of("scale"));
       args[1] = ref(k);
       args[2] = ref(v);
-      std::vector<std::pair<std::string, Value>> kwargs = {{"scale", rc.args[e - 1]},
-                                                           {"enable_gqa", Value::boolean(true)}};
-      if (op == "rounded_attention")
-        kwargs.emplace_back("divide", rc.args[rc.op->schema.index_of("divide")]);
-      args.pop_back();  // scale, keyword-only
+      std::vector<std::pair<std::string, Value>> kwargs = keyword_args(rc);
+      for (auto& [key, value] : kwargs)
+        if (key == "enable_gqa") value = Value::boolean(true);
       Node* gqa = g.insert_before(n, NodeOp::kCallFunction, n->target, std::move(args),
                                   std::move(kwargs), n->name + "_gqa");
       gqa->meta = n->meta;

@@ -65,21 +65,6 @@ class FuseAddmmPass : public Pass {
   }
 
  private:
-  // Whether the backend runs fused_addmm on `args` (nodes replaced by their metas).
-  static bool runs(const MetaTable& metas, const std::vector<Value>& args,
-                   const PassOptions& options) {
-    Value bound;
-    if (!metas.substitute(Value::list(args), &bound)) return false;
-    const OpDef* op = Registry::get().find(kName);
-    if (!op) return false;
-    try {
-      op->infer(bound.items);  // the shape rule: every operand fits
-    } catch (const Error&) {
-      return false;
-    }
-    return !options.kernel_supports || options.kernel_supports(*op, bound.items).empty();
-  }
-
   static Node* make(Graph& g, MetaTable& metas, Node* before, std::vector<Value> args,
                     Node* replaced, const std::string& name) {
     Node* fused =
@@ -131,7 +116,7 @@ class FuseAddmmPass : public Pass {
     if (result == mm) x = rows;
     std::vector<Value> args{Value::node_ref(x), mm->args[at + 1],
                             has_bias ? mm->args[0] : Value::none()};
-    if (!runs(metas, args, options)) return nullptr;
+    if (!backend_runs(metas, kName, args, options)) return nullptr;
     Node* fused = make(g, metas, result, std::move(args), result, mm->name + "_fused");
     std::vector<Node*> dead{result};
     if (result != mm) dead.push_back(mm);
@@ -159,7 +144,7 @@ class FuseAddmmPass : public Pass {
         ta->shape() != tf->shape() || ta->dtype() != tf->dtype())
       return f;
     std::vector<Value> args{f->args[kInput], f->args[kWeight], f->args[kBias], Value::node_ref(r)};
-    if (!runs(metas, args, options)) return f;
+    if (!backend_runs(metas, kName, args, options)) return f;
     Node* fused = make(g, metas, add, std::move(args), add, add->name + "_fused");
     g.erase_all({add, f});
     return fused;
@@ -188,7 +173,7 @@ class FuseAddmmPass : public Pass {
       args.resize(kEps, Value::none());
       args[kInput] = a[0];
       args.insert(args.end(), {a[4], a[2], a[3]});
-      if (!runs(metas, args, options)) return;
+      if (!backend_runs(metas, kName, args, options)) return;
       joined.push_back(std::move(args));
     }
     for (size_t i = 0; i < users.size(); ++i)

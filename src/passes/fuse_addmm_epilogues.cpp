@@ -45,15 +45,7 @@ class FuseAddmmEpiloguesPass : public Pass {
     std::vector<Value> args = product->args;
     args.resize(kEpilogue, Value::none());
     args.push_back(step->args[1]);
-    Value bound;
-    const OpDef* op = Registry::get().find(kName);
-    if (!op || !metas.substitute(Value::list(args), &bound)) return;
-    try {
-      op->infer(bound.items);
-    } catch (const Error&) {
-      return;
-    }
-    if (options.kernel_supports && !options.kernel_supports(*op, bound.items).empty()) return;
+    if (!backend_runs(metas, kName, args, options)) return;
     Node* fused = g.insert_before(step, NodeOp::kCallFunction, "inplace.fused_addmm",
                                   std::move(args), {}, step->name + "_addmm");
     fused->meta = step->meta;

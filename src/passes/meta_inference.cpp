@@ -186,8 +186,7 @@ std::optional<Value> call_meta(const Node& node, const MetaTable& table) {
       for (const ViewStep& s : rule.steps) t = apply_step(t, s);
       return Value::from_tensor(t);
     }
-    if (!known && (name == "scaled_dot_product_attention" || name == "rounded_attention"))
-      return attention_meta(rc.args, table);
+    if (!known && is_attention(&node)) return attention_meta(rc.args, table);
     if (!known) return std::nullopt;
     if (op.infer) {
       std::vector<Tensor> metas = op.infer(args);
@@ -383,6 +382,19 @@ MetaTable& MetaCache::refresh(const Graph& graph, const PassOptions& options) {
 MetaTable& cached_metas(const Graph& graph, PassContext& ctx) {
   if (!ctx.meta_cache) ctx.meta_cache = std::make_shared<MetaCache>();
   return ctx.meta_cache->refresh(graph, ctx.options);
+}
+
+bool backend_runs(const MetaTable& metas, const std::string& op, const std::vector<Value>& args,
+                  const PassOptions& options) {
+  const OpDef* def = Registry::get().find(op);
+  Value bound;
+  if (!def || !metas.substitute(Value::list(args), &bound)) return false;
+  try {
+    def->infer(bound.items);
+  } catch (const Error&) {
+    return false;
+  }
+  return !options.kernel_supports || options.kernel_supports(*def, bound.items).empty();
 }
 
 }  // namespace inplace

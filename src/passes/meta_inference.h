@@ -61,4 +61,10 @@ class MetaCache {
 // infer_metas.
 MetaTable& cached_metas(const Graph& graph, PassContext& ctx);
 
+// Whether a rewrite may make `op` (a registered name, "fused_addmm") on `args` (positional, every
+// one of its schema's; nodes stand for their metas): the op's shape rule accepts them and the
+// engine's backend runs it (PassOptions::kernel_supports, when set).
+bool backend_runs(const MetaTable& metas, const std::string& op, const std::vector<Value>& args,
+                  const PassOptions& options);
+
 }  // namespace inplace

@@ -19,6 +19,19 @@ std::string op_name(const Node* n) {
   return n->is_call() ? Registry::get().canonical_name(n->target, &overload) : std::string();
 }
 
+bool is_attention(const Node* n) {
+  const std::string op = op_name(n);
+  return op == "scaled_dot_product_attention" || op == "rounded_attention";
+}
+
+std::vector<std::pair<std::string, Value>> keyword_args(const ResolvedCall& rc) {
+  std::vector<std::pair<std::string, Value>> out;
+  const std::vector<ArgSpec>& specs = rc.op->schema.args;
+  for (size_t i = 0; i < specs.size() && i < rc.args.size(); ++i)
+    if (specs[i].kwarg_only) out.emplace_back(specs[i].name, rc.args[i]);
+  return out;
+}
+
 bool has_op(const std::string& name) {
   return !Registry::get().overloads(name).empty();
 }

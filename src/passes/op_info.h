@@ -24,6 +24,13 @@ std::string op_name(const Node* n);
 // `dtype`: no device, layout, memory format or copy beyond the defaults.
 bool cast_only_to_dtype(const ResolvedCall& rc, DType dtype);
 
+// Whether a call node is attention as the attention rewrites take it: scaled_dot_product_attention
+// or rounded_attention (the same arguments, and more keywords).
+bool is_attention(const Node* n);
+// Every keyword-only argument of a resolved call, by name, with its value (what a rewrite passes
+// on to the op it makes in the call's place).
+std::vector<std::pair<std::string, Value>> keyword_args(const ResolvedCall& rc);
+
 // Whether any overload of `name` is registered ("reshape_as").
 bool has_op(const std::string& name);
 // Whether the op's (first) result is a tensor.

@@ -104,24 +104,6 @@ void erase_unread(Graph& g, std::vector<Node*> work) {
   }
 }
 
-// Whether the engine's backend runs rounded_attention on these operands (nodes replaced by their
-// metas).
-bool runs_rounded(const MetaTable& metas, std::vector<Value> args, const Value& scale, bool divide,
-                  const PassOptions& options) {
-  args.push_back(scale);
-  args.push_back(Value::boolean(false));
-  args.push_back(Value::boolean(divide));
-  Value bound;
-  const OpDef* op = Registry::get().find("rounded_attention");
-  if (!op || !metas.substitute(Value::list(args), &bound)) return false;
-  try {
-    op->infer(bound.items);
-  } catch (const Error&) {
-    return false;
-  }
-  return !options.kernel_supports || options.kernel_supports(*op, bound.items).empty();
-}
-
 class RecognizeAttentionPass : public Pass {
  public:
   std::string name() const override { return "recognize_attention"; }
@@ -163,8 +145,8 @@ class RecognizeAttentionPass : public Pass {
       // s = product * c or product / c, or the product itself.
       double scale = 1.0;
       Value constant = Value::none();  // c as the graph gives it (rounded_attention's scale)
+      bool divide = false;
       const std::string so = op_name(s);
-      const bool divide = so == "div";
       if ((so == "mul" || so == "div") && s->args.size() >= 2 && s->args[0].is_node() &&
           m.single(s)) {
         double c = 0;
@@ -173,6 +155,7 @@ class RecognizeAttentionPass : public Pass {
           continue;
         scale = so == "mul" ? c : 1.0 / c;
         constant = s->args[1];
+        divide = so == "div";
         dead.push_back(s);
         s = s->args[0].node;
       }
@@ -197,7 +180,12 @@ class RecognizeAttentionPass : public Pass {
                                  Value::boolean(false)};
       // At a half dtype the constant must be a float, as rounded_attention's scale holds it.
       if (half && !constant.is_none() && constant.kind != Value::Kind::kFloat) continue;
-      if (half && !runs_rounded(metas, args, constant, divide, ctx.options)) continue;
+      if (half) {
+        std::vector<Value> all = args;
+        for (const Value& kw : {constant, Value::boolean(false), Value::boolean(divide)})
+          all.push_back(kw);
+        if (!backend_runs(metas, "rounded_attention", all, ctx.options)) continue;
+      }
       Node* attn =
           half ? g.insert_before(out, NodeOp::kCallFunction, "inplace.rounded_attention",
                                  std::move(args),
