@@ -114,6 +114,25 @@ class Decoder(nn.Module):
         return self.lm_head(self.norm(x))
 
 
+def time_steps(step, args):
+    """(the best of --reps means of --steps decode steps, the fastest step), in seconds, from
+    --position on, after 8 warm-up steps."""
+    token = torch.tensor([[1]])
+    for t in range(8):
+        step(token, torch.tensor([args.position + t]))
+    best, means = float("inf"), []
+    for _ in range(args.reps):
+        times = []
+        for t in range(args.steps):
+            pos = torch.tensor([args.position + t])
+            t0 = time.perf_counter()
+            step(token, pos)
+            times.append(time.perf_counter() - t0)
+        means.append(sum(times) / len(times))
+        best = min(best, min(times))
+    return min(means), best
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--smax", default="256,4096")
@@ -124,9 +143,13 @@ def main():
     ap.add_argument("--check", action="store_true", help="tokens against eager, 16 steps")
     ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
                     help="weights, activations and caches (the rotary frequencies stay float32)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch's threads and the compiled module's (its default follows torch)")
+    ap.add_argument("--eager", action="store_true",
+                    help="also time PyTorch eager on the same module, same threads, same steps")
     args = ap.parse_args()
     torch.manual_seed(0)
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     for s_max in [int(s) for s in args.smax.split(",")]:
         model = Decoder(8192, 512, 8, 4, 1408, args.layers, s_max).eval()
         for p in model.parameters():
@@ -137,21 +160,14 @@ def main():
             model = model.to(dtype)
             model.inv_freq = inv_freq
         compiled = inplace.compile(model, (torch.tensor([[1]]), torch.tensor([0])))
-        token = torch.tensor([[1]])
-        for t in range(8):  # warm up
-            compiled(token, torch.tensor([args.position + t]))
-        best, means = float("inf"), []
-        for _ in range(args.reps):
-            times = []
-            for t in range(args.steps):
-                pos = torch.tensor([args.position + t])
-                t0 = time.perf_counter()
-                compiled(token, pos)
-                times.append(time.perf_counter() - t0)
-            means.append(sum(times) / len(times))
-            best = min(best, min(times))
-        out = {"s_max": s_max, "dtype": args.dtype, "ms_mean": round(1e3 * min(means), 3), "ms_min": round(1e3 * best, 3),
+        mean, best = time_steps(compiled, args)
+        out = {"s_max": s_max, "dtype": args.dtype, "threads": compiled.threads,
+               "ms_mean": round(1e3 * mean, 3), "ms_min": round(1e3 * best, 3),
                "steps": args.steps, "load": os.getloadavg()[0]}
+        if args.eager:
+            with torch.no_grad():
+                mean, best = time_steps(model, args)
+            out["eager_ms_mean"] = round(1e3 * mean, 3)
         if args.check:
             def fresh_copy():
                 m = Decoder(8192, 512, 8, 4, 1408, args.layers, s_max).eval()

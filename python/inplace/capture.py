@@ -14,7 +14,8 @@ import torch
 import torch.fx
 
 from .captured import Captured, _named, _same_memory
-from .fx_export import ExportError, _ShapeProp, _clone_inputs, graph_to_json, trace
+from .fx_export import (_MAX_INLINE_NUMEL, ExportError, _ShapeProp, _clone_inputs,
+                        graph_to_json, trace)
 
 __all__ = ["Captured", "capture", "has_torch_export"]
 
@@ -81,24 +82,41 @@ def _fetch(root, target):
     return obj
 
 
-def _lift_get_attrs(gm, module, prefix=""):
+def _keeps_in_graph(value):
+    """A tensor the trace made (``torch.arange(s_max)``, ``torch.tensor([..])`` in the body:
+    a new one each eager call) that stays a get_attr constant written into the graph, so the
+    compiler sees its values (a key index it can prove, a constant it can fold): integer or
+    bool, at most the inline limit. Other tensors the trace made are lifted as state."""
+    return (not value.is_floating_point() and not value.is_complex()
+            and value.numel() <= _MAX_INLINE_NUMEL and value.device.type == "cpu")
+
+
+def _lift_get_attrs(gm, module, prefix="", made_by_trace=False):
     """Turns every get_attr tensor into a placeholder after the user inputs; get_attrs of the
     same memory (tied weights, a constant that is a buffer) share one placeholder and target.
-    Returns [(placeholder name, kind, target)] and target -> tensor."""
+    Small integer tensors the trace made (not the module's; every one when ``made_by_trace``)
+    stay get_attr constants (``_keeps_in_graph``). Returns [(placeholder name, kind, target)],
+    target -> tensor, and the targets kept in the graph."""
     user_ph = [n for n in gm.graph.nodes if n.op == "placeholder"]
     anchor = user_ph[-1] if user_ph else None
-    state, lifted, by_target = {}, [], {}
+    state, lifted, by_target, kept = {}, [], {}, set()
     for node in list(gm.graph.nodes):
         if node.op != "get_attr":
             continue
         target = node.target[len(prefix):] if node.target.startswith(prefix) else node.target
         owner = module if module is not None else gm
+        # torch.fx's tracer names the tensors it makes _tensor_constantN (on the root module).
+        made = made_by_trace or (target.startswith("_tensor_constant")
+                                 and _state_kind(module, target) == "constant")
         try:
             value = _fetch(owner, target)
         except AttributeError:
             value = _fetch(gm, node.target)
         if not isinstance(value, torch.Tensor):
             raise ExportError("get_attr '%s' is a %s, not a tensor" % (node.target, type(value).__name__))
+        if made and _keeps_in_graph(value):
+            kept.add(node.target)
+            continue
         for t, v in state.items():
             if _same_memory(v, value):
                 target = t
@@ -121,7 +139,7 @@ def _lift_get_attrs(gm, module, prefix=""):
         node.replace_all_uses_with(by_target[target])
         gm.graph.erase_node(node)
     gm.recompile()
-    return lifted, state
+    return lifted, state, kept
 
 
 def _capture_fx(module_or_fn, example_inputs):
@@ -147,14 +165,14 @@ def _capture_fx(module_or_fn, example_inputs):
     with torch.no_grad():
         _ShapeProp(gm).propagate(*_clone_inputs(example_inputs))
     user_names = [p.name for p in placeholders]
-    lifted, state = _lift_get_attrs(gm, module, prefix)
+    lifted, state, kept = _lift_get_attrs(gm, module, prefix)
     out_node = next(n for n in gm.graph.nodes if n.op == "output")
     leaves = []
     spec = _out_spec(out_node.args[0], leaves)
     scalars = {i for i, n in enumerate(leaves) if n.meta.get("type") in (int, float, bool)}
     doc, constants = graph_to_json(gm, getattr(module_or_fn, "__name__", None)
-                                   or type(module_or_fn).__name__)
-    assert not constants, "every get_attr was lifted"
+                                   or type(module_or_fn).__name__, inline=kept)
+    assert set(constants) == kept, "every other get_attr was lifted"
     doc["signature"] = {
         "inputs": [{"kind": "user_input", "node": n} for n in user_names]
         + [{"kind": k, "node": n, "target": t} for n, k, t in lifted],

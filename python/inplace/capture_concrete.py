@@ -139,7 +139,7 @@ def capture_concrete(module_or_fn, example_inputs):
         lifted.append((node.name, kind, target))
         state[target] = tensor
     # Tensors made in the body (torch.tensor, arange of a constant): lifted constants.
-    constants, const_state = _lift_get_attrs(gm, None)
+    constants, const_state, kept = _lift_get_attrs(gm, None, made_by_trace=True)
     for _, _, target in constants:
         if target in state:
             raise ExportError("constant '%s' shares its name with module state" % target)
@@ -150,8 +150,8 @@ def capture_concrete(module_or_fn, example_inputs):
     leaves = []
     spec = _out_spec(out_node.args[0], leaves)
     doc, rest = graph_to_json(gm, getattr(module_or_fn, "__name__", None)
-                              or type(module_or_fn).__name__)
-    assert not rest, "every get_attr was lifted"
+                              or type(module_or_fn).__name__, inline=kept)
+    assert set(rest) == kept, "every other get_attr was lifted"
     doc["signature"] = {
         "inputs": [{"kind": "user_input", "node": n} for n in user_names]
         + [{"kind": k, "node": n, "target": t} for n, k, t in lifted],

@@ -249,6 +249,18 @@ def _copy_switch(copy_outputs):
         raise TypeError("copy_outputs: expected True or False, got %r" % (copy_outputs,))
 
 
+def _thread_count(threads, device):
+    """``threads`` checked, as the count the engine's context runs its host kernels on. None:
+    on the cpu, torch.get_num_threads() (the threads eager PyTorch would use here); elsewhere 1
+    (only steps without a kernel on the device run on the host)."""
+    if threads is None:
+        return torch.get_num_threads() if torch.device(device).type == "cpu" else 1
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 1024:
+        raise ValueError("threads: expected a whole number from 1 to 1024, or None (on the cpu "
+                         "torch.get_num_threads()), got %r" % (threads,))
+    return threads
+
+
 def _graph_switch(cuda_graph):
     """``cuda_graph`` (a bool) as the backend option; a cpu engine takes none and leaves it out."""
     if not isinstance(cuda_graph, bool):
@@ -286,6 +298,18 @@ class _EngineRuntime:
         """The steps that run on the host because the engine's device has no kernel for their
         op (each also named in a warning at compile time): [(node, op, why, bytes per call)]."""
         return [tuple(h) for h in self._native.host_steps]
+
+    @property
+    def threads(self):
+        """The threads a call's host kernels share, the caller's included (on the cpu every step;
+        the products and attention split their rows over them, the results bit for bit those of
+        one thread). Assign a count, or None for the default (``inplace.compile``'s ``threads``)."""
+        return self._native.threads
+
+    @threads.setter
+    def threads(self, value):
+        self._native.set_backend_options(
+            {"threads": str(_thread_count(value, self._native.device))})
 
 
 class CompiledProgram(_EngineRuntime, torch.nn.Module):
@@ -632,7 +656,7 @@ def _symbolic_then_concrete(build):
 
 def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, value_ranges=None,
             alias=True, capture_with=None, device=None, cuda_graph=True, strict_device=False,
-            copy_outputs=True):
+            copy_outputs=True, threads=None):
     """Compiles ``module_or_fn`` for inputs like ``example_inputs`` and returns a
     CompiledProgram (an nn.Module) called like the original.
 
@@ -651,10 +675,13 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     host with the copies it needs (named in a warning on stderr at compile time).
     ``copy_outputs=False``: on cuda, a call returns the engine's own output buffers, rewritten by
     its next call, instead of copies (``CompiledProgram.copy_outputs``).
+    ``threads``: the threads a call's host kernels share (default None: on the cpu
+    ``torch.get_num_threads()``, as eager PyTorch; 1 elsewhere). Results do not depend on it.
     """
     C = _native.load()
     _graph_switch(cuda_graph)  # a bad value is refused before the capture
     _copy_switch(copy_outputs)
+    _thread_count(threads, "cpu")
     if isinstance(example_inputs, (torch.Tensor, int, float)):
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs)
@@ -682,6 +709,7 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     metas = [(tuple(t.shape), t.dtype) for t in examples]
     compiled = CompiledProgram(native, module, captured, dyn, metas)
     compiled.cuda_graph = cuda_graph
+    compiled.threads = threads
     if not copy_outputs:
         compiled.copy_outputs = False
     return compiled
@@ -689,16 +717,17 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
 
 def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dynamic=None,
                   value_ranges=None, alias=True, device=None, cuda_graph=True,
-                  strict_device=False, copy_outputs=True):
+                  strict_device=False, copy_outputs=True, threads=None):
     """Compiles a graph JSON document (a dict, or a path) as written, e.g. a torch.export graph
     with its signature: ``state`` maps each parameter/buffer/constant target to its tensor (the
     caller's, written in place when the program mutates it). Returns a CompiledProgram whose
-    call returns the user outputs as a tuple. ``cuda_graph``, ``strict_device`` and
-    ``copy_outputs`` as for ``compile``."""
+    call returns the user outputs as a tuple. ``cuda_graph``, ``strict_device``,
+    ``copy_outputs`` and ``threads`` as for ``compile``."""
     from .capture import Captured
     C = _native.load()
     _graph_switch(cuda_graph)
     _copy_switch(copy_outputs)
+    _thread_count(threads, "cpu")
     base_dir = os.getcwd()
     if not isinstance(graph, dict):
         base_dir = os.path.dirname(os.path.abspath(os.fspath(graph)))
@@ -723,6 +752,7 @@ def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dyn
     compiled = CompiledProgram(native, None, captured, dyn,
                                [(tuple(t.shape), t.dtype) for t in examples])
     compiled.cuda_graph = cuda_graph
+    compiled.threads = threads
     if not copy_outputs:
         compiled.copy_outputs = False
     return compiled

@@ -99,6 +99,15 @@ class LoadedProgram:
         return list(self._names)
 
     @property
+    def threads(self):
+        """The threads a call's host kernels share (``Session.threads``)."""
+        return self.session.threads
+
+    @threads.setter
+    def threads(self, value):
+        self.session.threads = value
+
+    @property
     def aliased_io(self):
         """{engine output index: (input name or state target, kind)}."""
         return {o: (name, kind) for o, name, kind in self._native.aliased_io(_METHOD)}

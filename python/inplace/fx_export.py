@@ -323,9 +323,10 @@ def _fetch_attr(gm, target):
     return obj
 
 
-def graph_to_json(gm, name=None, constants_file="weights.safetensors"):
+def graph_to_json(gm, name=None, constants_file="weights.safetensors", inline=()):
     """Returns (document, constants): the graph JSON as Python data and the get_attr tensors
-    (target -> tensor, detached, as they are now)."""
+    (target -> tensor, detached, as they are now). The targets in ``inline`` are written with
+    their values into the document's constants; the others name ``constants_file``."""
     nodes = []
     constants = {}
     const_json = {}
@@ -345,12 +346,9 @@ def graph_to_json(gm, name=None, constants_file="weights.safetensors"):
                     raise ExportError("%s: attribute is a %s, not a tensor"
                                       % (where, type(value).__name__))
                 constants[node.target] = value.detach()
-                const_json[node.target] = {
-                    "dtype": _dtype_name(value.dtype, where),
-                    "shape": list(value.shape),
-                    "file": constants_file,
-                    "key": node.target,
-                }
+                const_json[node.target] = _tensor_literal(value, where) if node.target in inline \
+                    else {"dtype": _dtype_name(value.dtype, where), "shape": list(value.shape),
+                          "file": constants_file, "key": node.target}
         elif node.op == "call_function":
             entry["target"] = target_name(node.target)
         elif node.op == "call_method":

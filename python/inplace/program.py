@@ -24,7 +24,8 @@ import torch
 
 from . import _native
 from .compiled import (InputError, _as_tensor, _capture_with, _concrete_applies, _dynamic_list,
-                       _from_result, _ranges_list, _rebuild, _stream_of, _Text, _to_capsule)
+                       _from_result, _ranges_list, _rebuild, _stream_of, _Text, _thread_count,
+                       _to_capsule)
 
 __all__ = ["GenerateResult", "Program", "Session", "compile_program", "load_program"]
 
@@ -245,8 +246,12 @@ class Program:
     def save(self, path):
         self._native.save(os.fspath(path))
 
-    def new_session(self):
-        return Session(self, self._native.new_session())
+    def new_session(self, threads=None):
+        """A new Session. ``threads``: the threads its calls' host kernels share (default None:
+        on the cpu ``torch.get_num_threads()``, as eager PyTorch; 1 elsewhere)."""
+        session = Session(self, self._native.new_session())
+        session.threads = threads
+        return session
 
     def _method(self, method):
         if method not in self._inputs:
@@ -323,6 +328,16 @@ class Session:
     def set_backend_option(self, key, value):
         """A backend option for every method: ``set_backend_option("cuda_graph", "off")``."""
         self._native.set_backend_option(key, value)
+
+    @property
+    def threads(self):
+        """The threads every method's host kernels share, the caller's included (results do not
+        depend on it). Assign a count, or None for the default (``Program.new_session``)."""
+        return self._native.threads
+
+    @threads.setter
+    def threads(self, value):
+        self._native.set_backend_option("threads", str(_thread_count(value, self._device)))
 
     def stats(self, method):
         """What the method's context counts: calls, and on CUDA graph_captures and

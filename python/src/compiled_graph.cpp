@@ -235,6 +235,11 @@ std::vector<std::string> CompiledGraph::set_backend_options(const BackendOptions
   return session_->set_backend_options(options);
 }
 
+int CompiledGraph::threads() const {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  return session_->threads();
+}
+
 std::map<std::string, int64_t> CompiledGraph::stats() const {
   std::lock_guard<std::mutex> lock(call_mutex_);
   return stats_map(session_->stats(kMethod));

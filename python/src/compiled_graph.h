@@ -61,6 +61,8 @@ class CompiledGraph {
   // The context's backend options (apply_backend_options): returns the keys its backend does
   // not take, left out.
   std::vector<std::string> set_backend_options(const BackendOptions& options);
+  // The threads the engine's host kernels share (the `threads` backend option; default 1).
+  int threads() const;
   // What the context counted (stats_map: calls, graph captures and replays, ...).
   std::map<std::string, int64_t> stats() const;
   // What a failed call left partly updated: user input names and state targets.

@@ -34,13 +34,6 @@ std::vector<Tensor> tensor_list(const py::list& items, const std::vector<std::st
   return out;
 }
 
-// int: the user input it is; str: the state entry it is; (capsule, is_bool): a fresh tensor.
-py::object result_object(const CallResult& r) {
-  if (r.user_input >= 0) return py::int_(r.user_input);
-  if (!r.state_target.empty()) return py::str(r.state_target);
-  return python::tensor_to_pair(r.fresh, r.context_owned);
-}
-
 std::unique_ptr<CompiledGraph> compile_graph(const std::string& json, const std::string& base_dir,
                                              const py::list& user_inputs, const py::dict& state,
                                              bool alias, const py::list& mutated,
@@ -102,6 +95,7 @@ PYBIND11_MODULE(_C, m) {
       .def("set_backend_options", &CompiledGraph::set_backend_options, py::arg("options"),
            py::call_guard<py::gil_scoped_release>())
       .def("stats", &CompiledGraph::stats)
+      .def_property_readonly("threads", &CompiledGraph::threads)
       .def_property("copy_outputs", &CompiledGraph::copy_outputs, &CompiledGraph::set_copy_outputs)
       .def_property_readonly(
           "backend_option_keys",

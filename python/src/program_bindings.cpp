@@ -253,6 +253,8 @@ void bind_programs(py::module_& m) {
             return tensor_to_pair(self.session->state(name));
           },
           py::arg("name"))
+      .def_property_readonly("threads",
+                             [](const PySession& self) { return self.session->threads(); })
       .def_property_readonly("refused_reason",
                              [](const PySession& self) { return self.session->refused_reason(); })
       .def("generate", &generate, py::arg("prompt"), py::arg("max_new_tokens"),

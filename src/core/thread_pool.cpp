@@ -60,7 +60,12 @@ void ThreadPool::run(int64_t tasks, Trampoline call, void* fn) {
     generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
-  take_tasks();
+  {
+    // A kernel inside a task that asks for the pool runs serially (workers never see it): one
+    // job at a time.
+    ScopedThreadPool serial(nullptr);
+    take_tasks();
+  }
   while (done_.load(std::memory_order_acquire) < tasks) _mm_pause();
 }
 

@@ -23,7 +23,8 @@ class ThreadPool {
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Runs fn(task) for every task in [0, tasks), the calling thread taking its share, and returns
-  // when all are done. One job at a time (the caller's context serves one call at a time).
+  // when all are done. One job at a time (the caller's context serves one call at a time):
+  // inside a task current_thread_pool() is null, so a kernel the task runs does its work serially.
   template <typename F>
   void parallel_for(int64_t tasks, F& fn) {
     run(

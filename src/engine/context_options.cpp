@@ -1,11 +1,25 @@
 #include "engine/context_options.h"
 
 #include <algorithm>
+#include <exception>
 
 namespace inplace {
 
+int parse_threads_option(const std::string& value) {
+  int threads = 0;
+  size_t used = 0;
+  try {
+    threads = std::stoi(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  IP_CHECK(used == value.size() && used > 0 && threads >= 1 && threads <= 1024, kInvalidArgument,
+           "[options] threads takes a thread count from 1 to 1024, got '", value, "'");
+  return threads;
+}
+
 std::vector<std::string> backend_option_keys(Device device) {
-  std::vector<std::string> keys;
+  std::vector<std::string> keys{kThreadsOption};
   for (const std::string& o : backend_for(device).options())
     keys.push_back(o.substr(0, o.find('=')));
   return keys;
@@ -16,6 +30,10 @@ std::vector<std::string> apply_backend_options(ExecutionContext& ctx,
   const std::vector<std::string> taken = backend_option_keys(ctx.engine().device());
   std::vector<std::string> left_out;
   for (const auto& [key, value] : options) {
+    if (key == kThreadsOption) {
+      ctx.set_threads(parse_threads_option(value));
+      continue;
+    }
     if (std::find(taken.begin(), taken.end(), key) == taken.end()) {
       left_out.push_back(key);
       continue;

@@ -237,10 +237,14 @@ void ExecutionContext::set_reuse_outputs(bool reuse) {
 }
 
 void ExecutionContext::set_threads(int threads) {
-  InFlightGuard guard(in_flight_, "set_threads", engine_->name());
   IP_CHECK(threads >= 1, kInvalidArgument, "[set_threads] expected at least 1 thread, got ",
            threads);
-  thread_pool_ = threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr;
+  share_threads(threads > 1 ? std::make_shared<ThreadPool>(threads) : nullptr);
+}
+
+void ExecutionContext::share_threads(std::shared_ptr<ThreadPool> pool) {
+  InFlightGuard guard(in_flight_, "set_threads", engine_->name());
+  thread_pool_ = std::move(pool);
 }
 
 // The context's side of a call: a failed step is named (with what the failed call left

@@ -86,6 +86,8 @@ class ExecutionContext {
   // Kernels of this context's calls share `threads` threads (the caller's included); the
   // workers are created here, never during a call. Default 1: everything on the calling thread.
   void set_threads(int threads);
+  // The same, with a pool other contexts share (a session's methods: one call at a time).
+  void share_threads(std::shared_ptr<ThreadPool> pool);
   int threads() const { return thread_pool_ ? thread_pool_->threads() : 1; }
 
   int64_t arena_bytes() const { return engine_->plan().arena_bytes; }
@@ -117,7 +119,7 @@ class ExecutionContext {
   std::string note_failed_call(size_t first, size_t last);
 
   std::shared_ptr<const Engine> engine_;
-  std::unique_ptr<ThreadPool> thread_pool_;
+  std::shared_ptr<ThreadPool> thread_pool_;
   std::unique_ptr<StepProfile> profile_;  // INPLACE_PROFILE set: per-op times, printed at exit
   Device device_;
   std::shared_ptr<Storage> arena_;

@@ -48,6 +48,10 @@ std::optional<PositionValue> prefix_mask(const Graph& g, const MetaTable& metas,
       m = rc.args[0].node;
       continue;
     }
+    if (getitem_inserts_unit_dims_only(m)) {  // m[None, None]: unit dims, no element moved
+      m = rc.args[0].node;
+      continue;
+    }
     if ((name == "view" || name == "reshape") && in && in->numel() == s) {
       m = rc.args[0].node;
       continue;

@@ -1,5 +1,6 @@
 // canonicalize_repeat_kv (an engine pass): Hugging Face's repeat_kv before attention,
 //   k = reshape(expand(unsqueeze(k_kv, 2), [b, h_kv, r, s, d]), [b, h_kv * r, s, d])
+//   (the unsqueeze as make_fx and torch.export write it, or k_kv[:, :, None] as torch.fx does)
 //   (v likewise); o = scaled_dot_product_attention(q, k, v, ...)
 // becomes scaled_dot_product_attention(q, k_kv, v_kv, ..., enable_gqa=True), the form the
 // built-in model writes: no copy of the whole cache r times per call, and the cache stays a view
@@ -33,6 +34,15 @@ Node* past_identities(const MetaTable& metas, Node* n) {
   }
 }
 
+// The input of `n` when n is x with a unit dim inserted: unsqueeze (make_fx, torch.export) or
+// x[:, :, None] (torch.fx records the index as written). Where the dim goes is checked by the
+// caller, from the shapes.
+Node* unsqueezed(Node* n) {
+  if (op_name(n) == "unsqueeze" && n->args.size() >= 2 && n->args[0].is_node())
+    return n->args[0].node;
+  return getitem_inserts_unit_dims_only(n) ? n->args[0].node : nullptr;
+}
+
 // The kv-head tensor k_kv and the repeat r when `x` is repeat_kv(k_kv, r) of a 4-D k_kv.
 Node* repeated_kv(const MetaTable& metas, Node* x, int64_t* r) {
   const std::string rn = op_name(x);
@@ -41,18 +51,21 @@ Node* repeated_kv(const MetaTable& metas, Node* x, int64_t* r) {
     return nullptr;
   Node* ex = past_identities(metas, x->args[0].node);
   if (op_name(ex) != "expand" || ex->args.empty() || !ex->args[0].is_node()) return nullptr;
-  Node* un = past_identities(metas, ex->args[0].node);
-  if (op_name(un) != "unsqueeze" || un->args.size() < 2 || !un->args[0].is_node() ||
-      un->args[1].kind != Value::Kind::kInt || !(un->args[1].i == 2 || un->args[1].i == -3))
-    return nullptr;
-  Node* kv = past_identities(metas, un->args[0].node);
+  Node* u = past_identities(metas, ex->args[0].node);
+  Node* un = unsqueezed(u);
+  if (!un) return nullptr;
+  Node* kv = past_identities(metas, un);
   const Tensor* k = metas.tensor(kv);
+  const Tensor* um = metas.tensor(u);
   const Tensor* e = metas.tensor(ex);
   const Tensor* o = metas.tensor(x);
-  if (!k || !e || !o || k->dim() != 4 || e->dim() != 5 || o->dim() != 4) return nullptr;
+  if (!k || !um || !e || !o || k->dim() != 4 || e->dim() != 5 || o->dim() != 4) return nullptr;
   const int64_t b = k->size(0), h = k->size(1), s = k->size(2), d = k->size(3);
   *r = e->size(2);
-  if (e->shape() != Shape{b, h, *r, s, d} || o->shape() != Shape{b, h * *r, s, d}) return nullptr;
+  // The unit dim sits at 2 (inserting a unit dim moves no element: the shape tells where).
+  if (um->shape() != Shape{b, h, 1, s, d} || e->shape() != Shape{b, h, *r, s, d} ||
+      o->shape() != Shape{b, h * *r, s, d})
+    return nullptr;
   return kv;
 }
 

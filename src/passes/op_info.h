@@ -31,6 +31,10 @@ bool is_attention(const Node* n);
 // on to the op it makes in the call's place).
 std::vector<std::pair<std::string, Value>> keyword_args(const ResolvedCall& rc);
 
+// Whether a getitem node's index holds only None, full slices (`:`, `0::1`) and Ellipsis: its
+// result is its input with unit dims inserted, no element moved (x[:, :, None], m[None, None]).
+bool getitem_inserts_unit_dims_only(const Node* n);
+
 // Whether any overload of `name` is registered ("reshape_as").
 bool has_op(const std::string& name);
 // Whether the op's (first) result is a tensor.

@@ -80,6 +80,10 @@ std::optional<PositionValue> trace_position(const MetaTable& metas, Node* n) {
     const std::string& name = rc.op->schema.name;
     if (rc.args.empty()) return std::nullopt;
     const Value& a0 = rc.args[0];
+    if (getitem_inserts_unit_dims_only(n)) {  // p[:, None]: the same single value
+      n = a0.node;
+      continue;
+    }
     // A select or getitem of an input at a constant index is read as a runtime scalar.
     if ((name == "select" || name == "getitem") && a0.is_node() &&
         a0.node->op == NodeOp::kPlaceholder) {

@@ -1,7 +1,7 @@
 // recognize_attention (an engine pass): attention written out op by op, as a PyTorch module
-// without F.scaled_dot_product_attention (torch 1.13, Hugging Face's eager attention) and as
-// make_fx decomposes it,
-//   s = (q @ k.transpose(-2, -1)) * c        (bmm over views of the 4-D operands)
+// without F.scaled_dot_product_attention (torch 1.13, Hugging Face's eager attention), as
+// torch.fx or torch.export records it and as make_fx decomposes it,
+//   s = (q @ k.transpose(-2, -1)) * c        (matmul, or bmm over views of the 4-D operands)
 //   s = s.masked_fill(~mask, -inf)            (optional; mask bool)
 //   o = softmax(s, -1) @ v
 // becomes scaled_dot_product_attention(q, k, v, mask, scale=c) at float32, so the attention
@@ -38,8 +38,22 @@ class Matcher {
     return x;
   }
 
-  // A product of 4-D operands as make_fx writes matmul: view(bmm(view(a4), view(b4)), 4-D).
+  // A product of 4-D operands: matmul(a4, b4) as torch.fx and torch.export record `q @ k`, or
+  // view(bmm(view(a4), view(b4)), 4-D) as make_fx decomposes it. `inner` is the node the
+  // product's result is (the bmm, or n itself).
   bool product(Node* n, Node** a, Node** b) const {
+    if (op_name(n) == "matmul" && n->args.size() == 2 && n->args[0].is_node() &&
+        n->args[1].is_node()) {
+      const Tensor* x = metas_.tensor(n->args[0].node);
+      const Tensor* y = metas_.tensor(n->args[1].node);
+      const Tensor* o = metas_.tensor(n);
+      if (!x || !y || !o || x->dim() != 4 || y->dim() != 4 || o->dim() != 4 ||
+          x->size(0) != y->size(0) || x->size(1) != y->size(1))
+        return false;
+      *a = n->args[0].node;
+      *b = n->args[1].node;
+      return true;
+    }
     if (!is_one(n, {"view", "reshape", "_unsafe_view"})) return false;
     Node* mm = n->args[0].node;
     if (op_name(mm) != "bmm" || mm->args.size() < 2 || !mm->args[0].is_node() ||
@@ -113,7 +127,8 @@ class RecognizeAttentionPass : public Pass {
     for (Node* out : g.nodes()) {
       Node *p = nullptr, *v = nullptr;
       if (!m.product(out, &p, &v)) continue;
-      std::vector<Node*> dead = {out, out->args[0].node};
+      std::vector<Node*> dead = {out};
+      if (op_name(out) != "matmul") dead.push_back(out->args[0].node);  // the bmm
       // p = softmax(s, -1) read only by this product.
       const std::string sm = op_name(p);
       if ((sm != "_softmax" && sm != "softmax") || !m.single(p) || p->args.size() < 2 ||

@@ -96,9 +96,14 @@ Tensor Session::staged(int mi, int input, const Tensor& t, void* queue) {
 
 std::vector<std::string> Session::set_backend_options(const BackendOptions& options) {
   SessionGuard guard(in_flight_, "set_backend_options", *program_);
+  BackendOptions rest = options;
+  if (auto t = rest.find(kThreadsOption); t != rest.end()) {  // one pool for every method
+    share_threads(parse_threads_option(t->second));
+    rest.erase(t);
+  }
   std::map<std::string, size_t> left_out;
   for (auto& ctx : contexts_)
-    for (const std::string& key : apply_backend_options(*ctx, options)) ++left_out[key];
+    for (const std::string& key : apply_backend_options(*ctx, rest)) ++left_out[key];
   std::vector<std::string> none_takes;
   for (const auto& [key, n] : left_out)
     if (n == contexts_.size()) none_takes.push_back(key);
@@ -203,7 +208,18 @@ void Session::bind_input(const std::string& method, const std::string& input, co
 
 void Session::set_threads(int threads) {
   SessionGuard guard(in_flight_, "set_threads", *program_);
-  for (auto& ctx : contexts_) ctx->set_threads(threads);
+  share_threads(threads);
+}
+
+void Session::share_threads(int threads) {
+  IP_CHECK(threads >= 1, kInvalidArgument, "[session] threads: expected at least 1, got ", threads);
+  // One pool for every method: the session runs one call at a time.
+  std::shared_ptr<ThreadPool> pool = threads > 1 ? std::make_shared<ThreadPool>(threads) : nullptr;
+  for (auto& ctx : contexts_) ctx->share_threads(pool);
+}
+
+int Session::threads() const {
+  return contexts_.empty() ? 1 : contexts_.front()->threads();
 }
 
 void Session::reset(void* queue) {
@@ -241,6 +257,7 @@ void Session::synchronize() {
 
 void Session::set_backend_option(const std::string& key, const std::string& value) {
   SessionGuard guard(in_flight_, "set_backend_option", *program_);
+  if (key == kThreadsOption) return share_threads(parse_threads_option(value));
   for (auto& ctx : contexts_) ctx->set_backend_option(key, value);
 }
 

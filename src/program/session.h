@@ -56,8 +56,11 @@ class Session {
   // position) passes nothing per call. Passing a bound name to run() binds that tensor instead
   // from then on.
   void bind_input(const std::string& method, const std::string& input, const Tensor& t);
-  // Kernels of every method share `threads` threads (ExecutionContext::set_threads).
+  // Kernels of every method share one pool of `threads` threads (ExecutionContext::set_threads;
+  // the caller's thread included); 1 runs them on the calling thread. Also the `threads`
+  // option of set_backend_options.
   void set_threads(int threads);
+  int threads() const;
   // Restores every runtime-owned state to its initial value (in place: addresses are kept, so
   // recorded work stays valid) and makes a session refused after a failed call usable again.
   // On a device it waits for the session's calls, copies the initial values on `queue` (after
@@ -87,6 +90,8 @@ class Session {
   // `t` for plain input `input` of method `mi`: as given, or a host tensor copied into the
   // session's device memory for it on `queue`.
   Tensor staged(int mi, int input, const Tensor& t, void* queue);
+  // set_threads without the in-flight guard (set_backend_options holds it).
+  void share_threads(int threads);
 
   std::shared_ptr<const Program> program_;
   const Backend& backend_;

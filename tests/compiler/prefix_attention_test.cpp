@@ -117,6 +117,29 @@ TEST(PrefixAttention, MakeFxBf16AttentionKeepsTheChainsRoundingsOverThePrefix) {
   EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 32), 0.0), 6);
 }
 
+// An attention layer as torch.fx records it (tests/compiler/fixtures/make_hf_style.py): the
+// products as matmul of the 4-D operands, repeat_kv's unsqueeze as k[:, :, None], the mask's
+// unit dims and cache_position[:, None] as getitem, torch.arange(s_max) a constant in the graph.
+// The same rewrites apply as to make_fx's spelling: float32 within the kernel's rounding,
+// bfloat16 bitwise the chain.
+TEST(PrefixAttention, TorchFxAttentionIsRecognizedAndAttendsOverThePrefix) {
+  for (const char* file : {"attention_torch_fx.json", "attention_torch_fx_bf16.json"}) {
+    auto g = read_graph_json_string(make_fx_fixture(file), file);
+    const bool half = std::string(file).find("bf16") != std::string::npos;
+    const double tol = half ? 0.0 : kTol;
+    std::string plan =
+        expect_rewrite_exact(*g, draw(*g, 5, 99), draws_across(*g, 32), kAttentionRewrites, tol);
+    const char* attention = half ? "= rounded_attention(" : "= scaled_dot_product_attention(";
+    EXPECT_EQ(count_of(plan, attention), 1) << plan;
+    EXPECT_EQ(lines_with(plan, attention, ":bool"), 0) << plan;  // no mask: the prefix
+    EXPECT_EQ(count_of(plan, "[cache_position + 1]"), 2) << plan;
+    EXPECT_EQ(count_of(plan, "= matmul("), 0) << plan;
+    EXPECT_EQ(count_of(plan, "[1,4,32,16]"), 0) << plan;  // no repeat_kv copy of a cache
+    EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 32), tol), 6)
+        << file;
+  }
+}
+
 // Where the prefix cannot be proved (here: attend_filled_prefix skipped), rounded_attention
 // keeps the mask over the whole cache: bitwise the chain too.
 TEST(PrefixAttention, MakeFxBf16MaskedAttentionKeepsTheChainsRoundings) {

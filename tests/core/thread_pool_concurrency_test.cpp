@@ -36,5 +36,20 @@ TEST(ThreadPoolConcurrency, TheCurrentPoolIsScoped) {
   EXPECT_EQ(current_thread_pool(), nullptr);
 }
 
+TEST(ThreadPoolConcurrency, AJobInsideATaskRunsSerially) {
+  // A kernel that a task runs and that asks for the pool (a product inside a split attention)
+  // sees none: it runs its work on the task's thread instead of starting a second job.
+  ThreadPool pool(3);
+  ScopedThreadPool use(&pool);
+  std::vector<std::atomic<int>> inner(8 * 5);
+  auto outer = [&](int64_t t) {
+    EXPECT_EQ(current_thread_pool(), nullptr) << "task " << t;
+    for (int64_t u = 0; u < 5; ++u) inner[static_cast<size_t>(t * 5 + u)].fetch_add(1);
+  };
+  for (int job = 0; job < 200; ++job) pool.parallel_for(8, outer);
+  for (const auto& n : inner) EXPECT_EQ(n.load(), 200);
+  EXPECT_EQ(current_thread_pool(), &pool);  // the caller's scope again after the job
+}
+
 }  // namespace
 }  // namespace inplace

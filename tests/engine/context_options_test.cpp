@@ -25,7 +25,7 @@ std::shared_ptr<const Engine> doubling() {
 
 TEST(ContextOptions, ACpuEngineLeavesOutTheCudaGraphSwitch) {
   ExecutionContext ctx(doubling());
-  EXPECT_TRUE(backend_option_keys(Device::cpu()).empty());
+  EXPECT_EQ(backend_option_keys(Device::cpu()), std::vector<std::string>{"threads"});
   EXPECT_EQ(apply_backend_options(ctx, {{"cuda_graph", "off"}}),
             std::vector<std::string>{"cuda_graph"});
   EXPECT_EQ(apply_backend_options(ctx, {}), std::vector<std::string>{});
@@ -42,9 +42,30 @@ TEST(ContextOptions, ACpuEngineLeavesOutTheCudaGraphSwitch) {
                                {"calls", 2}, {"host_scalar_reads", 0}, {"staged_inputs", 0}}));
 }
 
+TEST(ContextOptions, EveryContextTakesThreads) {
+  ExecutionContext ctx(doubling());
+  EXPECT_EQ(ctx.threads(), 1);
+  EXPECT_EQ(apply_backend_options(ctx, {{"threads", "3"}}), std::vector<std::string>{});
+  EXPECT_EQ(ctx.threads(), 3);
+  for (const char* bad : {"0", "-1", "two", "3x", "", "5000"})
+    EXPECT_TRUE(mentions(error_of([&] {
+                           apply_backend_options(ctx, {{"threads", bad}});
+                         }),
+                         {"threads takes a thread count from 1 to 1024", bad}))
+        << bad;
+  EXPECT_EQ(ctx.threads(), 3) << "a refused count leaves the pool";
+  Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3});
+  ctx.bind_input(0, x);
+  std::vector<Tensor> out = ctx.execute();
+  EXPECT_TRUE(tensor_equal(out[0], Tensor::from_vector<float>({2, 4, 6}, {3}), 0));
+  EXPECT_EQ(apply_backend_options(ctx, {{"threads", "1"}}), std::vector<std::string>{});
+  EXPECT_EQ(ctx.threads(), 1);
+}
+
 #ifdef INPLACE_WITH_CUDA
 TEST(ContextOptions, TheCudaBackendTakesTheGraphSwitch) {
-  EXPECT_EQ(backend_option_keys(Device::cuda()), std::vector<std::string>{"cuda_graph"});
+  EXPECT_EQ(backend_option_keys(Device::cuda()),
+            (std::vector<std::string>{"threads", "cuda_graph"}));
 }
 #endif
 

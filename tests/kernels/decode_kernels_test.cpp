@@ -160,6 +160,33 @@ TEST(DecodeKernels, DecodeAttentionEqualsTheGenericKernelOnRandomShapes) {
   }
 }
 
+TEST(DecodeKernels, DecodeAttentionSharedByThreadsEqualsOneThreadBitForBit) {
+  // Long enough prefixes that the groups are split over the pool, in every layout the decode
+  // path takes: grouped heads, plain heads, a batch, several query rows.
+  std::mt19937 rng(21);
+  ThreadPool pool(3);
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t hk = 1 + trial % 4, g = 1 + trial % 3, d = trial % 2 ? 64 : 128;
+    const int64_t s_max = 2048, s = 300 + static_cast<int64_t>(rng() % 1700);
+    const int64_t L = trial % 4 == 3 ? 3 : 1, batch = 1 + trial % 2;
+    const Shape q_shape = trial % 3 ? Shape{batch, hk, g, L, d} : Shape{batch, hk * g, L, d};
+    const Shape kv_shape =
+        trial % 3 ? Shape{batch, hk, 1, s_max, d} : Shape{batch, hk * g, s_max, d};
+    Tensor q = random_tensor(q_shape, rng);
+    Tensor kc = random_tensor(kv_shape, rng), vc = random_tensor(kv_shape, rng);
+    Tensor k = kc.slice(-2, 0, s, 1), v = vc.slice(-2, 0, s, 1);
+    Tensor serial = Tensor::empty(q_shape, DType::kFloat32);
+    Tensor shared = Tensor::full(q_shape, Scalar(7.0), DType::kFloat32);
+    ASSERT_TRUE(try_decode_attention(q, k, v, Tensor(), 0.125, L > 1, serial, Tensor()));
+    {
+      ScopedThreadPool use(&pool);
+      ASSERT_TRUE(try_decode_attention(q, k, v, Tensor(), 0.125, L > 1, shared, Tensor()));
+    }
+    EXPECT_TRUE(tensor_equal(shared, serial, 0))
+        << "q " << shape_str(q_shape) << " kv " << shape_str(kv_shape) << " s " << s;
+  }
+}
+
 TEST(DecodeKernels, RotaryEqualsTheChainBitForBit) {
   // x * cos + cat(-x[..., h:], x[..., :h]) * sin, element by element in float, against the
   // one-pass kernel on a transposed (strided) x and broadcast tables.

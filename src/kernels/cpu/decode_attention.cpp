@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/thread_pool.h"
 #include "kernels/cpu/reduction_exp.h"
 
 namespace inplace::cpu {
@@ -178,6 +179,9 @@ void decode_attention(const DecodeAttentionRows& rows, const float* k, int64_t k
 namespace {
 
 constexpr int kMaxBatchDims = 8;
+// Below this many key floats a group (4096 keys of head_dim 64 is 256K), a job for the
+// context's threads costs more than the group's pass.
+constexpr int64_t kParallelMinKeyFloats = 1 << 14;
 using Strides = std::array<int64_t, kMaxBatchDims>;
 
 // t's strides over the batch dims of out (0 where t broadcasts); t is right-aligned.
@@ -215,39 +219,62 @@ bool try_decode_attention(const Tensor& q, const Tensor& k, const Tensor& v, con
   const int64_t q_rs = q.stride(-2), k_rs = k.stride(-2), v_rs = v.stride(-2),
                 o_rs = out.stride(-2);
   const auto sc = static_cast<float>(scale);
-
-  DecodeAttentionRows rows;
-  int64_t group_k = -1, group_v = -1;
-  auto flush = [&] {
-    if (rows.count > 0) decode_attention(rows, kp + group_k, k_rs, vp + group_v, v_rs, S, E, sc);
-    rows.count = 0;
-  };
-  // Walk the batch indices in order; consecutive ones on the same K/V head share one pass.
-  std::array<int64_t, kMaxBatchDims> idx{};
-  int64_t qo = 0, ko = 0, vo = 0, oo = 0;
   const int64_t batches = out.numel() / (L * E);
-  for (int64_t b = 0; b < batches; ++b) {
-    if (ko != group_k || vo != group_v) {
-      flush();
-      group_k = ko;
-      group_v = vo;
+
+  // Calls at(g, rows, k offset, v offset) for each group g < end in order: the query rows of
+  // consecutive batch indices on the same K/V head, at most kDecodeAttentionMaxRows a group.
+  // Groups before `begin` are walked over, not attended.
+  auto walk = [&](int64_t begin, int64_t end, auto&& at) {
+    DecodeAttentionRows rows;
+    int64_t group_k = -1, group_v = -1, g = 0;
+    auto flush = [&] {
+      if (rows.count > 0) {
+        if (g >= begin) at(rows, group_k, group_v);
+        ++g;
+      }
+      rows.count = 0;
+    };
+    std::array<int64_t, kMaxBatchDims> idx{};
+    int64_t qo = 0, ko = 0, vo = 0, oo = 0;
+    for (int64_t b = 0; b < batches && g < end; ++b) {
+      if (ko != group_k || vo != group_v) {
+        flush();
+        group_k = ko;
+        group_v = vo;
+      }
+      for (int64_t i = 0; i < L; ++i) {
+        if (rows.count == kDecodeAttentionMaxRows) flush();
+        rows.q[rows.count] = qp + qo + i * q_rs;
+        rows.out[rows.count] = op + oo + i * o_rs;
+        rows.limit[rows.count] = is_causal ? std::min(i + 1, S) : S;
+        ++rows.count;
+      }
+      for (int64_t d = nb - 1; d >= 0; --d) {  // next batch index
+        const auto u = static_cast<size_t>(d);
+        qo += qs[u], ko += ks[u], vo += vs[u], oo += os[u];
+        if (++idx[u] < out.size(d)) break;
+        qo -= qs[u] * idx[u], ko -= ks[u] * idx[u], vo -= vs[u] * idx[u], oo -= os[u] * idx[u];
+        idx[u] = 0;
+      }
     }
-    for (int64_t i = 0; i < L; ++i) {
-      if (rows.count == kDecodeAttentionMaxRows) flush();
-      rows.q[rows.count] = qp + qo + i * q_rs;
-      rows.out[rows.count] = op + oo + i * o_rs;
-      rows.limit[rows.count] = is_causal ? std::min(i + 1, S) : S;
-      ++rows.count;
-    }
-    for (int64_t d = nb - 1; d >= 0; --d) {  // next batch index
-      const auto u = static_cast<size_t>(d);
-      qo += qs[u], ko += ks[u], vo += vs[u], oo += os[u];
-      if (++idx[u] < out.size(d)) break;
-      qo -= qs[u] * idx[u], ko -= ks[u] * idx[u], vo -= vs[u] * idx[u], oo -= os[u] * idx[u];
-      idx[u] = 0;
-    }
+    if (g < end) flush();
+    return g;
+  };
+  auto attend_group = [&](const DecodeAttentionRows& rows, int64_t ko, int64_t vo) {
+    decode_attention(rows, kp + ko, k_rs, vp + vo, v_rs, S, E, sc);
+  };
+  constexpr int64_t kAll = std::numeric_limits<int64_t>::max();
+  ThreadPool* pool = current_thread_pool();
+  // Groups are independent (each writes its own rows, in the same order of sums whoever runs
+  // it): split over the context's threads where a group reads enough keys to pay for a job.
+  if (pool == nullptr || pool->threads() < 2 || S * E < kParallelMinKeyFloats) {
+    walk(0, kAll, attend_group);
+    return true;
   }
-  flush();
+  const int64_t groups = walk(0, kAll, [](const DecodeAttentionRows&, int64_t, int64_t) {});
+  const int64_t tasks = std::min<int64_t>(groups, pool->threads() * 2);
+  auto task = [&](int64_t t) { walk(groups * t / tasks, groups * (t + 1) / tasks, attend_group); };
+  pool->parallel_for(tasks, task);
   return true;
 }
 
