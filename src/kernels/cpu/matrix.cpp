@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/strided_loop.h"
+#include "core/thread_pool.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/matrix.h"
 
@@ -46,6 +47,66 @@ std::optional<int64_t> flat_stride(const Shape& sizes, const Shape& strides) {
   return stride;
 }
 
+// Row i of a half-type product over unit-stride rows of b: acc[j] = sum over p (in order from
+// 0) of a[p] * b[p][j], each product rounded to float and then added (two statements, so no
+// compiler fuses them into one rounding), for j < the multiple of 16 it returns. 64 outputs at a
+// time are held over all of p, so each row of b is read once per 64 outputs; every output's
+// sum is the scalar loop's bit for bit, whichever vector width the CPU runs it at.
+template <typename T>
+__attribute__((always_inline)) inline int64_t half_unit_rows(const T* a, int64_t a_cs, int64_t k,
+                                                             const T* b, int64_t b_rs, int64_t n,
+                                                             float* acc) {
+  int64_t j0 = 0;
+  for (; j0 + 64 <= n; j0 += 64) {
+    float blk[64] = {};
+    for (int64_t p = 0; p < k; ++p) {
+      const float av = static_cast<float>(a[p * a_cs]);
+      const T* brow = b + p * b_rs + j0;
+      for (int64_t j = 0; j < 64; ++j) {
+        const float prod = av * static_cast<float>(brow[j]);
+        blk[j] += prod;
+      }
+    }
+    std::copy(blk, blk + 64, acc + j0);
+  }
+  for (; j0 + 16 <= n; j0 += 16) {
+    float blk[16] = {};
+    for (int64_t p = 0; p < k; ++p) {
+      const float av = static_cast<float>(a[p * a_cs]);
+      const T* brow = b + p * b_rs + j0;
+      for (int64_t j = 0; j < 16; ++j) {
+        const float prod = av * static_cast<float>(brow[j]);
+        blk[j] += prod;
+      }
+    }
+    std::copy(blk, blk + 16, acc + j0);
+  }
+  return j0;
+}
+
+// The same loop compiled per instruction set, chosen by the CPU's features.
+#define IP_HALF_UNIT_ROWS(name, target)                                                         \
+  template <typename T>                                                                         \
+  target int64_t name(const T* a, int64_t a_cs, int64_t k, const T* b, int64_t b_rs, int64_t n, \
+                      float* acc) {                                                             \
+    return half_unit_rows(a, a_cs, k, b, b_rs, n, acc);                                         \
+  }
+IP_HALF_UNIT_ROWS(half_unit_rows_avx512, __attribute__((target("avx512f,avx512bw"))))
+IP_HALF_UNIT_ROWS(half_unit_rows_avx2, __attribute__((target("avx2,f16c"))))
+IP_HALF_UNIT_ROWS(half_unit_rows_baseline, )
+#undef IP_HALF_UNIT_ROWS
+
+template <typename T>
+int64_t half_unit_rows_dispatch(const T* a, int64_t a_cs, int64_t k, const T* b, int64_t b_rs,
+                                int64_t n, float* acc) {
+  static const bool avx512 =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx512) return half_unit_rows_avx512(a, a_cs, k, b, b_rs, n, acc);
+  if (avx2) return half_unit_rows_avx2(a, a_cs, k, b, b_rs, n, acc);
+  return half_unit_rows_baseline(a, a_cs, k, b, b_rs, n, acc);
+}
+
 // Half types accumulate in float (opmath); integers in uint64 so overflow wraps like torch.
 template <typename T>
 void gemm_loop(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Scalar alpha,
@@ -64,7 +125,11 @@ void gemm_loop(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Scala
   for (int64_t i = 0; i < a.rows; ++i) {
     std::fill(acc.begin(), acc.end(), A(0));
     int64_t j0 = 0;
-    if (b.col_stride == 1) {
+    if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
+      if (b.col_stride == 1)
+        j0 = half_unit_rows_dispatch(a.data + i * a.row_stride, a.col_stride, a.cols, b.data,
+                                     b.row_stride, b.cols, acc.data());
+    } else if (b.col_stride == 1) {
       // Unit-stride rows of b: kBlock outputs at a time held in registers over all of p (the
       // compiler vectorises the block), each still summed over p in order: the same sums.
       constexpr int64_t kBlock = 16;
@@ -218,25 +283,45 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha, S
         gemm_any<T>({ap + ao, rows, k, ars, a_cs}, {bp + bo, k, n, b_rs, b_cs},
                     {op + oo, rows, n, ors, o_cs}, alpha, beta);
       };
+      // When b is shared by every batch (x @ W), the batch dims fold into a's rows where a's
+      // and out's strides let them: one product. (Folding only the trailing dims b is broadcast
+      // over, the query heads of one kv head, made attention's short-k products slower as
+      // multi-row GEMVs: measured, not done.)
       bool b_shared = true;
-      for (int64_t s : b_bs) b_shared &= s == 0;
-      if (b_shared) {
-        Shape rows = batch, ast = a_bs, ost = o_bs;
-        rows.push_back(m);
-        ast.push_back(a_rs);
-        ost.push_back(o_rs);
-        std::optional<int64_t> fa = flat_stride(rows, ast), fo = flat_stride(rows, ost);
-        if (fa && fo) {
-          one(0, 0, 0, numel_of(rows), *fa, *fo);
-          return;
-        }
-      }
+      for (int64_t st : b_bs) b_shared &= st == 0;
+      const size_t inner = b_shared ? 0 : batch.size();
+      Shape rows(batch.begin() + static_cast<int64_t>(inner), batch.end()),
+          ast(a_bs.begin() + static_cast<int64_t>(inner), a_bs.end()),
+          ost(o_bs.begin() + static_cast<int64_t>(inner), o_bs.end());
+      rows.push_back(m);
+      ast.push_back(a_rs);
+      ost.push_back(o_rs);
+      std::optional<int64_t> fa = flat_stride(rows, ast), fo = flat_stride(rows, ost);
+      const bool fold = fa && fo;
+      const auto n_outer = static_cast<int64_t>(fold ? inner : batch.size());
+      const Shape outer(batch.begin(), batch.begin() + n_outer);
+      auto sub = [&](const Shape& st) { return Shape(st.begin(), st.begin() + n_outer); };
+      const int64_t prod_rows = fold ? numel_of(rows) : m;
+      const int64_t prod_ars = fold ? *fa : a_rs, prod_ors = fold ? *fo : o_rs;
+      // The products' offsets in order; split over the context's threads when each is large
+      // enough to pay for a job (the products write disjoint rows).
+      std::vector<std::array<int64_t, 3>> offsets;
       strided_loop<3>(
-          batch, {a_bs, b_bs, o_bs},
+          outer, {sub(a_bs), sub(b_bs), sub(o_bs)},
           [&](const std::array<int64_t, 3>& off, int64_t cnt, const std::array<int64_t, 3>& st) {
             for (int64_t j = 0; j < cnt; ++j)
-              one(off[0] + j * st[0], off[1] + j * st[1], off[2] + j * st[2], m, a_rs, o_rs);
+              offsets.push_back({off[0] + j * st[0], off[1] + j * st[1], off[2] + j * st[2]});
           });
+      auto run = [&](int64_t t) {
+        const auto& f = offsets[static_cast<size_t>(t)];
+        one(f[0], f[1], f[2], prod_rows, prod_ars, prod_ors);
+      };
+      ThreadPool* pool = current_thread_pool();
+      const auto count = static_cast<int64_t>(offsets.size());
+      if (pool && pool->threads() > 1 && count > 1 && prod_rows * k * n >= (1 << 16))
+        pool->parallel_for(count, run);
+      else
+        for (int64_t t = 0; t < count; ++t) run(t);
     }
   });
   if (o.data_ptr() != out.data_ptr()) out.copy_from(o);
