@@ -1,4 +1,5 @@
 #include "engine/execution_context.h"
+#include "engine/refresh_slice.h"
 
 #include <algorithm>
 #include <array>
@@ -52,8 +53,13 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
   scalar_values_.assign(plan.scalars.size(), 0);
   dyn_metas_.resize(plan.num_dyn);
   refresh_args_.resize(plan.steps.size());
-  for (const RefreshItem& r : plan.refresh)
-    if (r.kind == RefreshItem::Kind::kStep) refresh_args_[r.index] = plan.steps[r.index].args;
+  stop_dims_.assign(plan.steps.size(), -1);
+  for (const RefreshItem& r : plan.refresh) {
+    if (r.kind != RefreshItem::Kind::kStep) continue;
+    refresh_args_[r.index] = plan.steps[r.index].args;
+    stop_dims_[r.index] =
+        runtime_stop_dim(plan.steps[r.index], refresh_args_[r.index]).value_or(-1);
+  }
   for (size_t q = 0; q < plan.steps.size(); ++q) {
     const Step& s = plan.steps[q];
     if (s.kind != StepKind::kOut || !s.op || !s.op->has_tag(kCacheUpdate)) continue;

@@ -138,6 +138,7 @@ class ExecutionContext {
   std::vector<int64_t> scalar_values_;
   std::vector<Tensor> dyn_metas_;  // by dynamic value; undefined when absent this call
   std::vector<std::vector<Value>> refresh_args_;  // by step: metadata arguments, reused
+  std::vector<int> stop_dims_;  // by step: runtime_stop_dim, or -1 (refresh_slice.h)
   // kv_cache_update steps whose positions are inputs: validated before the first kernel, so a
   // bad position refuses the call before any cache (the k cache before the v cache) is written.
   std::vector<int> position_checks_;

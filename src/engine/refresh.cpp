@@ -8,6 +8,7 @@
 #include "core/value.h"
 #include "engine/execution_context.h"
 #include "engine/op_meta.h"
+#include "engine/refresh_slice.h"
 #include "ops/kv_cache_args.h"
 
 namespace inplace {
@@ -156,6 +157,15 @@ void ExecutionContext::refresh_step(int q) {
       IP_CHECK(args[0].tensor.shape() == s.outs[0].shape, kShapeMismatch,
                "the new value has shape ", shape_str(args[0].tensor.shape()), " but its input is ",
                shape_str(s.outs[0].shape));
+    } else if (s.kind == StepKind::kView && stop_dims_[q] >= 0) {
+      // cache[:, :, :p + 1]: the slice itself, without parsing the index (refresh_slice.h).
+      Tensor& m = dyn_metas_[s.outs[0].dyn];
+      m = slice_to_stop(args[0].tensor, stop_dims_[q], scalar_values_[s.ints[0].scalar]);
+      IP_CHECK(m.offset() >= 0 &&
+                   last_byte(m) < static_cast<int64_t>(buffer_storage(s.outs[0].buffer)->nbytes()),
+               kOutOfRange, "view ", shape_str(m.shape()), " at offset ", m.offset(),
+               " leaves its buffer");
+      return;
     } else if (s.kind == StepKind::kView) {
       Value result = view_metas(*s.op, args);
       std::vector<Value> leaves;

@@ -49,7 +49,7 @@ SdpaPlan plan_sdpa(const Args& a) {
   const double dropout_p = a[4].as_double(kSdpa);
   p.causal = a[5].as_bool(kSdpa);
   const bool gqa = a[7].as_bool(kSdpa);
-  const Tensor q = p.q, k = p.k, v = p.v;  // the caller's shapes, for messages
+  const Tensor &q = a[0].tensor, &k = a[1].tensor, &v = a[2].tensor;  // the caller's shapes
   IP_CHECK(dropout_p == 0.0, kUnsupported, "[", kSdpa, "] dropout_p must be 0, got ", dropout_p,
            ": inplace runs inference only");
   IP_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2, kShapeMismatch, "[", kSdpa, "] query ",

@@ -303,6 +303,10 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha, S
       auto sub = [&](const Shape& st) { return Shape(st.begin(), st.begin() + n_outer); };
       const int64_t prod_rows = fold ? numel_of(rows) : m;
       const int64_t prod_ars = fold ? *fa : a_rs, prod_ors = fold ? *fo : o_rs;
+      if (n_outer == 0) {  // one product: x @ W
+        one(0, 0, 0, prod_rows, prod_ars, prod_ors);
+        return;
+      }
       // The products' offsets in order; split over the context's threads when each is large
       // enough to pay for a job (the products write disjoint rows).
       std::vector<std::array<int64_t, 3>> offsets;
