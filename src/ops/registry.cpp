@@ -286,6 +286,16 @@ bool bind_args(const Schema& schema, const std::vector<Value>& args,
   return true;
 }
 
+bool already_bound(const Schema& schema, const std::vector<Value>& args) {
+  if (args.size() != schema.args.size()) return false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const ArgSpec& spec = schema.args[i];
+    if (spec.kwarg_only || !type_matches(spec, args[i])) return false;
+  }
+  // bind_args wraps a last tensor given for a Tensor[] parameter into a list.
+  return args.empty() || !(schema.args.back().base_type() == "Tensor[]" && args.back().is_tensor());
+}
+
 ResolvedCall resolve_call(const std::string& target, const std::vector<Value>& args,
                           const std::vector<std::pair<std::string, Value>>& kwargs,
                           const std::string& node_name) {

@@ -102,6 +102,10 @@ class Registry {
 bool bind_args(const Schema& schema, const std::vector<Value>& args,
                const std::vector<std::pair<std::string, Value>>& kwargs, Args* out,
                std::string* why);
+// Whether bind_args(schema, args, {}) would give `args` as they are: every parameter given
+// positionally and of its type, none to gather into or wrap as a list. A caller may then use
+// them without binding (and without copying them).
+bool already_bound(const Schema& schema, const std::vector<Value>& args);
 
 struct ResolvedCall {
   const OpDef* op = nullptr;

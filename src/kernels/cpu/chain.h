@@ -2,14 +2,15 @@
 // the result of the unfused steps (each rounds where the chain rounds), which is what a fused op
 // at a half dtype promises (upcast_rms_norm, the fused linear family at bf16 / fp16).
 #pragma once
+#include <mutex>
 #include <vector>
 
 #include "backend/kernel_table.h"
 
 namespace inplace::cpu {
 
-// One op of a chain, its declaration and cpu kernel resolved at the first call (the table is
-// complete by then).
+// One op of a chain, its declaration and cpu kernel resolved once, at the first call (the table
+// is complete by then).
 class ChainOp {
  public:
   explicit ChainOp(const char* full_name) : name_(full_name) {}
@@ -23,9 +24,12 @@ class ChainOp {
     const OpDef* op;
     const Kernel* kernel;
   };
-  Resolved resolve() const;
-  Args bound(const Resolved& r, const Args& args) const;
+  const Resolved& resolve() const;
+  // The kernel on `args` bound to the op's schema (as given where they already are).
+  void run(const Resolved& r, const Args& args, const std::vector<Tensor>& out) const;
   const char* name_;
+  mutable std::once_flag once_;
+  mutable Resolved resolved_{};
 };
 
 }  // namespace inplace::cpu

@@ -184,7 +184,11 @@ bool try_gemv_half(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, f
                    float beta) {
   const int64_t m = a.rows, k = a.cols, n = b.cols;
   if (m < 1 || m > kGemvMaxRows || k < 16 || n < 1 || (b.row_stride != 1 && k > 1)) return false;
-  std::vector<float> x(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));
+  // x widened and the float results, in this thread's scratch (grown, never freed: a decode
+  // step's products allocate nothing).
+  thread_local std::vector<float> x, y;
+  if (x.size() < static_cast<size_t>(m * k)) x.resize(static_cast<size_t>(m * k));
+  if (y.size() < static_cast<size_t>(m * n)) y.resize(static_cast<size_t>(m * n));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t p = 0; p < k; ++p)
       x[i * k + p] = static_cast<float>(a.data[i * a.row_stride + p * a.col_stride]);
