@@ -52,35 +52,28 @@ std::optional<int64_t> flat_stride(const Shape& sizes, const Shape& strides) {
 // compiler fuses them into one rounding), for j < the multiple of 16 it returns. 64 outputs at a
 // time are held over all of p, so each row of b is read once per 64 outputs; every output's
 // sum is the scalar loop's bit for bit, whichever vector width the CPU runs it at.
+template <int64_t B, typename T>
+__attribute__((always_inline)) inline void half_unit_block(const T* a, int64_t a_cs, int64_t k,
+                                                           const T* b, int64_t b_rs, float* acc) {
+  float blk[B] = {};
+  for (int64_t p = 0; p < k; ++p) {
+    const float av = static_cast<float>(a[p * a_cs]);
+    const T* brow = b + p * b_rs;
+    for (int64_t j = 0; j < B; ++j) {
+      const float prod = av * static_cast<float>(brow[j]);
+      blk[j] += prod;
+    }
+  }
+  std::copy(blk, blk + B, acc);
+}
+
 template <typename T>
 __attribute__((always_inline)) inline int64_t half_unit_rows(const T* a, int64_t a_cs, int64_t k,
                                                              const T* b, int64_t b_rs, int64_t n,
                                                              float* acc) {
   int64_t j0 = 0;
-  for (; j0 + 64 <= n; j0 += 64) {
-    float blk[64] = {};
-    for (int64_t p = 0; p < k; ++p) {
-      const float av = static_cast<float>(a[p * a_cs]);
-      const T* brow = b + p * b_rs + j0;
-      for (int64_t j = 0; j < 64; ++j) {
-        const float prod = av * static_cast<float>(brow[j]);
-        blk[j] += prod;
-      }
-    }
-    std::copy(blk, blk + 64, acc + j0);
-  }
-  for (; j0 + 16 <= n; j0 += 16) {
-    float blk[16] = {};
-    for (int64_t p = 0; p < k; ++p) {
-      const float av = static_cast<float>(a[p * a_cs]);
-      const T* brow = b + p * b_rs + j0;
-      for (int64_t j = 0; j < 16; ++j) {
-        const float prod = av * static_cast<float>(brow[j]);
-        blk[j] += prod;
-      }
-    }
-    std::copy(blk, blk + 16, acc + j0);
-  }
+  for (; j0 + 64 <= n; j0 += 64) half_unit_block<64>(a, a_cs, k, b + j0, b_rs, acc + j0);
+  for (; j0 + 16 <= n; j0 += 16) half_unit_block<16>(a, a_cs, k, b + j0, b_rs, acc + j0);
   return j0;
 }
 
