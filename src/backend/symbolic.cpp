@@ -106,7 +106,7 @@ const char* infix(Op op) {
 }  // namespace
 
 int64_t eval_sym(const SymExpr& e, const SymEnv& env, const std::string& what) {
-  int64_t stack[16];
+  int64_t stack[16] = {};  // an empty expression reads 0
   std::vector<int64_t> big;
   int64_t* st = stack;
   if (e.code.size() > 16) {
