@@ -35,6 +35,19 @@ __attribute__((always_inline)) inline V16 load16(const float* p) {
   return v;
 }
 
+typedef uint16_t U16x16 __attribute__((vector_size(32)));
+typedef uint32_t U32x16 __attribute__((vector_size(64)));
+
+// Sixteen bfloat16 widened to float (exact: a bfloat16 is a float's upper half).
+__attribute__((always_inline)) inline V16 load16(const BFloat16* p) {
+  U16x16 h;
+  std::memcpy(&h, p, sizeof(h));
+  const U32x16 w = __builtin_convertvector(h, U32x16) << 16;
+  V16 v;
+  std::memcpy(&v, &w, sizeof(v));
+  return v;
+}
+
 // The lanes summed as a tree (four levels, not fifteen dependent adds).
 __attribute__((always_inline)) inline float hsum(V16 v) {
   const V8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
@@ -44,7 +57,8 @@ __attribute__((always_inline)) inline float hsum(V16 v) {
   return (b[0] + b[2]) + (b[1] + b[3]);
 }
 
-__attribute__((always_inline)) inline float dot(const float* a, const float* b, int64_t n) {
+template <typename T>
+__attribute__((always_inline)) inline float dot(const float* a, const T* b, int64_t n) {
   V16 acc0 = {}, acc1 = {};
   int64_t e = 0;
   for (; e + 2 * kLanes <= n; e += 2 * kLanes) {
@@ -53,14 +67,16 @@ __attribute__((always_inline)) inline float dot(const float* a, const float* b, 
   }
   for (; e + kLanes <= n; e += kLanes) acc0 += load16(a + e) * load16(b + e);
   float s = hsum(acc0 + acc1);
-  for (; e < n; ++e) s += a[e] * b[e];
+  for (; e < n; ++e) s += a[e] * static_cast<float>(b[e]);
   return s;
 }
 
-__attribute__((always_inline)) inline void attend(const DecodeAttentionRows& rows, const float* k,
-                                                  int64_t k_stride, const float* v,
-                                                  int64_t v_stride, int64_t keys, int64_t d,
-                                                  float scale) {
+// K and V rows of float, or of bfloat16 widened as they are read (the same sums as over their
+// float copies).
+template <typename T>
+__attribute__((always_inline)) inline void attend(const DecodeAttentionRows& rows, const T* k,
+                                                  int64_t k_stride, const T* v, int64_t v_stride,
+                                                  int64_t keys, int64_t d, float scale) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const int64_t m = rows.count;
   float acc[kDecodeAttentionMaxRows][kDecodeAttentionMaxDim];
@@ -78,11 +94,11 @@ __attribute__((always_inline)) inline void attend(const DecodeAttentionRows& row
   for (int64_t j0 = 0; j0 < end; j0 += kBlock) {
     const int64_t jn = std::min(kBlock, end - j0);
     for (int64_t jj = 0; jj < jn; ++jj) {
-      const float* kr = k + (j0 + jj) * k_stride;
+      const T* kr = k + (j0 + jj) * k_stride;
       // While the scores are worked out, the block's value rows and the next block's key rows
       // are fetched (a cold cache otherwise costs more than the arithmetic).
-      const float* vr = v + (j0 + jj) * v_stride;
-      const float* kn = kr + kBlock * k_stride;
+      const T* vr = v + (j0 + jj) * v_stride;
+      const T* kn = kr + kBlock * k_stride;
       for (int64_t e = 0; e < d; e += 16) {
         __builtin_prefetch(vr + e);
         if (j0 + kBlock + jj < end) __builtin_prefetch(kn + e);
@@ -124,7 +140,7 @@ __attribute__((always_inline)) inline void attend(const DecodeAttentionRows& row
         V16 a0 = load16(acc[i] + e), a1 = load16(acc[i] + e + kLanes),
             a2 = load16(acc[i] + e + 2 * kLanes), a3 = load16(acc[i] + e + 3 * kLanes);
         for (int64_t jj = 0; jj < jn; ++jj) {
-          const float* vr = v + (j0 + jj) * v_stride + e;
+          const T* vr = v + (j0 + jj) * v_stride + e;
           const float w = p[i][jj];
           a0 += w * load16(vr);
           a1 += w * load16(vr + kLanes);
@@ -138,7 +154,8 @@ __attribute__((always_inline)) inline void attend(const DecodeAttentionRows& row
       }
       for (; e < d; ++e) {
         float a = acc[i][e];
-        for (int64_t jj = 0; jj < jn; ++jj) a += p[i][jj] * v[(j0 + jj) * v_stride + e];
+        for (int64_t jj = 0; jj < jn; ++jj)
+          a += p[i][jj] * static_cast<float>(v[(j0 + jj) * v_stride + e]);
         acc[i][e] = a;
       }
     }
@@ -150,10 +167,11 @@ __attribute__((always_inline)) inline void attend(const DecodeAttentionRows& row
 }
 
 // The same loop compiled per instruction set, chosen by the CPU's features (no ifunc).
-#define IP_ATTEND_FOR(name, target)                                                             \
-  target void name(const DecodeAttentionRows& rows, const float* k, int64_t ks, const float* v, \
-                   int64_t vs, int64_t keys, int64_t d, float scale) {                          \
-    attend(rows, k, ks, v, vs, keys, d, scale);                                                 \
+#define IP_ATTEND_FOR(name, target)                                                     \
+  template <typename T>                                                                 \
+  target void name(const DecodeAttentionRows& rows, const T* k, int64_t ks, const T* v, \
+                   int64_t vs, int64_t keys, int64_t d, float scale) {                  \
+    attend(rows, k, ks, v, vs, keys, d, scale);                                         \
   }
 IP_ATTEND_FOR(attend_avx512, __attribute__((target("avx512f"))))
 IP_ATTEND_FOR(attend_avx2, __attribute__((target("avx2,fma"))))
@@ -163,17 +181,29 @@ IP_ATTEND_FOR(attend_baseline, )
 const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
 const bool kHasAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 
-}  // namespace
-
-void decode_attention(const DecodeAttentionRows& rows, const float* k, int64_t k_stride,
-                      const float* v, int64_t v_stride, int64_t keys, int64_t head_dim,
-                      float scale) {
+template <typename T>
+void dispatch(const DecodeAttentionRows& rows, const T* k, int64_t k_stride, const T* v,
+              int64_t v_stride, int64_t keys, int64_t head_dim, float scale) {
   if (kHasAvx512)
     attend_avx512(rows, k, k_stride, v, v_stride, keys, head_dim, scale);
   else if (kHasAvx2)
     attend_avx2(rows, k, k_stride, v, v_stride, keys, head_dim, scale);
   else
     attend_baseline(rows, k, k_stride, v, v_stride, keys, head_dim, scale);
+}
+
+}  // namespace
+
+void decode_attention(const DecodeAttentionRows& rows, const float* k, int64_t k_stride,
+                      const float* v, int64_t v_stride, int64_t keys, int64_t head_dim,
+                      float scale) {
+  dispatch(rows, k, k_stride, v, v_stride, keys, head_dim, scale);
+}
+
+void decode_attention(const DecodeAttentionRows& rows, const BFloat16* k, int64_t k_stride,
+                      const BFloat16* v, int64_t v_stride, int64_t keys, int64_t head_dim,
+                      float scale) {
+  dispatch(rows, k, k_stride, v, v_stride, keys, head_dim, scale);
 }
 
 namespace {
@@ -197,28 +227,21 @@ Strides batch_strides(const Tensor& t, int64_t nb) {
 
 }  // namespace
 
-bool try_decode_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                          double scale, bool is_causal, const Tensor& out, const Tensor& lse) {
-  if (mask.defined() || lse.defined()) return false;
-  for (const Tensor* t : {&q, &k, &v, &out})
-    if (t->dtype() != DType::kFloat32 || t->dim() < 2 || t->stride(-1) != 1 ||
-        t->dim() - 2 > out.dim() - 2)
-      return false;
+namespace {
+
+template <typename T>
+void attend_all(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, float sc,
+                const Tensor& out) {
   const int64_t L = q.size(-2), E = q.size(-1), S = k.size(-2);
-  if (E != v.size(-1) || E > kDecodeAttentionMaxDim || out.size(-1) != E || out.size(-2) != L)
-    return false;
   const int64_t nb = out.dim() - 2;
-  if (nb > kMaxBatchDims) return false;
-  if (out.numel() == 0) return true;
   const Strides qs = batch_strides(q, nb), ks = batch_strides(k, nb), vs = batch_strides(v, nb),
                 os = batch_strides(out, nb);
   const float* qp = q.data<float>();
-  const float* kp = k.data<float>();
-  const float* vp = v.data<float>();
+  const T* kp = k.data<T>();
+  const T* vp = v.data<T>();
   float* op = out.data<float>();
   const int64_t q_rs = q.stride(-2), k_rs = k.stride(-2), v_rs = v.stride(-2),
                 o_rs = out.stride(-2);
-  const auto sc = static_cast<float>(scale);
   const int64_t batches = out.numel() / (L * E);
 
   // Calls at(g, rows, k offset, v offset) for each group g < end in order: the query rows of
@@ -269,12 +292,40 @@ bool try_decode_attention(const Tensor& q, const Tensor& k, const Tensor& v, con
   // it): split over the context's threads where a group reads enough keys to pay for a job.
   if (pool == nullptr || pool->threads() < 2 || S * E < kParallelMinKeyFloats) {
     walk(0, kAll, attend_group);
-    return true;
+    return;
   }
   const int64_t groups = walk(0, kAll, [](const DecodeAttentionRows&, int64_t, int64_t) {});
   const int64_t tasks = std::min<int64_t>(groups, pool->threads() * 2);
   auto task = [&](int64_t t) { walk(groups * t / tasks, groups * (t + 1) / tasks, attend_group); };
   pool->parallel_for(tasks, task);
+}
+
+}  // namespace
+
+bool try_decode_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                          double scale, bool is_causal, const Tensor& out, const Tensor& lse) {
+  if (mask.defined() || lse.defined()) return false;
+  const DType dt = q.dtype();
+  if (dt != DType::kFloat32 && dt != DType::kBFloat16) return false;
+  for (const Tensor* t : {&q, &k, &v, &out})
+    if (t->dtype() != dt || t->dim() < 2 || t->stride(-1) != 1 || t->dim() - 2 > out.dim() - 2)
+      return false;
+  const int64_t L = q.size(-2), E = q.size(-1), S = k.size(-2);
+  if (E != v.size(-1) || E > kDecodeAttentionMaxDim || out.size(-1) != E || out.size(-2) != L)
+    return false;
+  const int64_t nb = out.dim() - 2;
+  if (nb > kMaxBatchDims) return false;
+  if (out.numel() == 0) return true;
+  if (dt == DType::kBFloat16) {
+    // The query rows and results as float (a few rows); the caches are read as they lie,
+    // widened in registers. The same sums as over float copies of every operand, the result
+    // rounded to bfloat16 once.
+    const Tensor qf = q.to(DType::kFloat32), of = Tensor::empty(out.shape(), DType::kFloat32);
+    attend_all<BFloat16>(qf, k, v, is_causal, static_cast<float>(scale), of);
+    out.copy_from(of);
+    return true;
+  }
+  attend_all<float>(q, k, v, is_causal, static_cast<float>(scale), out);
   return true;
 }
 
