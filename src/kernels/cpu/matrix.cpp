@@ -48,10 +48,11 @@ std::optional<int64_t> flat_stride(const Shape& sizes, const Shape& strides) {
 }
 
 // Row i of a half-type product over unit-stride rows of b: acc[j] = sum over p (in order from
-// 0) of a[p] * b[p][j], each product rounded to float and then added (two statements, so no
-// compiler fuses them into one rounding), for j < the multiple of 16 it returns. 64 outputs at a
-// time are held over all of p, so each row of b is read once per 64 outputs; every output's
-// sum is the scalar loop's bit for bit, whichever vector width the CPU runs it at.
+// 0) of a[p] * b[p][j] in float, for j < the multiple of 16 it returns. 64 outputs at a time are
+// held over all of p, so each row of b is read once per 64 outputs. The product of two bfloat16
+// (or two float16) values is exact in float, so whether the compiler fuses the multiply into
+// the add (it does, in the AVX-512 and AVX2 clones) changes no bit: every output's sum is the
+// scalar loop's, whichever vector width the CPU runs it at.
 template <int64_t B, typename T>
 __attribute__((always_inline)) inline void half_unit_block(const T* a, int64_t a_cs, int64_t k,
                                                            const T* b, int64_t b_rs, float* acc) {
@@ -59,10 +60,7 @@ __attribute__((always_inline)) inline void half_unit_block(const T* a, int64_t a
   for (int64_t p = 0; p < k; ++p) {
     const float av = static_cast<float>(a[p * a_cs]);
     const T* brow = b + p * b_rs;
-    for (int64_t j = 0; j < B; ++j) {
-      const float prod = av * static_cast<float>(brow[j]);
-      blk[j] += prod;
-    }
+    for (int64_t j = 0; j < B; ++j) blk[j] += av * static_cast<float>(brow[j]);
   }
   std::copy(blk, blk + B, acc);
 }
