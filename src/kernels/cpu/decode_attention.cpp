@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "core/thread_pool.h"
 #include "kernels/cpu/reduction_exp.h"
@@ -35,19 +36,6 @@ __attribute__((always_inline)) inline V16 load16(const float* p) {
   return v;
 }
 
-typedef uint16_t U16x16 __attribute__((vector_size(32)));
-typedef uint32_t U32x16 __attribute__((vector_size(64)));
-
-// Sixteen bfloat16 widened to float (exact: a bfloat16 is a float's upper half).
-__attribute__((always_inline)) inline V16 load16(const BFloat16* p) {
-  U16x16 h;
-  std::memcpy(&h, p, sizeof(h));
-  const U32x16 w = __builtin_convertvector(h, U32x16) << 16;
-  V16 v;
-  std::memcpy(&v, &w, sizeof(v));
-  return v;
-}
-
 // The lanes summed as a tree (four levels, not fifteen dependent adds).
 __attribute__((always_inline)) inline float hsum(V16 v) {
   const V8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
@@ -57,8 +45,7 @@ __attribute__((always_inline)) inline float hsum(V16 v) {
   return (b[0] + b[2]) + (b[1] + b[3]);
 }
 
-template <typename T>
-__attribute__((always_inline)) inline float dot(const float* a, const T* b, int64_t n) {
+__attribute__((always_inline)) inline float dot(const float* a, const float* b, int64_t n) {
   V16 acc0 = {}, acc1 = {};
   int64_t e = 0;
   for (; e + 2 * kLanes <= n; e += 2 * kLanes) {
@@ -67,12 +54,12 @@ __attribute__((always_inline)) inline float dot(const float* a, const T* b, int6
   }
   for (; e + kLanes <= n; e += kLanes) acc0 += load16(a + e) * load16(b + e);
   float s = hsum(acc0 + acc1);
-  for (; e < n; ++e) s += a[e] * static_cast<float>(b[e]);
+  for (; e < n; ++e) s += a[e] * b[e];
   return s;
 }
 
-// K and V rows of float, or of bfloat16 widened as they are read (the same sums as over their
-// float copies).
+// K and V rows of float, or of bfloat16 widened block by block into float rows once for all the
+// query rows (exact), after which the same float code runs: the same sums as over float copies.
 template <typename T>
 __attribute__((always_inline)) inline void attend(const DecodeAttentionRows& rows, const T* k,
                                                   int64_t k_stride, const T* v, int64_t v_stride,
@@ -82,6 +69,9 @@ __attribute__((always_inline)) inline void attend(const DecodeAttentionRows& row
   float acc[kDecodeAttentionMaxRows][kDecodeAttentionMaxDim];
   float mx[kDecodeAttentionMaxRows], sum[kDecodeAttentionMaxRows];
   float p[kDecodeAttentionMaxRows][kBlock];
+  constexpr bool kWiden = !std::is_same_v<T, float>;
+  constexpr int64_t kBuf = kWiden ? kBlock * kDecodeAttentionMaxDim : 1;
+  float kbuf[kBuf], vbuf[kBuf];  // a block's rows widened (bfloat16 caches)
   int64_t end = 0;
   for (int64_t i = 0; i < m; ++i) {
     std::fill(acc[i], acc[i] + d, 0.0f);
@@ -93,12 +83,24 @@ __attribute__((always_inline)) inline void attend(const DecodeAttentionRows& row
     for (int64_t e = 0; e < d; e += 16) __builtin_prefetch(k + j * k_stride + e);
   for (int64_t j0 = 0; j0 < end; j0 += kBlock) {
     const int64_t jn = std::min(kBlock, end - j0);
+    const float *kb, *vb;  // the block's first key and value rows, as float
+    int64_t kbs, vbs;
+    if constexpr (kWiden) {
+      for (int64_t jj = 0; jj < jn; ++jj)
+        for (int64_t e = 0; e < d; ++e) {
+          kbuf[jj * d + e] = static_cast<float>(k[(j0 + jj) * k_stride + e]);
+          vbuf[jj * d + e] = static_cast<float>(v[(j0 + jj) * v_stride + e]);
+        }
+      kb = kbuf, vb = vbuf, kbs = vbs = d;
+    } else {
+      kb = k + j0 * k_stride, vb = v + j0 * v_stride, kbs = k_stride, vbs = v_stride;
+    }
     for (int64_t jj = 0; jj < jn; ++jj) {
-      const T* kr = k + (j0 + jj) * k_stride;
+      const float* kr = kb + jj * kbs;
       // While the scores are worked out, the block's value rows and the next block's key rows
       // are fetched (a cold cache otherwise costs more than the arithmetic).
       const T* vr = v + (j0 + jj) * v_stride;
-      const T* kn = kr + kBlock * k_stride;
+      const T* kn = k + (j0 + jj + kBlock) * k_stride;
       for (int64_t e = 0; e < d; e += 16) {
         __builtin_prefetch(vr + e);
         if (j0 + kBlock + jj < end) __builtin_prefetch(kn + e);
@@ -140,7 +142,7 @@ __attribute__((always_inline)) inline void attend(const DecodeAttentionRows& row
         V16 a0 = load16(acc[i] + e), a1 = load16(acc[i] + e + kLanes),
             a2 = load16(acc[i] + e + 2 * kLanes), a3 = load16(acc[i] + e + 3 * kLanes);
         for (int64_t jj = 0; jj < jn; ++jj) {
-          const T* vr = v + (j0 + jj) * v_stride + e;
+          const float* vr = vb + jj * vbs + e;
           const float w = p[i][jj];
           a0 += w * load16(vr);
           a1 += w * load16(vr + kLanes);
@@ -154,8 +156,7 @@ __attribute__((always_inline)) inline void attend(const DecodeAttentionRows& row
       }
       for (; e < d; ++e) {
         float a = acc[i][e];
-        for (int64_t jj = 0; jj < jn; ++jj)
-          a += p[i][jj] * static_cast<float>(v[(j0 + jj) * v_stride + e]);
+        for (int64_t jj = 0; jj < jn; ++jj) a += p[i][jj] * vb[jj * vbs + e];
         acc[i][e] = a;
       }
     }
