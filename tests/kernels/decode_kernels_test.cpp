@@ -187,34 +187,36 @@ TEST(DecodeKernels, DecodeAttentionSharedByThreadsEqualsOneThreadBitForBit) {
   }
 }
 
-TEST(DecodeKernels, Bf16DecodeAttentionIsTheFloatKernelOnTheWidenedOperands) {
-  // The caches read as bfloat16 give the float kernel's result on their float values, rounded
-  // once: bit for bit, on one thread and shared by three.
+TEST(DecodeKernels, HalfDecodeAttentionIsTheFloatKernelOnTheWidenedOperands) {
+  // The caches read as bfloat16 or float16 give the float kernel's result on their float
+  // values, rounded once: bit for bit, on one thread and shared by three.
   std::mt19937 rng(33);
   ThreadPool pool(3);
-  for (int trial = 0; trial < 16; ++trial) {
+  for (int trial = 0; trial < 24; ++trial) {
+    const DType half = trial % 2 ? DType::kFloat16 : DType::kBFloat16;
     const int64_t hk = 1 + trial % 3, g = 1 + trial % 4, d = 16 * (1 + trial % 8);
     const int64_t s_max = 64 + static_cast<int64_t>(rng() % 1200);
     const int64_t s = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(s_max));
     const int64_t L = trial % 5 == 0 ? 3 : 1;
     const Shape q_shape{1, hk, g, L, d}, kv_shape{1, hk, 1, s_max, d};
-    const Tensor q = random_tensor(q_shape, rng).to(DType::kBFloat16);
-    const Tensor kc = random_tensor(kv_shape, rng).to(DType::kBFloat16);
-    const Tensor vc = random_tensor(kv_shape, rng).to(DType::kBFloat16);
+    const Tensor q = random_tensor(q_shape, rng).to(half);
+    const Tensor kc = random_tensor(kv_shape, rng).to(half);
+    const Tensor vc = random_tensor(kv_shape, rng).to(half);
     const Tensor k = kc.slice(-2, 0, s, 1), v = vc.slice(-2, 0, s, 1);
     Tensor want = Tensor::empty(q_shape, DType::kFloat32);
     ASSERT_TRUE(try_decode_attention(
         q.to(DType::kFloat32), kc.to(DType::kFloat32).slice(-2, 0, s, 1),
         vc.to(DType::kFloat32).slice(-2, 0, s, 1), Tensor(), 0.25, L > 1, want, Tensor()));
-    const Tensor rounded = want.to(DType::kBFloat16);
+    const Tensor rounded = want.to(half);
     for (bool shared : {false, true}) {
-      Tensor got = Tensor::empty(q_shape, DType::kBFloat16);
+      Tensor got = Tensor::empty(q_shape, half);
       {
         ScopedThreadPool use(shared ? &pool : nullptr);
         ASSERT_TRUE(try_decode_attention(q, k, v, Tensor(), 0.25, L > 1, got, Tensor()));
       }
       EXPECT_TRUE(tensor_equal(got, rounded, 0))
-          << "s " << s << " of " << s_max << ", d " << d << (shared ? ", shared" : "");
+          << dtype_name(half) << " s " << s << " of " << s_max << ", d " << d
+          << (shared ? ", shared" : "");
     }
   }
 }

@@ -207,6 +207,12 @@ void decode_attention(const DecodeAttentionRows& rows, const BFloat16* k, int64_
   dispatch(rows, k, k_stride, v, v_stride, keys, head_dim, scale);
 }
 
+void decode_attention(const DecodeAttentionRows& rows, const Half* k, int64_t k_stride,
+                      const Half* v, int64_t v_stride, int64_t keys, int64_t head_dim,
+                      float scale) {
+  dispatch(rows, k, k_stride, v, v_stride, keys, head_dim, scale);
+}
+
 namespace {
 
 constexpr int kMaxBatchDims = 8;
@@ -307,7 +313,7 @@ bool try_decode_attention(const Tensor& q, const Tensor& k, const Tensor& v, con
                           double scale, bool is_causal, const Tensor& out, const Tensor& lse) {
   if (mask.defined() || lse.defined()) return false;
   const DType dt = q.dtype();
-  if (dt != DType::kFloat32 && dt != DType::kBFloat16) return false;
+  if (dt != DType::kFloat32 && dt != DType::kBFloat16 && dt != DType::kFloat16) return false;
   for (const Tensor* t : {&q, &k, &v, &out})
     if (t->dtype() != dt || t->dim() < 2 || t->stride(-1) != 1 || t->dim() - 2 > out.dim() - 2)
       return false;
@@ -317,12 +323,15 @@ bool try_decode_attention(const Tensor& q, const Tensor& k, const Tensor& v, con
   const int64_t nb = out.dim() - 2;
   if (nb > kMaxBatchDims) return false;
   if (out.numel() == 0) return true;
-  if (dt == DType::kBFloat16) {
+  if (dt != DType::kFloat32) {
     // The query rows and results as float (a few rows); the caches are read as they lie,
-    // widened in registers. The same sums as over float copies of every operand, the result
-    // rounded to bfloat16 once.
+    // widened block by block. The same sums as over float copies of every operand, the result
+    // rounded to the dtype once.
     const Tensor qf = q.to(DType::kFloat32), of = Tensor::empty(out.shape(), DType::kFloat32);
-    attend_all<BFloat16>(qf, k, v, is_causal, static_cast<float>(scale), of);
+    if (dt == DType::kBFloat16)
+      attend_all<BFloat16>(qf, k, v, is_causal, static_cast<float>(scale), of);
+    else
+      attend_all<Half>(qf, k, v, is_causal, static_cast<float>(scale), of);
     out.copy_from(of);
     return true;
   }

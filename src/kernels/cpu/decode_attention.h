@@ -26,17 +26,19 @@ struct DecodeAttentionRows {
 void decode_attention(const DecodeAttentionRows& rows, const float* k, int64_t k_stride,
                       const float* v, int64_t v_stride, int64_t keys, int64_t head_dim,
                       float scale);
-// The same over bfloat16 K and V rows, widened 64 rows at a time into float rows that the float
-// form's code then reads: its result on their float values, bit for bit.
+// The same over bfloat16 (or float16) K and V rows, widened 64 rows at a time into float rows that
+// the float form's code then reads: its result on their float values, bit for bit.
 void decode_attention(const DecodeAttentionRows& rows, const BFloat16* k, int64_t k_stride,
                       const BFloat16* v, int64_t v_stride, int64_t keys, int64_t head_dim,
                       float scale);
+void decode_attention(const DecodeAttentionRows& rows, const Half* k, int64_t k_stride,
+                      const Half* v, int64_t v_stride, int64_t keys, int64_t head_dim, float scale);
 
-// scaled_dot_product_attention's float32 and bfloat16 cases without a mask or lse (batch dims
-// broadcasting as there; query rows sharing one K/V head, as grouped-query attention gives, read
-// it once). At bfloat16 the caches are read as they lie (no float copy of the whole prefix a call)
-// and the result is the float32 case's on the widened operands, rounded once. Returns false,
-// touching nothing, where it does not apply.
+// scaled_dot_product_attention's float32, bfloat16 and float16 cases without a mask or lse (batch
+// dims broadcasting as there; query rows sharing one K/V head, as grouped-query attention gives,
+// read it once). At a half dtype the caches are read as they lie (no float copy of the whole prefix
+// a call) and the result is the float32 case's on the widened operands, rounded once. Returns
+// false, touching nothing, where it does not apply.
 bool try_decode_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                           double scale, bool is_causal, const Tensor& out, const Tensor& lse);
 
