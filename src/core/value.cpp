@@ -22,6 +22,13 @@ Value Value::slice(Value start, Value stop, Value step) {
   return x;
 }
 
+bool Value::is_full_slice() const {
+  if (kind != Kind::kSlice || items.size() != 3) return false;
+  const Value &start = items[0], &stop = items[1], &step = items[2];
+  return (start.is_none() || (start.kind == Kind::kInt && start.i == 0)) && stop.is_none() &&
+         (step.is_none() || (step.kind == Kind::kInt && step.i == 1));
+}
+
 Value Value::from_scalar(Scalar s) {
   if (s.is_bool()) return boolean(s.to_bool());
   if (s.is_int()) return integer(s.to_int());

@@ -116,6 +116,8 @@ struct Value {
 
   bool is_none() const { return kind == Kind::kNone; }
   bool is_tensor() const { return kind == Kind::kTensor; }
+  // `:` (or `0::1`): a slice that keeps the whole dim.
+  bool is_full_slice() const;
   bool is_node() const { return kind == Kind::kNode; }
   bool is_number() const {
     return kind == Kind::kBool || kind == Kind::kInt || kind == Kind::kFloat;

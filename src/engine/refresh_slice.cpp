@@ -2,15 +2,6 @@
 
 namespace inplace {
 
-namespace {
-
-bool is_full(const Value& v) {
-  return v.kind == Value::Kind::kSlice && v.items.size() == 3 && v.items[0].is_none() &&
-         v.items[1].is_none() && v.items[2].is_none();
-}
-
-}  // namespace
-
 std::optional<int> runtime_stop_dim(const Step& s, const std::vector<Value>& args) {
   if (s.kind != StepKind::kView || !s.op || s.op->schema.name != "getitem" || s.outs.size() != 1 ||
       s.ints.size() != 1 || s.tensors.size() != 1 || args.size() != 2 ||
@@ -26,7 +17,7 @@ std::optional<int> runtime_stop_dim(const Step& s, const std::vector<Value>& arg
   for (size_t k = 0; k < index.items.size(); ++k) {
     const Value& item = index.items[k];
     if (static_cast<int>(k) != at[1]) {
-      if (!is_full(item)) return std::nullopt;
+      if (!item.is_full_slice()) return std::nullopt;
       continue;
     }
     if (item.kind != Value::Kind::kSlice || item.items.size() != 3 || !item.items[0].is_none() ||

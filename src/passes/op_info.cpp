@@ -71,22 +71,11 @@ bool cast_only_to_dtype(const ResolvedCall& rc, DType dtype) {
   return true;
 }
 
-namespace {
-
-bool full_slice_item(const Value& v) {
-  if (v.kind != Value::Kind::kSlice || v.items.size() != 3) return false;
-  const Value &start = v.items[0], &stop = v.items[1], &step = v.items[2];
-  return (start.is_none() || (start.kind == Value::Kind::kInt && start.i == 0)) && stop.is_none() &&
-         (step.is_none() || (step.kind == Value::Kind::kInt && step.i == 1));
-}
-
-}  // namespace
-
 bool getitem_inserts_unit_dims_only(const Node* n) {
   if (op_name(n) != "getitem" || n->args.size() != 2 || !n->args[0].is_node()) return false;
   const Value& index = n->args[1];
   if (index.is_none()) return true;
-  if (index.kind == Value::Kind::kSlice) return full_slice_item(index);
+  if (index.kind == Value::Kind::kSlice) return index.is_full_slice();
   if (index.kind != Value::Kind::kTuple && index.kind != Value::Kind::kList) return false;
   int ellipses = 0;
   for (const Value& item : index.items) {
@@ -94,7 +83,7 @@ bool getitem_inserts_unit_dims_only(const Node* n) {
       ++ellipses;
       continue;
     }
-    if (!item.is_none() && !full_slice_item(item)) return false;
+    if (!item.is_none() && !item.is_full_slice()) return false;
   }
   return ellipses <= 1;
 }

@@ -15,35 +15,27 @@ const ChainOp::Resolved& ChainOp::resolve() const {
   return resolved_;
 }
 
-// The arguments bound to the op's schema (its defaults filled in), as the engine hands them.
-void ChainOp::run(const Resolved& r, const Args& args, const std::vector<Tensor>& out) const {
-  if (already_bound(r.op->schema, args)) {
-    (*r.kernel)(args, out, KernelContext{});
-    return;
-  }
-  Args bound;
+const Args& ChainOp::bind(const Resolved& r, const Args& args, Args* storage) const {
+  if (already_bound(r.op->schema, args)) return args;
   std::string why;
-  IP_CHECK(bind_args(r.op->schema, args, {}, &bound, &why), kInternal, "[", name_, "] ", why);
-  (*r.kernel)(bound, out, KernelContext{});
+  IP_CHECK(bind_args(r.op->schema, args, {}, storage, &why), kInternal, "[", name_, "] ", why);
+  return *storage;
 }
 
 Tensor ChainOp::operator()(const Args& args) const {
   const Resolved& r = resolve();
-  Args bound;
-  const Args* a = &args;
-  if (!already_bound(r.op->schema, args)) {
-    std::string why;
-    IP_CHECK(bind_args(r.op->schema, args, {}, &bound, &why), kInternal, "[", name_, "] ", why);
-    a = &bound;
-  }
-  const std::vector<Tensor> meta = r.op->infer(*a);
+  Args storage;
+  const Args& a = bind(r, args, &storage);
+  const std::vector<Tensor> meta = r.op->infer(a);
   Tensor out = Tensor::empty(meta[0].shape(), meta[0].dtype());
-  (*r.kernel)(*a, {out}, KernelContext{});
+  (*r.kernel)(a, {out}, KernelContext{});
   return out;
 }
 
 void ChainOp::into(const Args& args, const Tensor& out) const {
-  run(resolve(), args, {out});
+  const Resolved& r = resolve();
+  Args storage;
+  (*r.kernel)(bind(r, args, &storage), {out}, KernelContext{});
 }
 
 }  // namespace inplace::cpu

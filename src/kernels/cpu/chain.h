@@ -25,8 +25,9 @@ class ChainOp {
     const Kernel* kernel;
   };
   const Resolved& resolve() const;
-  // The kernel on `args` bound to the op's schema (as given where they already are).
-  void run(const Resolved& r, const Args& args, const std::vector<Tensor>& out) const;
+  // `args` bound to the op's schema (its defaults filled in): `args` themselves where they
+  // already are, else `*storage`.
+  const Args& bind(const Resolved& r, const Args& args, Args* storage) const;
   const char* name_;
   mutable std::once_flag once_;
   mutable Resolved resolved_{};

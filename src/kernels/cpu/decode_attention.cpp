@@ -58,8 +58,9 @@ __attribute__((always_inline)) inline float dot(const float* a, const float* b, 
   return s;
 }
 
-// K and V rows of float, or of bfloat16 widened block by block into float rows once for all the
-// query rows (exact), after which the same float code runs: the same sums as over float copies.
+// K and V rows of float, or of bfloat16 / float16 widened block by block into float rows once for
+// all the query rows (exact), after which the same float code runs: the same sums as over float
+// copies.
 template <typename T>
 __attribute__((always_inline)) inline void attend(const DecodeAttentionRows& rows, const T* k,
                                                   int64_t k_stride, const T* v, int64_t v_stride,
@@ -71,7 +72,7 @@ __attribute__((always_inline)) inline void attend(const DecodeAttentionRows& row
   float p[kDecodeAttentionMaxRows][kBlock];
   constexpr bool kWiden = !std::is_same_v<T, float>;
   constexpr int64_t kBuf = kWiden ? kBlock * kDecodeAttentionMaxDim : 1;
-  float kbuf[kBuf], vbuf[kBuf];  // a block's rows widened (bfloat16 caches)
+  float kbuf[kBuf], vbuf[kBuf];  // a block's rows widened (half-dtype caches)
   int64_t end = 0;
   for (int64_t i = 0; i < m; ++i) {
     std::fill(acc[i], acc[i] + d, 0.0f);
@@ -231,10 +232,6 @@ Strides batch_strides(const Tensor& t, int64_t nb) {
   }
   return s;
 }
-
-}  // namespace
-
-namespace {
 
 template <typename T>
 void attend_all(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, float sc,

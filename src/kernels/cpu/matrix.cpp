@@ -280,40 +280,33 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out, Scalar alpha, S
       // multi-row GEMVs: measured, not done.)
       bool b_shared = true;
       for (int64_t st : b_bs) b_shared &= st == 0;
-      const size_t inner = b_shared ? 0 : batch.size();
-      Shape rows(batch.begin() + static_cast<int64_t>(inner), batch.end()),
-          ast(a_bs.begin() + static_cast<int64_t>(inner), a_bs.end()),
-          ost(o_bs.begin() + static_cast<int64_t>(inner), o_bs.end());
-      rows.push_back(m);
-      ast.push_back(a_rs);
-      ost.push_back(o_rs);
-      std::optional<int64_t> fa = flat_stride(rows, ast), fo = flat_stride(rows, ost);
-      const bool fold = fa && fo;
-      const auto n_outer = static_cast<int64_t>(fold ? inner : batch.size());
-      const Shape outer(batch.begin(), batch.begin() + n_outer);
-      auto sub = [&](const Shape& st) { return Shape(st.begin(), st.begin() + n_outer); };
-      const int64_t prod_rows = fold ? numel_of(rows) : m;
-      const int64_t prod_ars = fold ? *fa : a_rs, prod_ors = fold ? *fo : o_rs;
-      if (n_outer == 0) {  // one product: x @ W
-        one(0, 0, 0, prod_rows, prod_ars, prod_ors);
-        return;
+      if (b_shared) {
+        Shape rows = batch, ast = a_bs, ost = o_bs;
+        rows.push_back(m);
+        ast.push_back(a_rs);
+        ost.push_back(o_rs);
+        std::optional<int64_t> fa = flat_stride(rows, ast), fo = flat_stride(rows, ost);
+        if (fa && fo) {
+          one(0, 0, 0, numel_of(rows), *fa, *fo);
+          return;
+        }
       }
-      // The products' offsets in order; split over the context's threads when each is large
+      // One product per batch index, split over the context's threads when each is large
       // enough to pay for a job (the products write disjoint rows).
       std::vector<std::array<int64_t, 3>> offsets;
       strided_loop<3>(
-          outer, {sub(a_bs), sub(b_bs), sub(o_bs)},
+          batch, {a_bs, b_bs, o_bs},
           [&](const std::array<int64_t, 3>& off, int64_t cnt, const std::array<int64_t, 3>& st) {
             for (int64_t j = 0; j < cnt; ++j)
               offsets.push_back({off[0] + j * st[0], off[1] + j * st[1], off[2] + j * st[2]});
           });
       auto run = [&](int64_t t) {
         const auto& f = offsets[static_cast<size_t>(t)];
-        one(f[0], f[1], f[2], prod_rows, prod_ars, prod_ors);
+        one(f[0], f[1], f[2], m, a_rs, o_rs);
       };
       ThreadPool* pool = current_thread_pool();
       const auto count = static_cast<int64_t>(offsets.size());
-      if (pool && pool->threads() > 1 && count > 1 && prod_rows * k * n >= (1 << 16))
+      if (pool && pool->threads() > 1 && count > 1 && m * k * n >= (1 << 16))
         pool->parallel_for(count, run);
       else
         for (int64_t t = 0; t < count; ++t) run(t);
