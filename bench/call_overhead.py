@@ -18,8 +18,8 @@ and on:
              or a graph replay), the results as torch tensors (a context-owned one cloned)
   outputs    the results as the program returns them (inputs returned, scalars, rebuild)
 
-and on cuda the whole call with ``copy_outputs=False`` (the results are the engine's own output
-buffers, rewritten by its next call: no torch copy a call).
+and on cuda the whole call and its native part with ``copy_outputs=False`` (the results are the
+engine's own output buffers, rewritten by its next call: no torch copy a call).
 
 With ``--hf FAMILY`` (llama, mistral, qwen2, phi3, gemma or gpt2; needs transformers) the
 module is instead that Hugging Face decoder at issue 29's host-limited size (2 layers, d_model 64,
@@ -130,6 +130,10 @@ def main():
                 call()
                 print("  %-10s %7.2f us" % ("whole call, copy_outputs=False",
                                             per_call_us(call, calls, a.reps, settle)))
+                native = dict(compiled._call_parts((ids, pos)))["native"]
+                native()
+                print("  %-10s %7.2f us" % ("native, copy_outputs=False",
+                                            per_call_us(native, calls, a.reps, settle)))
                 compiled.copy_outputs = True
     if dev.type == "cuda":
         torch.cuda.synchronize()
