@@ -11,6 +11,7 @@
 #include "core/strided_loop.h"
 #include "core/thread_pool.h"
 #include "kernels/cpu/gemv.h"
+#include "kernels/cpu/gemv_rows.h"
 #include "kernels/cpu/matrix.h"
 
 namespace inplace::cpu {
@@ -98,6 +99,11 @@ int64_t half_unit_rows_dispatch(const T* a, int64_t a_cs, int64_t k, const T* b,
   return half_unit_rows_baseline(a, a_cs, k, b, b_rs, n, acc);
 }
 
+// Outputs from which a half product over unit-stride rows of b streams b row by row
+// (gemv_rows) instead of holding blocks of outputs over all of p: a weight stored [in, out]
+// read from memory (attention's `w @ v`, 64 or 128 wide and cache-resident, keeps the blocks).
+constexpr int64_t kRowsMinCols = 256;
+
 // Half types accumulate in float (opmath); integers in uint64 so overflow wraps like torch.
 template <typename T>
 void gemm_loop(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Scalar alpha,
@@ -113,11 +119,23 @@ void gemm_loop(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Scala
   const A be = kIsFloat<T> ? static_cast<A>(beta.to_double()) : static_cast<A>(beta.to_int());
   const bool read_c = beta.to_double() != 0.0;
   std::vector<A> acc(static_cast<size_t>(b.cols));
+  std::vector<float> x;  // a's row widened, for gemv_rows
+  if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>)
+    if (b.col_stride == 1 && b.cols >= kRowsMinCols) x.resize(static_cast<size_t>(a.cols));
   for (int64_t i = 0; i < a.rows; ++i) {
     std::fill(acc.begin(), acc.end(), A(0));
     int64_t j0 = 0;
     if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
-      if (b.col_stride == 1)
+      if (b.col_stride == 1 && b.cols >= kRowsMinCols && gemv_rows_vectorized()) {
+        // A wide weight stored [in, out]: streamed row by row (gemv_rows.h). Its fused
+        // multiply-adds round as this loop's multiply and add, the product being exact.
+        for (int64_t p = 0; p < a.cols; ++p)
+          x[static_cast<size_t>(p)] =
+              static_cast<float>(a.data[i * a.row_stride + p * a.col_stride]);
+        gemv_rows_parallel(GemvRowsArgs<T>{x.data(), a.cols, 1, b.data, b.row_stride, b.cols,
+                                           a.cols, acc.data(), b.cols});
+        j0 = b.cols;
+      } else if (b.col_stride == 1)
         j0 = half_unit_rows_dispatch(a.data + i * a.row_stride, a.col_stride, a.cols, b.data,
                                      b.row_stride, b.cols, acc.data());
     } else if (b.col_stride == 1) {

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/blas_loader.h"
 #include "kernels/cpu/gemv.h"
+#include "kernels/cpu/gemv_rows.h"
 #include "kernels/cpu/matrix.h"
 
 namespace inplace::cpu {
@@ -87,7 +88,8 @@ void gemm_impl(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, T alp
 
 void gemm(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c, float alpha,
           float beta) {
-  if (try_gemv(a, b, c, alpha, beta)) return;  // decode: x @ W^T at read bandwidth
+  if (try_gemv(a, b, c, alpha, beta)) return;       // decode: x @ W^T at read bandwidth
+  if (try_gemv_rows(a, b, c, alpha, beta)) return;  // decode: x @ W, W stored [in, out]
   gemm_impl<float>(
       a, b, c, alpha, beta,
       [](BlasTranspose ta, BlasTranspose tb, int m, int n, int k, float al, const float* pa,
