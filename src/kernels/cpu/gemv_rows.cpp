@@ -7,11 +7,11 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/cpu/widen_x86.h"
 
 namespace inplace::cpu {
 
@@ -24,40 +24,9 @@ constexpr int64_t kChunk = 2048;
 // OpenBLAS's sgemm and 34 for a plain read).
 constexpr int kPass = 8;
 
-inline float widen(float v) {
-  return v;
-}
-inline float widen(BFloat16 v) {
-  return std::bit_cast<float>(uint32_t{v.bits} << 16);
-}
-inline float widen(Half v) {
-  return static_cast<float>(v);
-}
-
-#define IP_AVX512 __attribute__((target("avx512f"), always_inline)) inline
-IP_AVX512 __m512 load16(const float* p) {
-  return _mm512_loadu_ps(p);
-}
-IP_AVX512 __m512 load16(const BFloat16* p) {
-  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-IP_AVX512 __m512 load16(const Half* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-#undef IP_AVX512
-#define IP_AVX2 __attribute__((target("avx2,fma,f16c"), always_inline)) inline
-IP_AVX2 __m256 load8(const float* p) {
-  return _mm256_loadu_ps(p);
-}
-IP_AVX2 __m256 load8(const BFloat16* p) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-IP_AVX2 __m256 load8(const Half* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-#undef IP_AVX2
+using x86::load16;
+using x86::load8;
+using x86::widen;
 
 template <typename W>
 void chunk_portable(const GemvRowsArgs<W>& a, int64_t j0, int64_t len) {

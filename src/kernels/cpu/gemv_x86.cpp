@@ -6,21 +6,11 @@
 #endif
 #include <immintrin.h>
 
-#include <bit>
+#include "kernels/cpu/widen_x86.h"
 
 namespace inplace::cpu::x86 {
 
 namespace {
-
-inline float widen(float v) {
-  return v;
-}
-inline float widen(BFloat16 v) {
-  return std::bit_cast<float>(uint32_t{v.bits} << 16);
-}
-inline float widen(Half v) {
-  return static_cast<float>(v);
-}
 
 template <typename W>
 inline void store(const GemvArgs<W>& a, int64_t r, int64_t j, float s) {
@@ -31,17 +21,6 @@ inline void store(const GemvArgs<W>& a, int64_t r, int64_t j, float s) {
 // ---- AVX-512: 16 floats per register, 64 weights (4 registers) per iteration ----
 
 #define IP_AVX512 __attribute__((target("avx512f,avx512bw,fma"), always_inline)) inline
-
-IP_AVX512 __m512 load16(const float* p) {
-  return _mm512_loadu_ps(p);
-}
-IP_AVX512 __m512 load16(const BFloat16* p) {
-  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-IP_AVX512 __m512 load16(const Half* p) {
-  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
 
 // y[r, j] for every row r of x: weight row j read once, start to end.
 template <int R, typename W>
@@ -84,17 +63,6 @@ __attribute__((target("avx512f,avx512bw,fma"))) void rows512(const GemvArgs<W>& 
 // ---- AVX2: 8 floats per register, 32 weights (4 registers) per iteration ----
 
 #define IP_AVX2 __attribute__((target("avx2,fma,f16c"), always_inline)) inline
-
-IP_AVX2 __m256 load8(const float* p) {
-  return _mm256_loadu_ps(p);
-}
-IP_AVX2 __m256 load8(const BFloat16* p) {
-  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-IP_AVX2 __m256 load8(const Half* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
 
 IP_AVX2 float hsum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
