@@ -165,8 +165,9 @@ std::vector<int64_t> wide_tanh(DType t) {
 }
 
 // The epilogue program computes on the GPU what the fused_pointwise kernel computes on the
-// product, bit for bit: the one-row kernel (k split) and the general one (three rows); programs
-// of activation ops (their own interpreter), of one dtype and of two.
+// product, bit for bit: the one-row kernel (k split) and the general one (three rows); GPT-2's
+// gelu_new (straight-line code, pointwise::match_gelu_new), programs of activation ops (their own
+// interpreter), of one dtype and of two.
 TEST(CudaFusedAddmm, EpilogueProgramEqualsTheFusedPointwiseKernel) {
   IP_REQUIRE_CUDA();
   uint32_t seed = 3100;
@@ -174,7 +175,7 @@ TEST(CudaFusedAddmm, EpilogueProgramEqualsTheFusedPointwiseKernel) {
   for (DType dt : {DType::kFloat32, DType::kBFloat16, DType::kFloat16})
     for (int64_t rows : {1, 3})
       for (int form : {0, 1, 2}) {
-        const char* kForm[] = {" gelu_tanh", " cast to a wider dtype", " every activation op"};
+        const char* kForm[] = {" gelu_new", " cast to a wider dtype", " every activation op"};
         SCOPED_TRACE(str_cat(dtype_name(dt), " rows ", rows, kForm[form]));
         const int64_t k = 1024, n = 2816;
         const Tensor x = random_tensor({1, rows, k}, dt, seed++);

@@ -71,23 +71,45 @@ __device__ inline double warp_sum(double v) {
   return v;
 }
 
+// The row's elements as 16-byte chunks of kChunk: chunk i is elements [i * kChunk, (i + 1) *
+// kChunk) (the last one partial where K is not a multiple), lane l of a warp takes chunks l,
+// l + 32, ... Chunk i's elements in order, as floats, to f(k, v): one 16-byte load where the
+// row allows it, else element by element; the same elements in the same order either way.
+template <typename T, typename F>
+__device__ inline void for_lane_chunks(const T* xr, int64_t K, bool vector, F&& f) {
+  constexpr int kChunk = 16 / sizeof(T);
+  const int lane = threadIdx.x % 32;
+  const int64_t chunks = (K + kChunk - 1) / kChunk;
+#pragma unroll 4
+  for (int64_t i = lane; i < chunks; i += 32) {
+    const int64_t k0 = i * kChunk;
+    if (vector && k0 + kChunk <= K) {
+      const uint4 raw = *reinterpret_cast<const uint4*>(xr + k0);
+      const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) f(to_f(e[j]));
+    } else {
+      for (int64_t k = k0; k < K && k < k0 + kChunk; ++k) f(to_f(xr[k]));
+    }
+  }
+}
+
 // The LayerNorm's mean and 1 / sqrt(var + eps) of one row, in double as the cpu kernel, by one
-// warp: lane l sums elements l, l + 32, ... in order, then the butterfly. Every warp of every
-// block that calls it gets the same bits, with no block barrier (a block's warps need not wait
-// for one another, and the blocks of a launch normalise alike).
+// warp: each lane sums its chunks' elements (for_lane_chunks) in order, then the butterfly.
+// Every warp of every block that calls it gets the same bits, with no block barrier (a block's
+// warps need not wait for one another, and the blocks of a launch normalise alike), whether the
+// row is read in 16-byte loads or not.
 template <typename T>
 __device__ inline void row_stats(const T* xr, int64_t K, double eps, double* mu, double* rs) {
-  const int lane = threadIdx.x % 32;
+  const bool vector = reinterpret_cast<uintptr_t>(xr) % 16 == 0;
   double s = 0;
-#pragma unroll 8
-  for (int64_t c = lane; c < K; c += 32) s = __dadd_rn(s, static_cast<double>(to_f(xr[c])));
+  for_lane_chunks(xr, K, vector, [&](float v) { s = __dadd_rn(s, static_cast<double>(v)); });
   const double mean = warp_sum(s) / static_cast<double>(K);
   double q = 0;
-#pragma unroll 8
-  for (int64_t c = lane; c < K; c += 32) {
-    const double d = __dsub_rn(static_cast<double>(to_f(xr[c])), mean);
+  for_lane_chunks(xr, K, vector, [&](float v) {
+    const double d = __dsub_rn(static_cast<double>(v), mean);
     q = __dadd_rn(q, __dmul_rn(d, d));
-  }
+  });
   *mu = mean;
   *rs = 1.0 / sqrt(warp_sum(q) / static_cast<double>(K) + eps);
 }
@@ -106,11 +128,28 @@ __device__ inline float normed(T x, double mu, double rs, const T* w, const T* b
   return normed(x, mu, rs, w != nullptr, w ? w[k] : T(), b != nullptr, b ? b[k] : T());
 }
 
+// GPT-2's gelu_new (pointwise::match_gelu_new) on y as the one-dtype interpreter runs it: the
+// same functions on the same operands, each result rounded to T, the numbers as floats.
+template <typename T>
+__device__ inline float gelu_new(const pointwise::GeluNew& k, float x) {
+  using pointwise_device::activation_binary_f;
+  auto round = [](float v) { return to_f(from_f<T>(v)); };
+  constexpr int kMul = static_cast<int>(BinaryOp::kMul), kAdd = static_cast<int>(BinaryOp::kAdd);
+  const float half = round(activation_binary_f(kMul, x, k.half));
+  const float cube = round(binary_op<float>(static_cast<int>(BinaryOp::kPow), x, k.p, 1.f));
+  const float inner =
+      round(activation_binary_f(kAdd, x, round(activation_binary_f(kMul, cube, k.a))));
+  const float th = round(pointwise_device::activation_unary_f(
+      static_cast<int>(UnaryOp::kTanh), round(activation_binary_f(kMul, inner, k.c))));
+  return round(activation_binary_f(kMul, half, round(activation_binary_f(kAdd, th, k.one))));
+}
+
 // The epilogue program on y (its one input, as the chain stored it); its result is of y's dtype.
 // Not inlined: its registers (in local memory) stay out of the product's loop. A program of the
 // product's dtype throughout (GPT-2's GELU) runs in float registers, with the same roundings.
 template <typename T>
 __device__ __noinline__ float run_epilogue(const GemvEpilogueProgram& e, float y) {
+  if (e.gelu_new) return gelu_new<T>(e.gelu, y);
   if (e.activation)
     return pointwise_device::run_one_dtype<T, true>(e.code, e.n_code, [&](int32_t) { return y; });
   if (e.one_dtype)
@@ -232,16 +271,18 @@ __global__ void __launch_bounds__(kThreads)
 // flight. The grid is (split, tiles): the `split` blocks of a tile divide k among them and form
 // one thread-block cluster; each sends its block sum of column c to the shared memory of the
 // block that finishes c (C / split columns each), which adds them in cluster-rank order and
-// runs the epilogue. No scratch or counters; every sum in a fixed order. kProgram: with an
-// epilogue program (its call raises the kernel's registers: two blocks an SM instead of three).
+// runs the epilogue. No scratch or counters; every sum in a fixed order. kEpi: no epilogue
+// program, one interpreted (its call raises the kernel's registers: two blocks an SM instead of
+// three), or GPT-2's gelu_new as straight-line code.
 constexpr int kRowLanes = 8;                  // lanes reading one row of a tile
 constexpr int kSlots = kThreads / kRowLanes;  // rows of W the block reads at once
 constexpr int kRowUnroll = 8;                 // loads a thread has in flight
 constexpr int kMaxSplit = 8;                  // the portable cluster size
 constexpr int kMaxShare = 2048;               // rows of k a block's input stage holds
 constexpr int kRowWarps = kThreads / 32;
+constexpr int kNoEpi = 0, kProgramEpi = 1, kGeluNewEpi = 2;  // the one-row kernel's epilogues
 
-template <typename T, bool kNorm, bool kProgram>
+template <typename T, bool kNorm, int kEpi>
 __global__ void __launch_bounds__(kThreads)
     gemv_in_out_row_kernel(const __grid_constant__ GemvInOut g) {
   namespace cg = cooperative_groups;
@@ -276,6 +317,7 @@ __global__ void __launch_bounds__(kThreads)
   // With an epilogue program, the block's last warp runs it once on nothing while the weights are
   // in flight (its code is then in the SM's instruction cache when the sums are done) and stages
   // none of the input: the other warps' statistics and staging do not wait for it.
+  constexpr bool kProgram = kEpi == kProgramEpi;
   const bool warms = kProgram && warp == kRowWarps - 1;
   if (warms) {
     const float warm = run_epilogue<T>(g.epilogue, 0.f);
@@ -383,6 +425,7 @@ __global__ void __launch_bounds__(kThreads)
   float y = rounded<T>(g.bias ? total + bias : total);  // addmm's result, or mm's
   if (g.residual) y = rounded<T>(y + residual);
   if constexpr (kProgram) y = run_epilogue<T>(g.epilogue, y);
+  if constexpr (kEpi == kGeluNewEpi) y = gelu_new<T>(g.epilogue.gelu, y);
   static_cast<T*>(g.y)[j] = from_f<T>(y);
   for (int w = 0; w < 2; ++w)
     if (targets[w]) *targets[w] = from_f<T>(y);
@@ -418,20 +461,21 @@ int row_split(int64_t k, int64_t tiles, int64_t sms, int64_t resident) {
 }
 
 // The one-row kernel's launch; false, having launched nothing, where no split applies.
-template <typename T, bool kNorm, bool kProgram>
+template <typename T, bool kNorm, int kEpi>
 bool launch_row(const GemvInOut& g, cudaStream_t s) {
-  constexpr auto kernel = gemv_in_out_row_kernel<T, kNorm, kProgram>;
+  constexpr auto kernel = gemv_in_out_row_kernel<T, kNorm, kEpi>;
   constexpr int64_t C = kRowLanes * (16 / sizeof(T));
   // The GPU's SMs and the blocks that fit on it at once (asked on the first call) of the
-  // heaviest form (norm and program): the split, and so the order of the sums, is the same with
-  // and without a prologue or an epilogue program (a product's bits do not depend on them).
+  // heaviest form (norm and interpreted program): the split, and so the order of the sums, is
+  // the same with and without a prologue or an epilogue (a product's bits do not depend on
+  // them).
   static const std::array<int64_t, 2> capacity = [] {
     int device = 0, count = 0, per_sm = 0;
     IP_CUDA_CHECK(cudaGetDevice(&device), "fused_addmm");
     IP_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device),
                   "fused_addmm");
     IP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                      &per_sm, gemv_in_out_row_kernel<T, true, true>, kThreads, 0),
+                      &per_sm, gemv_in_out_row_kernel<T, true, kProgramEpi>, kThreads, 0),
                   "fused_addmm");
     return std::array<int64_t, 2>{count, int64_t{count} * per_sm};
   }();
@@ -446,10 +490,14 @@ bool launch_row(const GemvInOut& g, cudaStream_t s) {
 template <typename T>
 bool launch_one_row(const GemvInOut& g, cudaStream_t s) {
   using Launch = bool (*)(const GemvInOut&, cudaStream_t);
-  // [norm][epilogue program]
-  constexpr Launch kLaunch[2][2] = {{launch_row<T, false, false>, launch_row<T, false, true>},
-                                    {launch_row<T, true, false>, launch_row<T, true, true>}};
-  return kLaunch[g.norm][g.epilogue.n_code > 0](g, s);
+  // [norm][none, interpreted program, gelu_new]
+  constexpr Launch kLaunch[2][3] = {
+      {launch_row<T, false, kNoEpi>, launch_row<T, false, kProgramEpi>,
+       launch_row<T, false, kGeluNewEpi>},
+      {launch_row<T, true, kNoEpi>, launch_row<T, true, kProgramEpi>,
+       launch_row<T, true, kGeluNewEpi>}};
+  const int epi = g.epilogue.n_code == 0 ? kNoEpi : g.epilogue.gelu_new ? kGeluNewEpi : kProgramEpi;
+  return kLaunch[g.norm][epi](g, s);
 }
 
 template <typename T>
@@ -493,6 +541,9 @@ void gemv_in_out(const GemvInOut& product, void* stream) {
   if (product.rows == 0 || product.n == 0) return;
   GemvInOut g = product;
   classify(g.epilogue, g.dtype);
+  g.epilogue.gelu_new =
+      g.epilogue.one_dtype && g.epilogue.n_code > 0 &&
+      pointwise::match_gelu_new(g.epilogue.code, g.epilogue.n_code, &g.epilogue.gelu);
   const cudaStream_t s = as_stream(stream);
   if (!visit_float_storage(g.dtype, [&]<typename T>() { launch<T>(g, s); }))
     IP_FAIL(kInternal, "[cuda] fused_addmm: a ", dtype_name(g.dtype), " product");

@@ -20,6 +20,7 @@
 
 #include "core/dtype.h"
 #include "kernels/cuda/launch.h"
+#include "ops/pointwise_forms.h"
 #include "ops/pointwise_program.h"
 
 namespace inplace::cuda {
@@ -31,6 +32,9 @@ struct GemvEpilogueProgram {
   int n_code = 0;                                 // 0: none
   bool one_dtype = false;   // every instruction of the product's dtype (set by gemv_in_out)
   bool activation = false;  // one_dtype, and activation ops only (set by gemv_in_out)
+  // GPT-2's gelu_new (pointwise::match_gelu_new, set by gemv_in_out): run as straight-line code.
+  bool gelu_new = false;
+  pointwise::GeluNew gelu;
 };
 
 struct GemvInOut {
