@@ -45,7 +45,27 @@ __attribute__((always_inline)) inline float hsum(V16 v) {
   return (b[0] + b[2]) + (b[1] + b[3]);
 }
 
-__attribute__((always_inline)) inline float dot(const float* a, const float* b, int64_t n) {
+// Sixteen bfloat16 widened to float (exact: a bfloat16 is a float's upper half).
+typedef uint16_t H16 __attribute__((vector_size(32)));
+typedef uint32_t W16 __attribute__((vector_size(64)));
+__attribute__((always_inline)) inline V16 load16(const BFloat16* p) {
+  H16 h;
+  std::memcpy(&h, p, sizeof(h));
+  const W16 w = __builtin_convertvector(h, W16) << 16;
+  V16 v;
+  std::memcpy(&v, &w, sizeof(v));
+  return v;
+}
+inline float widened(float x) {
+  return x;
+}
+inline float widened(BFloat16 x) {
+  return static_cast<float>(x);
+}
+
+// b of float, or of bfloat16 widened as it is read: the same products and sums either way.
+template <typename U>
+__attribute__((always_inline)) inline float dot(const float* a, const U* b, int64_t n) {
   V16 acc0 = {}, acc1 = {};
   int64_t e = 0;
   for (; e + 2 * kLanes <= n; e += 2 * kLanes) {
@@ -54,117 +74,145 @@ __attribute__((always_inline)) inline float dot(const float* a, const float* b, 
   }
   for (; e + kLanes <= n; e += kLanes) acc0 += load16(a + e) * load16(b + e);
   float s = hsum(acc0 + acc1);
-  for (; e < n; ++e) s += a[e] * b[e];
+  for (; e < n; ++e) s += a[e] * widened(b[e]);
   return s;
+}
+
+// The running softmax state of attend's query rows.
+struct AttendState {
+  float acc[kDecodeAttentionMaxRows][kDecodeAttentionMaxDim];
+  float mx[kDecodeAttentionMaxRows], sum[kDecodeAttentionMaxRows];
+  float p[kDecodeAttentionMaxRows][kBlock];
+};
+
+// One block of keys [j0, j0 + jn) into the state: kb and vb are the block's first key and value
+// rows, kbs and vbs apart, of float or of bfloat16 read as they lie (U); k and v the cache's own
+// rows (T), for the prefetches; end the last key any row attends.
+template <typename U, typename T>
+__attribute__((always_inline)) inline void attend_block(const DecodeAttentionRows& rows,
+                                                        AttendState& st, const U* kb, int64_t kbs,
+                                                        const U* vb, int64_t vbs, const T* k,
+                                                        int64_t k_stride, const T* v,
+                                                        int64_t v_stride, int64_t j0, int64_t jn,
+                                                        int64_t end, int64_t d, float scale) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const int64_t m = rows.count;
+  for (int64_t jj = 0; jj < jn; ++jj) {
+    const U* kr = kb + jj * kbs;
+    // While the scores are worked out, the block's value rows and the next block's key rows
+    // are fetched (a cold cache otherwise costs more than the arithmetic).
+    const T* vr = v + (j0 + jj) * v_stride;
+    const T* kn = k + (j0 + jj + kBlock) * k_stride;
+    for (int64_t e = 0; e < d; e += 16) {
+      __builtin_prefetch(vr + e);
+      if (j0 + kBlock + jj < end) __builtin_prefetch(kn + e);
+    }
+    for (int64_t i = 0; i < m; ++i)
+      st.p[i][jj] = j0 + jj < rows.limit[i] ? scale * dot(rows.q[i], kr, d) : kNegInf;
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    float* p = st.p[i];
+    // Lane-wise max and sum (vectorised; a running scalar one would not be). Unused lanes of
+    // a short block hold -inf, whose exp is 0.
+    for (int64_t jj = jn; jj < kBlock; ++jj) p[jj] = kNegInf;
+    float lanes[kLanes];
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = p[l];
+    for (int64_t jj = kLanes; jj < kBlock; jj += kLanes)
+      for (int64_t l = 0; l < kLanes; ++l) lanes[l] = std::max(lanes[l], p[jj + l]);
+    float bm = kNegInf;
+    for (int64_t l = 0; l < kLanes; ++l) bm = std::max(bm, lanes[l]);
+    const float nm = std::max(st.mx[i], bm);
+    if (nm == kNegInf) {  // nothing attended yet
+      for (int64_t jj = 0; jj < jn; ++jj) p[jj] = 0;
+      continue;
+    }
+    const float correction = st.mx[i] == kNegInf ? 0.0f : exp_vectorizable(st.mx[i] - nm);
+    // exp(-inf) is 0: a masked key weighs nothing.
+    for (int64_t jj = 0; jj < kBlock; ++jj) p[jj] = exp_vectorizable(p[jj] - nm);
+    V16 part = load16(p);
+    for (int64_t jj = kLanes; jj < kBlock; jj += kLanes) part += load16(p + jj);
+    const float s = hsum(part);
+    st.sum[i] = st.sum[i] * correction + s;
+    st.mx[i] = nm;
+    if (correction != 1.0f)
+      for (int64_t e = 0; e < d; ++e) st.acc[i][e] *= correction;
+  }
+  // acc[i] += p[i] @ v_block, 64 columns at a time held in registers across the block's keys
+  // (the block's value rows stay in L1 for every row and column chunk).
+  for (int64_t i = 0; i < m; ++i) {
+    float* acc = st.acc[i];
+    const float* p = st.p[i];
+    int64_t e = 0;
+    for (; e + 4 * kLanes <= d; e += 4 * kLanes) {
+      V16 a0 = load16(acc + e), a1 = load16(acc + e + kLanes), a2 = load16(acc + e + 2 * kLanes),
+          a3 = load16(acc + e + 3 * kLanes);
+      for (int64_t jj = 0; jj < jn; ++jj) {
+        const U* vr = vb + jj * vbs + e;
+        const float w = p[jj];
+        a0 += w * load16(vr);
+        a1 += w * load16(vr + kLanes);
+        a2 += w * load16(vr + 2 * kLanes);
+        a3 += w * load16(vr + 3 * kLanes);
+      }
+      std::memcpy(acc + e, &a0, sizeof(a0));
+      std::memcpy(acc + e + kLanes, &a1, sizeof(a1));
+      std::memcpy(acc + e + 2 * kLanes, &a2, sizeof(a2));
+      std::memcpy(acc + e + 3 * kLanes, &a3, sizeof(a3));
+    }
+    for (; e < d; ++e) {
+      float a = acc[e];
+      for (int64_t jj = 0; jj < jn; ++jj) a += p[jj] * widened(vb[jj * vbs + e]);
+      acc[e] = a;
+    }
+  }
 }
 
 // K and V rows of float, or of bfloat16 / float16 widened block by block into float rows once for
 // all the query rows (exact), after which the same float code runs: the same sums as over float
-// copies.
+// copies. One query row a kv head (multi-head attention) reads a bfloat16 block as it lies,
+// widened in registers: the same sums again, without writing and reading the copy.
 template <typename T>
 __attribute__((always_inline)) inline void attend(const DecodeAttentionRows& rows, const T* k,
                                                   int64_t k_stride, const T* v, int64_t v_stride,
                                                   int64_t keys, int64_t d, float scale) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const int64_t m = rows.count;
-  float acc[kDecodeAttentionMaxRows][kDecodeAttentionMaxDim];
-  float mx[kDecodeAttentionMaxRows], sum[kDecodeAttentionMaxRows];
-  float p[kDecodeAttentionMaxRows][kBlock];
+  AttendState st;
   constexpr bool kWiden = !std::is_same_v<T, float>;
   constexpr int64_t kBuf = kWiden ? kBlock * kDecodeAttentionMaxDim : 1;
   float kbuf[kBuf], vbuf[kBuf];  // a block's rows widened (half-dtype caches)
   int64_t end = 0;
   for (int64_t i = 0; i < m; ++i) {
-    std::fill(acc[i], acc[i] + d, 0.0f);
-    mx[i] = kNegInf;
-    sum[i] = 0;
+    std::fill(st.acc[i], st.acc[i] + d, 0.0f);
+    st.mx[i] = kNegInf;
+    st.sum[i] = 0;
     end = std::max(end, std::min(rows.limit[i], keys));
   }
   for (int64_t j = 0; j < std::min(end, kBlock); ++j)  // the first block's keys, all at once
     for (int64_t e = 0; e < d; e += 16) __builtin_prefetch(k + j * k_stride + e);
+  const bool as_they_lie = !kWiden || (std::is_same_v<T, BFloat16> && m == 1);
   for (int64_t j0 = 0; j0 < end; j0 += kBlock) {
     const int64_t jn = std::min(kBlock, end - j0);
-    const float *kb, *vb;  // the block's first key and value rows, as float
-    int64_t kbs, vbs;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, BFloat16>) {
+      if (as_they_lie) {
+        attend_block(rows, st, k + j0 * k_stride, k_stride, v + j0 * v_stride, v_stride, k,
+                     k_stride, v, v_stride, j0, jn, end, d, scale);
+        continue;
+      }
+    }
     if constexpr (kWiden) {
       for (int64_t jj = 0; jj < jn; ++jj)
         for (int64_t e = 0; e < d; ++e) {
           kbuf[jj * d + e] = static_cast<float>(k[(j0 + jj) * k_stride + e]);
           vbuf[jj * d + e] = static_cast<float>(v[(j0 + jj) * v_stride + e]);
         }
-      kb = kbuf, vb = vbuf, kbs = vbs = d;
-    } else {
-      kb = k + j0 * k_stride, vb = v + j0 * v_stride, kbs = k_stride, vbs = v_stride;
-    }
-    for (int64_t jj = 0; jj < jn; ++jj) {
-      const float* kr = kb + jj * kbs;
-      // While the scores are worked out, the block's value rows and the next block's key rows
-      // are fetched (a cold cache otherwise costs more than the arithmetic).
-      const T* vr = v + (j0 + jj) * v_stride;
-      const T* kn = k + (j0 + jj + kBlock) * k_stride;
-      for (int64_t e = 0; e < d; e += 16) {
-        __builtin_prefetch(vr + e);
-        if (j0 + kBlock + jj < end) __builtin_prefetch(kn + e);
-      }
-      for (int64_t i = 0; i < m; ++i)
-        p[i][jj] = j0 + jj < rows.limit[i] ? scale * dot(rows.q[i], kr, d) : kNegInf;
-    }
-    for (int64_t i = 0; i < m; ++i) {
-      // Lane-wise max and sum (vectorised; a running scalar one would not be). Unused lanes of
-      // a short block hold -inf, whose exp is 0.
-      for (int64_t jj = jn; jj < kBlock; ++jj) p[i][jj] = kNegInf;
-      float lanes[kLanes];
-      for (int64_t l = 0; l < kLanes; ++l) lanes[l] = p[i][l];
-      for (int64_t jj = kLanes; jj < kBlock; jj += kLanes)
-        for (int64_t l = 0; l < kLanes; ++l) lanes[l] = std::max(lanes[l], p[i][jj + l]);
-      float bm = kNegInf;
-      for (int64_t l = 0; l < kLanes; ++l) bm = std::max(bm, lanes[l]);
-      const float nm = std::max(mx[i], bm);
-      if (nm == kNegInf) {  // nothing attended yet
-        for (int64_t jj = 0; jj < jn; ++jj) p[i][jj] = 0;
-        continue;
-      }
-      const float correction = mx[i] == kNegInf ? 0.0f : exp_vectorizable(mx[i] - nm);
-      // exp(-inf) is 0: a masked key weighs nothing.
-      for (int64_t jj = 0; jj < kBlock; ++jj) p[i][jj] = exp_vectorizable(p[i][jj] - nm);
-      V16 part = load16(p[i]);
-      for (int64_t jj = kLanes; jj < kBlock; jj += kLanes) part += load16(p[i] + jj);
-      const float s = hsum(part);
-      sum[i] = sum[i] * correction + s;
-      mx[i] = nm;
-      if (correction != 1.0f)
-        for (int64_t e = 0; e < d; ++e) acc[i][e] *= correction;
-    }
-    // acc[i] += p[i] @ v_block, 64 columns at a time held in registers across the block's keys
-    // (the block's value rows stay in L1 for every row and column chunk).
-    for (int64_t i = 0; i < m; ++i) {
-      int64_t e = 0;
-      for (; e + 4 * kLanes <= d; e += 4 * kLanes) {
-        V16 a0 = load16(acc[i] + e), a1 = load16(acc[i] + e + kLanes),
-            a2 = load16(acc[i] + e + 2 * kLanes), a3 = load16(acc[i] + e + 3 * kLanes);
-        for (int64_t jj = 0; jj < jn; ++jj) {
-          const float* vr = vb + jj * vbs + e;
-          const float w = p[i][jj];
-          a0 += w * load16(vr);
-          a1 += w * load16(vr + kLanes);
-          a2 += w * load16(vr + 2 * kLanes);
-          a3 += w * load16(vr + 3 * kLanes);
-        }
-        std::memcpy(acc[i] + e, &a0, sizeof(a0));
-        std::memcpy(acc[i] + e + kLanes, &a1, sizeof(a1));
-        std::memcpy(acc[i] + e + 2 * kLanes, &a2, sizeof(a2));
-        std::memcpy(acc[i] + e + 3 * kLanes, &a3, sizeof(a3));
-      }
-      for (; e < d; ++e) {
-        float a = acc[i][e];
-        for (int64_t jj = 0; jj < jn; ++jj) a += p[i][jj] * vb[jj * vbs + e];
-        acc[i][e] = a;
-      }
+      attend_block(rows, st, static_cast<const float*>(kbuf), d, static_cast<const float*>(vbuf), d,
+                   k, k_stride, v, v_stride, j0, jn, end, d, scale);
     }
   }
   for (int64_t i = 0; i < m; ++i) {
-    const float inv = sum[i] > 0 ? 1.0f / sum[i] : 0.0f;
-    for (int64_t e = 0; e < d; ++e) rows.out[i][e] = acc[i][e] * inv;
+    const float inv = st.sum[i] > 0 ? 1.0f / st.sum[i] : 0.0f;
+    for (int64_t e = 0; e < d; ++e) rows.out[i][e] = st.acc[i][e] * inv;
   }
 }
 
