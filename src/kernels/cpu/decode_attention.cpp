@@ -56,12 +56,6 @@ __attribute__((always_inline)) inline V16 load16(const BFloat16* p) {
   std::memcpy(&v, &w, sizeof(v));
   return v;
 }
-inline float widened(float x) {
-  return x;
-}
-inline float widened(BFloat16 x) {
-  return static_cast<float>(x);
-}
 
 // b of float, or of bfloat16 widened as it is read: the same products and sums either way.
 template <typename U>
@@ -74,7 +68,7 @@ __attribute__((always_inline)) inline float dot(const float* a, const U* b, int6
   }
   for (; e + kLanes <= n; e += kLanes) acc0 += load16(a + e) * load16(b + e);
   float s = hsum(acc0 + acc1);
-  for (; e < n; ++e) s += a[e] * widened(b[e]);
+  for (; e < n; ++e) s += a[e] * static_cast<float>(b[e]);
   return s;
 }
 
@@ -161,7 +155,7 @@ __attribute__((always_inline)) inline void attend_block(const DecodeAttentionRow
     }
     for (; e < d; ++e) {
       float a = acc[e];
-      for (int64_t jj = 0; jj < jn; ++jj) a += p[jj] * widened(vb[jj * vbs + e]);
+      for (int64_t jj = 0; jj < jn; ++jj) a += p[jj] * static_cast<float>(vb[jj * vbs + e]);
       acc[e] = a;
     }
   }

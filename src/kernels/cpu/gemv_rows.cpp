@@ -3,7 +3,6 @@
 // calling context's threads.
 #include "kernels/cpu/gemv_rows.h"
 
-#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/cpu/gemv_x86.h"
 #include "kernels/cpu/widen_x86.h"
 
 namespace inplace::cpu {
@@ -87,19 +87,41 @@ IP_ROWS_CHUNK(chunk_avx2, __attribute__((target("avx2,fma,f16c"))), __m256, 8, _
               load8, _mm256_storeu_ps, _mm256_set1_ps, _mm256_fmadd_ps)
 #undef IP_ROWS_CHUNK
 
-bool has_f16c() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+// The vector kernels' instruction sets, as the decode GEMV detects them (gemv_x86.h: AVX-512 F
+// and BW with FMA; AVX2 with FMA and F16C). Asked at run time, not in a static initializer:
+// they are another file's statics.
+enum class Isa { kNone, kAvx2, kAvx512 };
+Isa isa() {
+  return x86::avx512_supported() ? Isa::kAvx512 : x86::avx2_supported() ? Isa::kAvx2 : Isa::kNone;
 }
 
-enum class Isa { kNone, kAvx2, kAvx512 };
-const Isa kIsa = __builtin_cpu_supports("avx512f") ? Isa::kAvx512
-                 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c()
-                     ? Isa::kAvx2
-                     : Isa::kNone;
+}  // namespace
+
+bool gemv_rows_vectorized() {
+  return isa() != Isa::kNone;
+}
 
 template <typename W>
-void rows_parallel(const GemvRowsArgs<W>& a) {
+void gemv_rows(const GemvRowsArgs<W>& a, int64_t j0, int64_t j1, bool portable) {
+  const Isa use = portable ? Isa::kNone : isa();
+  for (int64_t c0 = j0; c0 < j1; c0 += kChunk) {
+    const int64_t len = std::min(kChunk, j1 - c0);
+    for (int64_t r = 0; r < a.rows; ++r) std::fill_n(a.y + r * a.y_stride + c0, len, 0.0f);
+    if (use == Isa::kAvx512)
+      chunk_avx512(a, c0, len);
+    else if (use == Isa::kAvx2)
+      chunk_avx2(a, c0, len);
+    else
+      chunk_portable(a, c0, len);
+  }
+}
+
+template void gemv_rows(const GemvRowsArgs<float>&, int64_t, int64_t, bool);
+template void gemv_rows(const GemvRowsArgs<BFloat16>&, int64_t, int64_t, bool);
+template void gemv_rows(const GemvRowsArgs<Half>&, int64_t, int64_t, bool);
+
+template <typename W>
+void gemv_rows_parallel(const GemvRowsArgs<W>& a) {
   ThreadPool* pool = current_thread_pool();
   const int64_t threads = pool == nullptr || a.n * a.k < (1 << 16) ? 1 : pool->threads();
   // Columns in whole multiples of 64 a task, a few tasks a thread (a late thread takes fewer).
@@ -115,49 +137,22 @@ void rows_parallel(const GemvRowsArgs<W>& a) {
   };
   pool->parallel_for(tasks, task);
 }
-
-}  // namespace
-
-bool gemv_rows_vectorized() {
-  return kIsa != Isa::kNone;
-}
-
-template <typename W>
-void gemv_rows(const GemvRowsArgs<W>& a, int64_t j0, int64_t j1, bool portable) {
-  for (int64_t c0 = j0; c0 < j1; c0 += kChunk) {
-    const int64_t len = std::min(kChunk, j1 - c0);
-    for (int64_t r = 0; r < a.rows; ++r) std::fill_n(a.y + r * a.y_stride + c0, len, 0.0f);
-    if (portable || kIsa == Isa::kNone)
-      chunk_portable(a, c0, len);
-    else if (kIsa == Isa::kAvx512)
-      chunk_avx512(a, c0, len);
-    else
-      chunk_avx2(a, c0, len);
-  }
-}
-
-template void gemv_rows(const GemvRowsArgs<float>&, int64_t, int64_t, bool);
-template void gemv_rows(const GemvRowsArgs<BFloat16>&, int64_t, int64_t, bool);
-template void gemv_rows(const GemvRowsArgs<Half>&, int64_t, int64_t, bool);
-
-template <typename W>
-void gemv_rows_parallel(const GemvRowsArgs<W>& a) {
-  rows_parallel(a);
-}
+template void gemv_rows_parallel(const GemvRowsArgs<float>&);
 template void gemv_rows_parallel(const GemvRowsArgs<BFloat16>&);
 template void gemv_rows_parallel(const GemvRowsArgs<Half>&);
 
 bool try_gemv_rows(MatrixRef<const float> a, MatrixRef<const float> b, MatrixRef<float> c,
                    float alpha, float beta) {
   const int64_t m = a.rows, k = a.cols, n = b.cols;
-  if (kIsa == Isa::kNone || m < 1 || m > kGemvRowsMaxRows || k < 1 || n < 2) return false;
+  if (!gemv_rows_vectorized() || m < 1 || m > kGemvRowsMaxRows || k < 1 || n < 2) return false;
   if (b.col_stride != 1 || a.col_stride != 1 || c.col_stride != 1) return false;
   // The sums into c itself where alpha is 1 and beta 0 (a decode product's usual form).
   const bool direct = alpha == 1.0f && beta == 0.0f;
   std::vector<float> scratch(direct ? 0 : static_cast<size_t>(m * n));
   float* y = direct ? c.data : scratch.data();
   const int64_t ys = direct ? c.row_stride : n;
-  rows_parallel(GemvRowsArgs<float>{a.data, a.row_stride, m, b.data, b.row_stride, n, k, y, ys});
+  gemv_rows_parallel(
+      GemvRowsArgs<float>{a.data, a.row_stride, m, b.data, b.row_stride, n, k, y, ys});
   if (!direct)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {

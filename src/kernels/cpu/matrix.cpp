@@ -119,16 +119,19 @@ void gemm_loop(MatrixRef<const T> a, MatrixRef<const T> b, MatrixRef<T> c, Scala
   const A be = kIsFloat<T> ? static_cast<A>(beta.to_double()) : static_cast<A>(beta.to_int());
   const bool read_c = beta.to_double() != 0.0;
   std::vector<A> acc(static_cast<size_t>(b.cols));
-  std::vector<float> x;  // a's row widened, for gemv_rows
-  if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>)
-    if (b.col_stride == 1 && b.cols >= kRowsMinCols) x.resize(static_cast<size_t>(a.cols));
+  // A wide weight stored [in, out] at a half dtype: streamed row by row (gemv_rows.h), a's row
+  // widened into x first.
+  constexpr bool kHalf = std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>;
+  const bool by_rows =
+      kHalf && b.col_stride == 1 && b.cols >= kRowsMinCols && gemv_rows_vectorized();
+  std::vector<float> x(by_rows ? static_cast<size_t>(a.cols) : 0);
   for (int64_t i = 0; i < a.rows; ++i) {
     std::fill(acc.begin(), acc.end(), A(0));
     int64_t j0 = 0;
     if constexpr (std::is_same_v<T, BFloat16> || std::is_same_v<T, Half>) {
-      if (b.col_stride == 1 && b.cols >= kRowsMinCols && gemv_rows_vectorized()) {
-        // A wide weight stored [in, out]: streamed row by row (gemv_rows.h). Its fused
-        // multiply-adds round as this loop's multiply and add, the product being exact.
+      if (by_rows) {
+        // gemv_rows' fused multiply-adds round as this loop's multiply and add: the product of
+        // two half values is exact.
         for (int64_t p = 0; p < a.cols; ++p)
           x[static_cast<size_t>(p)] =
               static_cast<float>(a.data[i * a.row_stride + p * a.col_stride]);
