@@ -82,6 +82,17 @@ struct Binding {
   std::optional<SymRange> value_range;
 };
 
+// An input binding the engine fills itself, from a caller binding, each time that binding is
+// bound (and before the first call): a weight prepared once instead of on every call, such as
+// an [in, out] weight transposed into the [out, in] rows the decode GEMV streams. Its memory is
+// the context's own, at a fixed address. Prepared bindings come after every caller binding;
+// Engine::inputs() does not list them and the caller cannot bind them.
+struct PreparedInput {
+  int32_t input = 0;           // the binding filled
+  int32_t source = 0;          // the caller binding it is made from
+  std::vector<int64_t> perm;   // the binding is source.permute(perm), contiguous
+};
+
 struct ArenaSlot {
   int64_t offset_bytes = 0;
   int64_t nbytes = 0;
@@ -115,6 +126,9 @@ struct Plan {
   // in the copy-back engine, the inputs its trailing copy steps write back. Nothing else of
   // the caller's is ever written (check_write_set, write_set.h).
   std::vector<int> mutated_inputs;
+  // Bindings the engine prepares from caller bindings (after them in `inputs`).
+  std::vector<PreparedInput> prepared;
+  int caller_inputs() const { return static_cast<int>(inputs.size() - prepared.size()); }
 };
 
 }  // namespace inplace

@@ -10,6 +10,7 @@
 
 #include "backend/fusion_preferences.h"
 #include "backend/kernel_table.h"
+#include "compiler/prepared_inputs.h"
 #include "compiler/specialized_sizes.h"
 
 namespace inplace {
@@ -83,6 +84,7 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   po.merge_sibling_linears = options.merge_sibling_linears.value_or(fusion.merge_sibling_linears);
   po.fuse_norm_prologues = options.fuse_norm_prologues.value_or(
       norm_prologues_from_env().value_or(fusion.fuse_norm_prologues));
+  po.prepare_weights = options.prepare_weights.value_or(fusion.prepare_weights);
   po.skip_passes = options.skip_passes;
   if (!fusion.fuse_pointwise) po.skip_passes.push_back("fuse_pointwise");
   po.kernel_supports = [fusion_device](const OpDef& op, const std::vector<Value>& args) {
@@ -154,7 +156,11 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   std::vector<Mutation> io = ctx.mutations;  // the engine takes them in output order
   std::stable_sort(io.begin(), io.end(),
                    [](const Mutation& a, const Mutation& b) { return a.output < b.output; });
-  cp.engine = Engine::build(*cp.program.graph, io, ctx.original_output_count, examples, eo);
+  // Weight-only copies (a transposed [in, out] weight) are made when the weight is bound.
+  std::unique_ptr<Graph> hoisted = hoist_prepared_inputs(*cp.program.graph, ctx, examples,
+                                                         eo.prepared);
+  cp.engine = Engine::build(hoisted ? *hoisted : *cp.program.graph, io, ctx.original_output_count,
+                            examples, eo);
   if (options.verbose) {
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

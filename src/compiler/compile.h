@@ -28,6 +28,10 @@ struct CompileOptions {
   // LayerNorm prologue: by default as INPLACE_FUSE_NORM_PROLOGUES (0 or 1) in the environment
   // says, else as the device's backend prefers (on for GPU engines).
   std::optional<bool> fuse_norm_prologues;
+  // prepare_in_out_weights (a decode product over a read-only weight stored [in, out] reads a
+  // copy of it in [out, in] rows, made when the weight is bound): by default as the device's
+  // backend prefers (on for the cpu). The copy costs the weight's bytes once more.
+  std::optional<bool> prepare_weights;
   // The device whose backend's fusion preferences and kernel checks the passes follow; by
   // default `device`'s (a test sees on the cpu, without a GPU, the graph a cuda engine runs).
   std::optional<DeviceType> fusion_device;

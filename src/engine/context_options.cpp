@@ -48,12 +48,15 @@ std::map<std::string, int64_t> stats_map(const ContextStats& stats) {
   m["calls"] = stats.calls;
   m["host_scalar_reads"] = stats.host_scalar_reads;
   m["staged_inputs"] = stats.staged_inputs;
+  m["prepared_inputs"] = stats.prepared_inputs;
   return m;
 }
 
 std::string stats_line(const ContextStats& stats) {
   std::string line = str_cat("calls=", stats.calls, " host_scalar_reads=", stats.host_scalar_reads,
                              " staged_inputs=", stats.staged_inputs);
+  // Only an engine that prepares bindings (Plan::prepared) makes any.
+  if (stats.prepared_inputs) line += str_cat(" prepared_inputs=", stats.prepared_inputs);
   for (const auto& [name, value] : stats.backend) line += str_cat(" ", name, "=", value);
   return line;
 }

@@ -20,10 +20,10 @@ bool Engine::input_is_aliased(int input) const {
 }
 
 int Engine::input_index(const std::string& n) const {
-  for (size_t i = 0; i < plan_.inputs.size(); ++i)
-    if (plan_.inputs[i].name == n) return static_cast<int>(i);
+  for (size_t i = 0; i < caller_inputs_.size(); ++i)
+    if (caller_inputs_[i].name == n) return static_cast<int>(i);
   std::string names;
-  for (const Binding& b : plan_.inputs) names += (names.empty() ? "'" : ", '") + b.name + "'";
+  for (const Binding& b : caller_inputs_) names += (names.empty() ? "'" : ", '") + b.name + "'";
   IP_FAIL(kNotFound, "[engine] engine '", name_, "' has no input binding named '", n,
           "'; its inputs are ", names.empty() ? std::string("(none)") : names);
 }
@@ -193,8 +193,43 @@ void validate_runtime_values(const Plan& plan) {
     IP_CHECK(scalar_done[k], kCorrupt, "[plan] scalar ", k, " is never computed");
 }
 
+// Prepared bindings: the last bindings, each made from a caller binding the plan never writes,
+// of that binding's dtype and permuted shape, static, and never written by a step.
+void validate_prepared(const Plan& plan) {
+  const int n = static_cast<int>(plan.inputs.size());
+  IP_CHECK(plan.prepared.size() <= plan.inputs.size(), kCorrupt, "[plan] ", plan.prepared.size(),
+           " prepared bindings for ", n, " bindings");
+  const int first = plan.caller_inputs();
+  for (size_t k = 0; k < plan.prepared.size(); ++k) {
+    const PreparedInput& p = plan.prepared[k];
+    IP_CHECK(p.input == first + static_cast<int>(k), kCorrupt, "[plan] prepared binding ", k,
+             " is binding ", p.input, "; prepared bindings follow the caller's, in order");
+    IP_CHECK(p.source >= 0 && p.source < first, kCorrupt, "[plan] prepared binding '",
+             plan.inputs[p.input].name, "' is made from binding ", p.source,
+             ", which is no caller binding");
+    const Binding &in = plan.inputs[p.input], &src = plan.inputs[p.source];
+    IP_CHECK(in.dtype == src.dtype && in.dynamic_dims.empty() && src.dynamic_dims.empty() &&
+                 p.perm.size() == src.shape.size() && in.shape.size() == src.shape.size(),
+             kCorrupt, "[plan] prepared binding '", in.name, "' does not match its source '",
+             src.name, "'");
+    std::vector<char> seen(p.perm.size(), 0);
+    for (size_t d = 0; d < p.perm.size(); ++d) {
+      const int64_t s = p.perm[d];
+      IP_CHECK(s >= 0 && s < static_cast<int64_t>(p.perm.size()) && !seen[s] &&
+                   in.shape[d] == src.shape[s],
+               kCorrupt, "[plan] prepared binding '", in.name, "' is no permutation of '",
+               src.name, "'");
+      seen[s] = 1;
+    }
+    for (int i : plan.mutated_inputs)
+      IP_CHECK(i != p.input && i != p.source, kCorrupt, "[plan] prepared binding '", in.name,
+               "' or its source '", src.name, "' is written by the engine");
+  }
+}
+
 void validate_plan(const Plan& plan) {
   validate_runtime_values(plan);
+  validate_prepared(plan);
   for (const Step& s : plan.steps) {
     IP_CHECK(s.kind == StepKind::kCopy || s.op != nullptr, kCorrupt, "[plan] step '", s.node,
              "' has no op");

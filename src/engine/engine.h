@@ -41,6 +41,9 @@ struct EngineOptions {
   // Off the host: where the weights are uploaded, shared with the other engines built with it
   // (a program's methods); null uploads this engine's own copy.
   DeviceWeights* device_weights = nullptr;
+  // The graph's last placeholders are bindings the engine prepares from caller bindings
+  // (compiler/prepared_inputs.h): plan.prepared, in order.
+  std::vector<PreparedInput> prepared;
 };
 
 class Engine {
@@ -70,7 +73,8 @@ class Engine {
   // The weights where the kernels read them: plan().constants on the cpu, uploaded once per
   // engine (shared by every context) on another device.
   const std::vector<Tensor>& device_constants() const { return device_constants_; }
-  const std::vector<Binding>& inputs() const { return plan_.inputs; }
+  // The bindings a caller binds (the plan's, less the ones the engine prepares itself).
+  const std::vector<Binding>& inputs() const { return caller_inputs_; }
   const std::vector<Binding>& outputs() const { return plan_.outputs; }
   const std::vector<Mutation>& aliased_io() const { return plan_.aliased_io; }
   // Every input the engine writes: the aliased inputs, or the copy-back engine's write-backs.
@@ -97,6 +101,7 @@ class Engine {
   std::vector<const Kernel*> kernels_;
   std::vector<Tensor> device_constants_;
   std::vector<HostStep> host_steps_;
+  std::vector<Binding> caller_inputs_;
 };
 
 // What the plan itself writes in place: output j is input i when its result is the whole

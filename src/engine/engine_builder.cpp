@@ -18,6 +18,7 @@ std::shared_ptr<const Engine> Engine::build(const Graph& graph,
   build_steps(st, graph, example_inputs);
   st.plan.device = options.device;
   st.plan.original_output_count = original_output_count;
+  st.plan.prepared = options.prepared;
   for (const Mutation& a : mutations) {
     IP_CHECK(a.output >= 0 && a.output < static_cast<int>(st.plan.outputs.size()) && a.input >= 0 &&
                  a.input < static_cast<int>(st.plan.inputs.size()),

@@ -9,6 +9,7 @@ namespace inplace {
 
 Engine::Engine(Plan plan, std::string name, DeviceWeights* device_weights)
     : plan_(std::move(plan)), name_(std::move(name)) {
+  caller_inputs_.assign(plan_.inputs.begin(), plan_.inputs.begin() + plan_.caller_inputs());
   const Device device = plan_.device;
   const KernelTable& table = KernelTable::get();
   std::string why;

@@ -49,6 +49,14 @@ ExecutionContext::ExecutionContext(std::shared_ptr<const Engine> engine)
     if (r.buffer.kind == BufferKind::kInput) input_viewed_by_output_[r.buffer.index] = true;
   input_staged_.assign(plan.inputs.size(), false);
   input_moved_.assign(plan.inputs.size(), false);
+  // Prepared bindings: the context's own memory, at one address for its whole life.
+  for (const PreparedInput& p : plan.prepared) {
+    const Binding& b = plan.inputs[p.input];
+    bound_inputs_[p.input] = Tensor::empty(b.shape, b.dtype, device_);
+    input_storage_[p.input]->rebind(bound_inputs_[p.input].data_ptr(),
+                                    bound_inputs_[p.input].nbytes());
+  }
+  prepared_stale_.assign(plan.prepared.size(), true);
   bound_outputs_.resize(plan.output_buffer_bytes.size());
   scalar_values_.assign(plan.scalars.size(), 0);
   dyn_metas_.resize(plan.num_dyn);
@@ -128,8 +136,8 @@ Tensor ExecutionContext::clone_on_device(const Tensor& t) const {
 void ExecutionContext::bind_input(int index, const Tensor& t) {
   InFlightGuard guard(in_flight_, "bind", engine_->name());
   const Plan& plan = engine_->plan();
-  IP_CHECK(index >= 0 && index < static_cast<int>(plan.inputs.size()), kNotFound,
-           "[bind] input index ", index, " out of range (", plan.inputs.size(), " inputs)");
+  IP_CHECK(index >= 0 && index < plan.caller_inputs(), kNotFound, "[bind] input index ", index,
+           " out of range (", plan.caller_inputs(), " inputs)");
   const Binding& b = plan.inputs[index];
   // The very view bound already (a session's state and staged inputs, bound at every call):
   // nothing to check again, and the backend's per-binding work (a device's table of scalar
@@ -189,6 +197,7 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
     input_staged_[index] = false;
   }
   bound_inputs_[index] = t;
+  mark_prepared_stale(index);
   // A read-only input bound again is checked against the written bindings only (check_bindings).
   if (writes || !bindings_checked_)
     bindings_checked_ = false;
@@ -199,6 +208,20 @@ void ExecutionContext::bind_input(int index, const Tensor& t) {
   // what it reads moved: a staged input bound again at its shape changed nothing for it.
   if (!same_shape || input_storage_[index]->data() != before) call_.bindings_changed = true;
   std::erase(partly_updated_, index);
+}
+
+void ExecutionContext::input_written(int index) {
+  InFlightGuard guard(in_flight_, "input_written", engine_->name());
+  const Plan& plan = engine_->plan();
+  IP_CHECK(index >= 0 && index < plan.caller_inputs(), kNotFound, "[input_written] input index ",
+           index, " out of range (", plan.caller_inputs(), " inputs)");
+  mark_prepared_stale(index);
+}
+
+void ExecutionContext::mark_prepared_stale(int source) {
+  const Plan& plan = engine_->plan();
+  for (size_t k = 0; k < plan.prepared.size(); ++k)
+    if (plan.prepared[k].source == source) prepared_stale_[k] = true;
 }
 
 void ExecutionContext::bind_input(const std::string& name, const Tensor& t) {
@@ -293,6 +316,7 @@ std::vector<Tensor> ExecutionContext::execute(void* queue) {
              "' is not bound");
   check_bindings();
   gather_staged_inputs();
+  make_prepared_inputs();
   if (profile_) profile_->mark(0);
   // Output buffers: caller-bound, reused, or fresh for this call. Off the host they are the
   // context's (allocated once, at their bound): a call allocates nothing and work the backend

@@ -26,6 +26,8 @@ struct ContextStats {
   // ones the caller binds at a new address each call (where the backend keeps addresses
   // stable for recorded work; an input that stays where it is bound is read in place).
   int64_t staged_inputs = 0;
+  // Prepared bindings made (Plan::prepared: once, then after each change of their source).
+  int64_t prepared_inputs = 0;
   // What the context's backend counts, in the backend's own names (docs/extending.md).
   std::map<std::string, int64_t> backend;
   int64_t counter(const std::string& name) const {
@@ -49,6 +51,10 @@ class ExecutionContext {
   // Rebinding an input that a failed call left partly updated makes it usable again.
   void bind_input(int index, const Tensor& tensor);
   void bind_input(const std::string& name, const Tensor& tensor);
+  // The caller wrote into the tensor bound to input `index` in place (the binding stays): what
+  // the engine prepares from it (Plan::prepared, a weight's transposed copy) is made again
+  // before the next call. Binding another tensor does the same; binding the same one does not.
+  void input_written(int index);
   // Optional: results of output `index` are written into `tensor` (same shape, dtype,
   // contiguous). Not allowed for aliased outputs, which are always the input's own tensor.
   void bind_output(int index, const Tensor& tensor);
@@ -115,6 +121,9 @@ class ExecutionContext {
   void check_bindings();
   const std::string& output_name_of_buffer(size_t k) const;
   void gather_staged_inputs();
+  // Prepared bindings (Plan::prepared) made from their sources where stale.
+  void make_prepared_inputs();
+  void mark_prepared_stale(int source);
   // Steps before `first` are done, steps first..last failed (a backend may run several as one).
   std::string note_failed_call(size_t first, size_t last);
 
@@ -129,6 +138,7 @@ class ExecutionContext {
   std::vector<bool> input_moved_;    // bound at a new address once: staged from then on
   std::vector<int> rebound_inputs_;  // read-only inputs bound since the last full check
   std::vector<Tensor> staging_;      // a staged input's memory, at the binding's bound
+  std::vector<bool> prepared_stale_;  // by Plan::prepared entry: made again before the next call
   std::vector<bool> input_viewed_by_output_;
   bool reuse_outputs_ = false;
   // Prepared per step: arguments with tensors filled in, and results.

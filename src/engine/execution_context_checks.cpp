@@ -72,6 +72,22 @@ void ExecutionContext::gather_staged_inputs() {
                                                       {staged_inputs_[i]}, c);
 }
 
+// Each prepared binding whose source was bound (or written) since it was made: made again from
+// the bound source, ordered on the call's queue before its steps. The address stays.
+void ExecutionContext::make_prepared_inputs() {
+  const Plan& plan = engine_->plan();
+  KernelContext c;
+  c.queue = call_.queue;
+  for (size_t k = 0; k < plan.prepared.size(); ++k) {
+    if (!prepared_stale_[k]) continue;
+    const PreparedInput& p = plan.prepared[k];
+    (*KernelTable::get().copy_kernel(device_.type))(
+        {Value::from_tensor(bound_inputs_[p.source].permute(p.perm))}, {bound_inputs_[p.input]}, c);
+    prepared_stale_[k] = false;
+    ++stats_.prepared_inputs;
+  }
+}
+
 std::string ExecutionContext::note_failed_call(size_t first, size_t last) {
   const Plan& plan = engine_->plan();
   std::vector<int> written, maybe;

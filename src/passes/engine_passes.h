@@ -50,6 +50,11 @@ std::unique_ptr<Pass> make_fold_position_arithmetic_pass();
 // `inv_freq @ position_ids`) is a * b (+ 0 at float dtypes, as the matmul's sum from zero).
 std::unique_ptr<Pass> make_outer_product_matmul_pass();
 
+// prepare_in_out_weights (with options.prepare_weights): at decode size, addmm(b, x, W) and
+// mm(x, W) over a read-only weight stored [in, out] become linear(x, clone(t(W)), b): a constant W
+// is transposed at compile time; a bound one is a prepared input, copied when it is bound.
+std::unique_ptr<Pass> make_prepare_in_out_weights_pass();
+
 // fuse_weight_casts: linear(x, w.to(float32)) with w a bfloat16 constant becomes
 // inplace.fused_linear(x, w), which reads the bf16 weight directly (float32 compute); likewise
 // F.embedding(ids, w).to(float32) becomes inplace.fused_embedding(ids, w).

@@ -31,6 +31,9 @@ struct PassOptions {
   int64_t decode_max_rows = 4;
   bool merge_sibling_linears = false;
   bool fuse_norm_prologues = false;
+  // prepare_in_out_weights runs: a decode product over a read-only weight stored [in, out] reads
+  // the weight's [out, in] copy, made once (a constant at compile, a bound weight when bound).
+  bool prepare_weights = false;
   // Whether the engine's backend runs a step a fusing pass would write (fuse_pointwise asks
   // before it fuses a chain): "" when its kernel runs op(args) (tensors are metas), else why
   // not. compile() fills it from the device's kernel table; null: every form runs.

@@ -41,6 +41,7 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   passes.push_back(make_fold_position_arithmetic_pass());
   passes.push_back(make_outer_product_matmul_pass());
   passes.push_back(make_fuse_rotary_table_pass());
+  passes.push_back(make_prepare_in_out_weights_pass());
   passes.push_back(make_fuse_weight_casts_pass());
   passes.push_back(make_fuse_rms_norm_pass());
   passes.push_back(make_fuse_rotary_pass());
@@ -74,7 +75,7 @@ const char* const kOptionalRewrites[] = {"drop_identity_casts",      "recognize_
                                          "fuse_rotary_table",        "fuse_rotary",
                                          "fuse_rotary_epilogues",    "fuse_pointwise",
                                          "fuse_linear_epilogues",    "fuse_addmm",
-                                         "fuse_addmm_epilogues"};
+                                         "fuse_addmm_epilogues",     "prepare_in_out_weights"};
 
 bool is_optional_rewrite(const std::string& name) {
   for (const char* r : kOptionalRewrites)
