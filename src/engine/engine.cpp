@@ -298,8 +298,17 @@ std::string Engine::describe() const {
   std::ostringstream os;
   os << "engine " << name_ << "\n";
   os << "inputs:\n";
-  for (size_t i = 0; i < plan_.inputs.size(); ++i)
+  for (int i = 0; i < plan_.caller_inputs(); ++i)
     os << "  [" << i << "] " << binding_str(plan_.inputs[i]) << "\n";
+  if (!plan_.prepared.empty()) {
+    os << "prepared inputs (made from an input when it is bound):\n";
+    for (const PreparedInput& p : plan_.prepared) {
+      os << "  [" << p.input << "] " << binding_str(plan_.inputs[p.input]) << " = permute("
+         << plan_.inputs[p.source].name << ", [";
+      for (size_t d = 0; d < p.perm.size(); ++d) os << (d ? ", " : "") << p.perm[d];
+      os << "])\n";
+    }
+  }
   os << "outputs (" << plan_.original_output_count << " user):\n";
   for (size_t j = 0; j < plan_.outputs.size(); ++j)
     os << "  [" << j << "] " << plan_.outputs[j].name << " " << shape_str(plan_.outputs[j].shape)

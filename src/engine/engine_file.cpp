@@ -320,7 +320,7 @@ void write_engine(FileSink& out, const Engine& e, bool with_weights) {
   const std::string fields[] = {e.name(),
                                 e.device().str(),
                                 plan.bytes(),
-                                join_names(e.inputs()),
+                                join_names(e.plan().inputs),
                                 join_names(e.outputs()),
                                 metadata(e),
                                 "0",

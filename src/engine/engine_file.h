@@ -17,6 +17,8 @@ inline constexpr char kEngineFileMagic[8] = {'I', 'N', 'P', 'L', 'A', 'C', 'E', 
 // ABI 2: runtime values (scalars, int operands, dynamic refs, the refresh) in PLAN, and
 // MUTATED_INPUTS (the inputs an engine may write, checked against every step).
 // ABI 3: the trailing checksum is XXH3-64 (was FNV-1a 64, byte by byte).
+// Within ABI 3, PLAN may end with the prepared bindings (Plan::prepared), written only by an
+// engine that has some: a file without them is what it was.
 inline constexpr uint32_t kEngineFileAbi = 3;
 
 // The fields, in file order (their count is stored and checked).

@@ -362,6 +362,13 @@ void write_plan(Writer& w, const Plan& plan) {
   w.u32(static_cast<uint32_t>(plan.output_refs.size()));
   for (const TensorRef& o : plan.output_refs) write_ref(w, o);
   w.i64(plan.original_output_count);
+  if (plan.prepared.empty()) return;  // the section is new within ABI 3: absent when empty
+  w.u32(static_cast<uint32_t>(plan.prepared.size()));
+  for (const PreparedInput& p : plan.prepared) {
+    w.u32(static_cast<uint32_t>(p.input));
+    w.u32(static_cast<uint32_t>(p.source));
+    w.shape(p.perm);
+  }
 }
 
 void read_plan(Reader& r, Plan* plan) {
@@ -501,6 +508,17 @@ void read_plan(Reader& r, Plan* plan) {
   if (orig < 0 || orig > std::numeric_limits<int>::max())
     r.fail(str_cat("original_output_count ", orig, " is out of range"));
   plan->original_output_count = static_cast<int>(orig);
+  if (r.remaining() == 0) return;  // no prepared bindings
+  uint64_t nprepared = r.count("prepared bindings", 12);
+  if (nprepared == 0 || nprepared > plan->inputs.size())
+    r.fail(str_cat(nprepared, " prepared bindings for ", plan->inputs.size(), " bindings"));
+  for (uint64_t k = 0; k < nprepared; ++k) {
+    PreparedInput p;
+    p.input = static_cast<int32_t>(r.u32("prepared binding"));
+    p.source = static_cast<int32_t>(r.u32("prepared source"));
+    p.perm = r.shape("prepared permutation");
+    plan->prepared.push_back(std::move(p));
+  }
   r.expect_end();
 }
 

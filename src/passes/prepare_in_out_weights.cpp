@@ -73,6 +73,11 @@ class PrepareInOutWeightsPass : public Pass {
       linear->meta = n->meta;
       g.replace_all_uses_with(n, linear);
       g.erase(n);
+      // A constant read only here is the engine's no more: its [out, in] copy replaces it.
+      if (w->op == NodeOp::kGetAttr && g.users(w).empty()) {
+        prepared.erase(w);
+        g.erase(w);
+      }
     }
   }
 

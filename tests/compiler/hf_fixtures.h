@@ -20,6 +20,7 @@ inline CompileOptions gpu_like_options(std::vector<std::string> skipped = {}) {
   CompileOptions o;
   o.merge_sibling_linears = true;
   o.fuse_norm_prologues = true;
+  o.prepare_weights = false;
 #ifdef INPLACE_WITH_CUDA
   o.fusion_device = DeviceType::kCuda;
 #else
