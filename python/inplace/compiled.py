@@ -249,6 +249,13 @@ def _copy_switch(copy_outputs):
         raise TypeError("copy_outputs: expected True or False, got %r" % (copy_outputs,))
 
 
+def _prepare_switch(prepare_weights):
+    """``prepare_weights`` checked before anything is captured or compiled."""
+    if prepare_weights is not None and not isinstance(prepare_weights, bool):
+        raise TypeError("prepare_weights: expected None, True or False, got %r"
+                        % (prepare_weights,))
+
+
 def _thread_count(threads, device):
     """``threads`` checked, as the count the engine's context runs its host kernels on. None:
     on the cpu, torch.get_num_threads() (the threads eager PyTorch would use here); elsewhere 1
@@ -349,6 +356,34 @@ class CompiledProgram(_EngineRuntime, torch.nn.Module):
         self._scalars = sorted(captured.scalar_outputs)
         self._rebuild_out = _rebuilder(captured.out_spec, native.num_outputs_user)
         self._grad_watch = bool(self._written or self._written_state)
+        # State the engine keeps a prepared copy of (a Conv1D weight transposed into the rows its
+        # product streams, made when bound): [target, tensor, torch's version counter then].
+        self._prepared = [[t, self._state[t], self._state[t]._version]
+                          for t in native.prepared_state if t in self._state]
+
+    def _check_prepared(self):
+        """A prepared source written in place since the last call (its version counter moved:
+        an in-place op, ``copy_``, ``load_state_dict``, an optimizer step) is made again."""
+        for entry in self._prepared:
+            t = self._state[entry[0]]
+            if t is not entry[1]:  # replaced: sync bound it anew, which made the copy again
+                entry[1], entry[2] = t, t._version
+            elif t._version != entry[2]:
+                self._native.state_written(entry[0])
+                entry[2] = t._version
+
+    def weights_written(self, *targets):
+        """Says that module state was written in place where torch's version counter does not
+        see it (through ``.data``, a NumPy or DLPack view, another library's kernel): what the
+        engine prepared from it (see ``compile``'s ``prepare_weights``) is made again before the
+        next call. Without targets, every prepared entry; writes torch counts are seen unasked."""
+        prepared = [e[0] for e in self._prepared]
+        for target in targets or prepared:
+            if target in prepared:
+                self._native.state_written(target)
+            elif target not in self._state:
+                raise InputError("no state '%s' in this program; its state: %s"
+                                 % (target, ", ".join(sorted(self._state))))
 
     # ---- the module's attributes and state
     def __getattr__(self, name):
@@ -407,6 +442,8 @@ class CompiledProgram(_EngineRuntime, torch.nn.Module):
         if kwargs or len(args) != len(self._names):
             args = self._arranged(args, kwargs)
         self._watch.sync(self._state, self._rebind)  # replaced state: bound, or refused
+        if self._prepared:
+            self._check_prepared()
         tensors = self._inputs(args)
         if self._grad_watch and torch.is_grad_enabled():
             _refuse_grad_leaves(self._written, tensors, self._names, self._written_state,
@@ -656,7 +693,7 @@ def _symbolic_then_concrete(build):
 
 def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, value_ranges=None,
             alias=True, capture_with=None, device=None, cuda_graph=True, strict_device=False,
-            copy_outputs=True, threads=None):
+            copy_outputs=True, threads=None, prepare_weights=None):
     """Compiles ``module_or_fn`` for inputs like ``example_inputs`` and returns a
     CompiledProgram (an nn.Module) called like the original.
 
@@ -677,10 +714,17 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     its next call, instead of copies (``CompiledProgram.copy_outputs``).
     ``threads``: the threads a call's host kernels share (default None: on the cpu
     ``torch.get_num_threads()``, as eager PyTorch; 1 elsewhere). Results do not depend on it.
+    ``prepare_weights``: a decode product over a weight stored [in, out] (GPT-2's Conv1D) reads a
+    copy of the weight in [out, in] rows that the engine makes when it binds the weight, and again
+    after the weight is written in place (torch's version counter, checked each call; writes it
+    does not count: ``compiled.weights_written()``). It costs the weight's bytes once more.
+    Default None: as the device's backend prefers (on for the cpu); False reads the weights as
+    they lie.
     """
     C = _native.load()
     _graph_switch(cuda_graph)  # a bad value is refused before the capture
     _copy_switch(copy_outputs)
+    _prepare_switch(prepare_weights)
     _thread_count(threads, "cpu")
     if isinstance(example_inputs, (torch.Tensor, int, float)):
         example_inputs = (example_inputs,)
@@ -698,7 +742,8 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
             json.dumps(captured.doc, allow_nan=False), os.getcwd(),
             [_to_capsule(t) for t in examples],
             {t: _to_capsule(v) for t, v in captured.state.items()},
-            alias, _mutated_list(mutated_inputs, names), dyn, ranges, str(dev), strict_device)
+            alias, _mutated_list(mutated_inputs, names), dyn, ranges, str(dev), strict_device,
+            prepare_weights)
         return captured, native, examples, dyn
 
     if capture_with is not None or not _concrete_applies(example_inputs, dynamic):
@@ -717,16 +762,17 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
 
 def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dynamic=None,
                   value_ranges=None, alias=True, device=None, cuda_graph=True,
-                  strict_device=False, copy_outputs=True, threads=None):
+                  strict_device=False, copy_outputs=True, threads=None, prepare_weights=None):
     """Compiles a graph JSON document (a dict, or a path) as written, e.g. a torch.export graph
     with its signature: ``state`` maps each parameter/buffer/constant target to its tensor (the
     caller's, written in place when the program mutates it). Returns a CompiledProgram whose
     call returns the user outputs as a tuple. ``cuda_graph``, ``strict_device``,
-    ``copy_outputs`` and ``threads`` as for ``compile``."""
+    ``copy_outputs``, ``threads`` and ``prepare_weights`` as for ``compile``."""
     from .capture import Captured
     C = _native.load()
     _graph_switch(cuda_graph)
     _copy_switch(copy_outputs)
+    _prepare_switch(prepare_weights)
     _thread_count(threads, "cpu")
     base_dir = os.getcwd()
     if not isinstance(graph, dict):
@@ -746,7 +792,7 @@ def compile_graph(graph, example_inputs, state=None, *, mutated_inputs=None, dyn
                              [_to_capsule(t) for t in examples],
                              {t: _to_capsule(v) for t, v in state.items()}, alias,
                              _mutated_list(mutated_inputs, names), dyn, ranges, str(dev),
-                             strict_device)
+                             strict_device, prepare_weights)
     captured = Captured(graph, names, state, tuple(range(native.num_outputs_user)), set(),
                         "graph JSON", None)
     compiled = CompiledProgram(native, None, captured, dyn,

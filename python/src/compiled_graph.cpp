@@ -268,6 +268,22 @@ std::vector<int> CompiledGraph::written_user_inputs() const {
   return {out.begin(), out.end()};
 }
 
+std::vector<std::string> CompiledGraph::prepared_state() const {
+  std::set<std::string> out;
+  for (const PreparedInput& p : engine_->plan().prepared)
+    if (sources_[p.source].user_input < 0) out.insert(sources_[p.source].state_target);
+  return {out.begin(), out.end()};
+}
+
+void CompiledGraph::state_written(const std::string& target) {
+  std::lock_guard<std::mutex> lock(call_mutex_);
+  IP_CHECK(state_.count(target), kNotFound, "[state_written] no state '", target,
+           "' in this program");
+  for (size_t i = 0; i < sources_.size(); ++i)
+    if (sources_[i].user_input < 0 && sources_[i].state_target == target)
+      session_->state_written(engine_->inputs()[i].name);
+}
+
 std::vector<std::string> CompiledGraph::written_state() const {
   std::set<std::string> out;
   for (int i : engine_->mutated_inputs())

@@ -51,6 +51,10 @@ class CompiledGraph {
   // replaced: same shape and dtype, checked by the binding); the entry then holds `t`. A
   // binding a failed call left partly updated is usable again once rebound.
   void rebind_state(const std::string& target, const Tensor& t);
+  // The state entries the engine prepares copies from (Plan::prepared: GPT-2's Conv1D weights
+  // transposed), and the call that says one was written in place (Session::state_written).
+  std::vector<std::string> prepared_state() const;
+  void state_written(const std::string& target);
   // Accepts the state a failed call left partly updated (ExecutionContext::reset).
   void reset();
   // False: a GPU engine's results are its own output buffers, rewritten by its next call (as

@@ -38,7 +38,8 @@ std::unique_ptr<CompiledGraph> compile_graph(const std::string& json, const std:
                                              const py::list& user_inputs, const py::dict& state,
                                              bool alias, const py::list& mutated,
                                              const py::list& dynamic, const py::list& value_ranges,
-                                             const std::string& device, bool strict_device) {
+                                             const std::string& device, bool strict_device,
+                                             std::optional<bool> prepare_weights) {
   std::unique_ptr<Graph> graph = read_graph_json_string(json, base_dir, "<python>");
   std::vector<std::string> names = user_input_names(*graph);
   std::vector<Tensor> inputs = tensor_list(user_inputs, names);
@@ -51,6 +52,7 @@ std::unique_ptr<CompiledGraph> compile_graph(const std::string& json, const std:
   co.alias = alias;
   co.device = Device::parse(device);
   co.strict_device = strict_device;
+  co.prepare_weights = prepare_weights;
   for (auto m : mutated) {
     auto t = m.cast<py::tuple>();
     co.mutated_inputs.push_back({t[0].cast<std::string>(), t[1].cast<int>()});
@@ -91,6 +93,9 @@ PYBIND11_MODULE(_C, m) {
             self.rebind_state(target, t);
           },
           py::arg("target"), py::arg("tensor"))
+      .def_property_readonly("prepared_state", &CompiledGraph::prepared_state)
+      .def("state_written", &CompiledGraph::state_written, py::arg("target"),
+           py::call_guard<py::gil_scoped_release>())
       .def("reset", &CompiledGraph::reset, py::call_guard<py::gil_scoped_release>())
       .def("set_backend_options", &CompiledGraph::set_backend_options, py::arg("options"),
            py::call_guard<py::gil_scoped_release>())
@@ -162,7 +167,7 @@ PYBIND11_MODULE(_C, m) {
         py::arg("user_inputs"), py::arg("state"), py::arg("alias") = true,
         py::arg("mutated_inputs") = py::list(), py::arg("dynamic") = py::list(),
         py::arg("value_ranges") = py::list(), py::arg("device") = "cpu",
-        py::arg("strict_device") = false);
+        py::arg("strict_device") = false, py::arg("prepare_weights") = py::none());
   // Whether this build and machine can run engines on `device` ("" when so, else the reason).
   m.def("device_unavailable", [](const std::string& device) {
     std::string why;

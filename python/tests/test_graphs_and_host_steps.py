@@ -44,7 +44,8 @@ class GraphSwitchOnTheCpu(CompileCase):
                                   cuda_graph=graph)
             self.assertFalse(compiled.cuda_graph)  # no graphs on the cpu
             compiled.cuda_graph = True  # ignored, not refused
-            self.assertEqual(compiled.stats(), {"calls": 2, "host_scalar_reads": 0, "staged_inputs": 0})
+            self.assertEqual(compiled.stats(), {"calls": 2, "host_scalar_reads": 0,
+                                                "prepared_inputs": 0, "staged_inputs": 0})
             self.assertEqual(compiled.host_steps, [])
         with self.assertRaisesRegex(TypeError, "cuda_graph: expected True or False, got 'on'"):
             inplace.compile(lambda a: a + 1, (x,), cuda_graph="on")

@@ -190,6 +190,16 @@ void Session::bind_state(const std::string& name, const Tensor& t) {
   }
 }
 
+void Session::state_written(const std::string& name) {
+  SessionGuard guard(in_flight_, "state_written", *program_);
+  const int s = program_->state().index(name, "session");
+  for (size_t mi = 0; mi < contexts_.size(); ++mi) {
+    const Method& m = program_->methods()[mi];
+    for (size_t i = 0; i < m.state_of_input.size(); ++i)
+      if (m.state_of_input[i] == s) contexts_[mi]->input_written(static_cast<int>(i));
+  }
+}
+
 void Session::bind_input(const std::string& method, const std::string& input, const Tensor& t) {
   SessionGuard guard(in_flight_, "bind_input", *program_);
   const int mi = program_->method_index(method);

@@ -51,6 +51,10 @@ class Session {
   // rebinds it, so a failed call that partly wrote it refuses the next calls until it is bound
   // again or reset(). Shape, dtype and device are checked here (ExecutionContext::bind_input).
   void bind_state(const std::string& name, const Tensor& t);
+  // The caller wrote into the tensor bound as caller-owned state `name` in place: what the
+  // methods prepare from it (a weight's transposed copy, ExecutionContext::input_written) is
+  // made again before their next calls.
+  void state_written(const std::string& name);
   // Binds plain input `input` of `method` to `t` once, as given (on the program's device: no
   // staging): a caller that writes the value into `t` between calls (a decode loop's token and
   // position) passes nothing per call. Passing a bound name to run() binds that tensor instead
