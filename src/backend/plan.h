@@ -84,13 +84,13 @@ struct Binding {
 
 // An input binding the engine fills itself, from a caller binding, each time that binding is
 // bound (and before the first call): a weight prepared once instead of on every call, such as
-// an [in, out] weight transposed into the [out, in] rows the decode GEMV streams. Its memory is
+// an [in, out] weight transposed into the [out, in] rows a product reads. Its memory is
 // the context's own, at a fixed address. Prepared bindings come after every caller binding;
 // Engine::inputs() does not list them and the caller cannot bind them.
 struct PreparedInput {
-  int32_t input = 0;           // the binding filled
-  int32_t source = 0;          // the caller binding it is made from
-  std::vector<int64_t> perm;   // the binding is source.permute(perm), contiguous
+  int32_t input = 0;          // the binding filled
+  int32_t source = 0;         // the caller binding it is made from
+  std::vector<int64_t> perm;  // the binding is source.permute(perm), contiguous
 };
 
 struct ArenaSlot {

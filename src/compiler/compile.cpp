@@ -157,8 +157,8 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   std::stable_sort(io.begin(), io.end(),
                    [](const Mutation& a, const Mutation& b) { return a.output < b.output; });
   // Weight-only copies (a transposed [in, out] weight) are made when the weight is bound.
-  std::unique_ptr<Graph> hoisted = hoist_prepared_inputs(*cp.program.graph, ctx, examples,
-                                                         eo.prepared);
+  std::unique_ptr<Graph> hoisted =
+      hoist_prepared_inputs(*cp.program.graph, ctx, examples, eo.prepared);
   cp.engine = Engine::build(hoisted ? *hoisted : *cp.program.graph, io, ctx.original_output_count,
                             examples, eo);
   if (options.verbose) {

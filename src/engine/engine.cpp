@@ -217,8 +217,8 @@ void validate_prepared(const Plan& plan) {
       const int64_t s = p.perm[d];
       IP_CHECK(s >= 0 && s < static_cast<int64_t>(p.perm.size()) && !seen[s] &&
                    in.shape[d] == src.shape[s],
-               kCorrupt, "[plan] prepared binding '", in.name, "' is no permutation of '",
-               src.name, "'");
+               kCorrupt, "[plan] prepared binding '", in.name, "' is no permutation of '", src.name,
+               "'");
       seen[s] = 1;
     }
     for (int i : plan.mutated_inputs)

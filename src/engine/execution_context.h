@@ -135,9 +135,9 @@ class ExecutionContext {
   std::vector<std::shared_ptr<Storage>> input_storage_, output_storage_, arena_storage_;
   std::vector<Tensor> bound_inputs_, staged_inputs_, bound_outputs_, reused_outputs_;
   std::vector<bool> input_staged_;
-  std::vector<bool> input_moved_;    // bound at a new address once: staged from then on
-  std::vector<int> rebound_inputs_;  // read-only inputs bound since the last full check
-  std::vector<Tensor> staging_;      // a staged input's memory, at the binding's bound
+  std::vector<bool> input_moved_;     // bound at a new address once: staged from then on
+  std::vector<int> rebound_inputs_;   // read-only inputs bound since the last full check
+  std::vector<Tensor> staging_;       // a staged input's memory, at the binding's bound
   std::vector<bool> prepared_stale_;  // by Plan::prepared entry: made again before the next call
   std::vector<bool> input_viewed_by_output_;
   bool reuse_outputs_ = false;

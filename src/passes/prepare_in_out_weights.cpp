@@ -45,7 +45,8 @@ class PrepareInOutWeightsPass : public Pass {
       const bool addmm = op_name(n) == "addmm";
       if (n->args.size() != (addmm ? 3u : 2u)) continue;
       bool plain = true;
-      for (const auto& [key, v] : n->kwargs) plain &= (key == "beta" || key == "alpha") && is_one(v);
+      for (const auto& [key, v] : n->kwargs)
+        plain &= (key == "beta" || key == "alpha") && is_one(v);
       if (!plain) continue;
       const size_t xi = addmm ? 1 : 0;
       if (!n->args[xi].is_node() || !n->args[xi + 1].is_node()) continue;
@@ -108,8 +109,8 @@ class PrepareInOutWeightsPass : public Pass {
       g.constants[target] = g.constants.at(w->target).t().clone();
       return g.insert_before(before, NodeOp::kGetAttr, target, {}, {}, w->name + "_rows");
     }
-    Node* t = g.insert_before(before, NodeOp::kCallFunction, "aten.t.default",
-                              {Value::node_ref(w)}, {}, w->name + "_t");
+    Node* t = g.insert_before(before, NodeOp::kCallFunction, "aten.t.default", {Value::node_ref(w)},
+                              {}, w->name + "_t");
     return g.insert_before(before, NodeOp::kCallFunction, "aten.clone.default",
                            {Value::node_ref(t)}, {}, w->name + "_rows");
   }

@@ -91,7 +91,7 @@ TEST(PreparedWeights, TheContextMakesCopiesWhenAWeightChanges) {
     EXPECT_EQ(ctx.stats().prepared_inputs, kGpt2Products);
     ctx.execute();
     EXPECT_EQ(ctx.stats().prepared_inputs, kGpt2Products);  // nothing changed
-    ctx.bind_input(w, inputs[w]);                          // the same tensor again
+    ctx.bind_input(w, inputs[w]);                           // the same tensor again
     ctx.execute();
     EXPECT_EQ(ctx.stats().prepared_inputs, kGpt2Products);
 

@@ -38,11 +38,10 @@ TEST(ContextOptions, ACpuEngineLeavesOutTheCudaGraphSwitch) {
   ctx.execute();
   const ContextStats st = ctx.stats();
   EXPECT_EQ(stats_line(st), "calls=2 host_scalar_reads=0 staged_inputs=0");
-  EXPECT_EQ(stats_map(st),
-            (std::map<std::string, int64_t>{{"calls", 2},
-                                            {"host_scalar_reads", 0},
-                                            {"prepared_inputs", 0},
-                                            {"staged_inputs", 0}}));
+  EXPECT_EQ(
+      stats_map(st),
+      (std::map<std::string, int64_t>{
+          {"calls", 2}, {"host_scalar_reads", 0}, {"prepared_inputs", 0}, {"staged_inputs", 0}}));
 }
 
 TEST(ContextOptions, EveryContextTakesThreads) {
