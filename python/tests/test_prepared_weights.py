@@ -5,6 +5,8 @@ written in place by torch (its version counter moves), written where torch does 
 (`.data`, then `weights_written()`), loaded by load_state_dict; the cache written in place stays
 the caller's tensor; `prepare_weights=False` reads the weights as they lie.
 """
+import os
+import tempfile
 import unittest
 
 from compile_harness import CompileCase, requires_extension, torch
@@ -104,6 +106,22 @@ class PreparedWeights(CompileCase):
         self.check(compiled, 5, ".data, then weights_written(target)")
         with self.assertRaisesRegex(inplace.InputError, "no state 'nope'"):
             compiled.weights_written("nope")
+
+    def test_a_saved_program_stores_the_copies(self):
+        compiled = self.compile()
+        self.check(compiled, 0, "before save")
+        with tempfile.TemporaryDirectory() as d:
+            path = inplace.save(compiled, os.path.join(d, "m.inplace"))
+            program = inplace.load_program(path)
+            self.assertEqual(program._native.num_weights, 4)  # each weight once: the copies
+            loaded = inplace.load(path)
+            self.assertNotIn("prepared inputs", str(loaded.plan))
+            for pos in (1, 6):
+                x, p = torch.randn(1, 1, 32), torch.tensor([pos])
+                with torch.no_grad():
+                    want = self.eager(x, p)
+                self.assertSame(loaded(x, p), want, "loaded, pos %d" % pos)
+                self.assertSame(loaded.get_buffer("cache"), self.eager.cache, "loaded cache")
 
     def test_weights_as_they_lie(self):
         compiled = self.compile(prepare_weights=False)

@@ -27,14 +27,51 @@ bool can_be_weight(const Plan& plan, int i) {
   return true;
 }
 
+// Whether anything but a prepared binding reads input `i` (a step, an output, the refresh).
+bool read_by_steps(const Plan& plan, int i) {
+  auto reads = [&](const TensorRef& r) {
+    return r.buffer.kind == BufferKind::kInput && r.buffer.index == i;
+  };
+  for (const Step& s : plan.steps) {
+    for (const TensorSlot& t : s.tensors)
+      if (reads(t.ref)) return true;
+    for (const TensorRef& o : s.outs)
+      if (reads(o)) return true;
+  }
+  for (const TensorRef& r : plan.output_refs)
+    if (reads(r)) return true;
+  for (const SymExpr& e : plan.scalars)
+    for (const SymInstr& in : e.code)
+      if (in.op == SymInstr::Op::kRead && in.a == i) return true;
+  return false;
+}
+
 // The plan with the inputs of `weights` turned into constants (every reference to them points
-// at the constant; later inputs renumbered) and the inputs of `names` renamed.
-Plan with_weights(Plan plan, const std::map<int, EngineState>& weights,
+// at the constant; later inputs renumbered) and the inputs of `names` renamed. A binding the
+// engine prepares from such a weight is a constant too, made here (the weight itself stays only
+// where a step reads it); the other prepared bindings follow their sources' new numbers.
+Plan with_weights(Plan plan, std::map<int, EngineState> weights,
                   const std::map<int, std::string>& names) {
+  std::vector<PreparedInput> prepared;
+  for (const PreparedInput& p : plan.prepared) {
+    auto w = weights.find(p.source);
+    if (w == weights.end()) {
+      prepared.push_back(p);
+      continue;
+    }
+    weights[p.input] = {plan.inputs[p.input].name, w->second.value.permute(p.perm).contiguous()};
+  }
+  for (const PreparedInput& p : plan.prepared)
+    if (weights.count(p.source) && !read_by_steps(plan, p.source)) weights.erase(p.source);
   std::vector<int> new_index(plan.inputs.size(), -1);
   std::vector<int> constant_of(plan.inputs.size(), -1);
   std::vector<Binding> inputs;
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    const bool folded_source = std::any_of(
+        plan.prepared.begin(), plan.prepared.end(), [&](const PreparedInput& p) {
+          return p.source == static_cast<int>(i) && weights.count(p.input) && !weights.count(p.source);
+        });
+    if (folded_source) continue;  // read only by its prepared copy, now a constant
     auto w = weights.find(static_cast<int>(i));
     if (w != weights.end()) {
       constant_of[i] = static_cast<int>(plan.constants.size());
@@ -70,6 +107,11 @@ Plan with_weights(Plan plan, const std::map<int, EngineState>& weights,
       if (in.op == SymInstr::Op::kRead) in.a = new_index[in.a];
   for (Mutation& a : plan.aliased_io) a.input = new_index[a.input];
   for (int& i : plan.mutated_inputs) i = new_index[i];
+  for (PreparedInput& p : prepared) {
+    p.input = new_index[p.input];
+    p.source = new_index[p.source];
+  }
+  plan.prepared = std::move(prepared);
   plan.inputs = std::move(inputs);
   return plan;
 }

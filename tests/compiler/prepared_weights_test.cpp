@@ -9,6 +9,10 @@
 #include "compiler/rewrite_differential.h"
 #include "engine/engine_file.h"
 #include "ir/builder.h"
+#include "ir/export_signature.h"
+#include "program/engine_program.h"
+#include "program/program.h"
+#include "program/session.h"
 
 namespace inplace::testing {
 namespace {
@@ -149,6 +153,42 @@ TEST(PreparedWeights, EngineFilesKeepThePreparedBindings) {
     bad.prepared[0].perm = {0, 1};
     EXPECT_TRUE(
         mentions(error_of([&] { Engine::from_plan(bad, "bad", {}); }), {"no permutation of"}));
+  }
+}
+
+// A program made from the engine with its state stored (what inplace.save writes) holds each
+// prepared copy as a weight, made once there, and not the [in, out] weight it came from: its
+// method prepares nothing and computes the engine's values bit for bit.
+TEST(PreparedWeights, AProgramStoresTheCopiesAsWeights) {
+  for (const char* model : {"gpt2", "gpt2_bf16"}) {
+    SCOPED_TRACE(model);
+    auto g = hf_fixture(model);
+    const CompiledProgram cp = compile(*g, seeded_hf_inputs(*g, 1, 64));
+    const std::vector<Tensor> draw = seeded_hf_inputs(*g, 11, 64);
+    EngineProgramOptions o;
+    std::map<std::string, Tensor> user;
+    const std::vector<Node*> ph = g->placeholders();
+    for (size_t i = 0; i < ph.size(); ++i) {
+      if (is_lifted_placeholder(*g, ph[i]->name))
+        o.state[static_cast<int>(i)] = {ph[i]->name, draw[i].clone()};
+      else
+        user[ph[i]->name] = draw[i].clone();
+    }
+    const std::shared_ptr<const Program> program = program_from_engine(cp.engine, o);
+    const Engine& method = *program->method("forward").engine;
+    EXPECT_TRUE(method.plan().prepared.empty()) << method.describe();
+    EXPECT_EQ(method.weight_bytes(), cp.engine->weight_bytes() + [&] {
+      int64_t n = 0;  // every parameter once, the Conv1D weights as their copies
+      for (const auto& [i, s] : o.state)
+        if (std::count(cp.engine->mutated_inputs().begin(), cp.engine->mutated_inputs().end(), i) ==
+            0)
+          n += static_cast<int64_t>(s.value.nbytes());
+      return n;
+    }());
+    std::vector<Tensor> got = program->new_session()->run("forward", user);
+    std::vector<Tensor> want = run(cp.engine, draw);
+    for (size_t j = 0; j < got.size(); ++j)
+      EXPECT_TRUE(tensor_equal(got[j], want[j])) << "output " << j;
   }
 }
 
