@@ -67,9 +67,10 @@ Plan with_weights(Plan plan, std::map<int, EngineState> weights,
   std::vector<int> constant_of(plan.inputs.size(), -1);
   std::vector<Binding> inputs;
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
-    const bool folded_source = std::any_of(
-        plan.prepared.begin(), plan.prepared.end(), [&](const PreparedInput& p) {
-          return p.source == static_cast<int>(i) && weights.count(p.input) && !weights.count(p.source);
+    const bool folded_source =
+        std::any_of(plan.prepared.begin(), plan.prepared.end(), [&](const PreparedInput& p) {
+          return p.source == static_cast<int>(i) && weights.count(p.input) &&
+                 !weights.count(p.source);
         });
     if (folded_source) continue;  // read only by its prepared copy, now a constant
     auto w = weights.find(static_cast<int>(i));

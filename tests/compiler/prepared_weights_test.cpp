@@ -177,14 +177,15 @@ TEST(PreparedWeights, AProgramStoresTheCopiesAsWeights) {
     const std::shared_ptr<const Program> program = program_from_engine(cp.engine, o);
     const Engine& method = *program->method("forward").engine;
     EXPECT_TRUE(method.plan().prepared.empty()) << method.describe();
-    EXPECT_EQ(method.weight_bytes(), cp.engine->weight_bytes() + [&] {
-      int64_t n = 0;  // every parameter once, the Conv1D weights as their copies
-      for (const auto& [i, s] : o.state)
-        if (std::count(cp.engine->mutated_inputs().begin(), cp.engine->mutated_inputs().end(), i) ==
-            0)
-          n += static_cast<int64_t>(s.value.nbytes());
-      return n;
-    }());
+    EXPECT_EQ(
+        method.weight_bytes(), cp.engine->weight_bytes() + [&] {
+          int64_t n = 0;  // every parameter once, the Conv1D weights as their copies
+          for (const auto& [i, s] : o.state)
+            if (std::count(cp.engine->mutated_inputs().begin(), cp.engine->mutated_inputs().end(),
+                           i) == 0)
+              n += static_cast<int64_t>(s.value.nbytes());
+          return n;
+        }());
     std::vector<Tensor> got = program->new_session()->run("forward", user);
     std::vector<Tensor> want = run(cp.engine, draw);
     for (size_t j = 0; j < got.size(); ++j)
