@@ -56,14 +56,15 @@ std::vector<DeclaredMutation> resolve_mutated_inputs(const Graph& graph,
   return out;
 }
 
-// INPLACE_FUSE_NORM_PROLOGUES=0 or =1 in the environment, read at each compile: the norms inside
-// the products they feed (RMSNorm and LayerNorm prologues) off or on whatever the backend
-// prefers, where the caller's options leave it open (A/B profiles of a model's step).
-std::optional<bool> norm_prologues_from_env() {
-  const char* v = std::getenv("INPLACE_FUSE_NORM_PROLOGUES");
+// A switch `name`=0 or =1 in the environment, read at each compile, that turns a rewrite off or
+// on whatever the backend prefers where the caller's options leave it open (A/B profiles of a
+// model's step): INPLACE_FUSE_NORM_PROLOGUES (the norms inside the products they feed, RMSNorm
+// and LayerNorm prologues), INPLACE_PREPARE_WEIGHTS (prepare_in_out_weights).
+std::optional<bool> switch_from_env(const char* name) {
+  const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return std::nullopt;
-  IP_CHECK(std::strcmp(v, "0") == 0 || std::strcmp(v, "1") == 0, kInvalidArgument,
-           "[compile] INPLACE_FUSE_NORM_PROLOGUES='", v, "': expected 0 or 1");
+  IP_CHECK(std::strcmp(v, "0") == 0 || std::strcmp(v, "1") == 0, kInvalidArgument, "[compile] ",
+           name, "='", v, "': expected 0 or 1");
   return v[0] == '1';
 }
 
@@ -83,8 +84,9 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   po.decode_max_rows = fusion.decode_max_rows;
   po.merge_sibling_linears = options.merge_sibling_linears.value_or(fusion.merge_sibling_linears);
   po.fuse_norm_prologues = options.fuse_norm_prologues.value_or(
-      norm_prologues_from_env().value_or(fusion.fuse_norm_prologues));
-  po.prepare_weights = options.prepare_weights.value_or(fusion.prepare_weights);
+      switch_from_env("INPLACE_FUSE_NORM_PROLOGUES").value_or(fusion.fuse_norm_prologues));
+  po.prepare_weights = options.prepare_weights.value_or(
+      switch_from_env("INPLACE_PREPARE_WEIGHTS").value_or(fusion.prepare_weights));
   po.skip_passes = options.skip_passes;
   if (!fusion.fuse_pointwise) po.skip_passes.push_back("fuse_pointwise");
   po.kernel_supports = [fusion_device](const OpDef& op, const std::vector<Value>& args) {

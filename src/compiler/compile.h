@@ -30,7 +30,8 @@ struct CompileOptions {
   std::optional<bool> fuse_norm_prologues;
   // prepare_in_out_weights (a decode product over a read-only weight stored [in, out] reads a
   // copy of it in [out, in] rows, made when the weight is bound): by default as the device's
-  // backend prefers (on for the cpu). The copy costs the weight's bytes once more.
+  // backend prefers (on for the cpu), unless INPLACE_PREPARE_WEIGHTS (0 or 1) in the environment
+  // says. The copy costs the weight's bytes once more.
   std::optional<bool> prepare_weights;
   // The device whose backend's fusion preferences and kernel checks the passes follow; by
   // default `device`'s (a test sees on the cpu, without a GPU, the graph a cuda engine runs).

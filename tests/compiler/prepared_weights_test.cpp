@@ -156,6 +156,30 @@ TEST(PreparedWeights, EngineFilesKeepThePreparedBindings) {
   }
 }
 
+// INPLACE_PREPARE_WEIGHTS decides where the options leave it open (A/B runs of a model's step):
+// 0 keeps GPT-2's products over the weights as they lie on the cpu, 1 prepares them for a GPU's
+// graph; an explicit option wins; any other value is refused, naming the variable.
+TEST(PreparedWeights, TheEnvironmentDecidesWhereTheOptionsLeaveItOpen) {
+  auto g = hf_fixture("gpt2");
+  const std::vector<Tensor> draw = seeded_hf_inputs(*g, 1, 64);
+  auto prepared = [&](const CompileOptions& o) {
+    return compile(*g, clones(draw), o).engine->plan().prepared.size();
+  };
+  CompileOptions open, gpu, set;
+  gpu.fusion_device = DeviceType::kCuda;
+  set.prepare_weights = true;
+  EXPECT_EQ(prepared(open), static_cast<size_t>(kGpt2Products));
+  ::setenv("INPLACE_PREPARE_WEIGHTS", "0", 1);
+  EXPECT_EQ(prepared(open), 0u);
+  EXPECT_EQ(prepared(set), static_cast<size_t>(kGpt2Products));
+  ::setenv("INPLACE_PREPARE_WEIGHTS", "1", 1);
+  EXPECT_EQ(prepared(gpu), static_cast<size_t>(kGpt2Products));
+  ::setenv("INPLACE_PREPARE_WEIGHTS", "on", 1);
+  EXPECT_TRUE(mentions(error_of([&] { prepared(open); }), {"INPLACE_PREPARE_WEIGHTS='on'"}));
+  ::unsetenv("INPLACE_PREPARE_WEIGHTS");
+  EXPECT_EQ(prepared(gpu), 0u);
+}
+
 // A program made from the engine with its state stored (what inplace.save writes) holds each
 // prepared copy as a weight, made once there, and not the [in, out] weight it came from: its
 // method prepares nothing and computes the engine's values bit for bit.
