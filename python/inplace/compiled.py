@@ -16,6 +16,7 @@ import torch.utils.dlpack as dlpack
 
 from . import _native
 from .capture import capture, rebuild
+from .prepared_watch import PreparedWatch
 from .state_watch import StateWatch
 
 __all__ = ["CompiledProgram", "InputError", "compile"]
@@ -357,27 +358,17 @@ class CompiledProgram(_EngineRuntime, torch.nn.Module):
         self._rebuild_out = _rebuilder(captured.out_spec, native.num_outputs_user)
         self._grad_watch = bool(self._written or self._written_state)
         # State the engine keeps a prepared copy of (a Conv1D weight transposed into the rows its
-        # product streams, made when bound): [target, tensor, torch's version counter then].
-        self._prepared = [[t, self._state[t], self._state[t]._version]
-                          for t in native.prepared_state if t in self._state]
-
-    def _check_prepared(self):
-        """A prepared source written in place since the last call (its version counter moved:
-        an in-place op, ``copy_``, ``load_state_dict``, an optimizer step) is made again."""
-        for entry in self._prepared:
-            t = self._state[entry[0]]
-            if t is not entry[1]:  # replaced: sync bound it anew, which made the copy again
-                entry[1], entry[2] = t, t._version
-            elif t._version != entry[2]:
-                self._native.state_written(entry[0])
-                entry[2] = t._version
+        # product streams, made when bound), followed by torch's version counters.
+        prepared = [t for t in native.prepared_state if t in self._state]
+        self._prepared = PreparedWatch(self._state, prepared, native.state_written) \
+            if prepared else None
 
     def weights_written(self, *targets):
         """Says that module state was written in place where torch's version counter does not
         see it (through ``.data``, a NumPy or DLPack view, another library's kernel): what the
         engine prepared from it (see ``compile``'s ``prepare_weights``) is made again before the
         next call. Without targets, every prepared entry; writes torch counts are seen unasked."""
-        prepared = [e[0] for e in self._prepared]
+        prepared = self._native.prepared_state
         for target in targets or prepared:
             if target in prepared:
                 self._native.state_written(target)
@@ -442,8 +433,8 @@ class CompiledProgram(_EngineRuntime, torch.nn.Module):
         if kwargs or len(args) != len(self._names):
             args = self._arranged(args, kwargs)
         self._watch.sync(self._state, self._rebind)  # replaced state: bound, or refused
-        if self._prepared:
-            self._check_prepared()
+        if self._prepared is not None:
+            self._prepared.check()  # written in place since: copied again
         tensors = self._inputs(args)
         if self._grad_watch and torch.is_grad_enabled():
             _refuse_grad_leaves(self._written, tensors, self._names, self._written_state,

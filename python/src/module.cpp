@@ -13,6 +13,7 @@
 #include "state_check.h"
 #include "tensor_bridge.h"
 #include "torch_crossing.h"
+#include "version_watch.h"
 
 namespace py = pybind11;
 using namespace inplace;
@@ -190,6 +191,7 @@ PYBIND11_MODULE(_C, m) {
       py::arg("path"), py::arg("state") = py::dict());
   python::bind_programs(m);
   python::bind_state_check(m);
+  python::bind_version_watch(m);
   python::bind_torch_crossing(m);
   m.def("graph_text", [](const std::string& json, const std::string& base_dir) {
     return read_graph_json_string(json, base_dir, "<python>")->to_string();

@@ -134,5 +134,48 @@ class PreparedWeights(CompileCase):
             self.compile(prepare_weights="yes")
 
 
+@requires_extension
+class VersionCounters(CompileCase):
+    """PreparedWatch reads torch's version counters raw where the extension calibrated them (the
+    same answers as ``t._version``), else through the attribute: each reports what moved."""
+
+    def watch_reports(self, watch_class_layout):
+        from inplace import prepared_watch
+        saved = list(prepared_watch._layout)
+        prepared_watch._layout[:] = watch_class_layout
+        try:
+            state = {"a": nn.Parameter(torch.randn(3, 4)), "b": torch.zeros(5), "c": torch.ones(2)}
+            written = []
+            watch = prepared_watch.PreparedWatch(state, ["a", "b", "c"], written.append)
+            watch.check()
+            self.assertEqual(written, [])
+            with torch.no_grad():
+                state["a"].mul_(2)      # the parameter
+                state["b"][1:3].add_(1)  # a view of it: the same counter
+            watch.check()
+            self.assertEqual(written, ["a", "b"])
+            watch.check()
+            self.assertEqual(written, ["a", "b"])  # seen once
+            state["c"] = torch.ones(2)  # replaced: bound anew elsewhere, not reported written
+            watch.check()
+            state["c"].add_(1)
+            watch.check()
+            self.assertEqual(written, ["a", "b", "c"])
+            return watch.raw_tensors()
+        finally:
+            prepared_watch._layout[:] = saved
+
+    def test_raw_where_calibrated(self):
+        from inplace import prepared_watch
+        prepared_watch._native_versions()
+        native, layout = prepared_watch._layout[0]
+        raw = self.watch_reports([(native, layout)])
+        if layout is not None and layout.ok:
+            self.assertEqual(raw, 3)
+
+    def test_the_attribute_elsewhere(self):
+        self.assertIsNone(self.watch_reports([(None, None)]))
+
+
 if __name__ == "__main__":
     unittest.main()
