@@ -54,8 +54,8 @@ VersionLayout calibrate_versions(const TensorLayout& tensors, const py::object& 
   int candidates = 0;
   for (size_t at = kWord; at < tensors.sizes_in_impl; at += kWord) {
     uintptr_t wp = word_at(p, at), wa = word_at(a, at), wb = word_at(b, at);
-    if (wp == 0 || wp % kWord || wp != word_at(d, at) || wa == wp || wb == wp ||
-        wa == wb || wa == 0 || wb == 0)
+    if (wp == 0 || wp % kWord || wp != word_at(d, at) || wa == wp || wb == wp || wa == wb ||
+        wa == 0 || wb == 0)
       continue;
     found = at;
     ++candidates;
