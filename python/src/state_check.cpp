@@ -2,27 +2,15 @@
 
 #include <cstring>
 
+#include "raw_words.h"
+
 namespace py = pybind11;
 
 namespace inplace::python {
 namespace {
 
-constexpr size_t kWord = sizeof(void*);
-
-uintptr_t word_at(const void* base, size_t offset) {
-  uintptr_t w;
-  std::memcpy(&w, static_cast<const char*>(base) + offset, kWord);
-  return w;
-}
-
-const char* pointer_at(const void* base, size_t offset) {
-  return reinterpret_cast<const char*>(word_at(base, offset));
-}
-
 int64_t int_at(const void* base, size_t offset) {
-  int64_t v;
-  std::memcpy(&v, static_cast<const char*>(base) + offset, sizeof v);
-  return v;
+  return value_at<int64_t>(base, offset);
 }
 
 uintptr_t address_of(const py::handle& obj, const char* attr) {
@@ -53,13 +41,6 @@ bool find_sizes(const char* impl, TensorLayout& l) {
     }
   }
   return false;
-}
-
-// The instance's StateCheck, or null while its constructor runs (a collection it triggers
-// traverses the instance already).
-StateCheck* constructed(PyObject* self) {
-  auto vh = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
-  return vh.holder_constructed() ? vh.value_ptr<StateCheck>() : nullptr;
 }
 
 }  // namespace
@@ -236,20 +217,7 @@ void bind_state_check(py::module_& m) {
   py::class_<TensorLayout>(m, "TensorLayout").def_readonly("ok", &TensorLayout::ok);
   m.def("calibrate_tensor_layout", &calibrate_tensor_layout, py::arg("probe"), py::arg("twin"),
         py::arg("types"));
-  auto gc = py::custom_type_setup([](PyHeapTypeObject* heap_type) {
-    PyTypeObject* type = &heap_type->ht_type;
-    type->tp_flags |= Py_TPFLAGS_HAVE_GC;
-    type->tp_traverse = [](PyObject* self, visitproc visit, void* arg) {
-      Py_VISIT(Py_TYPE(self));
-      const StateCheck* check = constructed(self);
-      return check ? check->traverse(visit, arg) : 0;
-    };
-    type->tp_clear = [](PyObject* self) {
-      if (StateCheck* check = constructed(self)) check->clear();
-      return 0;
-    };
-  });
-  py::class_<StateCheck>(m, "StateCheck", gc)
+  py::class_<StateCheck>(m, "StateCheck", gc_type_setup<StateCheck>())
       .def(py::init<const TensorLayout&, const py::list&, const py::list&>(), py::arg("layout"),
            py::arg("links"), py::arg("tensors"))
       .def("unchanged", &StateCheck::unchanged)

@@ -2,23 +2,15 @@
 
 #include <cstring>
 
+#include "raw_words.h"
+
 namespace py = pybind11;
 
 namespace inplace::python {
 namespace {
 
-constexpr size_t kWord = sizeof(void*);
-
-uintptr_t word_at(const void* base, size_t offset) {
-  uintptr_t w;
-  std::memcpy(&w, static_cast<const char*>(base) + offset, kWord);
-  return w;
-}
-
 uint32_t u32_at(const void* base, size_t offset) {
-  uint32_t v;
-  std::memcpy(&v, static_cast<const char*>(base) + offset, sizeof v);
-  return v;
+  return value_at<uint32_t>(base, offset);
 }
 
 const char* impl_of(const py::handle& tensor, size_t impl_in_object) {
@@ -27,11 +19,6 @@ const char* impl_of(const py::handle& tensor, size_t impl_in_object) {
 
 int64_t attribute_version(const py::handle& tensor) {
   return tensor.attr("_version").cast<int64_t>();
-}
-
-VersionWatch* constructed(PyObject* self) {
-  auto vh = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder();
-  return vh.holder_constructed() ? vh.value_ptr<VersionWatch>() : nullptr;
 }
 
 }  // namespace
@@ -156,20 +143,7 @@ void bind_version_watch(py::module_& m) {
   py::class_<VersionLayout>(m, "VersionLayout").def_readonly("ok", &VersionLayout::ok);
   m.def("calibrate_versions", &calibrate_versions, py::arg("tensors"), py::arg("probe"),
         py::arg("detached"), py::arg("data_a"), py::arg("data_b"));
-  auto gc = py::custom_type_setup([](PyHeapTypeObject* heap_type) {
-    PyTypeObject* type = &heap_type->ht_type;
-    type->tp_flags |= Py_TPFLAGS_HAVE_GC;
-    type->tp_traverse = [](PyObject* self, visitproc visit, void* arg) {
-      Py_VISIT(Py_TYPE(self));
-      const VersionWatch* watch = constructed(self);
-      return watch ? watch->traverse(visit, arg) : 0;
-    };
-    type->tp_clear = [](PyObject* self) {
-      if (VersionWatch* watch = constructed(self)) watch->clear();
-      return 0;
-    };
-  });
-  py::class_<VersionWatch>(m, "VersionWatch", gc)
+  py::class_<VersionWatch>(m, "VersionWatch", gc_type_setup<VersionWatch>())
       .def(py::init<const VersionLayout&, const py::dict&, const py::list&>(), py::arg("layout"),
            py::arg("state"), py::arg("targets"))
       .def("moved", &VersionWatch::moved)
