@@ -69,14 +69,16 @@ std::unique_ptr<Graph> hoist_prepared_inputs(const Graph& graph, const PassConte
   }
   if (found.empty()) return nullptr;
   std::unique_ptr<Graph> g = graph.clone();
-  Node* after_inputs = nullptr;
-  for (Node* n : g->nodes())
-    if (n->op != NodeOp::kPlaceholder) {
-      after_inputs = n;
-      break;
-    }
   const int first = static_cast<int>(ph.size());
   for (const Found& f : found) {
+    // After the last placeholder (found again each time: the node there may be a copy's view,
+    // erased below).
+    Node* after_inputs = nullptr;
+    for (Node* n : g->nodes())
+      if (n->op != NodeOp::kPlaceholder) {
+        after_inputs = n;
+        break;
+      }
     Node* clone = g->find(f.clone);
     const Tensor& src = examples[static_cast<size_t>(f.source)];
     Shape shape;

@@ -3,6 +3,9 @@
 // whose weight the program only reads becomes a product over the weight's [out, in] copy, the
 // layout the decode GEMV streams row by row (and the linear fusions reach):
 //   addmm(b, x, W) -> linear(x, clone(t(W)), b)        mm(x, W) -> linear(x, clone(t(W)))
+//   view(addmm(b, view(x, [-1, k]), W), [..., n]) -> linear(x, clone(t(W)), b)
+// (the last is GPT-2's Conv1D: linear takes x as it lies, so the residual add after it joins the
+// product as it joins a linear layer's)
 // The copy is made once, not per call: a constant W (the engine's own weight) is transposed here,
 // at compile time, into a new constant; a W the caller binds (a parameter or read-only buffer of
 // a torch.export signature) is a prepared input, made by the engine each time that binding is
@@ -67,13 +70,24 @@ class PrepareInOutWeightsPass : public Pass {
       if (!read_only_weight(g, ctx, w)) continue;
       Node*& wt = prepared[w];
       if (wt == nullptr) wt = transposed(g, w, n);
+      // GPT-2 views its rows as a matrix for addmm and the product back: linear takes x as it
+      // is, so the product's readers (the residual add) see it as they would a linear layer's.
+      Node* result = n;
+      Node* rows = nullptr;  // the view of x as a matrix, when linear reads x itself
+      if (Node* back = viewed_back(g, metas, n, x, ym)) {
+        rows = x;
+        x = x->args[0].node;
+        result = back;
+      }
       std::vector<Value> args = {Value::node_ref(x), Value::node_ref(wt)};
       if (addmm) args.push_back(n->args[0]);
       Node* linear = g.insert_before(n, NodeOp::kCallFunction, "aten.linear.default",
                                      std::move(args), {}, n->name + "_rows");
-      linear->meta = n->meta;
-      g.replace_all_uses_with(n, linear);
+      linear->meta = result->meta;
+      g.replace_all_uses_with(result, linear);
+      if (result != n) g.erase(result);
       g.erase(n);
+      if (rows && g.users(rows).empty()) g.erase(rows);
       // A constant read only here is the engine's no more: its [out, in] copy replaces it.
       if (w->op == NodeOp::kGetAttr && g.users(w).empty()) {
         prepared.erase(w);
@@ -83,6 +97,27 @@ class PrepareInOutWeightsPass : public Pass {
   }
 
  private:
+  // The view of `mm`'s product back to the leading dims of the tensor `rows` views as a matrix
+  // (`view(addmm(b, view(x, [-1, k]), W), [..., n])`), its only reader; null when not so.
+  static Node* viewed_back(Graph& g, MetaTable& metas, Node* mm, Node* rows, const Tensor* y) {
+    auto is_view = [](const Node* v) {
+      const std::string name = op_name(v);
+      return (name == "view" || name == "reshape") && v->args.size() == 2 && v->kwargs.empty() &&
+             v->args[0].is_node();
+    };
+    if (!is_view(rows)) return nullptr;
+    const Tensor* src = metas.tensor(rows->args[0].node);
+    const Tensor* v = metas.tensor(rows);
+    if (!src || !v || src->dim() < 1 || src->size(-1) != v->size(1) || src->numel() != v->numel())
+      return nullptr;
+    const std::vector<Node*> users = g.users(mm);
+    if (users.size() != 1 || !is_view(users[0])) return nullptr;
+    const Tensor* back = metas.tensor(users[0]);
+    Shape want = src->shape();
+    want.back() = y->size(1);
+    return back && back->shape() == want ? users[0] : nullptr;
+  }
+
   // A constant, or a placeholder the signature binds to state that no output writes.
   static bool read_only_weight(const Graph& g, const PassContext& ctx, const Node* w) {
     if (w->op == NodeOp::kGetAttr) {
