@@ -158,22 +158,28 @@ TEST(PreparedWeights, EngineFilesKeepThePreparedBindings) {
 
 // INPLACE_PREPARE_WEIGHTS decides where the options leave it open (A/B runs of a model's step):
 // 0 keeps GPT-2's products over the weights as they lie on the cpu, 1 prepares them for a GPU's
-// graph; an explicit option wins; any other value is refused, naming the variable.
+// graph (in a build with CUDA); an explicit option wins; any other value is refused, naming the
+// variable.
 TEST(PreparedWeights, TheEnvironmentDecidesWhereTheOptionsLeaveItOpen) {
   auto g = hf_fixture("gpt2");
   const std::vector<Tensor> draw = seeded_hf_inputs(*g, 1, 64);
   auto prepared = [&](const CompileOptions& o) {
     return compile(*g, clones(draw), o).engine->plan().prepared.size();
   };
-  CompileOptions open, gpu, set;
-  gpu.fusion_device = DeviceType::kCuda;
-  set.prepare_weights = true;
-  EXPECT_EQ(prepared(open), static_cast<size_t>(kGpt2Products));
+  const size_t all = kGpt2Products;
+  CompileOptions open, on, off, gpu;
+  on.prepare_weights = true;
+  off.prepare_weights = false;
+  gpu.fusion_device = DeviceType::kCuda;  // its decode rows exist only in a build with CUDA
+  EXPECT_EQ(prepared(open), all);
   ::setenv("INPLACE_PREPARE_WEIGHTS", "0", 1);
   EXPECT_EQ(prepared(open), 0u);
-  EXPECT_EQ(prepared(set), static_cast<size_t>(kGpt2Products));
+  EXPECT_EQ(prepared(on), all);
   ::setenv("INPLACE_PREPARE_WEIGHTS", "1", 1);
-  EXPECT_EQ(prepared(gpu), static_cast<size_t>(kGpt2Products));
+  EXPECT_EQ(prepared(off), 0u);
+#ifdef INPLACE_WITH_CUDA
+  EXPECT_EQ(prepared(gpu), all);
+#endif
   ::setenv("INPLACE_PREPARE_WEIGHTS", "on", 1);
   EXPECT_TRUE(mentions(error_of([&] { prepared(open); }), {"INPLACE_PREPARE_WEIGHTS='on'"}));
   ::unsetenv("INPLACE_PREPARE_WEIGHTS");
