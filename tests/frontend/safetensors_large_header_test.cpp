@@ -65,8 +65,15 @@ std::pair<double, double> read_write_seconds(int n) {
 // (both slow every size alike) does not fail it; benchmarks give the seconds
 // (docs/performance.md, "safetensors headers of many tensors").
 TEST(SafetensorsLargeHeader, TwoHundredThousandTensorsParseInLinearTime) {
-  const auto [read_small, write_small] = read_write_seconds(kTensors / 4);
-  const auto [read_big, write_big] = read_write_seconds(kTensors);
+  // The best of three, the sizes alternating: another process's burst (CTest runs tests side by
+  // side) slows one run, not all three.
+  double read_small = 1e9, write_small = 1e9, read_big = 1e9, write_big = 1e9;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto [rs, ws] = read_write_seconds(kTensors / 4);
+    const auto [rb, wb] = read_write_seconds(kTensors);
+    read_small = std::min(read_small, rs), write_small = std::min(write_small, ws);
+    read_big = std::min(read_big, rb), write_big = std::min(write_big, wb);
+  }
   // A floor on the small times keeps a timer's granularity out of the ratio.
   EXPECT_LT(read_big, 10 * std::max(read_small, 0.01))
       << "reading " << kTensors / 4 << " tensors: " << read_small << " s, " << kTensors << ": "
