@@ -31,17 +31,6 @@ bool computes_in(DType d) {
   return d == DType::kFloat32 || d == DType::kBFloat16 || d == DType::kFloat16;
 }
 
-bool is_one(const Value& v) {
-  return (v.kind == Value::Kind::kInt || v.kind == Value::Kind::kFloat) &&
-         v.as_double("fuse_addmm") == 1.0;
-}
-
-bool is_view(const Node* n) {
-  const std::string name = op_name(n);
-  return (name == "view" || name == "reshape") && n->args.size() == 2 && n->kwargs.empty() &&
-         n->args[0].is_node();
-}
-
 class FuseAddmmPass : public Pass {
  public:
   std::string name() const override { return "fuse_addmm"; }
@@ -85,9 +74,9 @@ class FuseAddmmPass : public Pass {
     if (has_bias) {
       if (!mm->args[0].is_node()) return nullptr;
       for (size_t i = 3; i < mm->args.size(); ++i)
-        if (!is_one(mm->args[i])) return nullptr;
+        if (!is_number_one(mm->args[i])) return nullptr;
       for (const auto& [key, v] : mm->kwargs)
-        if ((key != "beta" && key != "alpha") || !is_one(v)) return nullptr;
+        if ((key != "beta" && key != "alpha") || !is_number_one(v)) return nullptr;
     } else if (mm->args.size() != 2 || !mm->kwargs.empty()) {
       return nullptr;
     }
@@ -99,7 +88,7 @@ class FuseAddmmPass : public Pass {
       return nullptr;
     // x: the rows' source when they are a view of it that keeps its last dim.
     Node* x = rows;
-    if (is_view(rows)) {
+    if (is_view_or_reshape(rows)) {
       const Tensor* src = metas.tensor(rows->args[0].node);
       if (src && src->dim() >= 1 && src->size(-1) == v->size(1) && src->numel() == v->numel())
         x = rows->args[0].node;
@@ -107,7 +96,7 @@ class FuseAddmmPass : public Pass {
     // The product viewed back to x's leading dims: the fused op's own shape.
     Node* result = mm;
     const std::vector<Node*> users = g.users(mm);
-    if (x != rows && users.size() == 1 && is_view(users[0])) {
+    if (x != rows && users.size() == 1 && is_view_or_reshape(users[0])) {
       const Tensor* back = metas.tensor(users[0]);
       Shape want = metas.tensor(x)->shape();
       want.back() = y->size(1);
@@ -132,9 +121,9 @@ class FuseAddmmPass : public Pass {
     if (users.size() != 1 || op_name(users[0]) != "add") return f;
     Node* add = users[0];
     if (add->args.size() < 2 || !add->args[0].is_node() || !add->args[1].is_node()) return f;
-    if (add->args.size() > 2 && !is_one(add->args[2])) return f;
+    if (add->args.size() > 2 && !is_number_one(add->args[2])) return f;
     for (const auto& [key, v] : add->kwargs)
-      if (key != "alpha" || !is_one(v)) return f;
+      if (key != "alpha" || !is_number_one(v)) return f;
     if (add->args[0].node == add->args[1].node) return f;
     Node* r = add->args[0].node == f ? add->args[1].node : add->args[0].node;
     const Tensor* tf = metas.tensor(f);

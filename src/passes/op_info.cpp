@@ -19,6 +19,17 @@ std::string op_name(const Node* n) {
   return n->is_call() ? Registry::get().canonical_name(n->target, &overload) : std::string();
 }
 
+bool is_number_one(const Value& v) {
+  return (v.kind == Value::Kind::kInt || v.kind == Value::Kind::kFloat) &&
+         v.as_double("is_number_one") == 1.0;
+}
+
+bool is_view_or_reshape(const Node* n) {
+  const std::string name = op_name(n);
+  return (name == "view" || name == "reshape") && n->args.size() == 2 && n->kwargs.empty() &&
+         n->args[0].is_node();
+}
+
 bool is_attention(const Node* n) {
   const std::string op = op_name(n);
   return op == "scaled_dot_product_attention" || op == "rounded_attention";

@@ -24,6 +24,12 @@ std::string op_name(const Node* n);
 // `dtype`: no device, layout, memory format or copy beyond the defaults.
 bool cast_only_to_dtype(const ResolvedCall& rc, DType dtype);
 
+// Whether `v` is the number 1 (an int or a float): addmm's beta and alpha, add's alpha.
+bool is_number_one(const Value& v);
+// Whether a call node is `view(x, shape)` or `reshape(x, shape)` of a node, positional arguments
+// only (the views GPT-2's Conv1D puts around its addmm).
+bool is_view_or_reshape(const Node* n);
+
 // Whether a call node is attention as the attention rewrites take it: scaled_dot_product_attention
 // or rounded_attention (the same arguments, and more keywords).
 bool is_attention(const Node* n);

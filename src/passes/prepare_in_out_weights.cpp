@@ -25,11 +25,6 @@ namespace inplace {
 
 namespace {
 
-bool is_one(const Value& v) {
-  return (v.kind == Value::Kind::kInt || v.kind == Value::Kind::kFloat) &&
-         v.as_double("prepare_in_out_weights") == 1.0;
-}
-
 bool float_dtype(DType d) {
   return d == DType::kFloat32 || d == DType::kBFloat16 || d == DType::kFloat16;
 }
@@ -49,7 +44,7 @@ class PrepareInOutWeightsPass : public Pass {
       if (n->args.size() != (addmm ? 3u : 2u)) continue;
       bool plain = true;
       for (const auto& [key, v] : n->kwargs)
-        plain &= (key == "beta" || key == "alpha") && is_one(v);
+        plain &= (key == "beta" || key == "alpha") && is_number_one(v);
       if (!plain) continue;
       const size_t xi = addmm ? 1 : 0;
       if (!n->args[xi].is_node() || !n->args[xi + 1].is_node()) continue;
@@ -100,18 +95,13 @@ class PrepareInOutWeightsPass : public Pass {
   // The view of `mm`'s product back to the leading dims of the tensor `rows` views as a matrix
   // (`view(addmm(b, view(x, [-1, k]), W), [..., n])`), its only reader; null when not so.
   static Node* viewed_back(Graph& g, MetaTable& metas, Node* mm, Node* rows, const Tensor* y) {
-    auto is_view = [](const Node* v) {
-      const std::string name = op_name(v);
-      return (name == "view" || name == "reshape") && v->args.size() == 2 && v->kwargs.empty() &&
-             v->args[0].is_node();
-    };
-    if (!is_view(rows)) return nullptr;
+    if (!is_view_or_reshape(rows)) return nullptr;
     const Tensor* src = metas.tensor(rows->args[0].node);
     const Tensor* v = metas.tensor(rows);
     if (!src || !v || src->dim() < 1 || src->size(-1) != v->size(1) || src->numel() != v->numel())
       return nullptr;
     const std::vector<Node*> users = g.users(mm);
-    if (users.size() != 1 || !is_view(users[0])) return nullptr;
+    if (users.size() != 1 || !is_view_or_reshape(users[0])) return nullptr;
     const Tensor* back = metas.tensor(users[0]);
     Shape want = src->shape();
     want.back() = y->size(1);
@@ -121,17 +111,15 @@ class PrepareInOutWeightsPass : public Pass {
   // A constant, or a placeholder the signature binds to state that no output writes.
   static bool read_only_weight(const Graph& g, const PassContext& ctx, const Node* w) {
     if (w->op == NodeOp::kGetAttr) {
-      for (const Mutation& m : ctx.mutations)
-        if (m.input >= 0 && m.input < static_cast<int>(ctx.input_names.size()) &&
-            ctx.input_names[m.input] == w->target)
-          return false;
       auto c = g.constants.find(w->target);
-      return c != g.constants.end() && c->second.defined() && !c->second.is_meta();
+      if (c == g.constants.end() || !c->second.defined() || c->second.is_meta()) return false;
+    } else if (w->op != NodeOp::kPlaceholder || !is_lifted_placeholder(g, w->name)) {
+      return false;
     }
-    if (w->op != NodeOp::kPlaceholder || !is_lifted_placeholder(g, w->name)) return false;
+    const std::string& input = w->op == NodeOp::kGetAttr ? w->target : w->name;
     for (const Mutation& m : ctx.mutations)
       if (m.input >= 0 && m.input < static_cast<int>(ctx.input_names.size()) &&
-          ctx.input_names[m.input] == w->name)
+          ctx.input_names[m.input] == input)
         return false;
     return true;
   }

@@ -1,6 +1,7 @@
 #include "program/engine_program.h"
 
 #include <algorithm>
+#include <set>
 
 #include "core/error.h"
 
@@ -27,7 +28,7 @@ bool can_be_weight(const Plan& plan, int i) {
   return true;
 }
 
-// Whether anything but a prepared binding reads input `i` (a step, an output, the refresh).
+// Whether anything but a prepared binding reads input `i` (a step, an output, a runtime value).
 bool read_by_steps(const Plan& plan, int i) {
   auto reads = [&](const TensorRef& r) {
     return r.buffer.kind == BufferKind::kInput && r.buffer.index == i;
@@ -61,18 +62,14 @@ Plan with_weights(Plan plan, std::map<int, EngineState> weights,
     }
     weights[p.input] = {plan.inputs[p.input].name, w->second.value.permute(p.perm).contiguous()};
   }
+  std::set<int> dropped;  // weights read only by their prepared copies, now constants
   for (const PreparedInput& p : plan.prepared)
-    if (weights.count(p.source) && !read_by_steps(plan, p.source)) weights.erase(p.source);
+    if (weights.count(p.source) && !read_by_steps(plan, p.source)) dropped.insert(p.source);
   std::vector<int> new_index(plan.inputs.size(), -1);
   std::vector<int> constant_of(plan.inputs.size(), -1);
   std::vector<Binding> inputs;
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
-    const bool folded_source =
-        std::any_of(plan.prepared.begin(), plan.prepared.end(), [&](const PreparedInput& p) {
-          return p.source == static_cast<int>(i) && weights.count(p.input) &&
-                 !weights.count(p.source);
-        });
-    if (folded_source) continue;  // read only by its prepared copy, now a constant
+    if (dropped.count(static_cast<int>(i))) continue;
     auto w = weights.find(static_cast<int>(i));
     if (w != weights.end()) {
       constant_of[i] = static_cast<int>(plan.constants.size());
