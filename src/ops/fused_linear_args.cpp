@@ -1,6 +1,7 @@
 #include "ops/fused_linear_args.h"
 
 #include "core/error.h"
+#include "ops/fused_pointwise_args.h"
 
 namespace inplace::fused_linear {
 
@@ -118,6 +119,7 @@ Tensor linear_meta(const Args& a) {
     IP_CHECK(r.shape() == out, kShapeMismatch, "[", kLinear, "] residual ", shape_str(r.shape()),
              " must be ", shape_str(out));
   }
+  check_epilogue(kLinear, a, kLinearEpilogue, x.dtype());
   return Tensor::meta(out, x.dtype());
 }
 
@@ -153,11 +155,21 @@ Tensor norm_form_meta(const char* norm_form, const Args& a) {
     IP_CHECK(nw.dtype() == dt || nw.dtype() == DType::kFloat32, kDTypeMismatch, "[", norm_form,
              "] norm weight is ", dtype_name(nw.dtype()), " but must be ", dtype_name(dt),
              " or float32 (norm '", kNormUpcastOnePlusWeight, "')");
+  if (norm == kNormLayer) {  // layer_norm's rule checks the weight's and bias's shapes
+    check_dtype(norm_form, "norm weight", nw, dt);
+    if (has_arg(a, kNormBias)) check_dtype(norm_form, "norm bias", a[kNormBias].tensor, dt);
+  } else {
+    IP_CHECK(!linear || !has_arg(a, kNormBias), kInvalidArgument, "[", norm_form,
+             "] a norm bias with norm '", norm, "' (only '", kNormLayer, "' has one)");
+  }
   const Args p = product_args(norm_form, Value::from_tensor(normed[0]), a);
   Tensor out = linear ? linear_meta(p) : gated_mlp_meta(p);
   Tensor cos, sin;
   int64_t cols = 0;
-  if (linear) rotary_of(a, out.size(-1), &cos, &sin, &cols);  // checks them
+  if (linear && rotary_of(a, out.size(-1), &cos, &sin, &cols))  // checks them
+    IP_CHECK(!has_epilogue(a, kNormEpilogue), kInvalidArgument, "[", norm_form,
+             "] an epilogue program after a rotary epilogue");
+  if (linear) check_epilogue(norm_form, a, kNormEpilogue, dt);
   return out;
 }
 
@@ -188,21 +200,40 @@ std::string norm_of(const char* norm_form, const Args& a) {
   const size_t at = std::string(norm_form) == kNormLinear ? kLinearNorm : kGatedMlpNorm;
   if (a.size() <= at || a[at].is_none()) return kNormRms;
   const std::string norm = a[at].as_string(norm_form);
+  const bool layer = norm == kNormLayer && std::string(norm_form) == kNormLinear;
   IP_CHECK(norm == kNormRms || norm == kNormUpcast || norm == kNormUpcastFloatWeight ||
-               norm == kNormUpcastOnePlusWeight,
+               norm == kNormUpcastOnePlusWeight || layer,
            kInvalidArgument, "[", norm_form, "] norm '", norm, "' is not one of '", kNormRms,
            "', '", kNormUpcast, "', '", kNormUpcastFloatWeight, "', '", kNormUpcastOnePlusWeight,
-           "'");
+           std::string(norm_form) == kNormLinear ? "', '" + std::string(kNormLayer) : "", "'");
   return norm;
 }
 
 const char* norm_op(const std::string& norm) {
-  return norm == kNormRms ? "rms_norm" : "upcast_rms_norm";
+  return norm == kNormRms ? "rms_norm" : norm == kNormLayer ? "layer_norm" : "upcast_rms_norm";
+}
+
+size_t epilogue_at(const std::string& op) {
+  return op == kNormLinear ? static_cast<size_t>(kNormEpilogue)
+                           : static_cast<size_t>(kLinearEpilogue);
+}
+
+void check_epilogue(const char* op, const Args& a, size_t pos, DType dtype) {
+  if (!has_epilogue(a, pos)) return;
+  const pointwise::Program p = pointwise::decode(a[pos].as_int_list(op), std::vector<DType>{dtype});
+  IP_CHECK(p.out == dtype, kDTypeMismatch, "[", op, "] an epilogue whose result is ",
+           dtype_name(p.out), ", not the input's ", dtype_name(dtype));
 }
 
 Args norm_op_args(const char* norm_form, const Args& a, const Value& float_weight) {
   const std::string norm = norm_of(norm_form, a);
   if (norm == kNormRms) return norm_args(norm_form, a);
+  if (norm == kNormLayer) {
+    Args n = norm_args(norm_form, a);  // input, [k], norm_weight, eps
+    n.insert(n.begin() + 3, a.size() > kNormBias ? a[kNormBias] : Value::none());
+    n.push_back(Value::boolean(false));
+    return n;
+  }
   if (norm != kNormUpcastOnePlusWeight)
     return {a[kInput], a[kNormWeight], a[kEps], Value::boolean(norm == kNormUpcastFloatWeight)};
   if (!float_weight.is_none()) return {a[kInput], float_weight, a[kEps], Value::boolean(true)};

@@ -2,14 +2,14 @@
 // op computes in its input's dtype; its weights may be of a narrower float dtype (a bfloat16
 // weight with a float32 input: the product reads the weight's bytes where they lie, widening as
 // it goes, instead of a float32 copy of the weight made on every call):
-//   fused_linear(input, weight, bias, residual, more_weights, more_biases)
-//                                                    = [residual +] linear(input, weight, bias)
+//   fused_linear(input, weight, bias, residual, more_weights, more_biases, epilogue)
+//                                                    = e([residual +] linear(input, weight, bias))
 //   gated_mlp(input, gate_weight, up_weight, activation)
 //                                                    = act(input @ gate_weight^T) *
 //                                                      (input @ up_weight^T)
 //                                                      (act: "silu" or "gelu_tanh")
 //   rms_norm_linear(input, norm_weight, eps, weight, bias, cos, sin, rotary_cols, norm,
-//                   more_weights, more_biases)
+//                   more_weights, more_biases, norm_bias, epilogue)
 //   rms_norm_gated_mlp(input, norm_weight, eps, gate_weight, up_weight, activation, norm)
 // A norm form (an RMSNorm prologue) is its product on the normalised input: the product's
 // arguments are the input, then the ones after eps. Its `norm` names the norm: "rms_norm"
@@ -17,7 +17,13 @@
 // (upcast_rms_norm(input, norm_weight, eps, weight_in_float), Hugging Face's RMSNorm at a half
 // dtype: ops/nn_ops.cpp), or "upcast_one_plus_weight" (Gemma's: upcast_rms_norm(input,
 // 1 + norm_weight.to(float32), eps, True), norm_weight the model's own, of the input's dtype or
-// float32; 1 + w computed as the chain's float32 add computes it).
+// float32; 1 + w computed as the chain's float32 add computes it), or "layer" (layer_norm(input,
+// [k], norm_weight, norm_bias, eps): GPT-2's LayerNorm, its weight and bias of the input's dtype,
+// the bias optional).
+// e, the epilogue (fused_linear's and rms_norm_linear's `epilogue`; [] : none), is a
+// fused_pointwise program over the one input, the product's finished value, whose result is of
+// the input's dtype (GPT-2's GELU-tanh chain after c_fc: fuse_product_epilogues); not with a
+// rotary epilogue.
 // more_weights (a grouped product: merge_sibling_linears where the weights are the caller's, which
 // it does not copy into one stacked constant): further weights of weight's dtype and k, at most
 // kMaxWeights in all; the result's columns are the product with weight, then with each further
@@ -50,8 +56,9 @@ enum Arg {
   kUpWeight = 2,
   kResidual = 3,
   kActivation = 3,
-  kMoreWeights = 4,  // fused_linear's
-  kMoreBiases = 5,   // fused_linear's
+  kMoreWeights = 4,     // fused_linear's
+  kMoreBiases = 5,      // fused_linear's
+  kLinearEpilogue = 6,  // fused_linear's
 };
 // Argument positions of the norm forms (input is kInput; the product's weight, then its bias or
 // up weight, from kProductWeight).
@@ -66,6 +73,8 @@ enum NormArg {
   kLinearNorm = 8,       // rms_norm_linear's norm
   kNormMoreWeights = 9,  // rms_norm_linear's more_weights
   kNormMoreBiases = 10,  // rms_norm_linear's more_biases
+  kNormBias = 11,        // rms_norm_linear's norm_bias (norm "layer")
+  kNormEpilogue = 12,    // rms_norm_linear's epilogue
   kGatedMlpNorm = 6,     // rms_norm_gated_mlp's norm
 };
 
@@ -74,6 +83,7 @@ inline constexpr const char* kNormRms = "rms_norm";
 inline constexpr const char* kNormUpcast = "upcast";
 inline constexpr const char* kNormUpcastFloatWeight = "upcast_float_weight";
 inline constexpr const char* kNormUpcastOnePlusWeight = "upcast_one_plus_weight";
+inline constexpr const char* kNormLayer = "layer";
 
 // Whether `args` (a node's, which may stop before the defaults, or bound ones) sets position
 // `pos` to something other than None.
@@ -84,6 +94,14 @@ inline bool has_arg(const std::vector<Value>& args, size_t pos) {
 // Whether a node's or a bound call's `args` give position `pos` (more_weights, more_biases) a
 // non-empty list.
 inline bool has_more_weights(const std::vector<Value>& args, size_t pos) {
+  return args.size() > pos && args[pos].is_sequence() && !args[pos].items.empty();
+}
+
+// The epilogue's position in a fused_linear (kLinearEpilogue) or rms_norm_linear (kNormEpilogue)
+// node or call; `op` names which.
+size_t epilogue_at(const std::string& op);
+// Whether `args` give the epilogue at `pos` a non-empty program.
+inline bool has_epilogue(const std::vector<Value>& args, size_t pos) {
   return args.size() > pos && args[pos].is_sequence() && !args[pos].items.empty();
 }
 
@@ -119,14 +137,18 @@ Tensor norm_form_meta(const char* norm_form, const Args& a);
 // The linear norm form's rotary arguments, checked against its n result columns: false when
 // rotary_cols is 0, else cos, sin (rows of one even d, the input's dtype) and cols.
 bool rotary_of(const Args& a, int64_t n, Tensor* cos, Tensor* sin, int64_t* cols);
+// Checks an epilogue program (at position `pos` of `a`) over a result of `dtype`: one input, its
+// result of that dtype; throws naming `op`.
+void check_epilogue(const char* op, const Args& a, size_t pos, DType dtype);
 // rms_norm's arguments (input, [k], norm_weight, eps) from a norm form's first three.
 Args norm_args(const char* name, const Args& a);
 // The norm a norm form names (kNormRms when its `norm` is left out); throws on another name.
 std::string norm_of(const char* norm_form, const Args& a);
-// The norm's op and arguments: rms_norm's (norm_args) or upcast_rms_norm's
-// (input, norm_weight, eps, weight_in_float). With "upcast_one_plus_weight" upcast_rms_norm's
-// weight is `float_weight` (1 + norm_weight.to(float32), the caller's: one_plus_weight), or a
-// float32 meta of norm_weight's shape where it is left out (a shape rule's).
+// The norm's op and arguments: rms_norm's (norm_args), layer_norm's (input, [k], norm_weight,
+// norm_bias, eps, False) or upcast_rms_norm's (input, norm_weight, eps, weight_in_float). With
+// "upcast_one_plus_weight" upcast_rms_norm's weight is `float_weight` (1 + norm_weight.to(float32),
+// the caller's: one_plus_weight), or a float32 meta of norm_weight's shape where it is left out (a
+// shape rule's).
 const char* norm_op(const std::string& norm);
 Args norm_op_args(const char* norm_form, const Args& a, const Value& float_weight = Value::none());
 

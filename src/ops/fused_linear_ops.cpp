@@ -9,7 +9,10 @@
 // cos, sin), cos and sin d elements (one position). Every backend computes each result element
 // by the same float operations, in the same order, as the chain's kernels. Both may read more
 // weights (more_weights: merge_sibling_linears' grouped product), their columns after weight's,
-// and a bias of each (more_biases: the siblings' own, where they have biases).
+// and a bias of each (more_biases: the siblings' own, where they have biases). rms_norm_linear's
+// norm may be a LayerNorm instead (norm="layer", with norm_bias: GPT-2's ln_1, ln_2 and ln_f
+// before the products prepare_in_out_weights made), and either may run an epilogue program on
+// its finished value (fuse_product_epilogues: GPT-2's GELU after c_fc).
 // fused_addmm: the product over an [in, out] weight (addmm's), its bias, residual and LayerNorm
 // prologue (ops/fused_addmm_args.h).
 // Shape rules and argument positions: ops/fused_linear_args.h.
@@ -23,12 +26,13 @@ void register_fused_linear_ops(Registry& r) {
   using namespace fused_linear;
   r.add_out(
       "fused_linear(Tensor input, Tensor weight, Tensor? bias=None, Tensor? residual=None, "
-      "Tensor[] more_weights=[], Tensor[] more_biases=[]) -> Tensor",
+      "Tensor[] more_weights=[], Tensor[] more_biases=[], int[] epilogue=[]) -> Tensor",
       [](const Args& a) { return std::vector<Tensor>{linear_meta(a)}; }, nullptr);
   r.add_out(
       "rms_norm_linear(Tensor input, Tensor norm_weight, float eps, Tensor weight, Tensor? "
       "bias=None, Tensor? cos=None, Tensor? sin=None, int rotary_cols=0, str norm=\"rms_norm\", "
-      "Tensor[] more_weights=[], Tensor[] more_biases=[]) -> Tensor",
+      "Tensor[] more_weights=[], Tensor[] more_biases=[], Tensor? norm_bias=None, int[] "
+      "epilogue=[]) -> Tensor",
       [](const Args& a) { return std::vector<Tensor>{norm_form_meta(kNormLinear, a)}; }, nullptr);
   r.add_out(
       "fused_addmm(Tensor input, Tensor weight, Tensor? bias=None, Tensor? residual=None, float? "

@@ -79,9 +79,10 @@ std::unique_ptr<Pass> make_fuse_linear_epilogues_pass();
 // layer_norm before it become one fused_addmm(x, W, b, residual, eps, norm_weight, norm_bias).
 std::unique_ptr<Pass> make_fuse_addmm_pass();
 
-// fuse_addmm_epilogues (after fuse_pointwise): a fused_pointwise step over one fused_addmm
-// product that nothing else reads becomes the product's epilogue program (GPT-2's GELU-tanh).
-std::unique_ptr<Pass> make_fuse_addmm_epilogues_pass();
+// fuse_product_epilogues (after fuse_pointwise): a fused_pointwise step over one fused_addmm,
+// fused_linear or rms_norm_linear product that nothing else reads becomes the product's
+// epilogue program (GPT-2's GELU-tanh).
+std::unique_ptr<Pass> make_fuse_product_epilogues_pass();
 
 // merge_sibling_linears (PassOptions::merge_sibling_linears; on where the backend prefers it):
 // bias-free fused_linear products of one decode-size input become one product over the stacked
@@ -91,7 +92,8 @@ std::unique_ptr<Pass> make_merge_sibling_linears_pass();
 // fuse_norm_prologues (PassOptions::fuse_norm_prologues; on where the backend prefers it): at
 // decode size, fused_linear(rms_norm(x, [k], w, eps), W, b) becomes rms_norm_linear(x, w, eps,
 // W, b) and gated_mlp(rms_norm(...), Wg, Wu, act) becomes rms_norm_gated_mlp(x, w, eps, Wg, Wu,
-// act), when the product is the norm's only reader.
+// act), when the product is the norm's only reader; a layer_norm(x, [k], w, b, eps) before a
+// fused_linear becomes rms_norm_linear(x, w, eps, W, bias, norm="layer", norm_bias=b).
 std::unique_ptr<Pass> make_fuse_norm_prologues_pass();
 
 // fuse_rotary_epilogues: rotary_embedding of head-aligned column ranges (q and k) of one

@@ -51,7 +51,7 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   passes.push_back(make_fuse_norm_prologues_pass());
   passes.push_back(make_fuse_rotary_epilogues_pass());
   passes.push_back(make_fuse_pointwise_pass());
-  passes.push_back(make_fuse_addmm_epilogues_pass());
+  passes.push_back(make_fuse_product_epilogues_pass());
   return passes;
 }
 
@@ -75,7 +75,7 @@ const char* const kOptionalRewrites[] = {"drop_identity_casts",      "recognize_
                                          "fuse_rotary_table",        "fuse_rotary",
                                          "fuse_rotary_epilogues",    "fuse_pointwise",
                                          "fuse_linear_epilogues",    "fuse_addmm",
-                                         "fuse_addmm_epilogues",     "prepare_in_out_weights"};
+                                         "fuse_product_epilogues",   "prepare_in_out_weights"};
 
 bool is_optional_rewrite(const std::string& name) {
   for (const char* r : kOptionalRewrites)

@@ -25,7 +25,7 @@ TEST(HfPointwise, DecodeStepsRunFewerStepsAndStayBitwise) {
     std::vector<std::vector<Tensor>> draws;
     for (uint32_t s = 1; s <= 3; ++s) draws.push_back(seeded_hf_inputs(*g, s * 7, 32));
     const std::string plan = expect_rewrite_exact(*g, draws[0], draws, {"fuse_pointwise"}, 0);
-    // GPT-2's one chain (its GELU-tanh) is c_fc's epilogue (fuse_addmm_epilogues).
+    // GPT-2's one chain (its GELU-tanh) is c_fc's epilogue (fuse_product_epilogues).
     if (std::string(file).find("gpt2") == std::string::npos)
       EXPECT_GT(count_of(plan, "fused_pointwise"), 0) << plan;
     CompileOptions without;

@@ -237,15 +237,15 @@ const std::set<std::string> kNamedFusions = {
 
 // fuse_pointwise for cuda: its chains become fused_pointwise steps that cuda's kernel runs (none
 // on the host), and it runs after the named fusions, whose steps it leaves as they are (GPT-2's
-// GELU step stays its own here: fuse_addmm_epilogues, left out, would make it c_fc's epilogue).
+// GELU step stays its own here: fuse_product_epilogues, left out, would make it c_fc's epilogue).
 // At bfloat16 Llama and Gemma keep no chain for it: their one chain, the rotary table, is
 // fuse_rotary_table's step.
 TEST(HostSteps, HuggingFaceFixturesFusePointwiseOnCuda) {
   int fused_models = 0;
   for (const char* model : {"llama", "llama_bf16", "gpt2", "gemma", "gemma_bf16", "phi3"}) {
     SCOPED_TRACE(model);
-    Plan with = cuda_plan_of_fixture(model, {"fuse_addmm_epilogues"}),
-         without = cuda_plan_of_fixture(model, {"fuse_pointwise", "fuse_addmm_epilogues"});
+    Plan with = cuda_plan_of_fixture(model, {"fuse_product_epilogues"}),
+         without = cuda_plan_of_fixture(model, {"fuse_pointwise", "fuse_product_epilogues"});
     auto named = [](const Plan& p) {
       std::map<std::string, int> n;
       for (const Step& s : p.steps)

@@ -80,7 +80,8 @@ TEST(RenamedOps, AProgramFileOfTheOldNamesLoadsAndComputesAsBefore) {
 }
 
 // A file of the build before more_biases: its grouped product's step (fused_linear with five
-// arguments) loads with more_biases=[] and computes as the engine it was made from.
+// arguments) loads with more_biases=[] and epilogue=[] and computes as the engine it was made
+// from.
 TEST(RenamedOps, AStepWithoutAnArgumentAddedSinceTakesItsDefault) {
   GraphBuilder b("siblings");
   Node* x = b.placeholder("x");
@@ -100,7 +101,8 @@ TEST(RenamedOps, AStepWithoutAnArgumentAddedSinceTakesItsDefault) {
   int grouped = 0;
   for (Step& s : old.steps)
     if (s.op && s.op->schema.full_name() == "fused_linear") {
-      ASSERT_EQ(s.args.size(), 6u);
+      ASSERT_EQ(s.args.size(), 7u);
+      s.args.pop_back();  // epilogue
       s.args.pop_back();  // more_biases
       ++grouped;
     }
@@ -108,7 +110,7 @@ TEST(RenamedOps, AStepWithoutAnArgumentAddedSinceTakesItsDefault) {
   const std::string bytes = serialize_engine(*Engine::from_plan(old, "old", {}));
   const std::shared_ptr<const Engine> loaded = deserialize_engine(bytes, "old");
   for (const Step& s : loaded->plan().steps)
-    if (s.op && s.op->schema.full_name() == "fused_linear") EXPECT_EQ(s.args.size(), 6u);
+    if (s.op && s.op->schema.full_name() == "fused_linear") EXPECT_EQ(s.args.size(), 7u);
   auto run = [&](const std::shared_ptr<const Engine>& engine) {
     ExecutionContext ctx(engine);
     for (size_t i = 0; i < in.size(); ++i) ctx.bind_input(static_cast<int>(i), in[i]);

@@ -35,7 +35,7 @@ TEST(Pipeline, EnginePassesFollowFunctionalization) {
                                       "fuse_linear_epilogues",  "fuse_addmm",
                                       "merge_sibling_linears",  "fuse_norm_prologues",
                                       "fuse_rotary_epilogues",  "fuse_pointwise",
-                                      "fuse_addmm_epilogues"}));
+                                      "fuse_product_epilogues"}));
   std::vector<std::string> all = functionalization_pass_names();
   all.push_back("drop_eval_dropout");
   all.push_back("lift_mutated_buffers");
@@ -57,7 +57,7 @@ TEST(Pipeline, EnginePassesFollowFunctionalization) {
   all.push_back("fuse_norm_prologues");
   all.push_back("fuse_rotary_epilogues");
   all.push_back("fuse_pointwise");
-  all.push_back("fuse_addmm_epilogues");
+  all.push_back("fuse_product_epilogues");
   EXPECT_EQ(pass_names(compile_passes()), all);
 }
 

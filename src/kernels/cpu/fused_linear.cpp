@@ -5,8 +5,9 @@
 // Arguments are read at the positions of ops/fused_linear_args.h, whose shape rules each kernel
 // checks first. Exact: every result element is computed by the same float operations, in the
 // same order, as the chain's kernels; a norm form runs the chain itself (the norm into a
-// temporary, the product, then the rotation). At a half dtype the product runs the chain's own
-// kernels (chain.h: linear, add, silu or gelu, mul), each rounding its result to that dtype.
+// temporary, the product, then the rotation; a LayerNorm's too), and an epilogue program runs as
+// the fused_pointwise kernel on the finished result. At a half dtype the product runs the chain's
+// own kernels (chain.h: linear, add, silu or gelu, mul), each rounding its result to that dtype.
 #include <algorithm>
 
 #include "core/error.h"
@@ -229,7 +230,14 @@ void rotate_prefix(const Tensor& y, const Tensor& cos, const Tensor& sin, int64_
     }
 }
 
-const ChainOp kRmsNormOp("rms_norm"), kUpcastRmsNormOp("upcast_rms_norm");
+const ChainOp kRmsNormOp("rms_norm"), kUpcastRmsNormOp("upcast_rms_norm"),
+    kLayerNormOp("layer_norm"), kPointwiseOp("fused_pointwise");
+
+// The epilogue program at `pos` (when given) on the finished result, in place: the
+// fused_pointwise kernel the unfused chain runs.
+void run_epilogue(const Args& a, size_t pos, const Tensor& y) {
+  if (has_epilogue(a, pos)) kPointwiseOp.into({Value::list({Value::from_tensor(y)}), a[pos]}, y);
+}
 
 // Gemma's 1 + w.to(float32) (norm="upcast_one_plus_weight") as its chain: the cast, then the add
 // of the number.
@@ -241,15 +249,17 @@ Value one_plus_weight(const Tensor& w) {
 
 using Product = void (*)(const Args&, const std::vector<Tensor>&);
 
-// The norm form as its chain: its norm (rms_norm or upcast_rms_norm, Gemma's weight's 1 + w
-// first) into a temporary, the product, then the rotation.
+// The norm form as its chain: its norm (rms_norm, layer_norm or upcast_rms_norm, Gemma's
+// weight's 1 + w first) into a temporary, the product, then the rotation or the epilogue program.
 Kernel norm_form(const char* name, Product run_product) {
   return [name, run_product](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
     const std::string norm = norm_of(name, a);
     const Value float_weight =
         norm == kNormUpcastOnePlusWeight ? one_plus_weight(a[kNormWeight].tensor) : Value::none();
-    const Tensor normed =
-        (norm == kNormRms ? kRmsNormOp : kUpcastRmsNormOp)(norm_op_args(name, a, float_weight));
+    const ChainOp& norm_op = norm == kNormRms     ? kRmsNormOp
+                             : norm == kNormLayer ? kLayerNormOp
+                                                  : kUpcastRmsNormOp;
+    const Tensor normed = norm_op(norm_op_args(name, a, float_weight));
     run_product(product_args(name, Value::from_tensor(normed), a), out);  // its more weights too
     Tensor cos, sin;
     int64_t cols = 0;
@@ -258,6 +268,7 @@ Kernel norm_form(const char* name, Product run_product) {
                "] a rotated result that is not contiguous");
       rotate_prefix(out[0], cos.contiguous(), sin.contiguous(), cols);
     }
+    if (std::string(name) == kNormLinear) run_epilogue(a, kNormEpilogue, out[0]);
   };
 }
 
@@ -330,6 +341,12 @@ void run_fused_linear(const Args& a, const std::vector<Tensor>& out) {
   }
 }
 
+// fused_linear with its epilogue program.
+void run_fused_linear_op(const Args& a, const std::vector<Tensor>& out) {
+  run_fused_linear(a, out);
+  run_epilogue(a, kLinearEpilogue, out[0]);
+}
+
 Kernel kernel(Product run) {
   return
       [run](const Args& a, const std::vector<Tensor>& out, const KernelContext&) { run(a, out); };
@@ -345,7 +362,7 @@ std::string supports_norm_form(const char* name, const Args& a) {
 
 void register_fused_linear_kernels(KernelTable& table) {
   const DeviceType c = DeviceType::kCpu;
-  table.add(c, kLinear, kernel(run_fused_linear), supports);
+  table.add(c, kLinear, kernel(run_fused_linear_op), supports);
   table.add(c, kGatedMlp, kernel(run_gated_mlp), supports);
   table.add(c, kNormLinear, norm_form(kNormLinear, run_fused_linear),
             [](const Args& a) { return supports_norm_form(kNormLinear, a); });

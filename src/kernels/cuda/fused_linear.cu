@@ -78,6 +78,8 @@ void gemv_bf16(const GemvBf16& given, void* stream) {
     case GemvEpilogue::kSwiGLU:
       launch<GemvEpilogue::kSwiGLU>(g, vector, blocks, s);
       break;
+    case GemvEpilogue::kGeluNew:
+      IP_CHECK(false, kInternal, "[cuda] fused_linear: a GELU epilogue on a float32 input");
   }
   IP_CUDA_CHECK(cudaGetLastError(), "fused_linear");
 }

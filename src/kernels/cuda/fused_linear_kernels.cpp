@@ -12,7 +12,9 @@
 #include "kernels/cuda/registration.h"
 #include "kernels/cuda/row_write.h"
 #include "ops/fused_linear_args.h"
+#include "ops/fused_pointwise_args.h"
 #include "ops/kv_cache_args.h"
+#include "ops/pointwise_forms.h"
 
 namespace inplace::cuda {
 
@@ -115,6 +117,28 @@ std::string half_operands(const Args& a, const Tensor& y, GemvHalf* g, bool data
   return "";
 }
 
+// The epilogue program at `pos` of `a` (fused_linear's or rms_norm_linear's): "" when it has none
+// or it is GPT-2's gelu_new at the half input's dtype (*gelu its numbers), else why the kernels
+// cannot run it.
+std::string epilogue_form(const Args& a, size_t pos, pointwise::GeluNew* gelu) {
+  if (!has_epilogue(a, pos)) return "";
+  if (!half_input(a)) return "an epilogue program at float32";
+  const DType t = a[kInput].tensor.dtype();
+  const pointwise::Program p = pointwise::decode(a[pos].as_int_list(kLinear), {t});
+  if (p.code.empty() || static_cast<DType>(p.code[0].dtype) != t ||
+      !pointwise::match_gelu_new(p.code.data(), static_cast<int>(p.code.size()), gelu))
+    return "an epilogue program other than GPT-2's gelu_new at the input's dtype";
+  return "";
+}
+
+// Sets g's kGeluNew epilogue when `a` has the epilogue program at `pos` (epilogue_form's).
+void add_epilogue(const Args& a, size_t pos, const char* op, GemvHalf* g) {
+  if (!has_epilogue(a, pos)) return;
+  const std::string why = epilogue_form(a, pos, &g->gelu);
+  IP_CHECK(why.empty(), kUnsupported, "[cuda] ", op, ": ", why);
+  g->epilogue = GemvEpilogue::kGeluNew;
+}
+
 // fused_linear (its residual too) at a half dtype.
 std::string supports_half_linear(const Args& a) {
   GemvHalf g;
@@ -177,6 +201,11 @@ std::string supports_linear(const Args& a) {
 }
 
 std::string supports(const Args& a) {
+  pointwise::GeluNew gelu;
+  const std::string epilogue = epilogue_form(a, kLinearEpilogue, &gelu);
+  if (!epilogue.empty()) return epilogue;
+  if (has_epilogue(a, kLinearEpilogue) && has_arg(a, kResidual))
+    return "a residual and an epilogue program";
   if (half_input(a)) return supports_half_linear(a);
   if (!has_arg(a, kResidual)) return supports_linear(a);
   if (!a[kBias].is_none() && !a[kBias].tensor.is_contiguous())
@@ -216,6 +245,7 @@ void run_half_linear(const Args& a, const std::vector<Tensor>& outs, const Kerne
     g.residual_stride = stride;
     g.epilogue = GemvEpilogue::kResidual;
   }
+  add_epilogue(a, kLinearEpilogue, kLinear, &g);
   gemv_half(g, ctx.queue);
 }
 
@@ -303,12 +333,22 @@ std::string supports_rotary(const Args& a) {
 
 // A half norm form's norm (upcast_rms_norm): its weight of the input's dtype, or float32 for
 // norm="upcast_float_weight", either for "upcast_one_plus_weight", contiguous [k], k within
-// gemv_half's shared row.
+// gemv_half's shared row; a LayerNorm (norm="layer"): its weight and bias (when given) contiguous
+// [k] of the input's dtype.
 std::string supports_half_norm(const char* norm_form, const Args& a) {
   const std::string norm = norm_of(norm_form, a);
   if (norm == kNormRms) return "rms_norm at a half dtype (the GPU runs upcast_rms_norm's form)";
   const Tensor& nw = a[kNormWeight].tensor;
   const Tensor& x = a[kInput].tensor;
+  if (norm == kNormLayer) {
+    auto fits = [&](const Tensor& t) {
+      return t.is_contiguous() && t.dtype() == x.dtype() && t.dim() == 1 && t.size(0) == x.size(-1);
+    };
+    if (!fits(nw) || (has_arg(a, kNormBias) && !fits(a[kNormBias].tensor)))
+      return "a LayerNorm weight or bias that is not a contiguous [k] of the input's dtype";
+    if (x.size(-1) > kGemvHalfMaxNormK) return "a norm over more elements than a block holds";
+    return "";
+  }
   const DType want = norm == kNormUpcastFloatWeight ? DType::kFloat32 : x.dtype();
   const bool either = norm == kNormUpcastOnePlusWeight && nw.dtype() == DType::kFloat32;
   if (!nw.is_contiguous() || (nw.dtype() != want && !either) || nw.dim() != 1 ||
@@ -321,8 +361,15 @@ std::string supports_half_norm(const char* norm_form, const Args& a) {
 void add_half_norm(const char* norm_form, const Args& a, GemvHalf* g) {
   if (g->rows > 0 && g->n > 0) g->norm_w = a[kNormWeight].tensor.data_ptr();
   g->norm_w_float = a[kNormWeight].tensor.dtype() == DType::kFloat32;
-  g->norm_one_plus = norm_of(norm_form, a) == kNormUpcastOnePlusWeight;
+  const std::string norm = norm_of(norm_form, a);
+  g->norm_one_plus = norm == kNormUpcastOnePlusWeight;
   g->eps = static_cast<float>(a[kEps].as_double(norm_form));
+  if (norm == kNormLayer) {
+    g->norm_layer = true;
+    g->layer_eps = a[kEps].as_double(norm_form);
+    if (g->rows > 0 && g->n > 0 && has_arg(a, kNormBias) && a[kNormBias].tensor.numel() > 0)
+      g->norm_b = a[kNormBias].tensor.data_ptr();
+  }
 }
 
 std::string supports_norm(const Args& a) {
@@ -334,12 +381,15 @@ std::string supports_norm(const Args& a) {
 }
 
 std::string supports_norm_linear(const Args& a) {
+  pointwise::GeluNew gelu;
+  const std::string epilogue = epilogue_form(a, kNormEpilogue, &gelu);
+  if (!epilogue.empty()) return epilogue;
   if (half_input(a)) {
     std::string why = supports_half_norm(kNormLinear, a);
     if (why.empty()) why = supports_rotary(a);
     return why.empty() ? supports_half_linear(product_args(kNormLinear, a)) : why;
   }
-  if (norm_of(kNormLinear, a) != kNormRms) return "an upcast norm at float32";
+  if (norm_of(kNormLinear, a) != kNormRms) return "an upcast norm or a LayerNorm at float32";
   std::string why = supports_norm(a);
   if (why.empty()) why = supports_rotary(a);
   return why.empty() ? supports_linear(product_args(kNormLinear, a)) : why;
@@ -380,6 +430,7 @@ GemvHalf half_norm_linear(const Args& a, const std::vector<Tensor>& outs) {
     g.rot_cols = a[kRotaryCols].i;
     g.rot_d = a[kCos].tensor.size(-1);
   }
+  add_epilogue(a, kNormEpilogue, kNormLinear, &g);
   return g;
 }
 

@@ -10,6 +10,11 @@
 //   mean), h = float(x) * inv, then T(float(norm_w) * float(T(h))), or T(h * norm_w) with a
 //   float32 norm_w (Gemma's 1 + w), or with norm_one_plus T(h * (1.f + float(norm_w))) (Gemma's
 //   own weight, of T or float32: the chain's add of 1 done here);
+//   with norm_layer, each input row first becomes layer_norm(x, [k], norm_w, norm_b, eps) as the
+//   cpu kernel computes it (layer_norm_device.cuh: mean and variance in double, then
+//   T(((x - mean) * rstd) * w + b) in double), norm_w and norm_b of T;
+//   kGeluNew: the value so far (bias added, rounded) runs GPT-2's gelu_new as the one-dtype
+//   interpreter does (gelu_new_device.cuh), each op rounded to T;
 //   kNone with rot_cols > 0 (rms_norm_linear's rotary epilogue: fuse_rotary_epilogues): each
 //   rot_d-wide block of columns [0, rot_cols) of the rounded result is rotated as the standalone
 //   rotary_embedding step at T: a = T(v * cos[j]), b = T(rotate_half(v) * sin[j]), y = T(a + b)
@@ -24,6 +29,7 @@
 
 #include "core/dtype.h"
 #include "kernels/cuda/launch.h"
+#include "ops/pointwise_forms.h"
 
 namespace inplace::cuda {
 
@@ -60,9 +66,19 @@ struct GemvHalf {
   // prefix first), task groups (a block's tasks at a time), rounds a task, elements a round.
   int32_t split = 1;
   uint32_t tasks = 0, rot_tasks = 0, groups = 0, rounds = 0, round_k = 0;
+  // The LayerNorm form: norm_w (and norm_b, T [k], or null) are a LayerNorm's, eps layer_eps.
+  // (Last, as kGeluNew's numbers: the other forms' kernels read their fields where they were.)
+  bool norm_layer = false;
+  const void* norm_b = nullptr;
+  double layer_eps = 0;
+  pointwise::GeluNew gelu;  // kGeluNew's numbers
 };
 
 void gemv_half(const GemvHalf& g, void* stream);
+// The products with a LayerNorm prologue or the kGeluNew epilogue (gemv_half_layer.cu, compiled
+// with --fmad=false as the interpreter whose roundings the epilogue repeats); gemv_half passes
+// them on.
+void gemv_half_layer(const GemvHalf& g, void* stream);
 // Whether gemv_half does g's row writes (kNone, one row); the engine runs them as their own steps
 // otherwise.
 bool gemv_half_runs_writes(const GemvHalf& g);

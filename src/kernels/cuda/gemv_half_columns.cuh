@@ -4,7 +4,9 @@
 // gemv_half.cu only.
 #pragma once
 #include "kernels/cuda/gate_act.cuh"
+#include "kernels/cuda/gelu_new_device.cuh"
 #include "kernels/cuda/gemv_half_device.cuh"
+#include "kernels/cuda/layer_norm_device.cuh"
 
 namespace inplace::cuda::half_gemv {
 
@@ -56,8 +58,9 @@ __device__ inline float warp_inv_rms(const GemvHalf& g, const T* x) {
 // issued before the wait for the previous kernel (the weights are constants). After the wait
 // each warp sums the norm on its own, once, and (kCached: a row fetched whole) keeps its part of
 // x, normalised and rounded as the chain's norm hands it over, in registers for every column.
-// Split warps' sums meet in shared memory in a fixed order.
-template <typename T, GemvEpilogue kE, bool kNorm, bool kCached, bool kAhead2>
+// Split warps' sums meet in shared memory in a fixed order. kLayer (with kNorm): the norm is a
+// LayerNorm, each warp computing the row's statistics itself (row_stats).
+template <typename T, GemvEpilogue kE, bool kNorm, bool kCached, bool kAhead2, bool kLayer = false>
 __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvHalf g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   pdl_trigger();
@@ -90,12 +93,19 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
   pdl_wait();
   if (kE == GemvEpilogue::kNone && blockIdx.x == 0 && threadIdx.x == 0)
     gemv::report_row_writes<1>(g.writes, g.n_writes);
-  const float inv = kNorm ? warp_inv_rms<T>(g, x) : 1.f;
+  const float inv = kNorm && !kLayer ? warp_inv_rms<T>(g, x) : 1.f;
+  double mu = 0, rs = 0;
+  if constexpr (kLayer) row_stats(x, K, g.layer_eps, &mu, &rs);
   float xc[kCached ? kUnroll * 8 : 1];
   if constexpr (kCached)
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
-      if (first + step * u < K) input8<T, kNorm>(g, x, first + step * u, inv, xc + 8 * u);
+      if (first + step * u < K) {
+        if constexpr (kLayer)
+          layer_input8<T>(g, x, first + step * u, mu, rs, xc + 8 * u);
+        else
+          input8<T, kNorm>(g, x, first + step * u, inv, xc + 8 * u);
+      }
   for (; b < blocks; b += gridDim.x) {
     const bool active = n < g.n, rot_block = b < rot_blocks;
     // The next column's first chunks (kDeep: the one after), before this one is summed.
@@ -133,6 +143,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
           if constexpr (kCached) {
 #pragma unroll
             for (int i = 0; i < 8; ++i) xv[i] = xc[8 * u + i];
+          } else if constexpr (kLayer) {
+            layer_input8<T>(g, x, k, mu, rs, xv);
           } else {
             input8<T, kNorm>(g, x, k, inv, xv);
           }
@@ -169,6 +181,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
         const T sg = from_f<T>(gate_act(g.activation, gate));
         v = from_f<T>(to_f(sg) * to_f(from_f<T>(acc2)));
       }
+      if constexpr (kE == GemvEpilogue::kGeluNew) v = from_f<T>(gelu_new<T>(g.gelu, to_f(v)));
     }
     if (rot_block)
       v = rotate<T>(g, v, n, warp / split, static_cast<int>(columns / 2), part == 0, c, s);
@@ -193,7 +206,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
 // where the block's columns are rotated, at most half a block (a block holds whole column pairs).
 // The cache writes do not change it, nor does the rotation up to k = 4096 (a q/k/v product's sums
 // are then those of the same product unrotated, bitwise).
-int32_t column_split(const GemvHalf& g) {
+inline int32_t column_split(const GemvHalf& g) {
   const int64_t chunks = g.k / 8;
   const int32_t most = g.rot_cols > 0 ? kWarps / 2 : kWarps;
   int32_t split = 1;

@@ -5,6 +5,7 @@
 #include "kernels/cuda/device_common.cuh"
 #include "kernels/cuda/gemv_device.cuh"
 #include "kernels/cuda/gemv_half.h"
+#include "kernels/cuda/layer_norm_device.cuh"
 
 namespace inplace::cuda::half_gemv {
 
@@ -51,6 +52,19 @@ __device__ inline void input8(const GemvHalf& g, const T* x, int64_t k, float in
       for (int i = 0; i < 8; ++i) out[i] = to_f(from_f<T>(nw[i] * to_f(from_f<T>(out[i] * inv))));
     }
   }
+}
+
+// x[k, k + 8) normalised as layer_norm (layer_norm_device.cuh's normed: mean mu, 1 / sqrt(var +
+// eps) rs, norm_w and norm_b of T), rounded to T, as floats.
+template <typename T>
+__device__ inline void layer_input8(const GemvHalf& g, const T* x, int64_t k, double mu, double rs,
+                                    float* out) {
+  const uint4 raw = *reinterpret_cast<const uint4*>(x + k);
+  const T* v = reinterpret_cast<const T*>(&raw);
+  const T* w = static_cast<const T*>(g.norm_w);
+  const T* b = static_cast<const T*>(g.norm_b);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) out[i] = normed(v[i], mu, rs, w, b, k + i);
 }
 
 // Column `c` of block `block`, a block holding `per_block` columns: a block of the rotated prefix

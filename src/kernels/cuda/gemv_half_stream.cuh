@@ -3,7 +3,9 @@
 // shared memory, no block barrier a column. Included by gemv_half.cu only.
 #pragma once
 #include "kernels/cuda/gate_act.cuh"
+#include "kernels/cuda/gelu_new_device.cuh"
 #include "kernels/cuda/gemv_half_device.cuh"
+#include "kernels/cuda/layer_norm_device.cuh"
 
 namespace inplace::cuda::half_gemv {
 
@@ -13,13 +15,15 @@ constexpr int kRoundChunks = 8;
 
 // The norm's weights are constants: each thread asks L1 for its chunks before the wait for the
 // previous kernel (prefetch_norm), so that normalising does not wait on memory after the barrier.
-template <typename T>
+template <typename T, bool kLayer = false>
 __device__ inline void prefetch_norm(const GemvHalf& g) {
   const int64_t bytes = g.norm_w_float ? 4 : 2;
   for (int64_t k = int64_t{threadIdx.x} * 8; k < g.k; k += int64_t{blockDim.x} * 8) {
     const char* w = static_cast<const char*>(g.norm_w) + k * bytes;
     prefetch_l1(w);
     if (g.norm_w_float) prefetch_l1(w + 16);
+    if constexpr (kLayer)  // the LayerNorm's bias, of T
+      if (g.norm_b) prefetch_l1(static_cast<const char*>(g.norm_b) + k * 2);
   }
 }
 
@@ -27,11 +31,26 @@ __device__ inline void prefetch_norm(const GemvHalf& g) {
 // rounded as upcast_rms_norm hands it over when kNorm (1 / sqrt(mean + eps), the float squares
 // summed in double: each thread its 16-byte chunks in order, then the warp's butterfly, then the
 // warps in order, so every block computes the same value). Every thread of the block calls it;
-// it ends with a block barrier.
-template <typename T, bool kNorm>
+// it ends with a block barrier. kLayer: as layer_norm, each warp computing the row's statistics
+// itself (row_stats).
+template <typename T, bool kNorm, bool kLayer = false>
 __device__ inline void stage_row(const GemvHalf& g, T* xs) {
   const T* x = static_cast<const T*>(g.x);
   const int64_t first = int64_t{threadIdx.x} * 8, step = int64_t{blockDim.x} * 8;
+  if constexpr (kLayer) {
+    double mu = 0, rs = 0;
+    row_stats(x, g.k, g.layer_eps, &mu, &rs);
+    for (int64_t k = first; k < g.k; k += step) {
+      float v[8];
+      layer_input8<T>(g, x, k, mu, rs, v);
+      alignas(16) T out[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) out[i] = from_f<T>(v[i]);
+      *reinterpret_cast<uint4*>(xs + k) = *reinterpret_cast<const uint4*>(out);
+    }
+    __syncthreads();
+    return;
+  }
   float inv = 1.f;
   if constexpr (kNorm) {
     __shared__ double part[kWarps];
@@ -98,7 +117,7 @@ __device__ inline void task_columns(const GemvHalf& g, uint32_t t, uint32_t rot_
 // each round reads its x chunks there (k at most kGemvHalfMaxNormK). A task's parts meet in shared
 // memory in a fixed order, one block barrier a task (none with one part); a rotated pair meets in
 // one lane.
-template <typename T, GemvEpilogue kE, bool kNorm>
+template <typename T, GemvEpilogue kE, bool kNorm, bool kLayer = false>
 __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHalf g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   constexpr int kC = kTwo ? 1 : 2;       // columns a task
@@ -143,11 +162,11 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHa
     rows_of(t, p);
     fetch(cur, p, 0);
   }
-  if constexpr (kNorm) prefetch_norm<T>(g);
+  if constexpr (kNorm) prefetch_norm<T, kLayer>(g);
   pdl_wait();
   if (kE == GemvEpilogue::kNone && blockIdx.x == 0 && threadIdx.x < 32)
     gemv::report_row_writes<32>(g.writes, g.n_writes);
-  stage_row<T, kNorm>(g, xs);
+  stage_row<T, kNorm, kLayer>(g, xs);
   // What the task's epilogue reads that the product does not change, requested at its start.
   float acc[kS], bias[kC], residual[kC], cs[kC][2];
   T* target[kC][2];
@@ -232,6 +251,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHa
             const T sg = from_f<T>(gate_act(g.activation, to_f(v[c])));
             v[c] = from_f<T>(to_f(sg) * to_f(from_f<T>(acc[1])));
           }
+          if constexpr (kE == GemvEpilogue::kGeluNew)
+            v[c] = from_f<T>(gelu_new<T>(g.gelu, to_f(v[c])));
         }
         if constexpr (kC == 2) {
           if (t < rot_tasks) {  // rotary_embedding at T: rotate_half(v) is (-v1, v0)

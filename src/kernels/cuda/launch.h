@@ -151,7 +151,9 @@ void rotary(const Operand& out, const Operand& x, const Operand& cos, const Oper
 // the fuse_norm_prologues pass) each row of x is RMS-normalised, x[m, k] * rsqrt(mean_k(x[m, k]^2)
 // + eps) * norm_w[k] (norm_w float32 [k], contiguous); on the one-row path the rsqrt scales the
 // finished sum (sum_k x[k] * norm_w[k] * w[n, k]) * rsqrt(...), equal up to rounding.
-enum class GemvEpilogue : uint8_t { kNone, kResidual, kSwiGLU };
+//   kGeluNew:  y[m, n] = gelu_new(v [+ residual])          (gemv_half only: fused_linear's
+//              epilogue program when it is GPT-2's NewGELU, pointwise::match_gelu_new)
+enum class GemvEpilogue : uint8_t { kNone, kResidual, kSwiGLU, kGeluNew };
 // kSwiGLU's activation of the gate (gate_act.cuh): silu, or gelu(approximate='tanh') (GeGLU).
 enum class GateActivation : uint8_t { kSilu, kGeluTanh };
 
