@@ -3,13 +3,21 @@
 binds the weights. Compared with eager PyTorch after every kind of change to a weight: replaced,
 written in place by torch (its version counter moves), written where torch does not count it
 (`.data`, then `weights_written()`), loaded by load_state_dict; the cache written in place stays
-the caller's tensor; `prepare_weights=False` reads the weights as they lie.
+the caller's tensor; `prepare_weights=False` reads the weights as they lie. On the GPU (skipped
+elsewhere, saying why) a bf16 block with GPT-2's LayerNorm before a Conv1D product and its GELU
+after: the products over the copies take the norm and the GELU into their steps.
 """
 import os
 import tempfile
 import unittest
 
-from compile_harness import CompileCase, requires_extension, torch
+from compile_harness import EXT_ERROR, CompileCase, requires_extension, torch
+
+CUDA_SKIP = None
+if torch is None or EXT_ERROR:
+    CUDA_SKIP = "torch or the extension missing"
+elif not torch.cuda.is_available():
+    CUDA_SKIP = "torch has no CUDA device here"
 
 if torch is not None:
     import torch.nn as nn
@@ -40,6 +48,18 @@ if torch is not None:
 
         def forward(self, x, pos):
             h = self.proj(torch.nn.functional.gelu(self.fc(x), approximate="tanh"))
+            self.cache.index_copy_(0, pos, h.view(1, -1))
+            return x + h
+
+    class NormBlock(Block):
+        """GPT-2's MLP: a LayerNorm, c_fc, GELU-tanh, c_proj, the residual."""
+
+        def __init__(self, d=64, hidden=256, slots=8):
+            super().__init__(d, hidden, slots)
+            self.ln = nn.LayerNorm(d)
+
+        def forward(self, x, pos):
+            h = self.proj(torch.nn.functional.gelu(self.fc(self.ln(x)), approximate="tanh"))
             self.cache.index_copy_(0, pos, h.view(1, -1))
             return x + h
 
@@ -175,6 +195,50 @@ class VersionCounters(CompileCase):
 
     def test_the_attribute_elsewhere(self):
         self.assertIsNone(self.watch_reports([(None, None)]))
+
+
+@unittest.skipIf(CUDA_SKIP is not None, CUDA_SKIP or "")
+@requires_extension
+class PreparedWeightsCuda(CompileCase):
+    rtol = 2e-2
+    atol = 2e-2
+
+    def setUp(self):
+        torch.manual_seed(0)
+        dev = torch.device("cuda:0")
+        self.eager = NormBlock().eval().to(dev, torch.bfloat16)
+        self.mine = NormBlock().eval().to(dev, torch.bfloat16)
+        self.mine.load_state_dict(self.eager.state_dict())
+        self.dev = dev
+
+    def check(self, compiled, pos, what):
+        x = torch.randn(1, 1, 64, device=self.dev, dtype=torch.bfloat16)
+        p = torch.tensor([pos], device=self.dev)
+        with torch.no_grad():
+            want = self.eager(x, p)
+            got = compiled(x, p)
+        self.assertSame(got, want, what + ": output")
+        self.assertSame(self.mine.cache, self.eager.cache, what + ": cache")
+
+    def test_the_norm_and_the_gelu_join_the_products(self):
+        compiled = inplace.compile(self.mine, (torch.randn(1, 1, 64, device=self.dev,
+                                                           dtype=torch.bfloat16),
+                                               torch.tensor([0], device=self.dev)),
+                                   prepare_weights=True)
+        plan = str(compiled.plan)
+        self.assertIn("prepared inputs", plan)
+        self.assertIn("= rms_norm_linear(", plan)
+        self.assertNotIn("= layer_norm(", plan)
+        self.assertNotIn("= fused_pointwise(", plan)
+        ptr = self.mine.cache.data_ptr()
+        for pos in range(8):
+            self.check(compiled, pos, "pos %d" % pos)
+        with torch.no_grad():
+            self.eager.fc.weight.mul_(1.5)
+            self.mine.fc.weight.mul_(1.5)
+        self.check(compiled, 3, "mul_")
+        self.assertEqual(self.mine.cache.data_ptr(), ptr)
+        self.assertEqual(compiled.stats()["prepared_inputs"], 3)
 
 
 if __name__ == "__main__":
