@@ -182,8 +182,12 @@ TEST(PreparedWeights, TheEnvironmentDecidesWhereTheOptionsLeaveItOpen) {
 #endif
   ::setenv("INPLACE_PREPARE_WEIGHTS", "on", 1);
   EXPECT_TRUE(mentions(error_of([&] { prepared(open); }), {"INPLACE_PREPARE_WEIGHTS='on'"}));
-  ::unsetenv("INPLACE_PREPARE_WEIGHTS");
+  ::setenv("INPLACE_PREPARE_WEIGHTS", "0", 1);
   EXPECT_EQ(prepared(gpu), 0u);
+  ::unsetenv("INPLACE_PREPARE_WEIGHTS");
+#ifdef INPLACE_WITH_CUDA
+  EXPECT_EQ(prepared(gpu), all);  // the GPU's preference too
+#endif
 }
 
 // A program made from the engine with its state stored (what inplace.save writes) holds each

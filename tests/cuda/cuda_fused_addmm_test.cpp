@@ -172,6 +172,7 @@ TEST(CudaFusedAddmm, Gpt2FixturesMatchTheCpuEngine) {
     for (uint32_t s : {0u, 1u, 17u, 46u, 63u}) draws.push_back(seeded_hf_inputs(*g, s, 64));
     CompileOptions o;
     o.device = Device::cuda();
+    o.prepare_weights = false;  // the weights as they lie: fused_addmm (written between calls)
     const CompiledProgram gpu = compile(*g, draws[1], o);
     const std::string plan = gpu.engine->describe();
     // Each layer: ln_1 + c_attn, c_proj + residual, ln_2 + c_fc, c_proj + residual; ln_f joins
