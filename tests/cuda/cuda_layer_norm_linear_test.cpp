@@ -42,8 +42,11 @@ Tensor run_on(DeviceType device, const char* op, const std::vector<Value>& args)
   std::vector<Tensor> got{Tensor::empty(meta.shape(), meta.dtype(), where)};
   std::vector<Value> bound = call.args;
   if (device == DeviceType::kCuda)
-    for (Value& v : bound)
+    for (Value& v : bound) {
       if (v.is_tensor()) v = T(to_cuda_view(v.tensor));
+      for (Value& item : v.items)  // fused_pointwise's inputs
+        if (item.is_tensor()) item = T(to_cuda_view(item.tensor));
+    }
   (*kernel)(bound, got, KernelContext{});
   return got[0].to_device(Device::cpu());
 }

@@ -48,6 +48,46 @@ __device__ inline float warp_inv_rms(const GemvHalf& g, const T* x) {
   return 1.0f / sqrtf(mean + g.eps);
 }
 
+// A LayerNorm form's cached input (a row fetched whole): this lane's chunks of x (k0 = first,
+// first + step, ...) loaded once into xc, the row's statistics from them where one warp holds the
+// whole row (split 1: the sum and the sum of squares of the elements in double, exact for half
+// values, then mean = s / k and var = q / k - mean^2; the warp's butterfly gives every lane, warp
+// and block the same bits), else from the row in memory (row_stats); then xc normalised in place
+// (layer_normed8). No pass over x after the one load, no block barrier.
+template <typename T>
+__device__ inline void layer_cached(const GemvHalf& g, const T* x, int64_t first, int64_t step,
+                                    int split, float* xc) {
+  const int64_t K = g.k;
+  float mean = 0.f, rstd = 1.f;
+  double s = 0, q = 0;
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    if (first + step * u < K) {
+      load8(x + first + step * u, xc + 8 * u);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const double v = static_cast<double>(xc[8 * u + i]);
+        s = __dadd_rn(s, v);
+        q = __dadd_rn(q, __dmul_rn(v, v));
+      }
+    }
+  if (split == 1) {
+    s = warp_sum(s);
+    q = warp_sum(q);
+    const double mu = s / static_cast<double>(K);
+    double var = __dsub_rn(q / static_cast<double>(K), __dmul_rn(mu, mu));
+    if (var < 0) var = 0;
+    mean = static_cast<float>(mu);
+    rstd = static_cast<float>(1.0 / sqrt(var + g.layer_eps));
+  } else {
+    layer_stats<T>(g, x, &mean, &rstd);
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    if (first + step * u < K)
+      layer_normed8<T>(g, first + step * u, mean, rstd, xc + 8 * u, xc + 8 * u);
+}
+
 // The decode step's product (one input row, the 16-byte path), as a grid that stays resident:
 // block b of the product's column blocks (g.split warps a column, 8 / split columns a block; a
 // rotated block takes column pairs of one head) is done by launch block b % gridDim.x, in turn.
@@ -94,18 +134,17 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
   if (kE == GemvEpilogue::kNone && blockIdx.x == 0 && threadIdx.x == 0)
     gemv::report_row_writes<1>(g.writes, g.n_writes);
   const float inv = kNorm && !kLayer ? warp_inv_rms<T>(g, x) : 1.f;
-  double mu = 0, rs = 0;
-  if constexpr (kLayer) row_stats(x, K, g.layer_eps, &mu, &rs);
+  float mean = 0.f, rstd = 1.f;  // kLayer's
   float xc[kCached ? kUnroll * 8 : 1];
-  if constexpr (kCached)
+  if constexpr (kLayer && kCached) {
+    layer_cached<T>(g, x, first, step, split, xc);
+  } else if constexpr (kLayer) {
+    layer_stats<T>(g, x, &mean, &rstd);
+  } else if constexpr (kCached) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
-      if (first + step * u < K) {
-        if constexpr (kLayer)
-          layer_input8<T>(g, x, first + step * u, mu, rs, xc + 8 * u);
-        else
-          input8<T, kNorm>(g, x, first + step * u, inv, xc + 8 * u);
-      }
+      if (first + step * u < K) input8<T, kNorm>(g, x, first + step * u, inv, xc + 8 * u);
+  }
   for (; b < blocks; b += gridDim.x) {
     const bool active = n < g.n, rot_block = b < rot_blocks;
     // The next column's first chunks (kDeep: the one after), before this one is summed.
@@ -144,7 +183,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
 #pragma unroll
             for (int i = 0; i < 8; ++i) xv[i] = xc[8 * u + i];
           } else if constexpr (kLayer) {
-            layer_input8<T>(g, x, k, mu, rs, xv);
+            layer_input8<T>(g, x, k, mean, rstd, xv);
           } else {
             input8<T, kNorm>(g, x, k, inv, xv);
           }

@@ -54,17 +54,44 @@ __device__ inline void input8(const GemvHalf& g, const T* x, int64_t k, float in
   }
 }
 
-// x[k, k + 8) normalised as layer_norm (layer_norm_device.cuh's normed: mean mu, 1 / sqrt(var +
-// eps) rs, norm_w and norm_b of T), rounded to T, as floats.
+// x[k, k + 8) (or the floats `in` already loaded from there) normalised as layer_norm with the
+// row's mean and 1 / sqrt(var + eps) as floats: ((x - mean) * rstd) * w + b in float, each op
+// rounded on its own (__f*_rn: no contraction), rounded to T as the norm hands it over; norm_w
+// and norm_b (when given) of T, read 16 bytes at a time. The cpu's kernel computes it in double:
+// the two agree up to the rounding of that last T.
 template <typename T>
-__device__ inline void layer_input8(const GemvHalf& g, const T* x, int64_t k, double mu, double rs,
-                                    float* out) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(x + k);
-  const T* v = reinterpret_cast<const T*>(&raw);
-  const T* w = static_cast<const T*>(g.norm_w);
-  const T* b = static_cast<const T*>(g.norm_b);
+__device__ inline void layer_normed8(const GemvHalf& g, int64_t k, float mean, float rstd,
+                                     const float* in, float* out) {
+  float w[8], b[8];
+  load8(static_cast<const T*>(g.norm_w) + k, w);
+  if (g.norm_b) {
+    load8(static_cast<const T*>(g.norm_b) + k, b);
+  } else {
 #pragma unroll
-  for (int i = 0; i < 8; ++i) out[i] = normed(v[i], mu, rs, w, b, k + i);
+    for (int i = 0; i < 8; ++i) b[i] = 0.f;
+  }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const float h = __fmul_rn(__fsub_rn(in[i], mean), rstd);
+    out[i] = to_f(from_f<T>(g.norm_b ? __fadd_rn(__fmul_rn(h, w[i]), b[i]) : __fmul_rn(h, w[i])));
+  }
+}
+template <typename T>
+__device__ inline void layer_input8(const GemvHalf& g, const T* x, int64_t k, float mean,
+                                    float rstd, float* out) {
+  float v[8];
+  load8(x + k, v);
+  layer_normed8<T>(g, k, mean, rstd, v, out);
+}
+
+// The row's mean and 1 / sqrt(var + eps) as floats from the LayerNorm statistics in double
+// (layer_norm_device.cuh's row_stats: two passes over the row, by one warp).
+template <typename T>
+__device__ inline void layer_stats(const GemvHalf& g, const T* x, float* mean, float* rstd) {
+  double mu = 0, rs = 0;
+  row_stats(x, g.k, g.layer_eps, &mu, &rs);
+  *mean = static_cast<float>(mu);
+  *rstd = static_cast<float>(rs);
 }
 
 // Column `c` of block `block`, a block holding `per_block` columns: a block of the rotated prefix

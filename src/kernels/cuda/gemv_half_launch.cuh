@@ -19,13 +19,15 @@ namespace inplace::cuda::half_gemv {
 // row's statistics itself), into xn[0, k): every thread of the block calls it.
 template <typename T, bool kLayer>
 __device__ inline void normalise_row(const GemvHalf& g, const T* xr, T* xn) {
-  if constexpr (kLayer) {
-    double mu = 0, rs = 0;
-    row_stats(xr, g.k, g.layer_eps, &mu, &rs);
+  if constexpr (kLayer) {  // as layer_normed8, element by element
+    float mean = 0.f, rstd = 1.f;
+    layer_stats<T>(g, xr, &mean, &rstd);
     const T* w = static_cast<const T*>(g.norm_w);
     const T* b = static_cast<const T*>(g.norm_b);
-    for (int64_t k = threadIdx.x; k < g.k; k += blockDim.x)
-      xn[k] = from_f<T>(normed(xr[k], mu, rs, w, b, k));
+    for (int64_t k = threadIdx.x; k < g.k; k += blockDim.x) {
+      const float h = __fmul_rn(__fmul_rn(__fsub_rn(to_f(xr[k]), mean), rstd), to_f(w[k]));
+      xn[k] = from_f<T>(b ? __fadd_rn(h, to_f(b[k])) : h);
+    }
     __syncthreads();
     return;
   }
@@ -209,8 +211,9 @@ void launch_one_row(GemvHalf g, cudaStream_t s) {
   const bool stream =
       path == GemvPath::kStream || (path == GemvPath::kAuto && bytes >= kStreamBytes);
   if (stream && g.k <= kGemvHalfMaxNormK) {
-    if (g.norm_w) return launch_stream<gemv_half_stream_kernel<T, kE, true, kLayer>>(g, s);
-    return launch_stream<gemv_half_stream_kernel<T, kE, false>>(g, s);
+    if (kLayer || g.norm_w)
+      return launch_stream<gemv_half_stream_kernel<T, kE, true, kLayer>>(g, s);
+    if constexpr (!kLayer) return launch_stream<gemv_half_stream_kernel<T, kE, false>>(g, s);
   }
   g.split = column_split(g);
   const int64_t columns = kWarps / g.split;  // a block
@@ -218,16 +221,20 @@ void launch_one_row(GemvHalf g, cudaStream_t s) {
   const bool whole = g.k <= int64_t{256} * g.split * kUnroll;  // a row fetched whole
   // A row fetched whole of one weight: two columns ahead.
   constexpr bool kAhead2 = kE != GemvEpilogue::kSwiGLU;
-  if (g.norm_w) {
+  if (kLayer || g.norm_w) {
     if (!whole)
       return launch_columns<gemv_half_columns_kernel<T, kE, true, false, false, kLayer>>(g, blocks,
                                                                                          s);
     return launch_columns<gemv_half_columns_kernel<T, kE, true, true, kAhead2, kLayer>>(g, blocks,
                                                                                         s);
   }
-  if (!whole)
-    return launch_columns<gemv_half_columns_kernel<T, kE, false, false, false>>(g, blocks, s);
-  return launch_columns<gemv_half_columns_kernel<T, kE, false, true, kAhead2>>(g, blocks, s);
+  // (kLayer: a LayerNorm form always has its norm; its file instantiates no norm-free kernel of
+  // gemv_half.cu's epilogues, so that each kernel is compiled in one file only.)
+  if constexpr (!kLayer) {
+    if (!whole)
+      return launch_columns<gemv_half_columns_kernel<T, kE, false, false, false>>(g, blocks, s);
+    return launch_columns<gemv_half_columns_kernel<T, kE, false, true, kAhead2>>(g, blocks, s);
+  }
 }
 
 template <typename T, GemvEpilogue kE, bool kLayer = false>
@@ -238,13 +245,19 @@ void launch(const GemvHalf& g, cudaStream_t s) {
   if (weights16 && g.rows == 1 && aligned16(g.x) &&
       (!g.norm_w || g.norm_w_float || aligned16(g.norm_w)) && (!g.norm_b || aligned16(g.norm_b)))
     return launch_one_row<T, kE, kLayer>(g, s);
-  constexpr Kernel kKernels[2][2] = {
-      {gemv_half_kernel<T, kE, false, false>, gemv_half_kernel<T, kE, false, true, kLayer>},
-      {gemv_half_kernel<T, kE, true, false>, gemv_half_kernel<T, kE, true, true, kLayer>}};
   // x rows are read from shared memory with the norm (aligned there).
   const bool vector = weights16 && (g.norm_w || (g.x_stride % 8 == 0 && aligned16(g.x)));
   const unsigned blocks = static_cast<unsigned>((g.n + kWarps - 1) / kWarps);
-  launch_pdl(kKernels[vector][g.norm_w != nullptr], blocks, 32 * kWarps, s, g);
+  if constexpr (kLayer) {
+    constexpr Kernel kNormed[2] = {gemv_half_kernel<T, kE, false, true, true>,
+                                   gemv_half_kernel<T, kE, true, true, true>};
+    launch_pdl(kNormed[vector], blocks, 32 * kWarps, s, g);
+  } else {
+    constexpr Kernel kKernels[2][2] = {
+        {gemv_half_kernel<T, kE, false, false>, gemv_half_kernel<T, kE, false, true>},
+        {gemv_half_kernel<T, kE, true, false>, gemv_half_kernel<T, kE, true, true>}};
+    launch_pdl(kKernels[vector][g.norm_w != nullptr], blocks, 32 * kWarps, s, g);
+  }
 }
 
 }  // namespace inplace::cuda::half_gemv

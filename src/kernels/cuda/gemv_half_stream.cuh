@@ -38,11 +38,11 @@ __device__ inline void stage_row(const GemvHalf& g, T* xs) {
   const T* x = static_cast<const T*>(g.x);
   const int64_t first = int64_t{threadIdx.x} * 8, step = int64_t{blockDim.x} * 8;
   if constexpr (kLayer) {
-    double mu = 0, rs = 0;
-    row_stats(x, g.k, g.layer_eps, &mu, &rs);
+    float mean = 0.f, rstd = 1.f;
+    layer_stats<T>(g, x, &mean, &rstd);
     for (int64_t k = first; k < g.k; k += step) {
       float v[8];
-      layer_input8<T>(g, x, k, mu, rs, v);
+      layer_input8<T>(g, x, k, mean, rstd, v);
       alignas(16) T out[8];
 #pragma unroll
       for (int i = 0; i < 8; ++i) out[i] = from_f<T>(v[i]);
