@@ -22,9 +22,11 @@
 // kernel adds the 1 as the chain's add does (one elementwise launch fewer per norm). A
 // grouped product (more_weights: merge_sibling_linears) keeps its weights and their biases
 // (more_biases), the norm form's last arguments.
-// A LayerNorm (layer_norm(x, [k], w, b, eps), w and b of x's dtype, b perhaps None: GPT-2's ln_1,
-// ln_2 and ln_f before the linears prepare_in_out_weights made of its Conv1D products) joins a
-// fused_linear the same way: the form names "layer" and carries b as norm_bias.
+// Where weights are prepared (options.prepare_weights) a LayerNorm (layer_norm(x, [k], w, b, eps),
+// w and b of x's dtype, b perhaps None: GPT-2's ln_1, ln_2 and ln_f before the linears
+// prepare_in_out_weights made of its Conv1D products) joins a fused_linear the same way: the form
+// names "layer" and carries b as norm_bias. (Where they are not, GPT-2's products are fused_addmm
+// steps with a LayerNorm prologue of their own, and ln_f stays the LM head's own step.)
 #include "ops/fused_linear_args.h"
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
@@ -43,7 +45,8 @@ class FuseNormProloguesPass : public Pass {
     MetaTable& metas = cached_metas(g, ctx);
     std::vector<Node*> norms;
     for (Node* n : g.nodes())
-      if (op_name(n) == "rms_norm" || op_name(n) == "upcast_rms_norm" || op_name(n) == "layer_norm")
+      if (op_name(n) == "rms_norm" || op_name(n) == "upcast_rms_norm" ||
+          (op_name(n) == "layer_norm" && ctx.options.prepare_weights))
         norms.push_back(n);
     for (Node* n : norms) fuse(g, metas, n, ctx.options.decode_max_rows);
   }

@@ -175,11 +175,9 @@ TEST(CudaFusedAddmm, Gpt2FixturesMatchTheCpuEngine) {
     o.prepare_weights = false;  // the weights as they lie: fused_addmm (written between calls)
     const CompiledProgram gpu = compile(*g, draws[1], o);
     const std::string plan = gpu.engine->describe();
-    // Each layer: ln_1 + c_attn, c_proj + residual, ln_2 + c_fc, c_proj + residual; ln_f joins
-    // the LM head at bf16 (rms_norm_linear, norm="layer"; at float32 the head is a linear).
+    // Each layer: ln_1 + c_attn, c_proj + residual, ln_2 + c_fc, c_proj + residual.
     EXPECT_EQ(count_of(plan, "= fused_addmm("), 8) << plan;
-    const bool half = std::string(model) == "gpt2_bf16";
-    EXPECT_EQ(count_of(plan, "= layer_norm("), half ? 0 : 1) << plan;
+    EXPECT_EQ(count_of(plan, "= layer_norm("), 1) << plan;
     // One context as the engine runs (c_attn's k and v cache writes from its epilogue), one
     // profiled (every step its own launch): bitwise alike.
     ExecutionContext ctx(gpu.engine);
