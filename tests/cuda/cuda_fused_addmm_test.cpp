@@ -21,6 +21,7 @@
 #include "epilogue_programs.h"
 #include "ops/fused_pointwise_args.h"
 #include "ops/registry.h"
+#include "run_op.h"
 
 using namespace inplace;
 using namespace inplace::testing;
@@ -31,26 +32,10 @@ Value T(const Tensor& t) {
   return Value::from_tensor(t);
 }
 
-// fused_addmm (or `op`) on `device` (its tensor arguments uploaded with the same views), back on
-// the cpu.
+// fused_addmm (or `op`) on `device`, back on the cpu.
 Tensor run_on(DeviceType device, const std::vector<Value>& args,
               const char* op = "inplace.fused_addmm") {
-  ResolvedCall call = resolve_call(op, args, {}, "test");
-  const Kernel* kernel = KernelTable::get().find(*call.op, device);
-  EXPECT_NE(kernel, nullptr);
-  const Tensor meta = call.op->infer(call.args)[0];
-  const Device where = device == DeviceType::kCuda ? Device::cuda() : Device::cpu();
-  std::vector<Tensor> got{Tensor::empty(meta.shape(), meta.dtype(), where)};
-  std::vector<Value> bound = call.args;
-  if (device == DeviceType::kCuda)
-    for (Value& v : bound) {
-      if (v.is_tensor()) v = T(to_cuda_view(v.tensor));
-      if (v.is_sequence())
-        for (Value& item : v.items)
-          if (item.is_tensor()) item = T(to_cuda_view(item.tensor));
-    }
-  (*kernel)(bound, got, KernelContext{});
-  return got[0].to_device(Device::cpu());
+  return run_op_on(device, op, args);
 }
 
 // A contiguous copy of w whose data starts one element past a 16-byte boundary.

@@ -19,6 +19,7 @@
 #include "engine/execution_context.h"
 #include "epilogue_programs.h"
 #include "ops/registry.h"
+#include "run_op.h"
 
 using namespace inplace;
 using namespace inplace::testing;
@@ -29,26 +30,8 @@ Value T(const Tensor& t) {
   return Value::from_tensor(t);
 }
 
-// `op` on `device` (its tensor arguments uploaded with the same views), back on the cpu.
 Tensor run_on(DeviceType device, const char* op, const std::vector<Value>& args) {
-  ResolvedCall call = resolve_call(op, args, {}, "test");
-  const Kernel* kernel = KernelTable::get().find(*call.op, device);
-  EXPECT_NE(kernel, nullptr);
-  if (!kernel) return Tensor();
-  if (const Supports* supports = KernelTable::get().supports(*call.op, device))
-    EXPECT_EQ((*supports)(call.args), "");
-  const Tensor meta = call.op->infer(call.args)[0];
-  const Device where = device == DeviceType::kCuda ? Device::cuda() : Device::cpu();
-  std::vector<Tensor> got{Tensor::empty(meta.shape(), meta.dtype(), where)};
-  std::vector<Value> bound = call.args;
-  if (device == DeviceType::kCuda)
-    for (Value& v : bound) {
-      if (v.is_tensor()) v = T(to_cuda_view(v.tensor));
-      for (Value& item : v.items)  // fused_pointwise's inputs
-        if (item.is_tensor()) item = T(to_cuda_view(item.tensor));
-    }
-  (*kernel)(bound, got, KernelContext{});
-  return got[0].to_device(Device::cpu());
+  return run_op_on(device, op, args);
 }
 
 // rms_norm_linear(x, nw, eps, w, b, norm="layer", norm_bias=nb, epilogue=program).
