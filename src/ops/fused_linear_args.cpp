@@ -213,14 +213,14 @@ const char* norm_op(const std::string& norm) {
   return norm == kNormRms ? "rms_norm" : norm == kNormLayer ? "layer_norm" : "upcast_rms_norm";
 }
 
-size_t epilogue_at(const std::string& op) {
-  return op == kNormLinear ? static_cast<size_t>(kNormEpilogue)
-                           : static_cast<size_t>(kLinearEpilogue);
-}
-
 void check_epilogue(const char* op, const Args& a, size_t pos, DType dtype) {
   if (!has_epilogue(a, pos)) return;
-  const pointwise::Program p = pointwise::decode(a[pos].as_int_list(op), std::vector<DType>{dtype});
+  pointwise::Program p;
+  try {
+    p = pointwise::decode(a[pos].as_int_list(op), std::vector<DType>{dtype});
+  } catch (const Error& e) {  // the program's own words, named as this op's epilogue
+    throw_error(e.code(), str_cat("[", op, "] epilogue: ", e.what()));
+  }
   IP_CHECK(p.out == dtype, kDTypeMismatch, "[", op, "] an epilogue whose result is ",
            dtype_name(p.out), ", not the input's ", dtype_name(dtype));
 }

@@ -97,9 +97,6 @@ inline bool has_more_weights(const std::vector<Value>& args, size_t pos) {
   return args.size() > pos && args[pos].is_sequence() && !args[pos].items.empty();
 }
 
-// The epilogue's position in a fused_linear (kLinearEpilogue) or rms_norm_linear (kNormEpilogue)
-// node or call; `op` names which.
-size_t epilogue_at(const std::string& op);
 // Whether `args` give the epilogue at `pos` a non-empty program.
 inline bool has_epilogue(const std::vector<Value>& args, size_t pos) {
   return args.size() > pos && args[pos].is_sequence() && !args[pos].items.empty();
