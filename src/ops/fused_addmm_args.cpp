@@ -1,7 +1,7 @@
 #include "ops/fused_addmm_args.h"
 
 #include "core/error.h"
-#include "ops/fused_pointwise_args.h"
+#include "ops/fused_linear_args.h"
 
 namespace inplace::fused_addmm {
 
@@ -48,12 +48,7 @@ Tensor meta(const Args& a) {
     IP_CHECK(!has_arg(a, kNormWeight) && !has_arg(a, kNormBias), kInvalidArgument, "[", kName,
              "] a norm weight or bias without the norm's eps");
   }
-  if (has_epilogue(a)) {
-    const pointwise::Program p =
-        pointwise::decode(a[kEpilogue].as_int_list(kName), std::vector<DType>{x.dtype()});
-    IP_CHECK(p.out == x.dtype(), kDTypeMismatch, "[", kName, "] an epilogue whose result is ",
-             dtype_name(p.out), ", not the input's ", dtype_name(x.dtype()));
-  }
+  fused_linear::check_epilogue(kName, a, kEpilogue, x.dtype());
   return Tensor::meta(out, x.dtype());
 }
 

@@ -73,7 +73,7 @@ int64_t product_rows(const Args& a) {
 
 std::vector<Value> product_biases(const Args& a) {
   std::vector<Value> bs;
-  if (has_more_weights(a, kMoreBiases)) {
+  if (has_items(a, kMoreBiases)) {
     bs.push_back(a[kBias]);
     for (const Value& b : a[kMoreBiases].items) bs.push_back(b);
     return bs;
@@ -103,7 +103,7 @@ Tensor linear_meta(const Args& a) {
   const std::vector<Tensor> ws = product_weights(a);
   Shape out = product_shape(kLinear, x, ws[0]);
   out.back() = grouped_columns(x, ws);
-  if (has_more_weights(a, kMoreBiases)) {  // a bias per weight
+  if (has_items(a, kMoreBiases)) {  // a bias per weight
     const size_t count = a[kMoreBiases].items.size();
     IP_CHECK(!a[kBias].is_none() && count + 1 == ws.size(), kInvalidArgument, "[", kLinear, "] ",
              count, " more_biases for ", ws.size(), " weights",
@@ -167,7 +167,7 @@ Tensor norm_form_meta(const char* norm_form, const Args& a) {
   Tensor cos, sin;
   int64_t cols = 0;
   if (linear && rotary_of(a, out.size(-1), &cos, &sin, &cols))  // checks them
-    IP_CHECK(!has_epilogue(a, kNormEpilogue), kInvalidArgument, "[", norm_form,
+    IP_CHECK(!has_items(a, kNormEpilogue), kInvalidArgument, "[", norm_form,
              "] an epilogue program after a rotary epilogue");
   if (linear) check_epilogue(norm_form, a, kNormEpilogue, dt);
   return out;
@@ -214,7 +214,7 @@ const char* norm_op(const std::string& norm) {
 }
 
 void check_epilogue(const char* op, const Args& a, size_t pos, DType dtype) {
-  if (!has_epilogue(a, pos)) return;
+  if (!has_items(a, pos)) return;
   pointwise::Program p;
   try {
     p = pointwise::decode(a[pos].as_int_list(op), std::vector<DType>{dtype});

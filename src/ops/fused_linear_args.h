@@ -91,14 +91,9 @@ inline bool has_arg(const std::vector<Value>& args, size_t pos) {
   return args.size() > pos && !args[pos].is_none();
 }
 
-// Whether a node's or a bound call's `args` give position `pos` (more_weights, more_biases) a
-// non-empty list.
-inline bool has_more_weights(const std::vector<Value>& args, size_t pos) {
-  return args.size() > pos && args[pos].is_sequence() && !args[pos].items.empty();
-}
-
-// Whether `args` give the epilogue at `pos` a non-empty program.
-inline bool has_epilogue(const std::vector<Value>& args, size_t pos) {
+// Whether a node's or a bound call's `args` give position `pos` a non-empty list: more_weights,
+// more_biases, an epilogue program.
+inline bool has_items(const std::vector<Value>& args, size_t pos) {
   return args.size() > pos && args[pos].is_sequence() && !args[pos].items.empty();
 }
 
@@ -134,8 +129,9 @@ Tensor norm_form_meta(const char* norm_form, const Args& a);
 // The linear norm form's rotary arguments, checked against its n result columns: false when
 // rotary_cols is 0, else cos, sin (rows of one even d, the input's dtype) and cols.
 bool rotary_of(const Args& a, int64_t n, Tensor* cos, Tensor* sin, int64_t* cols);
-// Checks an epilogue program (at position `pos` of `a`) over a result of `dtype`: one input, its
-// result of that dtype; throws naming `op`.
+// Checks an epilogue program (at position `pos` of `a`, when given) over a result of `dtype`: one
+// input, its result of that dtype; throws naming `op` (fused_linear, rms_norm_linear and
+// fused_addmm take one).
 void check_epilogue(const char* op, const Args& a, size_t pos, DType dtype);
 // rms_norm's arguments (input, [k], norm_weight, eps) from a norm form's first three.
 Args norm_args(const char* name, const Args& a);

@@ -60,8 +60,7 @@ class FuseLinearEpiloguesPass : public Pass {
                              int64_t rows) {
     using namespace fused_linear;
     if (op_name(n) != kLinear || n->args.size() < 2 || !n->args[0].is_node() ||
-        !n->args[1].is_node() || has_arg(n->args, kResidual) ||
-        has_more_weights(n->args, kMoreWeights))
+        !n->args[1].is_node() || has_arg(n->args, kResidual) || has_items(n->args, kMoreWeights))
       return false;
     if (!n->kwargs.empty() || (has_arg(n->args, kBias) && !bias_allowed)) return false;
     const Tensor* x = metas.tensor(n->args[0].node);

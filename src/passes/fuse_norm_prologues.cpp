@@ -208,7 +208,7 @@ class FuseNormProloguesPass : public Pass {
                                                        : nullptr;
     if (!target || !product->kwargs.empty() || product->args.size() < 2 ||
         (linear &&
-         (has_arg(product->args, kResidual) || has_epilogue(product->args, kLinearEpilogue))) ||
+         (has_arg(product->args, kResidual) || has_items(product->args, kLinearEpilogue))) ||
         !product->args[0].is_node() || product->args[0].node != input)
       return nullptr;
     for (size_t i = 1; i < product->args.size(); ++i) {  // the norm only as the input
@@ -231,7 +231,7 @@ class FuseNormProloguesPass : public Pass {
     const size_t own = std::min<size_t>(product->args.size(), linear ? kResidual : 4);
     args.insert(args.end(), product->args.begin() + 1, product->args.begin() + own);
     // A grouped product's more weights (and more biases) are the norm form's last arguments.
-    const bool grouped = linear && has_more_weights(product->args, kMoreWeights);
+    const bool grouped = linear && has_items(product->args, kMoreWeights);
     if (form != std::string(kNormRms) || grouped) {  // the defaults up to `norm`, then its name
       if (linear) {
         args.resize(kCos, Value::none());
@@ -242,7 +242,7 @@ class FuseNormProloguesPass : public Pass {
       args.push_back(Value::string(form));
     }
     if (grouped) args.push_back(product->args[kMoreWeights]);
-    if (grouped && has_more_weights(product->args, kMoreBiases))
+    if (grouped && has_items(product->args, kMoreBiases))
       args.push_back(product->args[kMoreBiases]);
     if (!norm_bias.is_none()) {  // a LayerNorm's bias, after the lists
       args.resize(kNormBias, Value::list({}));

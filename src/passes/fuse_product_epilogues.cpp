@@ -50,8 +50,8 @@ class FuseProductEpiloguesPass : public Pass {
       return;
     Node* product = step->args[0].items[0].node;
     const size_t slot = epilogue_slot(product);
-    if (slot == 0 || fused_linear::has_epilogue(product->args, slot) ||
-        g.users(product).size() != 1 || !product->kwargs.empty())
+    if (slot == 0 || fused_linear::has_items(product->args, slot) || g.users(product).size() != 1 ||
+        !product->kwargs.empty())
       return;
     const Tensor* tp = metas.tensor(product);
     const Tensor* ts = metas.tensor(step);

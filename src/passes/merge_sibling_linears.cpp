@@ -70,8 +70,8 @@ class MergeSiblingLinearsPass : public Pass {
                                             int64_t rows, bool* constant) {
     using namespace fused_linear;
     if (op_name(n) != kLinear || !n->kwargs.empty() || n->args.size() < 2) return nullptr;
-    if (has_arg(n->args, kResidual) || has_more_weights(n->args, kMoreWeights) ||
-        has_more_weights(n->args, kMoreBiases))
+    if (has_arg(n->args, kResidual) || has_items(n->args, kMoreWeights) ||
+        has_items(n->args, kMoreBiases))
       return nullptr;
     if (has_arg(n->args, kBias) &&
         (!n->args[kBias].is_node() || n->args[kBias].node->op != NodeOp::kPlaceholder))

@@ -236,7 +236,7 @@ const ChainOp kRmsNormOp("rms_norm"), kUpcastRmsNormOp("upcast_rms_norm"),
 // The epilogue program at `pos` (when given) on the finished result, in place: the
 // fused_pointwise kernel the unfused chain runs.
 void run_epilogue(const Args& a, size_t pos, const Tensor& y) {
-  if (has_epilogue(a, pos)) kPointwiseOp.into({Value::list({Value::from_tensor(y)}), a[pos]}, y);
+  if (has_items(a, pos)) kPointwiseOp.into({Value::list({Value::from_tensor(y)}), a[pos]}, y);
 }
 
 // Gemma's 1 + w.to(float32) (norm="upcast_one_plus_weight") as its chain: the cast, then the add
@@ -300,7 +300,7 @@ bool runs_matmul(const Args& a, const std::vector<Tensor>& weights) {
 // products. A product the matmul takes (a long prompt) runs on the weights (and biases) stacked
 // into a temporary, as that path widens its weight into one anyway.
 void run_fused_linear(const Args& a, const std::vector<Tensor>& out) {
-  if (!has_more_weights(a, kMoreWeights)) return run_one_weight(a, out);
+  if (!has_items(a, kMoreWeights)) return run_one_weight(a, out);
   linear_meta(a);
   const std::vector<Tensor> weights = product_weights(a);
   const Tensor& y = out[0];
@@ -309,14 +309,13 @@ void run_fused_linear(const Args& a, const std::vector<Tensor>& out) {
   if (runs_matmul(a, weights)) {
     Tensor stacked = Tensor::empty({y.size(-1), k}, weights[0].dtype());
     Value bias = a[kBias];
-    if (has_more_weights(a, kMoreBiases))
+    if (has_items(a, kMoreBiases))
       bias = Value::from_tensor(Tensor::empty({y.size(-1)}, a[kBias].tensor.dtype()));
     int64_t at = 0;
     for (size_t i = 0; i < weights.size(); ++i) {
       const int64_t n = weights[i].size(0);
       stacked.slice(0, at, at + n).copy_from(weights[i]);
-      if (has_more_weights(a, kMoreBiases))
-        bias.tensor.slice(0, at, at + n).copy_from(biases[i].tensor);
+      if (has_items(a, kMoreBiases)) bias.tensor.slice(0, at, at + n).copy_from(biases[i].tensor);
       at += n;
     }
     return run_one_weight({a[kInput], Value::from_tensor(stacked), bias, a[kResidual]}, out);

@@ -61,7 +61,7 @@ std::string weights_of(const Args& a, GemvMoreWeights* more, int64_t* n, bool da
   const std::vector<Tensor> ws = product_weights(a);
   if (ws.size() > static_cast<size_t>(kMaxWeights))
     return str_cat("more than ", kMaxWeights, " weights in one product");
-  if (has_more_weights(a, kMoreBiases)) {
+  if (has_items(a, kMoreBiases)) {
     if (a[kBias].is_none()) return "more biases without a bias";
     const std::vector<Value> bs = product_biases(a);
     for (size_t i = 1; i < bs.size() && i < ws.size(); ++i) {
@@ -121,7 +121,7 @@ std::string half_operands(const Args& a, const Tensor& y, GemvHalf* g, bool data
 // or it is GPT-2's gelu_new at the half input's dtype (*gelu its numbers), else why the kernels
 // cannot run it.
 std::string epilogue_form(const Args& a, size_t pos, pointwise::GeluNew* gelu) {
-  if (!has_epilogue(a, pos)) return "";
+  if (!has_items(a, pos)) return "";
   if (!half_input(a)) return "an epilogue program at float32";
   const DType t = a[kInput].tensor.dtype();
   const pointwise::Program p = pointwise::decode(a[pos].as_int_list(kLinear), {t});
@@ -133,7 +133,7 @@ std::string epilogue_form(const Args& a, size_t pos, pointwise::GeluNew* gelu) {
 
 // Sets g's kGeluNew epilogue when `a` has the epilogue program at `pos` (epilogue_form's).
 void add_epilogue(const Args& a, size_t pos, const char* op, GemvHalf* g) {
-  if (!has_epilogue(a, pos)) return;
+  if (!has_items(a, pos)) return;
   const std::string why = epilogue_form(a, pos, &g->gelu);
   IP_CHECK(why.empty(), kUnsupported, "[cuda] ", op, ": ", why);
   g->epilogue = GemvEpilogue::kGeluNew;
@@ -204,7 +204,7 @@ std::string supports(const Args& a) {
   pointwise::GeluNew gelu;
   const std::string epilogue = epilogue_form(a, kLinearEpilogue, &gelu);
   if (!epilogue.empty()) return epilogue;
-  if (has_epilogue(a, kLinearEpilogue) && has_arg(a, kResidual))
+  if (has_items(a, kLinearEpilogue) && has_arg(a, kResidual))
     return "a residual and an epilogue program";
   if (half_input(a)) return supports_half_linear(a);
   if (!has_arg(a, kResidual)) return supports_linear(a);

@@ -1,8 +1,9 @@
 // A LayerNorm's row statistics and normalised values as the cpu's layer_norm computes them (mean
 // and variance in double, ((x - mean) * rstd) * w + b in double without fused multiply-adds,
 // rounded to T), for kernels that normalise the rows they read: the [in, out] GEMV
-// (gemv_in_out.cu) and the half GEMV's LayerNorm form (gemv_half_layer.cu). Each warp computes a
-// row's statistics on its own, the same bits in every warp and block.
+// (gemv_in_out.cu) normalises with `normed`; the half GEMV's LayerNorm form takes row_stats
+// (gemv_half_device.cuh normalises in float). Each warp computes a row's statistics on its own,
+// the same bits in every warp and block.
 #pragma once
 #include "kernels/cuda/device_common.cuh"
 
