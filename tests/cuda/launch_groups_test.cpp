@@ -75,14 +75,15 @@ TEST(LaunchGroups, Float32WeightsPairTheCacheWrites) {
   EXPECT_EQ(kv_pairs, 2);
 }
 
-// A graph compiled as a GPU engine plans it, for the cpu: the same steps.
-std::shared_ptr<const Engine> gpu_plan_engine(const Graph& g) {
+// A graph compiled as a GPU engine plans it, for the cpu: the same steps (GPT-2's Conv1D weights
+// as they lie unless `prepare`, the cuda backend's default).
+std::shared_ptr<const Engine> gpu_plan_engine(const Graph& g, bool prepare = false) {
   std::vector<Tensor> inputs;
   for (Node* p : g.placeholders()) inputs.push_back(Tensor::zeros(*p->meta.shape, *p->meta.dtype));
   CompileOptions o;
   o.merge_sibling_linears = true;
   o.fuse_norm_prologues = true;
-  o.prepare_weights = false;  // as the cuda backend prefers (GPT-2's Conv1D weights as they lie)
+  o.prepare_weights = prepare;
   o.skip_passes = {"fuse_pointwise"};
   return compile(g, inputs, o).engine;
 }
@@ -163,6 +164,21 @@ TEST(LaunchGroups, Gpt2CacheWritesJoinTheAddmmProduct) {
       embedding_pairs += lg.pair[q] && op_of(e->plan().steps[q]) == "embedding";
     EXPECT_EQ(embedding_pairs, 1) << model << "\n" << e->describe();
   }
+}
+
+// GPT-2 with its Conv1D weights prepared (the cuda backend's default): at bf16 c_attn is an
+// rms_norm_linear with ln_1 as its LayerNorm prologue and takes its layer's k and v cache writes;
+// at float32 (a cuBLAS product, no epilogue) the writes pair up.
+TEST(LaunchGroups, PreparedGpt2CacheWritesJoinTheNormedProduct) {
+  auto half = gpu_plan_engine(*testing::hf_fixture("gpt2_bf16"), /*prepare=*/true);
+  EXPECT_EQ(write_groups(*half, "rms_norm_linear"), 2) << half->describe();  // a layer
+  auto f32 = gpu_plan_engine(*testing::hf_fixture("gpt2"), /*prepare=*/true);
+  EXPECT_EQ(write_groups(*f32, "rms_norm_linear"), 0) << f32->describe();
+  const cuda::LaunchGroups lg = cuda::plan_launch_groups(f32->plan());
+  int kv_pairs = 0;
+  for (size_t q = 0; q < f32->plan().steps.size(); ++q)
+    kv_pairs += lg.pair[q] && op_of(f32->plan().steps[q]) == "kv_cache_update";
+  EXPECT_EQ(kv_pairs, 2) << f32->describe();
 }
 
 // One q/k/v product (a fused weight) whose q and k heads rotate in its epilogue takes both writes,

@@ -89,9 +89,12 @@ FusionPreferences cuda_fusion_preferences() {
   p.merge_sibling_linears = true;
   p.fuse_norm_prologues = true;
   p.fuse_pointwise = true;
-  // Not prepare_weights: GPT-2 medium bf16 on an H100 stepped in 0.462 ms with its products over
-  // prepared copies (the half GEMV with the LayerNorm and GELU forms of gemv_half_layer.cu)
-  // against 0.447 ms reading the weights as they lie (gemv_in_out.cu): docs/performance.md.
+  // GPT-2's Conv1D weights as [out, in] copies (prepare_weights): its products are then the half
+  // GEMV with the LayerNorm and GELU forms of gemv_half_layer.cu; GPT-2 medium bf16 on an H100
+  // stepped in 0.409 ms so, against 0.464 ms reading the weights as they lie (gemv_in_out.cu,
+  // fused_addmm) and 0.417 ms preparing only the products no LayerNorm feeds (one run of
+  // bench/hf_variants.py; docs/performance.md). The copies cost the weights' bytes once more.
+  p.prepare_weights = true;
   return p;
 }
 
