@@ -709,8 +709,8 @@ def compile(module_or_fn, example_inputs, *, mutated_inputs=None, dynamic=None, 
     copy of the weight in [out, in] rows that the engine makes when it binds the weight, and again
     after the weight is written in place (torch's version counter, checked each call; writes it
     does not count: ``compiled.weights_written()``). It costs the weight's bytes once more.
-    Default None: as the device's backend prefers (on for the cpu); False reads the weights as
-    they lie.
+    Default None: as the device's backend prefers (on for the cpu and CUDA); False reads the
+    weights as they lie.
     """
     C = _native.load()
     _graph_switch(cuda_graph)  # a bad value is refused before the capture
