@@ -9,6 +9,7 @@
 
 #include "backend/host_step.h"
 #include "core/device_allocator.h"
+#include "kernels/cuda/publish_errors.h"
 #include "kernels/cuda/registration.h"
 
 namespace inplace::cuda {
@@ -212,7 +213,7 @@ void CudaExecutable::enqueue(void* stream, CallObserver& observer) {
         static_cast<const DeviceScalarInput*>(inputs_->data()),
         static_cast<int64_t*>(slots_->data()), static_cast<int32_t*>(error_->data()), stream);
   run_steps(stream, observer);
-  runtime_.copy_async(error_host_, error_->data(), 4 * sizeof(int32_t), stream);
+  publish_errors(static_cast<const int32_t*>(error_->data()), error_host_, stream);
 }
 
 // A call on another stream than the previous call's waits, on the device, for that call's work:

@@ -38,11 +38,6 @@ namespace inplace::cuda {
 // Rows of x a norm form normalises into shared memory: k at most this.
 inline constexpr int64_t kGemvHalfMaxNormK = 16384;
 
-// Blocks of a one-row product kernel an SM holds at most: INPLACE_CUDA_GEMV_BLOCKS_PER_SM (read
-// once per process); 0 (unset): as many as fit. Fewer leave room on each SM for the next
-// kernel's blocks to start, under programmatic dependent launch, while this one streams.
-int gemv_blocks_per_sm_cap();
-
 struct GemvHalf {
   DType dtype = DType::kBFloat16;  // T: kBFloat16 or kFloat16
   const void* x = nullptr;

@@ -159,7 +159,6 @@ int64_t resident_blocks() {
                   "fused_linear");
     IP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kKernel, 32 * kWarps, 0),
                   "fused_linear");
-    if (const int cap = gemv_blocks_per_sm_cap(); cap > 0 && per_sm > cap) per_sm = cap;
     return int64_t{sms} * (per_sm > 0 ? per_sm : 1);
   }();
   return resident;

@@ -2,7 +2,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "kernels/cuda/gemv_half.h"
 #include "kernels/cuda/launch.h"
 
 namespace inplace::cuda {
@@ -23,14 +22,6 @@ GemvPath gemv_half_path() {
     return GemvPath::kAuto;
   }();
   return path;
-}
-
-int gemv_blocks_per_sm_cap() {
-  static const int cap = [] {
-    const char* v = std::getenv("INPLACE_CUDA_GEMV_BLOCKS_PER_SM");
-    return v ? std::atoi(v) : 0;
-  }();
-  return cap;
 }
 
 }  // namespace inplace::cuda

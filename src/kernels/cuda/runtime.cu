@@ -6,6 +6,7 @@
 #include "backend/symbolic.h"
 #include "kernels/cuda/device_common.cuh"
 #include "kernels/cuda/device_runtime.h"
+#include "kernels/cuda/publish_errors.h"
 
 namespace inplace::cuda {
 
@@ -322,6 +323,22 @@ class CudaRuntime final : public DeviceRuntime {
 };
 
 }  // namespace
+
+namespace {
+
+__global__ void publish_errors_kernel(const int32_t* flag, int32_t* host) {
+  pdl_wait();  // every kernel of the call before it has finished, its writes visible
+  if (threadIdx.x < 4) host[threadIdx.x] = flag[threadIdx.x];
+}
+
+}  // namespace
+
+void publish_errors(const int32_t* device_flag, int32_t* host_flag, void* stream) {
+  // Page-locked memory from cudaMallocHost has the same address on the device under unified
+  // addressing, which every GPU the backend runs on (sm_90) has.
+  launch_pdl(publish_errors_kernel, 1, 32, as_stream(stream), device_flag, host_flag);
+  IP_CUDA_CHECK(cudaGetLastError(), "publishing the error flag");
+}
 
 const DeviceRuntime& device_runtime() {
   static const CudaRuntime runtime;
