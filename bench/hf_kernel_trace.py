@@ -31,10 +31,7 @@ import hf_models  # noqa: E402
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="hf_kernel_trace.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", default="llama", choices=hf_models.FAMILIES)
-    p.add_argument("--shape", default="medium", choices=sorted(hf_models.SHAPES))
-    p.add_argument("--s-max", type=int, default=4096)
-    p.add_argument("--position", type=int, default=200)
+    hf_models.add_model_arguments(p)
     p.add_argument("--steps", type=int, default=16, help="profiled steps (default 16)")
     p.add_argument("--no-graph", action="store_true", help="launch each call's kernels (no graph)")
     p.add_argument("--json", help="write the table as JSON here")

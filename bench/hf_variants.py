@@ -44,10 +44,7 @@ def parse_variant(text):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="hf_variants.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", default="llama", choices=hf_models.FAMILIES)
-    p.add_argument("--shape", default="medium", choices=sorted(hf_models.SHAPES))
-    p.add_argument("--s-max", type=int, default=4096)
-    p.add_argument("--position", type=int, default=200)
+    hf_models.add_model_arguments(p)
     p.add_argument("--steps", type=int, default=64, help="timed steps a repetition (64)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--reps", type=int, default=3, help="repetitions a round, the best kept (3)")

@@ -31,6 +31,14 @@ SHAPES = {
 PROMPT = [3, 17, 42, 7]
 
 
+def add_model_arguments(parser):
+    """--model, --shape, --s-max and --position of a one-model GPU script (bench/)."""
+    parser.add_argument("--model", default="llama", choices=FAMILIES)
+    parser.add_argument("--shape", default="medium", choices=sorted(SHAPES))
+    parser.add_argument("--s-max", type=int, default=4096)
+    parser.add_argument("--position", type=int, default=200)
+
+
 def config_for(family, shape, max_positions):
     """The transformers config of `family` at `shape` (a SHAPES name or dict). Mistral without
     a sliding window (as Mistral-7B-v0.2 and later); Phi-3 and Gemma with token ids inside the
