@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One Hugging Face decoder's step under several compile-time settings, timed in one process:
 the A/B of a switch read from the environment when an engine is compiled or first called
-(INPLACE_PREPARE_WEIGHTS, INPLACE_PREPARE_NORMED_WEIGHTS, INPLACE_L2_AHEAD_MB, ...). The model is
+(INPLACE_PREPARE_WEIGHTS, INPLACE_FUSE_NORM_PROLOGUES, or a probe build's own). The model is
 built and exported once (random weights, bf16, the exportable static-cache module, as
 bench/hf_decode.py builds it); each variant is compiled by inplace.compile with its settings in
 the environment and called once there; then the variants are timed in turn, `--rounds` times
@@ -92,9 +92,9 @@ def main(argv=None):
                 return c, logits
             c, logits = with_env(env, build)
             compiled[name], first[name] = c, logits
-            written = {t for t, _ in c.program.aliased_io.values()}
-            c.ptrs = {t: hf_models.state_tensor(c.exported, t).data_ptr() for t in written
-                      if hf_models.state_tensor(c.exported, t) is not None}
+            state = {t: hf_models.state_tensor(c.exported, t)
+                     for t, _ in c.program.aliased_io.values()}
+            c.ptrs = {t: s.data_ptr() for t, s in state.items() if s is not None}
             print("[variants] %s compiled in %.1f s (%s)" % (name, c.seconds, env or "defaults"),
                   flush=True)
         ref = args.variant[0][0]
@@ -107,6 +107,7 @@ def main(argv=None):
                 rows[name]["ms"].append(min(ms))
         for name, _ in args.variant:
             c = compiled[name]
+            # Fetched again: the state must still be the same tensors at the same addresses.
             in_place = all(hf_models.state_tensor(c.exported, t).data_ptr() == p
                            for t, p in c.ptrs.items())
             diff = float((first[name] - first[ref]).abs().max())

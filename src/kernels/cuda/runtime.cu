@@ -322,10 +322,6 @@ class CudaRuntime final : public DeviceRuntime {
   }
 };
 
-}  // namespace
-
-namespace {
-
 __global__ void publish_errors_kernel(const int32_t* flag, int32_t* host) {
   pdl_wait();  // every kernel of the call before it has finished, its writes visible
   if (threadIdx.x < 4) host[threadIdx.x] = flag[threadIdx.x];
