@@ -48,37 +48,56 @@ __device__ inline float warp_inv_rms(const GemvHalf& g, const T* x) {
   return 1.0f / sqrtf(mean + g.eps);
 }
 
+// The sum of v over a warp in float, the same bits in every lane (each step of the butterfly adds
+// the same two values in both lanes of a pair).
+__device__ inline float warp_sum_float(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
 // A LayerNorm form's cached input (a row fetched whole): this lane's chunks of x (k0 = first,
 // first + step, ...) loaded once into xc, the row's statistics from them where one warp holds the
-// whole row (split 1: the sum and the sum of squares of the elements in double, exact for half
-// values, then mean = s / k and var = q / k - mean^2; the warp's butterfly gives every lane, warp
-// and block the same bits), else from the row in memory (row_stats); then xc normalised in place
-// (layer_normed8). No pass over x after the one load, no block barrier.
+// whole row (split 1: two passes over the registers in float, a partial sum a chunk, then the
+// warp's butterfly: mean = s / k, then var = sum((x - mean)^2) / k; every lane, warp and block
+// gets the same bits), else from the row in memory (row_stats, in double); then xc normalised in
+// place (layer_normed8). No pass over x after the one load, no block barrier. (The cpu's
+// layer_norm takes the statistics in double: the normalised values agree up to the rounding of
+// the T they are handed over as.)
 template <typename T>
 __device__ inline void layer_cached(const GemvHalf& g, const T* x, int64_t first, int64_t step,
                                     int split, float* xc) {
   const int64_t K = g.k;
   float mean = 0.f, rstd = 1.f;
-  double s = 0, q = 0;
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u)
-    if (first + step * u < K) {
-      load8(x + first + step * u, xc + 8 * u);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        const double v = static_cast<double>(xc[8 * u + i]);
-        s = __dadd_rn(s, v);
-        q = __dadd_rn(q, __dmul_rn(v, v));
-      }
-    }
+    if (first + step * u < K) load8(x + first + step * u, xc + 8 * u);
   if (split == 1) {
-    s = warp_sum(s);
-    q = warp_sum(q);
-    const double mu = s / static_cast<double>(K);
-    double var = __dsub_rn(q / static_cast<double>(K), __dmul_rn(mu, mu));
-    if (var < 0) var = 0;
-    mean = static_cast<float>(mu);
-    rstd = static_cast<float>(1.0 / sqrt(var + g.layer_eps));
+    static_assert(kUnroll == 4, "the partial sums are combined pairwise");
+    float part[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      part[u] = 0.f;
+      if (first + step * u < K)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) part[u] = __fadd_rn(part[u], xc[8 * u + i]);
+    }
+    const float kf = static_cast<float>(K);
+    mean = __fdiv_rn(warp_sum_float(__fadd_rn(__fadd_rn(part[0], part[1]),
+                                              __fadd_rn(part[2], part[3]))),
+                     kf);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      part[u] = 0.f;
+      if (first + step * u < K)
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const float d = __fsub_rn(xc[8 * u + i], mean);
+          part[u] = __fadd_rn(part[u], __fmul_rn(d, d));
+        }
+    }
+    const float var = __fdiv_rn(
+        warp_sum_float(__fadd_rn(__fadd_rn(part[0], part[1]), __fadd_rn(part[2], part[3]))), kf);
+    rstd = __fdiv_rn(1.f, __fsqrt_rn(__fadd_rn(var, static_cast<float>(g.layer_eps))));
   } else {
     layer_stats<T>(g, x, &mean, &rstd);
   }
