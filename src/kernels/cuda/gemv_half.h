@@ -11,10 +11,11 @@
 //   float32 norm_w (Gemma's 1 + w), or with norm_one_plus T(h * (1.f + float(norm_w))) (Gemma's
 //   own weight, of T or float32: the chain's add of 1 done here);
 //   with norm_layer, each input row first becomes layer_norm(x, [k], norm_w, norm_b, eps): its
-//   mean and variance in double (one warp's pass over the row it holds in registers, or
-//   layer_norm_device.cuh's two passes), then T(((x - mean) * rstd) * w + b) in float, each op
-//   rounded on its own (the cpu's kernel computes that in double: equal up to the rounding of
-//   the T), norm_w and norm_b of T;
+//   mean and variance in float where one warp holds the row in registers (two passes over
+//   them: the mean, then the squared deviations), else in double (layer_norm_device.cuh's two
+//   passes over the row), then T(((x - mean) * rstd) * w + b) in float, each op rounded on its
+//   own (the cpu's kernel computes all of it in double: equal up to the rounding of the T),
+//   norm_w and norm_b of T;
 //   kGeluNew: the value so far (bias added, rounded) runs GPT-2's gelu_new as the one-dtype
 //   interpreter does (gelu_new_device.cuh), each op rounded to T;
 //   kNone with rot_cols > 0 (rms_norm_linear's rotary epilogue: fuse_rotary_epilogues): each

@@ -82,9 +82,8 @@ __device__ inline void layer_cached(const GemvHalf& g, const T* x, int64_t first
         for (int i = 0; i < 8; ++i) part[u] = __fadd_rn(part[u], xc[8 * u + i]);
     }
     const float kf = static_cast<float>(K);
-    mean = __fdiv_rn(warp_sum_float(__fadd_rn(__fadd_rn(part[0], part[1]),
-                                              __fadd_rn(part[2], part[3]))),
-                     kf);
+    mean = __fdiv_rn(
+        warp_sum_float(__fadd_rn(__fadd_rn(part[0], part[1]), __fadd_rn(part[2], part[3]))), kf);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       part[u] = 0.f;
