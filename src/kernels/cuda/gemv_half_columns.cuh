@@ -48,13 +48,6 @@ __device__ inline float warp_inv_rms(const GemvHalf& g, const T* x) {
   return 1.0f / sqrtf(mean + g.eps);
 }
 
-// The sum of v over a warp in float, the same bits in every lane (each step of the butterfly adds
-// the same two values in both lanes of a pair).
-__device__ inline float warp_sum_float(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-
 // A LayerNorm form's cached input (a row fetched whole): this lane's chunks of x (k0 = first,
 // first + step, ...) loaded once into xc, the row's statistics from them where one warp holds the
 // whole row (split 1: two passes over the registers in float, a partial sum a chunk, then the
@@ -73,29 +66,24 @@ __device__ inline void layer_cached(const GemvHalf& g, const T* x, int64_t first
     if (first + step * u < K) load8(x + first + step * u, xc + 8 * u);
   if (split == 1) {
     static_assert(kUnroll == 4, "the partial sums are combined pairwise");
-    float part[kUnroll];
+    // The row's mean of term(element): a partial sum a chunk, the four pairwise, the butterfly.
+    auto row_mean = [&](auto term) {
+      float part[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      part[u] = 0.f;
-      if (first + step * u < K)
+      for (int u = 0; u < kUnroll; ++u) {
+        part[u] = 0.f;
+        if (first + step * u < K)
 #pragma unroll
-        for (int i = 0; i < 8; ++i) part[u] = __fadd_rn(part[u], xc[8 * u + i]);
-    }
-    const float kf = static_cast<float>(K);
-    mean = __fdiv_rn(
-        warp_sum_float(__fadd_rn(__fadd_rn(part[0], part[1]), __fadd_rn(part[2], part[3]))), kf);
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      part[u] = 0.f;
-      if (first + step * u < K)
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          const float d = __fsub_rn(xc[8 * u + i], mean);
-          part[u] = __fadd_rn(part[u], __fmul_rn(d, d));
-        }
-    }
-    const float var = __fdiv_rn(
-        warp_sum_float(__fadd_rn(__fadd_rn(part[0], part[1]), __fadd_rn(part[2], part[3]))), kf);
+          for (int i = 0; i < 8; ++i) part[u] = __fadd_rn(part[u], term(xc[8 * u + i]));
+      }
+      const float sum = __fadd_rn(__fadd_rn(part[0], part[1]), __fadd_rn(part[2], part[3]));
+      return __fdiv_rn(warp_sum(sum), static_cast<float>(K));
+    };
+    mean = row_mean([](float v) { return v; });
+    const float var = row_mean([&](float v) {
+      const float d = __fsub_rn(v, mean);
+      return __fmul_rn(d, d);
+    });
     rstd = __fdiv_rn(1.f, __fsqrt_rn(__fadd_rn(var, static_cast<float>(g.layer_eps))));
   } else {
     layer_stats<T>(g, x, &mean, &rstd);

@@ -21,6 +21,10 @@ __device__ inline double warp_sum(double v) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
+__device__ inline float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
 
 // The row's elements as 16-byte chunks of kChunk: chunk i is elements [i * kChunk, (i + 1) *
 // kChunk) (the last one partial where K is not a multiple), lane l of a warp takes chunks l,
