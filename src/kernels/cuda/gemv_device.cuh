@@ -155,22 +155,48 @@ __device__ inline T* row_target(const GemvRowWrite& w, int64_t n) {
   return static_cast<T*>(w.dst) + h * w.dst_stride + p * w.unit + j;
 }
 
+// A row write's place when one position serves every head (no index, or an index of stride 0,
+// as a decode step's cache position): read once, checked, after the wait for the previous kernel;
+// -1 where it is refused. kPlacePerHead where each head reads its own (then row_target reads it a
+// column), or where the cache is too long for 32 bits.
+constexpr int32_t kPlacePerHead = -2;
+__device__ inline int32_t row_place(const GemvRowWrite& w) {
+  if ((w.index && w.index_stride != 0) || w.extent > INT32_MAX) return kPlacePerHead;
+  const int64_t p = row_position(w, 0);
+  return p < 0 || p >= w.extent ? -1 : static_cast<int32_t>(p);
+}
+
+// row_target with the place row_place read: no load a column where one position serves all.
+template <typename T>
+__device__ inline T* row_target(const GemvRowWrite& w, int64_t n, int32_t place) {
+  if (place == kPlacePerHead) return row_target<T>(w, n);
+  const int64_t c = n - w.col0;
+  if (place < 0 || c < 0 || c >= w.cols) return nullptr;
+  const int64_t h = div32(c, w.d), j = mod32(c, w.d);
+  return static_cast<T*>(w.dst) + h * w.dst_stride + int64_t{place} * w.unit + j;
+}
+
 // Flags the first refused position of the writes, in the order of their steps (the writes in
 // order), as the standalone steps would: kLanes threads of the launch call it (the 32 lanes of
 // one warp, or one thread), after the wait for the previous kernel, so which write is named never
 // depends on which block runs first. With a warp, each lane reads every 32nd row's position: one
 // round trip a write, not one a row (one thread's chain of loads held its block ~1 us behind the
 // others). The column kernel and the multi-row fallback keep one thread: the warp's loop took
-// the column kernel to its 128-register cap, with spills (ptxas -v).
+// the column kernel to its 128-register cap, with spills (ptxas -v). With `place` (row_place's,
+// a write), a write whose one position was read is checked from it, without a load.
 template <int kLanes>
-__device__ inline void report_row_writes(const GemvRowWrite* writes, int n_writes) {
+__device__ inline void report_row_writes(const GemvRowWrite* writes, int n_writes,
+                                         const int32_t* place = nullptr) {
   static_assert(kLanes == 1 || kLanes == 32, "one thread or one warp");
   const int lane = kLanes == 1 ? 0 : static_cast<int>(threadIdx.x % 32);
   for (int i = 0; i < n_writes; ++i) {
     const GemvRowWrite& w = writes[i];
-    for (int64_t h0 = 0; h0 * w.d < w.cols; h0 += kLanes) {
+    const bool placed = place && place[i] != kPlacePerHead;
+    for (int64_t h0 = 0; h0 * w.d < w.cols; h0 += placed ? w.cols : kLanes) {
       bool refused = false;
-      if constexpr (kLanes == 1) {
+      if (placed) {
+        refused = place[i] < 0;
+      } else if constexpr (kLanes == 1) {
         const int64_t p = row_position(w, h0);
         refused = p < 0 || p >= w.extent;
       } else {

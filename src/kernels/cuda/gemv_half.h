@@ -11,9 +11,9 @@
 //   float32 norm_w (Gemma's 1 + w), or with norm_one_plus T(h * (1.f + float(norm_w))) (Gemma's
 //   own weight, of T or float32: the chain's add of 1 done here);
 //   with norm_layer, each input row first becomes layer_norm(x, [k], norm_w, norm_b, eps): its
-//   mean and variance in float where one warp holds the row in registers (two passes over
-//   them: the mean, then the squared deviations), else in double (layer_norm_device.cuh's two
-//   passes over the row), then T(((x - mean) * rstd) * w + b) in float, each op rounded on its
+//   mean and variance in float where the block normalises the row once (the one-row kernels up
+//   to k 2048 and the stream kernel: two passes, the mean, then the squared deviations, in a
+//   fixed order), else in double by each warp (layer_norm_device.cuh's two passes over the row), then T(((x - mean) * rstd) * w + b) in float, each op rounded on its
 //   own (the cpu's kernel computes all of it in double: equal up to the rounding of the T),
 //   norm_w and norm_b of T;
 //   kGeluNew: the value so far (bias added, rounded) runs GPT-2's gelu_new as the one-dtype

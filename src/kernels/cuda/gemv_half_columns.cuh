@@ -48,50 +48,37 @@ __device__ inline float warp_inv_rms(const GemvHalf& g, const T* x) {
   return 1.0f / sqrtf(mean + g.eps);
 }
 
-// A LayerNorm form's cached input (a row fetched whole): this lane's chunks of x (k0 = first,
-// first + step, ...) loaded once into xc, the row's statistics from them where one warp holds the
-// whole row (split 1: two passes over the registers in float, a partial sum a chunk, then the
-// warp's butterfly: mean = s / k, then var = sum((x - mean)^2) / k; every lane, warp and block
-// gets the same bits), else from the row in memory (row_stats, in double); then xc normalised in
-// place (layer_normed8). No pass over x after the one load, no block barrier. (The cpu's
-// layer_norm takes the statistics in double: the normalised values agree up to the rounding of
-// the T they are handed over as.)
+// A LayerNorm form's cached input (a row fetched whole) where the row is longer than a block
+// normalises at once (layer_block): this lane's chunks of x (k0 = first, first + step, ...) loaded
+// once into xc, the row's statistics from the row in memory (row_stats, in double, by each warp),
+// then xc normalised in place (layer_normed8).
 template <typename T>
 __device__ inline void layer_cached(const GemvHalf& g, const T* x, int64_t first, int64_t step,
-                                    int split, float* xc) {
+                                    float* xc) {
   const int64_t K = g.k;
   float mean = 0.f, rstd = 1.f;
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u)
     if (first + step * u < K) load8(x + first + step * u, xc + 8 * u);
-  if (split == 1) {
-    static_assert(kUnroll == 4, "the partial sums are combined pairwise");
-    // The row's mean of term(element): a partial sum a chunk, the four pairwise, the butterfly.
-    auto row_mean = [&](auto term) {
-      float part[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        part[u] = 0.f;
-        if (first + step * u < K)
-#pragma unroll
-          for (int i = 0; i < 8; ++i) part[u] = __fadd_rn(part[u], term(xc[8 * u + i]));
-      }
-      const float sum = __fadd_rn(__fadd_rn(part[0], part[1]), __fadd_rn(part[2], part[3]));
-      return __fdiv_rn(warp_sum(sum), static_cast<float>(K));
-    };
-    mean = row_mean([](float v) { return v; });
-    const float var = row_mean([&](float v) {
-      const float d = __fsub_rn(v, mean);
-      return __fmul_rn(d, d);
-    });
-    rstd = __fdiv_rn(1.f, __fsqrt_rn(__fadd_rn(var, static_cast<float>(g.layer_eps))));
-  } else {
-    layer_stats<T>(g, x, &mean, &rstd);
-  }
+  layer_stats<T>(g, x, &mean, &rstd);
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u)
     if (first + step * u < K)
       layer_normed8<T>(g, first + step * u, mean, rstd, xc + 8 * u, xc + 8 * u);
+}
+
+// Rows a block normalises in shared memory (layer_block): one 16-byte chunk a thread.
+constexpr int64_t kBlockNormK = int64_t{8} * 32 * kWarps;
+
+// A cached input (a row fetched whole, k <= kBlockNormK) normalised once a block (stage_row,
+// into shared memory as T), then each warp's chunks (first, first + step, ...) into xc.
+template <typename T, bool kLayer>
+__device__ inline void block_normed(const GemvHalf& g, int64_t first, int64_t step, float* xc) {
+  __shared__ __align__(16) T xs[kBlockNormK];
+  stage_row<T, true, kLayer>(g, xs);
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+    if (first + step * u < g.k) load8(xs + first + step * u, xc + 8 * u);
 }
 
 // The decode step's product (one input row, the 16-byte path), as a grid that stays resident:
@@ -105,8 +92,10 @@ __device__ inline void layer_cached(const GemvHalf& g, const T* x, int64_t first
 // each warp sums the norm on its own, once, and (kCached: a row fetched whole) keeps its part of
 // x, normalised and rounded as the chain's norm hands it over, in registers for every column.
 // Split warps' sums meet in shared memory in a fixed order. kLayer (with kNorm): the norm is a
-// LayerNorm, each warp computing the row's statistics itself (row_stats).
-template <typename T, GemvEpilogue kE, bool kNorm, bool kCached, bool kAhead2, bool kLayer = false>
+// LayerNorm. kBlockNorm (a norm, a row fetched whole, k <= kBlockNormK): the block normalises the
+// row once (block_normed) instead of each warp (warp_inv_rms, or the LayerNorm's row_stats).
+template <typename T, GemvEpilogue kE, bool kNorm, bool kCached, bool kAhead2, bool kLayer = false,
+          bool kBlockNorm = false>
 __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvHalf g) {
   constexpr bool kTwo = kE == GemvEpilogue::kSwiGLU;
   pdl_trigger();
@@ -136,14 +125,23 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
   if (n < g.n) fetch(raw, raw2, n, first);
   if constexpr (kDeep)
     if (nn < g.n) fetch(next, next2, nn, first);
+  if constexpr (kBlockNorm || kLayer) prefetch_norm<T, kLayer>(g);
   pdl_wait();
-  if (kE == GemvEpilogue::kNone && blockIdx.x == 0 && threadIdx.x == 0)
-    gemv::report_row_writes<1>(g.writes, g.n_writes);
-  const float inv = kNorm && !kLayer ? warp_inv_rms<T>(g, x) : 1.f;
+  // The row writes' places, read once where one position serves every head (then checked from
+  // them, without a load: one thread's loop over every head held its block's columns behind).
+  int32_t place[2] = {-1, -1};
+  if constexpr (kE == GemvEpilogue::kNone) {
+    for (int i = 0; i < g.n_writes; ++i) place[i] = gemv::row_place(g.writes[i]);
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+      gemv::report_row_writes<1>(g.writes, g.n_writes, place);
+  }
+  const float inv = kNorm && !kLayer && !kBlockNorm ? warp_inv_rms<T>(g, x) : 1.f;
   float mean = 0.f, rstd = 1.f;  // kLayer's
   float xc[kCached ? kUnroll * 8 : 1];
-  if constexpr (kLayer && kCached) {
-    layer_cached<T>(g, x, first, step, split, xc);
+  if constexpr (kCached && kBlockNorm) {
+    block_normed<T, kLayer>(g, first, step, xc);
+  } else if constexpr (kLayer && kCached) {
+    layer_cached<T>(g, x, first, step, xc);
   } else if constexpr (kLayer) {
     layer_stats<T>(g, x, &mean, &rstd);
   } else if constexpr (kCached) {
@@ -173,8 +171,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
           c = to_f(static_cast<const T*>(g.cos)[j]);
           s = to_f(static_cast<const T*>(g.sin)[j]);
         }
-        if (g.n_writes > 0) target[0] = gemv::row_target<T>(g.writes[0], n);
-        if (g.n_writes > 1) target[1] = gemv::row_target<T>(g.writes[1], n);
+        if (g.n_writes > 0) target[0] = gemv::row_target<T>(g.writes[0], n, place[0]);
+        if (g.n_writes > 1) target[1] = gemv::row_target<T>(g.writes[1], n, place[1]);
       }
     }
     float acc = 0.f, acc2 = 0.f;

@@ -94,6 +94,105 @@ __device__ inline void layer_stats(const GemvHalf& g, const T* x, float* mean, f
   *rstd = static_cast<float>(rs);
 }
 
+// The norm's weights are constants: each thread asks L1 for its chunks before the wait for the
+// previous kernel (prefetch_norm), so that normalising does not wait on memory after the barrier.
+template <typename T, bool kLayer = false>
+__device__ inline void prefetch_norm(const GemvHalf& g) {
+  const int64_t bytes = g.norm_w_float ? 4 : 2;
+  for (int64_t k = int64_t{threadIdx.x} * 8; k < g.k; k += int64_t{blockDim.x} * 8) {
+    const char* w = static_cast<const char*>(g.norm_w) + k * bytes;
+    prefetch_l1(w);
+    if (g.norm_w_float) prefetch_l1(w + 16);
+    if constexpr (kLayer)  // the LayerNorm's bias, of T
+      if (g.norm_b) prefetch_l1(static_cast<const char*>(g.norm_b) + k * 2);
+  }
+}
+
+// The input row as the product reads it, into xs[0, k) as T, by the whole block (every thread
+// calls it; it ends with a block barrier): each thread takes the 16-byte chunks first, first +
+// step, ... (first = 8 * thread), so that the row's statistics are summed in one order in every
+// block. kNorm: normalised and rounded as upcast_rms_norm hands it over (1 / sqrt(mean + eps),
+// the float squares summed in double: each thread its chunks in order, then the warp's
+// butterfly, then the warps in order). kLayer: as layer_norm, with the row's mean and then the
+// mean of the squared deviations from it (two passes, no cancellation) in float, each op rounded
+// on its own, a thread's chunks, the warp's butterfly and the warps in the same orders, then
+// ((x - mean) * rstd) * w + b in float (layer_normed8; the cpu's layer_norm takes the statistics
+// in double: the normalised values agree up to the rounding of the T they are handed over as).
+// Normalising once a block rather than once a warp was most of GPT-2's c_attn and c_fc.
+template <typename T, bool kNorm, bool kLayer = false>
+__device__ inline void stage_row(const GemvHalf& g, T* xs) {
+  const T* x = static_cast<const T*>(g.x);
+  const int64_t first = int64_t{threadIdx.x} * 8, step = int64_t{blockDim.x} * 8;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if constexpr (kLayer) {
+    __shared__ float part[2][kWarps];
+    auto row_mean = [&](int which, auto term) {
+      float sum = 0.f;
+      for (int64_t k = first; k < g.k; k += step) {
+        float v[8];
+        load8(x + k, v);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) sum = __fadd_rn(sum, term(v[i]));
+      }
+      sum = warp_sum(sum);
+      if (lane == 0) part[which][warp] = sum;
+      __syncthreads();
+      float total = 0.f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) total = __fadd_rn(total, part[which][w]);
+      return __fdiv_rn(total, static_cast<float>(g.k));
+    };
+    const float mean = row_mean(0, [](float e) { return e; });
+    const float var = row_mean(1, [&](float e) {
+      const float d = __fsub_rn(e, mean);
+      return __fmul_rn(d, d);
+    });
+    const float rstd = __fdiv_rn(1.f, __fsqrt_rn(__fadd_rn(var, static_cast<float>(g.layer_eps))));
+    for (int64_t k = first; k < g.k; k += step) {
+      float v[8];
+      layer_input8<T>(g, x, k, mean, rstd, v);
+      alignas(16) T out[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) out[i] = from_f<T>(v[i]);
+      *reinterpret_cast<uint4*>(xs + k) = *reinterpret_cast<const uint4*>(out);
+    }
+    __syncthreads();
+    return;
+  }
+  float inv = 1.f;
+  if constexpr (kNorm) {
+    __shared__ double part[kWarps];
+    double sq = 0;
+    for (int64_t k = first; k < g.k; k += step) {
+      float v[8];
+      load8(x + k, v);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) sq += static_cast<double>(v[i] * v[i]);
+    }
+    for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    if (lane == 0) part[warp] = sq;
+    __syncthreads();
+    double total = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) total += part[w];
+    const float mean = static_cast<float>(total / static_cast<double>(g.k));
+    inv = 1.0f / sqrtf(mean + g.eps);  // rsqrt as the cpu's kernel: 1 / sqrt
+  }
+  for (int64_t k = first; k < g.k; k += step) {
+    if constexpr (kNorm) {
+      float v[8];
+      input8<T, true>(g, x, k, inv, v);
+      alignas(16) T out[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) out[i] = from_f<T>(v[i]);
+      *reinterpret_cast<uint4*>(xs + k) = *reinterpret_cast<const uint4*>(out);
+    } else {
+      *reinterpret_cast<uint4*>(xs + k) = *reinterpret_cast<const uint4*>(x + k);
+    }
+  }
+  __syncthreads();
+}
+
 // Column `c` of block `block`, a block holding `per_block` columns: a block of the rotated prefix
 // takes per_block / 2 column pairs (j, j + d/2) of one head (both halves of each rotation in the
 // block, partners per_block / 2 apart), every other block per_block columns in order.

@@ -222,6 +222,10 @@ void launch_one_row(GemvHalf g, cudaStream_t s) {
   // A row fetched whole of one weight: two columns ahead.
   constexpr bool kAhead2 = kE != GemvEpilogue::kSwiGLU;
   if (kLayer || g.norm_w) {
+    // The row normalised once a block where its threads hold it at one chunk each.
+    if (whole && g.k <= kBlockNormK)
+      return launch_columns<gemv_half_columns_kernel<T, kE, true, true, kAhead2, kLayer, true>>(
+          g, blocks, s);
     if (!whole)
       return launch_columns<gemv_half_columns_kernel<T, kE, true, false, false, kLayer>>(g, blocks,
                                                                                          s);

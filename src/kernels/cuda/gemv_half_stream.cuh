@@ -13,78 +13,6 @@ namespace inplace::cuda::half_gemv {
 // many again for the next round, fetched before this one is summed).
 constexpr int kRoundChunks = 8;
 
-// The norm's weights are constants: each thread asks L1 for its chunks before the wait for the
-// previous kernel (prefetch_norm), so that normalising does not wait on memory after the barrier.
-template <typename T, bool kLayer = false>
-__device__ inline void prefetch_norm(const GemvHalf& g) {
-  const int64_t bytes = g.norm_w_float ? 4 : 2;
-  for (int64_t k = int64_t{threadIdx.x} * 8; k < g.k; k += int64_t{blockDim.x} * 8) {
-    const char* w = static_cast<const char*>(g.norm_w) + k * bytes;
-    prefetch_l1(w);
-    if (g.norm_w_float) prefetch_l1(w + 16);
-    if constexpr (kLayer)  // the LayerNorm's bias, of T
-      if (g.norm_b) prefetch_l1(static_cast<const char*>(g.norm_b) + k * 2);
-  }
-}
-
-// The input row as the product reads it, into xs[0, k) as T, by the whole block: normalised and
-// rounded as upcast_rms_norm hands it over when kNorm (1 / sqrt(mean + eps), the float squares
-// summed in double: each thread its 16-byte chunks in order, then the warp's butterfly, then the
-// warps in order, so every block computes the same value). Every thread of the block calls it;
-// it ends with a block barrier. kLayer: as layer_norm, each warp computing the row's statistics
-// itself (row_stats).
-template <typename T, bool kNorm, bool kLayer = false>
-__device__ inline void stage_row(const GemvHalf& g, T* xs) {
-  const T* x = static_cast<const T*>(g.x);
-  const int64_t first = int64_t{threadIdx.x} * 8, step = int64_t{blockDim.x} * 8;
-  if constexpr (kLayer) {
-    float mean = 0.f, rstd = 1.f;
-    layer_stats<T>(g, x, &mean, &rstd);
-    for (int64_t k = first; k < g.k; k += step) {
-      float v[8];
-      layer_input8<T>(g, x, k, mean, rstd, v);
-      alignas(16) T out[8];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) out[i] = from_f<T>(v[i]);
-      *reinterpret_cast<uint4*>(xs + k) = *reinterpret_cast<const uint4*>(out);
-    }
-    __syncthreads();
-    return;
-  }
-  float inv = 1.f;
-  if constexpr (kNorm) {
-    __shared__ double part[kWarps];
-    double sq = 0;
-    for (int64_t k = first; k < g.k; k += step) {
-      float v[8];
-      load8(x + k, v);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) sq += static_cast<double>(v[i] * v[i]);
-    }
-    for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
-    if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = sq;
-    __syncthreads();
-    double total = 0;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) total += part[w];
-    const float mean = static_cast<float>(total / static_cast<double>(g.k));
-    inv = 1.0f / sqrtf(mean + g.eps);  // rsqrt as the cpu's kernel: 1 / sqrt
-  }
-  for (int64_t k = first; k < g.k; k += step) {
-    if constexpr (kNorm) {
-      float v[8];
-      input8<T, true>(g, x, k, inv, v);
-      alignas(16) T out[8];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) out[i] = from_f<T>(v[i]);
-      *reinterpret_cast<uint4*>(xs + k) = *reinterpret_cast<const uint4*>(out);
-    } else {
-      *reinterpret_cast<uint4*>(xs + k) = *reinterpret_cast<const uint4*>(x + k);
-    }
-  }
-  __syncthreads();
-}
-
 // The columns of task t of the one-row product: kC = 2 columns, a rotated pair (j, j + d/2) of
 // one head for the tasks of the rotated prefix, two neighbours after it; kC = 1 (a gated MLP's
 // two weights): column t. Past the last column: g.n. In 32-bit arithmetic (n < 2^31).
@@ -164,8 +92,14 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHa
   }
   if constexpr (kNorm) prefetch_norm<T, kLayer>(g);
   pdl_wait();
-  if (kE == GemvEpilogue::kNone && blockIdx.x == 0 && threadIdx.x < 32)
-    gemv::report_row_writes<32>(g.writes, g.n_writes);
+  // The row writes' places, read once where one position serves every head (then checked from
+  // them, without a load).
+  int32_t place[2] = {-1, -1};
+  if constexpr (kE == GemvEpilogue::kNone) {
+    for (int i = 0; i < g.n_writes; ++i) place[i] = gemv::row_place(g.writes[i]);
+    if (blockIdx.x == 0 && threadIdx.x < 32)
+      gemv::report_row_writes<32>(g.writes, g.n_writes, place);
+  }
   stage_row<T, kNorm, kLayer>(g, xs);
   // What the task's epilogue reads that the product does not change, requested at its start.
   float acc[kS], bias[kC], residual[kC], cs[kC][2];
@@ -191,8 +125,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHa
             cs[c][0] = to_f(static_cast<const T*>(g.cos)[j]);
             cs[c][1] = to_f(static_cast<const T*>(g.sin)[j]);
           }
-          if (g.n_writes > 0) target[c][0] = gemv::row_target<T>(g.writes[0], n[c]);
-          if (g.n_writes > 1) target[c][1] = gemv::row_target<T>(g.writes[1], n[c]);
+          if (g.n_writes > 0) target[c][0] = gemv::row_target<T>(g.writes[0], n[c], place[0]);
+          if (g.n_writes > 1) target[c][1] = gemv::row_target<T>(g.writes[1], n[c], place[1]);
         }
       }
     }
