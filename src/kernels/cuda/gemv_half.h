@@ -13,9 +13,10 @@
 //   with norm_layer, each input row first becomes layer_norm(x, [k], norm_w, norm_b, eps): its
 //   mean and variance in float where the block normalises the row once (the one-row kernels up
 //   to k 2048 and the stream kernel: two passes, the mean, then the squared deviations, in a
-//   fixed order), else in double by each warp (layer_norm_device.cuh's two passes over the row), then T(((x - mean) * rstd) * w + b) in float, each op rounded on its
-//   own (the cpu's kernel computes all of it in double: equal up to the rounding of the T),
-//   norm_w and norm_b of T;
+//   fixed order), else in double by each warp (layer_norm_device.cuh's two passes over the
+//   row), then T(((x - mean) * rstd) * w + b) in float, each op rounded on its own (the cpu's
+//   kernel computes all of it in double: equal up to the rounding of the T), norm_w and norm_b
+//   of T;
 //   kGeluNew: the value so far (bias added, rounded) runs GPT-2's gelu_new as the one-dtype
 //   interpreter does (gelu_new_device.cuh), each op rounded to T;
 //   kNone with rot_cols > 0 (rms_norm_linear's rotary epilogue: fuse_rotary_epilogues): each
