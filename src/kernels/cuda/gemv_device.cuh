@@ -155,6 +155,11 @@ __device__ inline T* row_target(const GemvRowWrite& w, int64_t n) {
   return static_cast<T*>(w.dst) + h * w.dst_stride + p * w.unit + j;
 }
 
+// Flags write w's refused position (the first flag of a call wins).
+__device__ inline void flag_refused(const GemvRowWrite& w) {
+  if (w.error && atomicCAS(w.error, 0, kDeviceErrorPosition) == 0) w.error[1] = w.error_step;
+}
+
 // A row write's place when one position serves every head (no index, or an index of stride 0,
 // as a decode step's cache position): read once, checked, after the wait for the previous kernel;
 // -1 where it is refused. kPlacePerHead where each head reads its own (then row_target reads it a
@@ -182,21 +187,16 @@ __device__ inline T* row_target(const GemvRowWrite& w, int64_t n, int32_t place)
 // depends on which block runs first. With a warp, each lane reads every 32nd row's position: one
 // round trip a write, not one a row (one thread's chain of loads held its block ~1 us behind the
 // others). The column kernel and the multi-row fallback keep one thread: the warp's loop took
-// the column kernel to its 128-register cap, with spills (ptxas -v). With `place` (row_place's,
-// a write), a write whose one position was read is checked from it, without a load.
+// the column kernel to its 128-register cap, with spills (ptxas -v).
 template <int kLanes>
-__device__ inline void report_row_writes(const GemvRowWrite* writes, int n_writes,
-                                         const int32_t* place = nullptr) {
+__device__ inline void report_row_writes(const GemvRowWrite* writes, int n_writes) {
   static_assert(kLanes == 1 || kLanes == 32, "one thread or one warp");
   const int lane = kLanes == 1 ? 0 : static_cast<int>(threadIdx.x % 32);
   for (int i = 0; i < n_writes; ++i) {
     const GemvRowWrite& w = writes[i];
-    const bool placed = place && place[i] != kPlacePerHead;
-    for (int64_t h0 = 0; h0 * w.d < w.cols; h0 += placed ? w.cols : kLanes) {
+    for (int64_t h0 = 0; h0 * w.d < w.cols; h0 += kLanes) {
       bool refused = false;
-      if (placed) {
-        refused = place[i] < 0;
-      } else if constexpr (kLanes == 1) {
+      if constexpr (kLanes == 1) {
         const int64_t p = row_position(w, h0);
         refused = p < 0 || p >= w.extent;
       } else {
@@ -207,11 +207,26 @@ __device__ inline void report_row_writes(const GemvRowWrite* writes, int n_write
         refused = __any_sync(0xffffffffu, refused);
       }
       if (!refused) continue;
-      if (lane == 0 && w.error && atomicCAS(w.error, 0, kDeviceErrorPosition) == 0)
-        w.error[1] = w.error_step;
+      if (lane == 0) flag_refused(w);
       return;
     }
   }
+}
+
+// report_row_writes for at most two writes with the places row_place read (place0, place1; in
+// registers, not an array, which would live in local memory): where every write has one position
+// the check reads no memory; where a write keeps a position a head, every write is checked head
+// by head (the same first refused write).
+template <int kLanes>
+__device__ inline void report_placed_writes(const GemvRowWrite* writes, int n_writes,
+                                            int32_t place0, int32_t place1) {
+  if ((n_writes > 0 && place0 == kPlacePerHead) || (n_writes > 1 && place1 == kPlacePerHead))
+    return report_row_writes<kLanes>(writes, n_writes);
+  if (threadIdx.x % 32 != 0) return;
+  if (n_writes > 0 && place0 < 0)
+    flag_refused(writes[0]);
+  else if (n_writes > 1 && place1 < 0)
+    flag_refused(writes[1]);
 }
 
 // The sums v of the `split` warps of a column (warp - part the first) meet in shared memory, in

@@ -129,12 +129,14 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
   pdl_wait();
   // The row writes' places, read once where one position serves every head (then checked from
   // them, without a load: one thread's loop over every head held its block's columns behind).
-  int32_t place[2] = {-1, -1};
+  int32_t place0 = -1, place1 = -1;
   if constexpr (kE == GemvEpilogue::kNone) {
-    for (int i = 0; i < g.n_writes; ++i) place[i] = gemv::row_place(g.writes[i]);
+    if (g.n_writes > 0) place0 = gemv::row_place(g.writes[0]);
+    if (g.n_writes > 1) place1 = gemv::row_place(g.writes[1]);
     if (blockIdx.x == 0 && threadIdx.x == 0)
-      gemv::report_row_writes<1>(g.writes, g.n_writes, place);
+      gemv::report_placed_writes<1>(g.writes, g.n_writes, place0, place1);
   }
+
   const float inv = kNorm && !kLayer && !kBlockNorm ? warp_inv_rms<T>(g, x) : 1.f;
   float mean = 0.f, rstd = 1.f;  // kLayer's
   float xc[kCached ? kUnroll * 8 : 1];
@@ -171,8 +173,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
           c = to_f(static_cast<const T*>(g.cos)[j]);
           s = to_f(static_cast<const T*>(g.sin)[j]);
         }
-        if (g.n_writes > 0) target[0] = gemv::row_target<T>(g.writes[0], n, place[0]);
-        if (g.n_writes > 1) target[1] = gemv::row_target<T>(g.writes[1], n, place[1]);
+        if (g.n_writes > 0) target[0] = gemv::row_target<T>(g.writes[0], n, place0);
+        if (g.n_writes > 1) target[1] = gemv::row_target<T>(g.writes[1], n, place1);
       }
     }
     float acc = 0.f, acc2 = 0.f;
