@@ -49,7 +49,7 @@ __device__ inline float warp_inv_rms(const GemvHalf& g, const T* x) {
 }
 
 // A LayerNorm form's cached input (a row fetched whole) where the row is longer than a block
-// normalises at once (layer_block): this lane's chunks of x (k0 = first, first + step, ...) loaded
+// normalises at once (block_normed): this lane's chunks of x (k0 = first, first + step, ...) loaded
 // once into xc, the row's statistics from the row in memory (row_stats, in double, by each warp),
 // then xc normalised in place (layer_normed8).
 template <typename T>
@@ -67,7 +67,7 @@ __device__ inline void layer_cached(const GemvHalf& g, const T* x, int64_t first
       layer_normed8<T>(g, first + step * u, mean, rstd, xc + 8 * u, xc + 8 * u);
 }
 
-// Rows a block normalises in shared memory (layer_block): one 16-byte chunk a thread.
+// Rows a block normalises in shared memory (block_normed): one 16-byte chunk a thread.
 constexpr int64_t kBlockNormK = int64_t{8} * 32 * kWarps;
 
 // A cached input (a row fetched whole, k <= kBlockNormK) normalised once a block (stage_row,
@@ -89,11 +89,12 @@ __device__ inline void block_normed(const GemvHalf& g, int64_t first, int64_t st
 // current one, so the weight stream never waits on an epilogue (kAhead2, one weight, a row
 // fetched whole: the next two columns', so that more bytes are in flight). The first fetches are
 // issued before the wait for the previous kernel (the weights are constants). After the wait
-// each warp sums the norm on its own, once, and (kCached: a row fetched whole) keeps its part of
-// x, normalised and rounded as the chain's norm hands it over, in registers for every column.
-// Split warps' sums meet in shared memory in a fixed order. kLayer (with kNorm): the norm is a
-// LayerNorm. kBlockNorm (a norm, a row fetched whole, k <= kBlockNormK): the block normalises the
-// row once (block_normed) instead of each warp (warp_inv_rms, or the LayerNorm's row_stats).
+// the norm is summed once (by the block, kBlockNorm, or by each warp on its own), and (kCached:
+// a row fetched whole) each warp keeps its part of x, normalised and rounded as the chain's norm
+// hands it over, in registers for every column. Split warps' sums meet in shared memory in a fixed
+// order. kLayer (with kNorm): the norm is a LayerNorm. kBlockNorm (a norm, a row fetched whole, k
+// <= kBlockNormK): the block normalises the row once (block_normed) instead of each warp
+// (warp_inv_rms, or the LayerNorm's row_stats).
 template <typename T, GemvEpilogue kE, bool kNorm, bool kCached, bool kAhead2, bool kLayer = false,
           bool kBlockNorm = false>
 __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvHalf g) {
@@ -127,16 +128,10 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
     if (nn < g.n) fetch(next, next2, nn, first);
   if constexpr (kBlockNorm || kLayer) prefetch_norm<T, kLayer>(g);
   pdl_wait();
-  // The row writes' places, read once where one position serves every head (then checked from
-  // them, without a load: one thread's loop over every head held its block's columns behind).
-  int32_t place0 = -1, place1 = -1;
-  if constexpr (kE == GemvEpilogue::kNone) {
-    if (g.n_writes > 0) place0 = gemv::row_place(g.writes[0]);
-    if (g.n_writes > 1) place1 = gemv::row_place(g.writes[1]);
-    if (blockIdx.x == 0 && threadIdx.x == 0)
-      gemv::report_placed_writes<1>(g.writes, g.n_writes, place0, place1);
-  }
-
+  // The row writes' places, read once where one position serves every head.
+  gemv::RowPlaces place;
+  if constexpr (kE == GemvEpilogue::kNone)
+    place = gemv::row_places<1>(g.writes, g.n_writes, blockIdx.x == 0 && threadIdx.x == 0);
   const float inv = kNorm && !kLayer && !kBlockNorm ? warp_inv_rms<T>(g, x) : 1.f;
   float mean = 0.f, rstd = 1.f;  // kLayer's
   float xc[kCached ? kUnroll * 8 : 1];
@@ -173,8 +168,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_columns_kernel(GemvH
           c = to_f(static_cast<const T*>(g.cos)[j]);
           s = to_f(static_cast<const T*>(g.sin)[j]);
         }
-        if (g.n_writes > 0) target[0] = gemv::row_target<T>(g.writes[0], n, place0);
-        if (g.n_writes > 1) target[1] = gemv::row_target<T>(g.writes[1], n, place1);
+        if (g.n_writes > 0) target[0] = gemv::row_target<T>(g.writes[0], n, place.first);
+        if (g.n_writes > 1) target[1] = gemv::row_target<T>(g.writes[1], n, place.second);
       }
     }
     float acc = 0.f, acc2 = 0.f;

@@ -92,16 +92,10 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHa
   }
   if constexpr (kNorm) prefetch_norm<T, kLayer>(g);
   pdl_wait();
-  // The row writes' places, read once where one position serves every head (then checked from
-  // them, without a load).
-  int32_t place0 = -1, place1 = -1;
-  if constexpr (kE == GemvEpilogue::kNone) {
-    if (g.n_writes > 0) place0 = gemv::row_place(g.writes[0]);
-    if (g.n_writes > 1) place1 = gemv::row_place(g.writes[1]);
-    if (blockIdx.x == 0 && threadIdx.x < 32)
-      gemv::report_placed_writes<32>(g.writes, g.n_writes, place0, place1);
-  }
-
+  // The row writes' places, read once where one position serves every head.
+  gemv::RowPlaces place;
+  if constexpr (kE == GemvEpilogue::kNone)
+    place = gemv::row_places<32>(g.writes, g.n_writes, blockIdx.x == 0 && threadIdx.x < 32);
   stage_row<T, kNorm, kLayer>(g, xs);
   // What the task's epilogue reads that the product does not change, requested at its start.
   float acc[kS], bias[kC], residual[kC], cs[kC][2];
@@ -127,8 +121,8 @@ __global__ void __launch_bounds__(32 * kWarps, 2) gemv_half_stream_kernel(GemvHa
             cs[c][0] = to_f(static_cast<const T*>(g.cos)[j]);
             cs[c][1] = to_f(static_cast<const T*>(g.sin)[j]);
           }
-          if (g.n_writes > 0) target[c][0] = gemv::row_target<T>(g.writes[0], n[c], place0);
-          if (g.n_writes > 1) target[c][1] = gemv::row_target<T>(g.writes[1], n[c], place1);
+          if (g.n_writes > 0) target[c][0] = gemv::row_target<T>(g.writes[0], n[c], place.first);
+          if (g.n_writes > 1) target[c][1] = gemv::row_target<T>(g.writes[1], n[c], place.second);
         }
       }
     }
