@@ -96,6 +96,9 @@ TEST(CudaHalfEpilogues, RotaryAndCacheWritesInTheProductBitwiseTheSteps) {
   for (DType dt : {DType::kBFloat16, DType::kFloat16})
     for (int64_t d : {64, 128}) cases.push_back({dt, d, 1024});
   cases.push_back({DType::kBFloat16, 64, 2048});
+  // Llama-3.2-1B's q/k/v geometry (as one product 3072 columns of 2048, 12.6 MB: the task
+  // streams, every warp one task of two rounds).
+  cases.push_back({DType::kBFloat16, 128, 2048});
   cases.push_back({DType::kFloat16, 128, 4096});
   for (const Case& c : cases)
     for (bool merged : {false, true}) {
