@@ -1,6 +1,7 @@
 // The decode GEMV at a half activation dtype (gemv_half.h). One input row on the 16-byte path
-// (a decode step) takes one of two resident kernels by the product's weight bytes: column blocks
-// (gemv_half_columns.cuh) below kStreamBytes, task streams (gemv_half_stream.cuh) from there.
+// (a decode step) takes one of two resident kernels by the product's weight bytes and row length:
+// task streams (gemv_half_stream.cuh) from kStreamBytes with rows of kStreamMinK or more, column
+// blocks (gemv_half_columns.cuh) otherwise.
 // Every other product (several rows, unaligned rows) takes gemv_half_kernel
 // (gemv_half_launch.cuh): one warp per output column, eight columns a block, lanes striding along
 // k, float32 accumulation, a warp reduction, then the epilogue rounding to T where the chain

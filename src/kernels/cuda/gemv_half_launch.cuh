@@ -202,14 +202,20 @@ void launch_columns(const GemvHalf& g, int64_t blocks, cudaStream_t s) {
 // in 2.9 us against 4.0, its q/k/v (3.1 MB) 6.7 against 7.4, and the 1B o_proj (8.4 MB) 5.4
 // against 6.0.
 constexpr int64_t kStreamBytes = 10'000'000;
+// And rows at least this long (k): shorter rows take the column blocks at any size. H100, session
+// 33, every product on column blocks against main's choice (`bench/hf_variants.py`, processes
+// alternated): the medium Llama (gate/up 11.5 MB and the LM head 33.5 MB, k 1024) 0.302 -> 0.294
+// ms, GPT-2 medium (its LM head, k 1024) 0.3125 -> 0.3106 ms; the 1B shape's products (k 2048,
+// 8192) keep the streams, whose down (k 8192) took 12.0 us against 13.8 on columns.
+constexpr int64_t kStreamMinK = 2048;
 
 template <typename T, GemvEpilogue kE, bool kLayer = false>
 void launch_one_row(GemvHalf g, cudaStream_t s) {
   const int64_t bytes = g.n * g.k * int64_t{sizeof(T)} * (kE == GemvEpilogue::kSwiGLU ? 2 : 1);
   const GemvPath path = gemv_half_path();
   // The stream kernel stages the input row in shared memory: k at most kGemvHalfMaxNormK.
-  const bool stream =
-      path == GemvPath::kStream || (path == GemvPath::kAuto && bytes >= kStreamBytes);
+  const bool stream = path == GemvPath::kStream ||
+                      (path == GemvPath::kAuto && bytes >= kStreamBytes && g.k >= kStreamMinK);
   if (stream && g.k <= kGemvHalfMaxNormK) {
     if (kLayer || g.norm_w)
       return launch_stream<gemv_half_stream_kernel<T, kE, true, kLayer>>(g, s);
