@@ -20,6 +20,9 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import hf_variants  # noqa: E402
 
 
 def parse_arm(text):
@@ -27,13 +30,8 @@ def parse_arm(text):
     build, _, settings = rest.partition(":")
     if not name or not eq or not build:
         raise argparse.ArgumentTypeError("expected NAME=BUILD[:VAR=VALUE,...], got %r" % text)
-    env = {}
-    for item in filter(None, settings.split(",")):
-        var, eq2, value = item.partition("=")
-        if not eq2 or not var:
-            raise argparse.ArgumentTypeError("%r: expected VAR=VALUE in %r" % (item, text))
-        env[var] = value
-    return name, build, env
+    # The settings as a variant's (hf_variants.py reads the same VAR=VALUE list).
+    return name, build, hf_variants.parse_variant(name + ":" + settings)[1]
 
 
 def parse_models(text):
