@@ -15,6 +15,7 @@ An arm is NAME=BUILD[:VAR=VALUE,...] (BUILD holds python/inplace/_C*.so, as INPL
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -94,23 +95,19 @@ def collect(arms, models, processes, rounds, run=run_variants, log=print):
     return results, device
 
 
-def mean(values):
-    return sum(values) / len(values)
-
-
 def table(results, arm_names):
     """A markdown table: a row a model, a column an arm (each process's rounds, and the mean's
     change against the first arm)."""
     lines = ["| model | " + " | ".join(arm_names) + " |",
              "|---|" + "---:|" * len(arm_names)]
     for (model, shape), by_arm in results.items():
-        ref = mean([m for proc in by_arm[arm_names[0]] for m in proc])
+        ref = statistics.fmean([m for proc in by_arm[arm_names[0]] for m in proc])
         cells = []
         for name in arm_names:
             flat = [m for proc in by_arm[name] for m in proc]
             text = ", ".join(" / ".join("%.4f" % m for m in proc) for proc in by_arm[name])
             if name != arm_names[0]:
-                text += " (%+.1f%%)" % (100.0 * (mean(flat) / ref - 1.0))
+                text += " (%+.1f%%)" % (100.0 * (statistics.fmean(flat) / ref - 1.0))
             cells.append(text + " ms")
         lines.append("| %s %s | %s |" % (model, shape, " | ".join(cells)))
     return "\n".join(lines)
