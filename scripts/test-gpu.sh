@@ -10,10 +10,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-gpu}
 source scripts/lib/sysroot.sh
+source scripts/lib/unrecorded_objects.sh
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 start=$(date +%s)
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DINPLACE_BUILD_EXAMPLES=OFF -DINPLACE_BUILD_TESTS=ON \
   -DINPLACE_BUILD_BENCH=OFF "${sysroot_cmake_args[@]}" >/dev/null
+remake_unrecorded_objects "$BUILD_DIR"
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target inplace_tests inplace_cli
 echo "[gpu] build: $(( $(date +%s) - start )) s"
 "$BUILD_DIR"/inplace ops --device cuda >/dev/null

@@ -5,6 +5,7 @@
 # static libstdc++ would put a second C++ runtime into the extension); INPLACE_HF_CXX names
 # another.
 source scripts/lib/sysroot.sh  # INPLACE_SYSROOT: packages unpacked where none can be installed
+source scripts/lib/unrecorded_objects.sh  # remake_unrecorded_objects
 PYTHON=${PYTHON:-python3}
 BUILD_DIR=${BUILD_DIR:-build-hf}
 build_for_python() {
@@ -15,5 +16,6 @@ build_for_python() {
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DINPLACE_BUILD_TESTS=OFF \
     -DINPLACE_BUILD_BENCH=OFF -DINPLACE_BUILD_EXAMPLES=OFF "${sysroot_cmake_args[@]}" ${cxx:+-DCMAKE_CXX_COMPILER=$cxx} \
     -DPython3_EXECUTABLE="$(command -v "$PYTHON")" ${pybind_dir:+-Dpybind11_DIR=$pybind_dir} >/dev/null
+  remake_unrecorded_objects "$BUILD_DIR"
   cmake --build "$BUILD_DIR" -j"$(nproc)" --target "$@"
 }
