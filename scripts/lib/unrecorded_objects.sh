@@ -8,7 +8,7 @@
 remake_unrecorded_objects() {
   local dir=$1 obj src
   [ -f "$dir/build.ninja" ] && command -v ninja >/dev/null || return 0
-  ninja -C "$dir" -t deps 2>/dev/null | sed -n 's/^\(CMakeFiles\/[^:]*\.o\): #deps 0,.*/\1/p' |
+  { ninja -C "$dir" -t deps 2>/dev/null || true; } | sed -n 's/^\(CMakeFiles\/[^:]*\.o\): #deps 0,.*/\1/p' |
     while read -r obj; do
       src=${obj#CMakeFiles/*.dir/}
       src=${src%.o}
