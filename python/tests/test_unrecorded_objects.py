@@ -20,6 +20,8 @@ CMakeFiles/inplace_kernels_cuda.dir/src/kernels/cuda/b.cu.o: #deps 2, deps mtime
 
 CMakeFiles/inplace_core.dir/src/core/c.cpp.o: #deps 0, deps mtime 1 (STALE)
 
+tests/CMakeFiles/inplace_tests.dir/cuda/d_test.cpp.o: #deps 0, deps mtime 1 (VALID)
+
 """
 
 
@@ -35,7 +37,8 @@ class RemakeUnrecordedObjects(unittest.TestCase):
         os.chmod(fake, 0o755)
         self.env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ["PATH"])
         self.sources = {}
-        for rel in ("src/kernels/cuda/a.cu", "src/kernels/cuda/b.cu", "src/core/c.cpp"):
+        for rel in ("src/kernels/cuda/a.cu", "src/kernels/cuda/b.cu", "src/core/c.cpp",
+                    "tests/cuda/d_test.cpp"):
             path = os.path.join(self.root, rel)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             open(path, "w").close()
@@ -52,7 +55,8 @@ class RemakeUnrecordedObjects(unittest.TestCase):
         open(os.path.join(self.root, "build", "build.ninja"), "w").close()
         out = self.remake("build")
         touched = {rel for rel, p in self.sources.items() if os.stat(p).st_mtime > 1000}
-        self.assertEqual(touched, {"src/kernels/cuda/a.cu", "src/core/c.cpp"})
+        self.assertEqual(touched, {"src/kernels/cuda/a.cu", "src/core/c.cpp",
+                                   "tests/cuda/d_test.cpp"})
         self.assertIn("src/kernels/cuda/a.cu: no dependencies recorded", out)
         self.assertNotIn("b.cu", out)
 

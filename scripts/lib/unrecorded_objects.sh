@@ -8,9 +8,12 @@
 remake_unrecorded_objects() {
   local dir=$1 obj src
   [ -f "$dir/build.ninja" ] && command -v ninja >/dev/null || return 0
-  { ninja -C "$dir" -t deps 2>/dev/null || true; } | sed -n 's/^\(CMakeFiles\/[^:]*\.o\): #deps 0,.*/\1/p' |
+  # An object DIR/P/CMakeFiles/T.dir/R.o is made from the source P/R (P empty for the top folder's
+  # targets, tests/ for the tests').
+  { ninja -C "$dir" -t deps 2>/dev/null || true; } |
+    sed -n 's/^\([^:]*CMakeFiles\/[^:]*\.o\): #deps 0,.*/\1/p' |
     while read -r obj; do
-      src=${obj#CMakeFiles/*.dir/}
+      src=${obj%%CMakeFiles/*}${obj#*CMakeFiles/*.dir/}
       src=${src%.o}
       if [ -f "$src" ]; then
         touch "$src"
