@@ -79,9 +79,7 @@ def hf_program(family, dev, s_max=512, position=200):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                     "scripts"))
     import hf_models
-    model = hf_models.build_model(hf_models.config_for(family, "tiny", s_max), device=dev)
-    target = hf_models.export_target(hf_models.exportable(model, s_max, dev))
-    ep, examples = hf_models.export_static(target, dev)
+    _, ep, examples = hf_models.exported_decoder(family, "tiny", s_max, device=dev)
     with torch.no_grad():
         c = hf_models.compile_exported(ep, examples)
     if c.program is None:

@@ -67,10 +67,7 @@ def dump(model, shape, s_max, out):
     sys.path.insert(0, os.path.join(REPO, "scripts"))
     import hf_models
     dev = torch.device("cuda")
-    config = hf_models.config_for(model, shape, s_max)
-    module = hf_models.build_model(config, dtype=torch.bfloat16, device=dev)
-    target = hf_models.export_target(hf_models.exportable(module, s_max, dev))
-    ep, examples = hf_models.export_static(target, dev)
+    config, ep, examples = hf_models.exported_decoder(model, shape, s_max, torch.bfloat16, dev)
     c = hf_models.compile_exported(ep, examples)
     if c.program is None:
         raise SystemExit("%s %s: %s" % (model, shape, "; ".join(

@@ -88,10 +88,7 @@ def main(argv=None):
     import inplace
     dev = torch.device("cuda")
     dtype = torch.float32 if args.shape == "tiny" else torch.bfloat16
-    config = hf_models.config_for(args.model, args.shape, args.s_max)
-    model = hf_models.build_model(config, dtype=dtype, device=dev)
-    target = hf_models.export_target(hf_models.exportable(model, args.s_max, dev))
-    ep, examples = hf_models.export_static(target, dev)
+    _, ep, examples = hf_models.exported_decoder(args.model, args.shape, args.s_max, dtype, dev)
     with torch.no_grad():
         c = hf_models.compile_exported(ep, examples)
     if c.program is None:

@@ -72,10 +72,8 @@ def main(argv=None):
     args = parse_args(argv)
     import torch
     dev = torch.device("cuda")
-    config = hf_models.config_for(args.model, args.shape, args.s_max)
-    model = hf_models.build_model(config, dtype=torch.bfloat16, device=dev)
-    target = hf_models.export_target(hf_models.exportable(model, args.s_max, dev))
-    ep, examples = hf_models.export_static(target, dev)
+    _, ep, examples = hf_models.exported_decoder(args.model, args.shape, args.s_max,
+                                                 torch.bfloat16, dev)
     token = torch.ones(1, 1, dtype=torch.long, device=dev)
     positions = torch.arange(args.position, args.position + max(args.steps, args.warmup),
                              device=dev)

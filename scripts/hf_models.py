@@ -199,6 +199,15 @@ def export_static(target, device="cpu"):
     return ep, (ids, cp)
 
 
+def exported_decoder(family, shape, s_max, dtype=None, device="cpu"):
+    """A decoder of `family` at `shape` with random weights (build_model), exported as its
+    static-cache module with `s_max` slots (export_static). Returns (config, program, examples)."""
+    config = config_for(family, shape, s_max)
+    model = build_model(config, dtype=dtype, device=device)
+    ep, examples = export_static(export_target(exportable(model, s_max, device)), device)
+    return config, ep, examples
+
+
 def state_tensor(ep, target):
     """The tensor an exported program binds to a parameter, buffer or constant target."""
     t = ep.state_dict.get(target)
