@@ -1,5 +1,5 @@
 """Hugging Face decoders for the scripts that run them (scripts/test_hf.py, bench/hf_decode.py):
-configs built in code for six families at a named shape (random weights, no downloads),
+configs built in code for seven families at a named shape (random weights, no downloads),
 transformers' exportable static-cache module, its torch.export, and inplace.compile of the
 exported program (as exported, else decomposed). torch, transformers and inplace are imported
 where they are used, so FAMILIES and SHAPES read without them.
@@ -9,7 +9,7 @@ import sys
 import time
 import traceback
 
-FAMILIES = ("llama", "mistral", "qwen2", "phi3", "gemma", "gpt2")
+FAMILIES = ("llama", "mistral", "qwen2", "phi3", "gemma", "gpt2", "qwen3")
 
 # d_model, layers, heads, kv heads (GPT-2 has none: multi-head), MLP width, vocab; tied: the LM
 # head is the embedding (None: the family's default). builtin: the `inplace bench --size` of the
@@ -63,6 +63,8 @@ def config_for(family, shape, max_positions):
         return tf.Phi3Config(pad_token_id=0, bos_token_id=1, eos_token_id=2, **common)
     if family == "gemma":  # GeGLU, scaled embedding, (1 + w) RMSNorm
         return tf.GemmaConfig(head_dim=s["d_model"] // s["heads"], pad_token_id=0, **common)
+    if family == "qwen3":  # RMSNorm of each q and k head before the rotary; head_dim set (128)
+        return tf.Qwen3Config(head_dim=s["d_model"] // s["heads"], **common)
     raise ValueError("unknown family '%s' (%s)" % (family, ", ".join(FAMILIES)))
 
 

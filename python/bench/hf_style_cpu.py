@@ -1,7 +1,8 @@
 """A decoder written the way Hugging Face writes a static-cache Llama (RMSNorm with its float32
 upcast and cast back, rotate-half rotary with cos/sin from inv_freq @ position_ids, repeat_kv,
 attention over the whole static cache under a mask from cache_position, SiLU(gate) * up),
-compiled by inplace.compile, one thread, decode step time at a position, per s_max.
+compiled by inplace.compile, one thread, decode step time at a position, per s_max. With
+--qk-norm each q and k head is RMS-normalised before the rotary, as Qwen3 writes it.
 
   INPLACE_BUILD_DIR=build /usr/bin/python3 python/bench/hf_style_cpu.py --smax 256,4096
 Prints one JSON line per s_max: {"s_max", "ms_mean", "ms_min", "steps", "load"}.
@@ -46,9 +47,12 @@ def repeat_kv(x, n_rep):
 
 
 class Attention(nn.Module):
-    def __init__(self, dim, heads, kv_heads, s_max):
+    def __init__(self, dim, heads, kv_heads, s_max, qk_norm=False):
         super().__init__()
         self.heads, self.kv_heads, self.hd = heads, kv_heads, dim // heads
+        self.qk_norm = qk_norm
+        if qk_norm:  # Qwen3's q_norm and k_norm: an RMSNorm of each head
+            self.q_norm, self.k_norm = RMSNorm(self.hd), RMSNorm(self.hd)
         self.q_proj = nn.Linear(dim, heads * self.hd, bias=False)
         self.k_proj = nn.Linear(dim, kv_heads * self.hd, bias=False)
         self.v_proj = nn.Linear(dim, kv_heads * self.hd, bias=False)
@@ -57,8 +61,11 @@ class Attention(nn.Module):
         self.register_buffer("v_cache", torch.zeros(1, kv_heads, s_max, self.hd))
 
     def forward(self, x, cos, sin, cache_position, mask):
-        q = self.q_proj(x).view(1, 1, self.heads, self.hd).transpose(1, 2)
-        k = self.k_proj(x).view(1, 1, self.kv_heads, self.hd).transpose(1, 2)
+        q = self.q_proj(x).view(1, 1, self.heads, self.hd)
+        k = self.k_proj(x).view(1, 1, self.kv_heads, self.hd)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
         v = self.v_proj(x).view(1, 1, self.kv_heads, self.hd).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
@@ -74,10 +81,10 @@ class Attention(nn.Module):
 
 
 class Layer(nn.Module):
-    def __init__(self, dim, heads, kv_heads, ffn, s_max):
+    def __init__(self, dim, heads, kv_heads, ffn, s_max, qk_norm=False):
         super().__init__()
         self.input_layernorm = RMSNorm(dim)
-        self.self_attn = Attention(dim, heads, kv_heads, s_max)
+        self.self_attn = Attention(dim, heads, kv_heads, s_max, qk_norm)
         self.post_attention_layernorm = RMSNorm(dim)
         self.gate_proj = nn.Linear(dim, ffn, bias=False)
         self.up_proj = nn.Linear(dim, ffn, bias=False)
@@ -90,11 +97,11 @@ class Layer(nn.Module):
 
 
 class Decoder(nn.Module):
-    def __init__(self, vocab, dim, heads, kv_heads, ffn, layers, s_max):
+    def __init__(self, vocab, dim, heads, kv_heads, ffn, layers, s_max, qk_norm=False):
         super().__init__()
         self.embed_tokens = nn.Embedding(vocab, dim)
         self.layers = nn.ModuleList(
-            [Layer(dim, heads, kv_heads, ffn, s_max) for _ in range(layers)])
+            [Layer(dim, heads, kv_heads, ffn, s_max, qk_norm) for _ in range(layers)])
         self.norm = RMSNorm(dim)
         self.lm_head = nn.Linear(dim, vocab, bias=False)
         hd = dim // heads
@@ -145,13 +152,15 @@ def main():
                     help="weights, activations and caches (the rotary frequencies stay float32)")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch's threads and the compiled module's (its default follows torch)")
+    ap.add_argument("--qk-norm", action="store_true",
+                    help="an RMSNorm of each q and k head before the rotary (Qwen3)")
     ap.add_argument("--eager", action="store_true",
                     help="also time PyTorch eager on the same module, same threads, same steps")
     args = ap.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     for s_max in [int(s) for s in args.smax.split(",")]:
-        model = Decoder(8192, 512, 8, 4, 1408, args.layers, s_max).eval()
+        model = Decoder(8192, 512, 8, 4, 1408, args.layers, s_max, args.qk_norm).eval()
         for p in model.parameters():
             nn.init.normal_(p, std=0.02)
         dtype = getattr(torch, args.dtype)
@@ -161,7 +170,8 @@ def main():
             model.inv_freq = inv_freq
         compiled = inplace.compile(model, (torch.tensor([[1]]), torch.tensor([0])))
         mean, best = time_steps(compiled, args)
-        out = {"s_max": s_max, "dtype": args.dtype, "threads": compiled.threads,
+        out = {"s_max": s_max, "dtype": args.dtype, "qk_norm": args.qk_norm,
+               "threads": compiled.threads,
                "ms_mean": round(1e3 * mean, 3), "ms_min": round(1e3 * best, 3),
                "steps": args.steps, "load": os.getloadavg()[0]}
         if args.eager:
@@ -170,7 +180,7 @@ def main():
             out["eager_ms_mean"] = round(1e3 * mean, 3)
         if args.check:
             def fresh_copy():
-                m = Decoder(8192, 512, 8, 4, 1408, args.layers, s_max).eval()
+                m = Decoder(8192, 512, 8, 4, 1408, args.layers, s_max, args.qk_norm).eval()
                 m.load_state_dict(model.state_dict())
                 for n, b in m.named_buffers():
                     if n.endswith("_cache"):

@@ -48,6 +48,29 @@ void register_rotary_ops(Registry& r) {
             rotary::result_shape(a), a[rotary::kX].as_tensor("rotary_embedding").dtype())};
       },
       nullptr);
+  // A per-head RMSNorm and the rotary after it (fuse_head_norm_rotary; Qwen3's and Gemma 3's q
+  // and k): rotary_embedding(upcast_rms_norm(x, weight, eps, weight_in_float), cos, sin), each
+  // element rounded where those two steps round. x has the result's shape (cos and sin broadcast
+  // into it) and the one dtype of cos and sin; the weight is x's dtype, or float32 with
+  // weight_in_float.
+  r.add_out(
+      "rms_norm_rotary(Tensor x, Tensor weight, float eps, bool weight_in_float, Tensor cos, "
+      "Tensor sin) -> Tensor",
+      [](const Args& a) {
+        const char* op = "rms_norm_rotary";
+        const Tensor& x = a[0].as_tensor(op);
+        const Tensor& w = a[1].as_tensor(op);
+        const DType want = a[3].as_bool(op) ? DType::kFloat32 : x.dtype();
+        IP_CHECK(w.dtype() == want && w.dim() == 1 && x.dim() >= 1 && w.size(0) == x.size(-1),
+                 kShapeMismatch, "[", op, "] weight ", dtype_name(w.dtype()), " ",
+                 shape_str(w.shape()), " does not fit x ", dtype_name(x.dtype()), " ",
+                 shape_str(x.shape()), " (a ", dtype_name(want), " weight over x's last dim)");
+        const Shape out = rotary::result_shape({a[0], a[4], a[5]});
+        IP_CHECK(out == x.shape(), kShapeMismatch, "[", op, "] cos and sin must broadcast into x ",
+                 shape_str(x.shape()), ", the result is ", shape_str(out));
+        return std::vector<Tensor>{Tensor::meta(out, x.dtype())};
+      },
+      nullptr);
 }
 
 }  // namespace inplace

@@ -68,6 +68,10 @@ std::unique_ptr<Pass> make_fuse_rms_norm_pass();
 // rotary_embedding(x, cos, sin) when nothing else reads the intermediates.
 std::unique_ptr<Pass> make_fuse_rotary_pass();
 std::unique_ptr<Pass> make_fuse_rotary_table_pass();
+// fuse_head_norm_rotary: rotary_embedding(transposes(upcast_rms_norm(x, w, eps)), cos, sin), a
+// per-head norm before the rotary (Qwen3, Gemma 3), becomes rms_norm_rotary(transposes(x), w,
+// eps, weight_in_float, cos, sin) when nothing else reads the norm.
+std::unique_ptr<Pass> make_fuse_head_norm_rotary_pass();
 
 // fuse_linear_epilogues: at decode size (PassOptions::decode_max_rows), add(r, fused_linear(x, w,
 // b)) becomes fused_linear(x, w, b, residual=r) and mul(silu(fused_linear(x, wg)),

@@ -45,6 +45,7 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   passes.push_back(make_fuse_weight_casts_pass());
   passes.push_back(make_fuse_rms_norm_pass());
   passes.push_back(make_fuse_rotary_pass());
+  passes.push_back(make_fuse_head_norm_rotary_pass());
   passes.push_back(make_fuse_linear_epilogues_pass());
   passes.push_back(make_fuse_addmm_pass());
   passes.push_back(make_merge_sibling_linears_pass());
@@ -69,13 +70,21 @@ std::vector<std::string> pass_names(const std::vector<std::unique_ptr<Pass>>& pa
 
 namespace {
 // Rewrites that only make the program faster: leaving one out keeps it correct.
-const char* const kOptionalRewrites[] = {"drop_identity_casts",      "recognize_attention",
-                                         "canonicalize_repeat_kv",   "attend_filled_prefix",
-                                         "fold_position_arithmetic", "outer_product_matmul",
-                                         "fuse_rotary_table",        "fuse_rotary",
-                                         "fuse_rotary_epilogues",    "fuse_pointwise",
-                                         "fuse_linear_epilogues",    "fuse_addmm",
-                                         "fuse_product_epilogues",   "prepare_in_out_weights"};
+const char* const kOptionalRewrites[] = {"drop_identity_casts",
+                                         "recognize_attention",
+                                         "canonicalize_repeat_kv",
+                                         "attend_filled_prefix",
+                                         "fold_position_arithmetic",
+                                         "outer_product_matmul",
+                                         "fuse_rotary_table",
+                                         "fuse_rotary",
+                                         "fuse_head_norm_rotary",
+                                         "fuse_rotary_epilogues",
+                                         "fuse_pointwise",
+                                         "fuse_linear_epilogues",
+                                         "fuse_addmm",
+                                         "fuse_product_epilogues",
+                                         "prepare_in_out_weights"};
 
 bool is_optional_rewrite(const std::string& name) {
   for (const char* r : kOptionalRewrites)

@@ -68,6 +68,11 @@ TEST(HfExport, Phi3StaticCacheDecodeStep) {
 TEST(HfExport, GemmaStaticCacheDecodeStep) {
   expect_exact("gemma");
 }
+// Qwen3 (an RMSNorm of each q and k head before the rotary): exported on the GPU machine by
+// scripts/hf_export_graphs.py --shape tiny --s-max 64 (transformers 5.17, torch 2.11).
+TEST(HfExport, Qwen3StaticCacheDecodeStep) {
+  expect_exact("qwen3");
+}
 
 }  // namespace
 }  // namespace inplace::testing

@@ -5,10 +5,14 @@
 // reads pair up, and temporaries pair only when their planned memory does not overlap.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "backend/kernel_table.h"
 #include "compiler/compile.h"
 #include "compiler/hf_fixtures.h"
 #include "compiler/qkv_rotary_graph.h"
+#include "frontend/graph_json.h"
 #include "kernels/cuda/launch_groups.h"
 #include "models/llama.h"
 #include "ops/registry.h"
@@ -280,6 +284,48 @@ TEST(LaunchGroups, ABatchMemberIsIndependentOfEveryStepItPasses) {
   plan.arena = {{0, 32}, {32, 32}, {64, 32}};
   plan.steps[2].outs[0].dtype = DType::kFloat32;
   EXPECT_EQ(cuda::plan_launch_groups(plan).batch[0], nullptr);
+}
+
+// A decoder whose q and k heads are RMS-normalised before the rotary (Qwen3; the Hugging
+// Face-style fixture with --qk-norm): each layer's two rms_norm_rotary steps run as one launch.
+TEST(LaunchGroups, QkNormRotaryStepsPairUp) {
+  std::ifstream in(std::string(INPLACE_SOURCE_DIR) +
+                   "/tests/compiler/fixtures/hf_style_qk_norm_make_fx_bf16.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  auto e = gpu_plan_engine(*read_graph_json_string(text.str(), "qk_norm"));
+  const Plan& plan = e->plan();
+  const cuda::LaunchGroups g = cuda::plan_launch_groups(plan);
+  int steps = 0, pairs = 0;
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    if (op_of(plan.steps[q]) != "rms_norm_rotary") continue;
+    ++steps;
+    if (g.pair[q]) {
+      ++pairs;
+      EXPECT_EQ(op_of(plan.steps[q + 1]), "rms_norm_rotary") << plan.steps[q].node;
+    }
+  }
+  EXPECT_EQ(steps, 4) << e->describe();  // q and k of 2 layers
+  EXPECT_EQ(pairs, 2) << e->describe();
+}
+
+// Qwen3 as torch.export records it (bf16): each layer's q and k norms with their rotaries are one
+// launch, and the v cache write joins the q/k/v product's epilogue (the k write, of the rotated k,
+// runs after the pair on its own).
+TEST(LaunchGroups, Qwen3QkNormsPairAndTheVWriteJoinsTheProduct) {
+  auto e = gpu_plan_engine(*testing::hf_fixture("qwen3_bf16"));
+  const Plan& plan = e->plan();
+  const cuda::LaunchGroups g = cuda::plan_launch_groups(plan);
+  int pairs = 0, product_writes = 0;
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    if (op_of(plan.steps[q]) == "rms_norm_rotary" && g.pair[q]) ++pairs;
+    if (op_of(plan.steps[q]) != "rms_norm_linear" || g.write_count[q] == 0) continue;
+    product_writes += g.write_count[q];
+    for (size_t w : g.write_steps[q])
+      EXPECT_EQ(op_of(plan.steps[w]), "kv_cache_update") << plan.steps[w].node;
+  }
+  EXPECT_EQ(pairs, 2) << e->describe();           // one a layer
+  EXPECT_EQ(product_writes, 2) << e->describe();  // the v write of each layer
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
-// The cpu kernel of rotary_embedding, registered into the kernel table; its arguments are read
-// as every backend reads them (ops/rotary_args.h).
+// The cpu kernels of rotary_embedding and rms_norm_rotary, registered into the kernel table;
+// their arguments are read as every backend reads them (ops/rotary_args.h). rms_norm_rotary is
+// its two steps run by their own kernels (kernels/cpu/chain.h): bitwise the unfused pair.
 #include "kernels/cpu/rotary.h"
 
 #include "core/strided_loop.h"
+#include "kernels/cpu/chain.h"
 #include "kernels/cpu/registration.h"
 #include "ops/rotary_args.h"
 
@@ -75,6 +77,12 @@ void register_rotary_kernels(KernelTable& table) {
               rotary::result_shape(a);  // the operands' check, as the shape rule
               rotary_embedding(a[rotary::kX].tensor, a[rotary::kCos].tensor, a[rotary::kSin].tensor,
                                out[0]);
+            });
+  table.add(DeviceType::kCpu, "rms_norm_rotary",
+            [](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
+              static const ChainOp kNorm("upcast_rms_norm");
+              const Tensor h = kNorm({a[0], a[1], a[2], a[3]});
+              rotary_embedding(h, a[4].tensor, a[5].tensor, out[0]);
             });
 }
 

@@ -101,6 +101,19 @@ struct RowTask {
   DType compute = DType::kFloat32;  // accumulate in float, double or int64 (compute_kind)
 };
 void row_op(const RowTask& task, void* stream);
+// upcast_rms_norm (upcast_rms_norm.cu): Hugging Face's RMSNorm at a half dtype over `in.cols` (the
+// last dim), rows x cols in and out, its weight over cols (the input's dtype, or float32 with
+// weight_in_float), eps in task.eps; bitwise the cpu kernel.
+void upcast_rms_norm(const RowTask& task, bool weight_in_float, void* stream);
+// rms_norm_rotary: that row, then rotary_embedding over it (rotary.cu's rounding points); cos
+// and sin as rows x cols at the result's shape (broadcast), of the input's dtype; rows of at most
+// 1024 elements. One or two steps (a layer's q and k) in one launch.
+struct NormRotaryStep {
+  RowTask task;
+  RowView cos, sin;
+  bool weight_in_float = false;
+};
+void rms_norm_rotary(const NormRotaryStep* steps, int n, void* stream);
 
 // Index kernels (index.cu), over the elements of `values` (the read's result, or the write's
 // source). The position p of element i is index(i) (+ its coordinate along `coord_dim` when

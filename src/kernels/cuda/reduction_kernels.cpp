@@ -1,9 +1,11 @@
 // CUDA kernels of the reductions (sum, mean, amax, amin over any dims), softmax and
-// log_softmax along a dim, and rms_norm / layer_norm over trailing dims: each a RowTask
-// (reduction.cu) over the operands' own strides, so no operand is made contiguous first.
+// log_softmax along a dim, rms_norm / layer_norm over trailing dims (each a RowTask of
+// reduction.cu) and upcast_rms_norm over the last dim (upcast_rms_norm.cu), over the operands'
+// own strides, so no operand is made contiguous first.
 #include <limits>
 
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/launch_groups.h"
 #include "kernels/cuda/registration.h"
 #include "ops/nn_args.h"
 #include "ops/reduction_args.h"
@@ -117,6 +119,47 @@ Kernel norm(bool layer) {
   };
 }
 
+// upcast_rms_norm's (ops/nn_ops.cpp) or rms_norm_rotary's (ops/rotary_ops.cpp: cos and sin its
+// arguments 4 and 5) step over the last dim, any strides.
+NormRotaryStep norm_step(const Args& a, const Tensor& out, bool rotary) {
+  const char* op = rotary ? "rms_norm_rotary" : "upcast_rms_norm";
+  const Tensor& x = a[0].tensor;
+  std::vector<bool> last(x.dim(), false);
+  if (x.dim() > 0) last.back() = true;
+  NormRotaryStep s;
+  s.task.op = RowOp::kRmsNorm;
+  s.task.in = split(x, last);
+  s.task.out = split(out, last);
+  s.task.weight = split(a[1].tensor, std::vector<bool>(a[1].tensor.dim(), true)).cols;
+  s.task.has_weight = true;
+  s.task.eps = a[2].as_double(op);
+  s.weight_in_float = a.size() > 3 && a[3].as_bool(op);
+  if (rotary) {  // cos and sin at the result's shape, split as the rows and cols of x
+    s.cos = split(a[4].tensor.expand(out.shape()), last);
+    s.sin = split(a[5].tensor.expand(out.shape()), last);
+  }
+  return s;
+}
+
+void upcast_norm_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  if (outs[0].numel() == 0) return;
+  const NormRotaryStep s = norm_step(a, outs[0], false);
+  upcast_rms_norm(s.task, s.weight_in_float, ctx.queue);
+}
+
+void norm_rotary_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  if (outs[0].numel() == 0) return;
+  const NormRotaryStep s = norm_step(a, outs[0], true);
+  rms_norm_rotary(&s, 1, ctx.queue);
+}
+
+// A layer's q and k steps in one launch (the engine pairs the two steps).
+void norm_rotary_pair(const Args& a1, const std::vector<Tensor>& o1, const KernelContext& c1,
+                      const Args& a2, const std::vector<Tensor>& o2, const KernelContext&) {
+  const NormRotaryStep s[2] = {norm_step(a1, o1[0], true), norm_step(a2, o2[0], true)};
+  rms_norm_rotary(s, 2, c1.queue);
+}
+
 }  // namespace
 
 void register_reduction_kernels(KernelTable& t) {
@@ -148,6 +191,9 @@ void register_reduction_kernels(KernelTable& t) {
   t.add(C, "_log_softmax", softmax(true));
   t.add(C, "rms_norm", norm(false));
   t.add(C, "layer_norm", norm(true));
+  t.add(C, "upcast_rms_norm", upcast_norm_kernel);
+  t.add(C, "rms_norm_rotary", norm_rotary_kernel);
+  LaunchKernels::get().add_pair("rms_norm_rotary", norm_rotary_pair);
 }
 
 }  // namespace inplace::cuda

@@ -1,0 +1,178 @@
+// upcast_rms_norm on the device: Hugging Face's RMSNorm at a half dtype (ops/nn_ops.cpp) where it
+// does not fold into the product after it (a decoder's per-head q and k norms, Qwen3's and
+// Gemma 3's; a norm whose result is not a product's input). One warp a row: each lane takes the
+// row's elements lane, lane + 32, ..., squares them in float and sums the squares in double; the
+// lanes' sums meet by a butterfly in double (a fixed order, so every call gives the same bits);
+// the mean is the double sum over d rounded to float, + eps in float, 1 / sqrt in float (IEEE
+// division and square root: no fast-math flag), then h = x * inv in float and the weight applied
+// as the chain does: weight * h.to(dt) in float rounded to dt, or (h * weight).to(dt) with a
+// float32 weight (weight_in_float). The sum of float squares in double is exact unless the row's
+// squares span more than 29 binary orders of magnitude, so its order shows in no result the cpu
+// kernel's order (four chains) would not give; the tests compare the two bit for bit.
+// rms_norm_rotary is the same row with rotary_embedding after it in the same warp: the normalised
+// row (rounded to dt) is kept in shared memory, and each element becomes x * cos + rotate_half(x)
+// * sin with rotary.cu's rounding points (each product and the sum rounded to dt). A decoder
+// layer's q and k steps run as one launch (a pair: kernels/cuda/launch_groups.h).
+#include "kernels/cuda/device_common.cuh"
+
+namespace inplace::cuda {
+
+namespace {
+
+constexpr int kRowWarps = 8;
+// The longest row rms_norm_rotary keeps in shared memory (a head: 64 to 256 in the models).
+constexpr int64_t kMaxRotaryD = 1024;
+
+// One step's rows, compact (a kernel parameter holds two): the leading dims of x, y, cos and sin
+// (offsets of a row), the stride of each along the row.
+struct NormRows {
+  Operand x, y, cos, sin;
+  int64_t xs = 0, ys = 0, cs = 0, ss = 0, ws = 0;
+  const char* w = nullptr;
+  float eps = 0;
+  int64_t rows = 0, d = 0;
+};
+struct NormLaunch {
+  NormRows step[2];
+  int n = 0;
+};
+
+int64_t col_stride(const Operand& cols) {
+  return cols.ndim ? cols.stride[0] : 0;
+}
+
+NormRows rows_of(const NormRotaryStep& s, bool rotary) {
+  NormRows r;
+  r.x = s.task.in.rows;
+  r.y = s.task.out.rows;
+  r.xs = col_stride(s.task.in.cols);
+  r.ys = col_stride(s.task.out.cols);
+  r.w = s.task.weight.data;
+  r.ws = col_stride(s.task.weight);
+  r.eps = static_cast<float>(s.task.eps);
+  r.rows = numel(s.task.in.rows);
+  r.d = numel(s.task.in.cols);
+  if (rotary) {
+    r.cos = s.cos.rows;
+    r.sin = s.sin.rows;
+    r.cs = col_stride(s.cos.cols);
+    r.ss = col_stride(s.sin.cols);
+  }
+  return r;
+}
+
+// v rounded to T (to nearest even), back in float.
+template <typename T>
+__device__ inline float rounded(float v) {
+  return to_f(from_f<T>(v));
+}
+
+template <typename T, bool kWeightFloat, bool kRotary>
+__global__ void __launch_bounds__(32 * kRowWarps) upcast_rms_norm_kernel(NormLaunch l) {
+  pdl_begin();
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t total = l.step[0].rows + (l.n > 1 ? l.step[1].rows : 0);
+  const int64_t stride = int64_t{gridDim.x} * kRowWarps;
+  __shared__ float normed[kRotary ? kRowWarps : 1][kRotary ? kMaxRotaryD : 1];
+  for (int64_t g = int64_t{blockIdx.x} * kRowWarps + warp; g < total; g += stride) {
+    const bool second = g >= l.step[0].rows;
+    const NormRows& s = l.step[second ? 1 : 0];
+    const int64_t r = second ? g - l.step[0].rows : g, d = s.d;
+    const T* x = reinterpret_cast<const T*>(s.x.data) + offset_of(s.x, r);
+    T* y = reinterpret_cast<T*>(s.y.data) + offset_of(s.y, r);
+    double sq = 0;
+    for (int64_t c = lane; c < d; c += 32) {
+      const float u = to_f(x[c * s.xs]);
+      sq += static_cast<double>(u * u);  // pow(x, 2) in float32, summed in double by mean
+    }
+    for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+    const float var = static_cast<float>(sq / static_cast<double>(d));
+    const float inv = 1.0f / sqrtf(var + s.eps);  // rsqrt as the cpu's kernel: 1 / sqrt
+    for (int64_t c = lane; c < d; c += 32) {
+      const float h = to_f(x[c * s.xs]) * inv;
+      T v;
+      if constexpr (kWeightFloat) {
+        v = from_f<T>(h * reinterpret_cast<const float*>(s.w)[c * s.ws]);
+      } else {
+        const float w = to_f(reinterpret_cast<const T*>(s.w)[c * s.ws]);
+        v = from_f<T>(w * to_f(from_f<T>(h)));
+      }
+      if constexpr (kRotary)
+        normed[warp][c] = to_f(v);
+      else
+        y[c * s.ys] = v;
+    }
+    if constexpr (kRotary) {
+      __syncwarp();
+      const T* cr = reinterpret_cast<const T*>(s.cos.data) + offset_of(s.cos, r);
+      const T* sr = reinterpret_cast<const T*>(s.sin.data) + offset_of(s.sin, r);
+      const int64_t half = d / 2;
+      for (int64_t c = lane; c < d; c += 32) {
+        const float other = normed[warp][c < half ? c + half : c - half];
+        const float a = rounded<T>(__fmul_rn(normed[warp][c], to_f(cr[c * s.cs])));
+        const float b = rounded<T>(__fmul_rn(c < half ? -other : other, to_f(sr[c * s.ss])));
+        y[c * s.ys] = from_f<T>(__fadd_rn(a, b));
+      }
+      __syncwarp();  // the row's slots are rewritten by the next row
+    }
+  }
+}
+
+template <typename T, bool kRotary>
+void launch(const NormLaunch& l, bool weight_in_float, cudaStream_t s) {
+  const int64_t total = l.step[0].rows + (l.n > 1 ? l.step[1].rows : 0);
+  const int64_t blocks = (total + kRowWarps - 1) / kRowWarps;
+  const unsigned grid = static_cast<unsigned>(blocks < 65535 * 4 ? blocks : 65535 * 4);
+  if (weight_in_float)
+    launch_pdl(upcast_rms_norm_kernel<T, true, kRotary>, grid, 32 * kRowWarps, s, l);
+  else
+    launch_pdl(upcast_rms_norm_kernel<T, false, kRotary>, grid, 32 * kRowWarps, s, l);
+}
+
+// Steps of one dtype and weight form in one launch (n = 1 or 2).
+template <bool kRotary>
+void run(const NormRotaryStep* steps, int n, void* stream) {
+  NormLaunch l;
+  for (int i = 0; i < n; ++i) {
+    if (numel(steps[i].task.in.rows) == 0 || numel(steps[i].task.in.cols) == 0) continue;
+    l.step[l.n++] = rows_of(steps[i], kRotary);
+  }
+  if (l.n == 0) return;
+  const cudaStream_t s = as_stream(stream);
+  const DType t = steps[0].task.in.rows.dtype;
+  const bool in_float = steps[0].weight_in_float;
+  if (t == DType::kBFloat16)
+    launch<__nv_bfloat16, kRotary>(l, in_float, s);
+  else if (t == DType::kFloat16)
+    launch<__half, kRotary>(l, in_float, s);
+  else
+    launch<float, kRotary>(l, in_float, s);
+  IP_CUDA_CHECK(cudaGetLastError(), kRotary ? "rms_norm_rotary" : "upcast_rms_norm");
+}
+
+}  // namespace
+
+void upcast_rms_norm(const RowTask& t, bool weight_in_float, void* stream) {
+  NormRotaryStep s;
+  s.task = t;
+  s.weight_in_float = weight_in_float;
+  run<false>(&s, 1, stream);
+}
+
+void rms_norm_rotary(const NormRotaryStep* steps, int n, void* stream) {
+  IP_ASSERT(n >= 1 && n <= 2, "rms_norm_rotary launches one or two steps");
+  for (int i = 0; i < n; ++i)
+    IP_CHECK(numel(steps[i].task.in.cols) <= kMaxRotaryD, kUnsupported,
+             "[cuda] rms_norm_rotary takes rows of at most ", kMaxRotaryD, " elements, got ",
+             numel(steps[i].task.in.cols));
+  const bool one_form = n == 1 || (steps[1].task.in.rows.dtype == steps[0].task.in.rows.dtype &&
+                                   steps[1].weight_in_float == steps[0].weight_in_float);
+  if (!one_form) {
+    run<true>(steps, 1, stream);
+    run<true>(steps + 1, 1, stream);
+    return;
+  }
+  run<true>(steps, n, stream);
+}
+
+}  // namespace inplace::cuda

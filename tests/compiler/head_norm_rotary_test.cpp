@@ -1,0 +1,105 @@
+// fuse_head_norm_rotary on a decoder whose q and k heads are RMS-normalised before the rotary
+// (Qwen3's q_norm and k_norm; tests/compiler/fixtures/hf_style_qk_norm_make_fx_bf16.json, the
+// Hugging Face-style decoder of python/bench/hf_style_cpu.py with --qk-norm, as inplace.compile
+// captures it, bf16): each head's norm and its rotary become one rms_norm_rotary step, bitwise the
+// two steps, on fresh tokens, weights and positions across the whole cache, compiled once (with
+// the cpu's and the GPU's fusion choices), against the graph without the rewrite and the eager
+// interpreter; and at float16. A norm that something else also reads stays.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "compiler/hf_fixtures.h"
+#include "compiler/rewrite_differential.h"
+
+namespace inplace::testing {
+namespace {
+
+constexpr int64_t kSMax = 32;  // the fixture's cache
+
+std::string fixture_text(bool half) {
+  std::ifstream in(std::string(INPLACE_SOURCE_DIR) +
+                   "/tests/compiler/fixtures/hf_style_qk_norm_make_fx_bf16.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  if (half)
+    for (size_t at; (at = json.find("bfloat16")) != std::string::npos;)
+      json.replace(at, 8, "float16");
+  return json;
+}
+
+std::vector<std::vector<Tensor>> draws(const Graph& g) {
+  std::vector<std::vector<Tensor>> out;
+  for (uint32_t seed = 0; seed < kSMax; seed += 3) out.push_back(seeded_hf_inputs(g, seed, kSMax));
+  out.push_back(seeded_hf_inputs(g, kSMax - 1, kSMax));
+  return out;
+}
+
+TEST(HeadNormRotary, QkNormsAndRotariesBecomeOneStepBitwise) {
+  for (bool half : {false, true}) {
+    SCOPED_TRACE(half ? "float16" : "bfloat16");
+    auto g = read_graph_json_string(fixture_text(half), "qk_norm");
+    const auto example = seeded_hf_inputs(*g, 5, kSMax);
+    std::string plan = expect_rewrite_exact(*g, example, draws(*g), {"fuse_head_norm_rotary"}, 0.0);
+    EXPECT_EQ(count_of(plan, "= rms_norm_rotary("), 4) << plan;  // 2 layers, q and k
+    EXPECT_EQ(count_of(plan, "= rotary_embedding("), 0) << plan;
+    EXPECT_EQ(expect_engine_exact_on_draws(*g, example, draws(*g), 0.0),
+              static_cast<int>(draws(*g).size()));
+  }
+}
+
+TEST(HeadNormRotary, WithTheGpusFusionChoices) {
+  auto g = read_graph_json_string(fixture_text(false), "qk_norm");
+  const auto example = seeded_hf_inputs(*g, 5, kSMax);
+  CompiledOnce fused(*g, example, gpu_like_options()),
+      unfused(*g, example, gpu_like_options({"fuse_head_norm_rotary"}));
+  EXPECT_EQ(count_of(fused.plan(), "= rms_norm_rotary("), 4) << fused.plan();
+  for (const auto& d : draws(*g)) {
+    EngineCall a = fused.call(d), b = unfused.call(d);
+    for (size_t j = 0; j < a.outputs.size(); ++j)
+      EXPECT_TRUE(tensor_equal(a.outputs[j], b.outputs[j], 0.0)) << "output " << j;
+    for (size_t i = 0; i < a.inputs.size(); ++i)
+      EXPECT_TRUE(tensor_equal(a.inputs[i], b.inputs[i], 0.0)) << "input " << i;
+  }
+}
+
+// Qwen3 as torch.export records it (tests/frontend/fixtures/hf/qwen3_bf16.json, tiny, 2 layers,
+// a cache of 64): every layer's q and k become rms_norm_rotary steps, with the cpu's and the
+// GPU's fusion choices, bitwise the graph without the rewrite at positions across the cache.
+TEST(HeadNormRotary, Qwen3AsTorchExportRecordsIt) {
+  for (const char* model : {"qwen3_bf16", "qwen3_fp16"}) {
+    SCOPED_TRACE(model);
+    auto g = std::string(model) == "qwen3_bf16" ? hf_fixture(model)
+                                                : hf_fixture_at_float16("qwen3_bf16", model);
+    const auto example = seeded_hf_inputs(*g, 5, 64);
+    std::vector<std::vector<Tensor>> draws;
+    for (uint32_t seed = 0; seed < 64; seed += 9) draws.push_back(seeded_hf_inputs(*g, seed, 64));
+    draws.push_back(seeded_hf_inputs(*g, 63, 64));
+    for (bool gpu : {false, true}) {
+      SCOPED_TRACE(gpu ? "the GPU's fusion choices" : "the cpu's");
+      CompiledOnce fused(*g, example, gpu ? gpu_like_options() : CompileOptions{}),
+          unfused(
+              *g, example, gpu ? gpu_like_options({"fuse_head_norm_rotary"}) : [] {
+                CompileOptions o;
+                o.skip_passes = {"fuse_head_norm_rotary"};
+                return o;
+              }());
+      EXPECT_EQ(count_of(fused.plan(), "= rms_norm_rotary("), 4) << fused.plan();
+      EXPECT_EQ(count_of(fused.plan(), "= rotary_embedding("), 0) << fused.plan();
+      for (const auto& d : draws) {
+        EngineCall a = fused.call(d), b = unfused.call(d);
+        for (size_t j = 0; j < a.outputs.size(); ++j)
+          EXPECT_TRUE(tensor_equal(a.outputs[j], b.outputs[j], 0.0)) << "output " << j;
+        for (size_t i = 0; i < a.inputs.size(); ++i)
+          EXPECT_TRUE(tensor_equal(a.inputs[i], b.inputs[i], 0.0)) << "input " << i;
+      }
+    }
+    EXPECT_EQ(expect_engine_exact_on_draws(*g, example, draws, 0.0),
+              static_cast<int>(draws.size()));
+  }
+}
+
+}  // namespace
+}  // namespace inplace::testing
