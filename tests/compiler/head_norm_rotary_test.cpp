@@ -56,13 +56,7 @@ TEST(HeadNormRotary, WithTheGpusFusionChoices) {
   CompiledOnce fused(*g, example, gpu_like_options()),
       unfused(*g, example, gpu_like_options({"fuse_head_norm_rotary"}));
   EXPECT_EQ(count_of(fused.plan(), "= rms_norm_rotary("), 4) << fused.plan();
-  for (const auto& d : draws(*g)) {
-    EngineCall a = fused.call(d), b = unfused.call(d);
-    for (size_t j = 0; j < a.outputs.size(); ++j)
-      EXPECT_TRUE(tensor_equal(a.outputs[j], b.outputs[j], 0.0)) << "output " << j;
-    for (size_t i = 0; i < a.inputs.size(); ++i)
-      EXPECT_TRUE(tensor_equal(a.inputs[i], b.inputs[i], 0.0)) << "input " << i;
-  }
+  expect_engines_equal(fused, unfused, draws(*g), 0.0);
 }
 
 // Qwen3 as torch.export records it (tests/frontend/fixtures/hf/qwen3_bf16.json, tiny, 2 layers,
@@ -88,13 +82,7 @@ TEST(HeadNormRotary, Qwen3AsTorchExportRecordsIt) {
               }());
       EXPECT_EQ(count_of(fused.plan(), "= rms_norm_rotary("), 4) << fused.plan();
       EXPECT_EQ(count_of(fused.plan(), "= rotary_embedding("), 0) << fused.plan();
-      for (const auto& d : draws) {
-        EngineCall a = fused.call(d), b = unfused.call(d);
-        for (size_t j = 0; j < a.outputs.size(); ++j)
-          EXPECT_TRUE(tensor_equal(a.outputs[j], b.outputs[j], 0.0)) << "output " << j;
-        for (size_t i = 0; i < a.inputs.size(); ++i)
-          EXPECT_TRUE(tensor_equal(a.inputs[i], b.inputs[i], 0.0)) << "input " << i;
-      }
+      expect_engines_equal(fused, unfused, draws, 0.0);
     }
     EXPECT_EQ(expect_engine_exact_on_draws(*g, example, draws, 0.0),
               static_cast<int>(draws.size()));

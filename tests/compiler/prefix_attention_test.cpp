@@ -152,13 +152,7 @@ TEST(PrefixAttention, MakeFxBf16MaskedAttentionKeepsTheChainsRoundings) {
     return o;
   }());
   EXPECT_EQ(lines_with(with_mask.plan(), "= rounded_attention(", ":bool"), 2) << with_mask.plan();
-  for (const auto& d : draws_across(*g, 32)) {
-    EngineCall a = with_mask.call(d), b = chain.call(d);
-    for (size_t j = 0; j < a.outputs.size(); ++j)
-      EXPECT_TRUE(tensor_equal(a.outputs[j], b.outputs[j], 0.0)) << "output " << j;
-    for (size_t i = 0; i < a.inputs.size(); ++i)
-      EXPECT_TRUE(tensor_equal(a.inputs[i], b.inputs[i], 0.0)) << "input " << i;
-  }
+  expect_engines_equal(with_mask, chain, draws_across(*g, 32), 0.0);
 }
 
 // A backend without rounded_attention's kernel (here CUDA's fusion choices: the chain's bmm is

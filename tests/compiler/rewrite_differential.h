@@ -37,6 +37,21 @@ class CompiledOnce {
   CompiledProgram program_;
 };
 
+// Two engines of one graph (built once each) on the same draws: every output and the final value
+// of every input must agree within `tol`.
+inline void expect_engines_equal(const CompiledOnce& a, const CompiledOnce& b,
+                                 const std::vector<std::vector<Tensor>>& draws, double tol) {
+  for (size_t d = 0; d < draws.size(); ++d) {
+    SCOPED_TRACE(str_cat("draw ", d));
+    EngineCall x = a.call(draws[d]), y = b.call(draws[d]);
+    EXPECT_EQ(x.outputs.size(), y.outputs.size());
+    for (size_t j = 0; j < std::min(x.outputs.size(), y.outputs.size()); ++j)
+      EXPECT_TRUE(tensor_equal(x.outputs[j], y.outputs[j], tol)) << "output " << j;
+    for (size_t i = 0; i < x.inputs.size(); ++i)
+      EXPECT_TRUE(tensor_equal(x.inputs[i], y.inputs[i], tol)) << "input " << i;
+  }
+}
+
 // Compiles `g` with every pass and without `skipped`; runs both on each draw and expects
 // them equal within `tol`. Returns the plan of the engine with every pass.
 inline std::string expect_rewrite_exact(const Graph& g, const std::vector<Tensor>& example,
@@ -45,15 +60,7 @@ inline std::string expect_rewrite_exact(const Graph& g, const std::vector<Tensor
   CompileOptions without;
   without.skip_passes = skipped;
   CompiledOnce with_rewrite(g, example, {}), without_rewrite(g, example, without);
-  for (size_t d = 0; d < draws.size(); ++d) {
-    SCOPED_TRACE(str_cat("draw ", d));
-    EngineCall a = with_rewrite.call(draws[d]), b = without_rewrite.call(draws[d]);
-    EXPECT_EQ(a.outputs.size(), b.outputs.size());
-    for (size_t j = 0; j < std::min(a.outputs.size(), b.outputs.size()); ++j)
-      EXPECT_TRUE(tensor_equal(a.outputs[j], b.outputs[j], tol)) << "output " << j;
-    for (size_t i = 0; i < a.inputs.size(); ++i)
-      EXPECT_TRUE(tensor_equal(a.inputs[i], b.inputs[i], tol)) << "input " << i;
-  }
+  expect_engines_equal(with_rewrite, without_rewrite, draws, tol);
   return with_rewrite.plan();
 }
 
