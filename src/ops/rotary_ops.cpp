@@ -52,19 +52,30 @@ void register_rotary_ops(Registry& r) {
   // and k): rotary_embedding(upcast_rms_norm(x, weight, eps, weight_in_float), cos, sin), each
   // element rounded where those two steps round. x has the result's shape (cos and sin broadcast
   // into it) and the one dtype of cos and sin; the weight is x's dtype, or float32 with
-  // weight_in_float.
+  // weight_in_float. With weight2, the rows (heads) of x's dim -2 from `split` on take weight2
+  // (a layer's q and k heads in one step, each with its own norm weight).
   r.add_out(
       "rms_norm_rotary(Tensor x, Tensor weight, float eps, bool weight_in_float, Tensor cos, "
-      "Tensor sin) -> Tensor",
+      "Tensor sin, Tensor? weight2=None, int split=0) -> Tensor",
       [](const Args& a) {
         const char* op = "rms_norm_rotary";
         const Tensor& x = a[0].as_tensor(op);
-        const Tensor& w = a[1].as_tensor(op);
         const DType want = a[3].as_bool(op) ? DType::kFloat32 : x.dtype();
-        IP_CHECK(w.dtype() == want && w.dim() == 1 && x.dim() >= 1 && w.size(0) == x.size(-1),
-                 kShapeMismatch, "[", op, "] weight ", dtype_name(w.dtype()), " ",
-                 shape_str(w.shape()), " does not fit x ", dtype_name(x.dtype()), " ",
-                 shape_str(x.shape()), " (a ", dtype_name(want), " weight over x's last dim)");
+        for (size_t i : {size_t{1}, size_t{6}}) {
+          if (i == 6 && (a.size() <= 6 || a[6].is_none())) continue;
+          const Tensor& w = a[i].as_tensor(op);
+          IP_CHECK(w.dtype() == want && w.dim() == 1 && x.dim() >= 1 && w.size(0) == x.size(-1),
+                   kShapeMismatch, "[", op, "] ", i == 1 ? "weight " : "weight2 ",
+                   dtype_name(w.dtype()), " ", shape_str(w.shape()), " does not fit x ",
+                   dtype_name(x.dtype()), " ", shape_str(x.shape()), " (a ", dtype_name(want),
+                   " weight over x's last dim)");
+        }
+        if (a.size() > 6 && !a[6].is_none()) {
+          const int64_t split = a.size() > 7 ? a[7].as_int(op) : 0;
+          IP_CHECK(x.dim() >= 2 && split > 0 && split < x.size(-2), kInvalidArgument, "[", op,
+                   "] split ", split, " must leave heads of x ", shape_str(x.shape()),
+                   " (dim -2) to both weights");
+        }
         const Shape out = rotary::result_shape({a[0], a[4], a[5]});
         IP_CHECK(out == x.shape(), kShapeMismatch, "[", op, "] cos and sin must broadcast into x ",
                  shape_str(x.shape()), ", the result is ", shape_str(out));

@@ -1,4 +1,6 @@
-// fuse_head_norm_rotary (an engine pass, after fuse_rms_norm and fuse_rotary): a Hugging Face
+// fuse_head_norm_rotary (an engine pass, after fuse_rms_norm, fuse_rotary and, where the backend
+// prefers them, merge_sibling_linears and fuse_norm_prologues, whose merged q/k/v product its
+// second half reads): a Hugging Face
 // RMSNorm of each head right before the rotary, as Qwen3 and Gemma 3 normalise q and k,
 //   q = rotary_embedding(transpose(upcast_rms_norm(view(q_proj(x), .., H, d), w, eps), 1, 2),
 //                        cos, sin)
@@ -8,6 +10,16 @@
 // them (each keeps the last dim last); the chain between the two is single-reader transposes and
 // aliases, nothing else reads the norm, and the head is at most 1024 wide. Every backend computes
 // the fused step as the two steps do, rounding where they round (bitwise).
+//
+// Then a layer's q and k steps of one decode row become one: where two such steps read adjacent
+// column ranges of one product (transpose(view(slice(P, -1, a, b), [1, 1, h, d]), 1, 2), the
+// second range starting where the first ends) with the same cos, sin (one position: d elements),
+// eps and weight form, they are one rms_norm_rotary(view(slice(P, -1, a1, b2), [1, 1, h1 + h2,
+// d]), w1, eps, weight_in_float, cos, sin, w2, h1), and q and k transposed slices of it: on a GPU
+// one launch for both, and the k cache write after it stores from its epilogue.
+#include <algorithm>
+#include <set>
+
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
@@ -45,6 +57,7 @@ class FuseHeadNormRotaryPass : public Pass {
     for (Node* n : g.nodes())
       if (op_name(n) == "rotary_embedding") rotaries.push_back(n);
     for (Node* r : rotaries) fuse(g, metas, r);
+    merge_heads(g, cached_metas(g, ctx));
   }
 
  private:
@@ -88,6 +101,120 @@ class FuseHeadNormRotaryPass : public Pass {
     dead.insert(dead.end(), chain.begin(), chain.end());
     dead.push_back(norm);
     g.erase_all(dead);
+  }
+  // rms_norm_rotary(transpose(view(slice(P, -1, a, b), [1, 1, h, d]), 1, 2), w, eps, f, cos, sin)
+  // with one-position cos and sin, each view read once.
+  struct Heads {
+    Node *r, *t, *v, *s, *p;
+    int64_t a, b, h, d;
+  };
+  static bool heads_of(const Graph& g, const MetaTable& metas, Node* r, Heads* out) {
+    if (r->args.size() != 6 || !r->kwargs.empty() || !r->args[0].is_node()) return false;
+    Node* t = r->args[0].node;
+    if (op_name(t) != "transpose" || g.users(t).size() != 1 || t->args.size() != 3 ||
+        !t->args[0].is_node())
+      return false;
+    int64_t d0 = int_at(t, 1), d1 = int_at(t, 2);
+    if (!((d0 == 1 && d1 == 2) || (d0 == 2 && d1 == 1))) return false;
+    Node* v = t->args[0].node;
+    const std::string vn = op_name(v);
+    if ((vn != "view" && vn != "reshape" && vn != "_unsafe_view") || g.users(v).size() != 1 ||
+        v->args.empty() || !v->args[0].is_node())
+      return false;
+    Node* s = v->args[0].node;
+    if (op_name(s) != "slice" || g.users(s).size() != 1 || s->args.size() < 4 ||
+        !s->args[0].is_node())
+      return false;
+    const Tensor* vm = metas.tensor(v);
+    const Tensor* sm = metas.tensor(s);
+    const Tensor* pm = metas.tensor(s->args[0].node);
+    const Tensor* cm = r->args[4].is_node() ? metas.tensor(r->args[4].node) : nullptr;
+    const Tensor* nm = r->args[5].is_node() ? metas.tensor(r->args[5].node) : nullptr;
+    if (!vm || !sm || !pm || !cm || !nm || vm->dim() != 4 || vm->size(0) != 1 || vm->size(1) != 1 ||
+        sm->dim() != 3 || pm->dim() != 3 || pm->size(0) != 1 || pm->size(1) != 1 ||
+        !pm->is_contiguous())
+      return false;
+    const int64_t h = vm->size(2), d = vm->size(3);
+    if (cm->numel() != d || nm->numel() != d) return false;
+    int64_t dim = int_at(s, 1), a = int_at(s, 2), b = int_at(s, 3);
+    const int64_t step = s->args.size() > 4 ? int_at(s, 4) : 1;
+    if (dim != -1 && dim != 2) return false;
+    if (a == INT64_MIN || b == INT64_MIN || step != 1 || a < 0) return false;
+    b = std::min(b, pm->size(2));
+    if (b - a != h * d) return false;
+    *out = {r, t, v, s, s->args[0].node, a, b, h, d};
+    return true;
+  }
+
+  static bool same_value(const Value& x, const Value& y) {
+    if (x.is_node() || y.is_node()) return x.is_node() && y.is_node() && x.node == y.node;
+    if (x.kind != y.kind) return false;
+    if (x.kind == Value::Kind::kBool) return x.b == y.b;
+    if (x.kind == Value::Kind::kInt) return x.i == y.i;
+    if (x.kind == Value::Kind::kFloat) return x.f == y.f;
+    return false;
+  }
+
+  static void merge_heads(Graph& g, const MetaTable& metas) {
+    std::vector<Heads> all;
+    for (Node* n : g.nodes()) {
+      Heads h;
+      if (op_name(n) == "rms_norm_rotary" && heads_of(g, metas, n, &h)) all.push_back(h);
+    }
+    std::set<Node*> done;
+    for (const Heads& q : all)
+      for (const Heads& k : all) {
+        if (done.count(q.r) || done.count(k.r) || q.r == k.r || q.p != k.p || q.b != k.a ||
+            q.d != k.d)
+          continue;
+        bool same = true;
+        for (int i : {2, 3, 4, 5}) same &= same_value(q.r->args[i], k.r->args[i]);
+        const Tensor* qm = metas.tensor(q.r);
+        const Tensor* km = metas.tensor(k.r);
+        if (!same || !qm || !km || qm->dtype() != km->dtype()) continue;
+        merge(g, q, k);
+        done.insert(q.r);
+        done.insert(k.r);
+      }
+  }
+
+  static void merge(Graph& g, const Heads& q, const Heads& k) {
+    Node* at = q.r;  // the earlier of the two steps
+    for (Node* n : g.nodes()) {
+      if (n == q.r || n == k.r) {
+        at = n;
+        break;
+      }
+    }
+    auto call = [&](const char* target, std::vector<Value> args, const std::string& name) {
+      return g.insert_before(at, NodeOp::kCallFunction, target, std::move(args), {}, name);
+    };
+    const std::string base = q.r->name;
+    Node* s = call("aten.slice.Tensor",
+                   {Value::node_ref(q.p), Value::integer(-1), Value::integer(q.a),
+                    Value::integer(k.b), Value::integer(1)},
+                   base + "_qk_cols");
+    Node* v =
+        call("aten.view.default", {Value::node_ref(s), Value::int_list({1, 1, q.h + k.h, q.d})},
+             base + "_qk_heads");
+    const std::vector<Value>& a = q.r->args;
+    Node* qk =
+        call("inplace.rms_norm_rotary",
+             {Value::node_ref(v), a[1], a[2], a[3], a[4], a[5], k.r->args[1], Value::integer(q.h)},
+             base + "_qk");
+    auto part = [&](const Heads& x, int64_t b, int64_t e, const std::string& name) {
+      Node* sl = call("aten.slice.Tensor",
+                      {Value::node_ref(qk), Value::integer(2), Value::integer(b), Value::integer(e),
+                       Value::integer(1)},
+                      name + "_heads");
+      Node* tr = call("aten.transpose.int",
+                      {Value::node_ref(sl), Value::integer(1), Value::integer(2)}, name + "_of_qk");
+      tr->meta = x.r->meta;
+      g.replace_all_uses_with(x.r, tr);
+    };
+    part(q, 0, q.h, q.r->name);
+    part(k, q.h, q.h + k.h, k.r->name);
+    g.erase_all({q.r, q.t, q.v, q.s, k.r, k.t, k.v, k.s});
   }
 };
 

@@ -45,11 +45,11 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   passes.push_back(make_fuse_weight_casts_pass());
   passes.push_back(make_fuse_rms_norm_pass());
   passes.push_back(make_fuse_rotary_pass());
-  passes.push_back(make_fuse_head_norm_rotary_pass());
   passes.push_back(make_fuse_linear_epilogues_pass());
   passes.push_back(make_fuse_addmm_pass());
   passes.push_back(make_merge_sibling_linears_pass());
   passes.push_back(make_fuse_norm_prologues_pass());
+  passes.push_back(make_fuse_head_norm_rotary_pass());
   passes.push_back(make_fuse_rotary_epilogues_pass());
   passes.push_back(make_fuse_pointwise_pass());
   passes.push_back(make_fuse_product_epilogues_pass());

@@ -32,10 +32,11 @@ namespace {
 class DeviceEngine {
  public:
   DeviceEngine(const Graph& g, const std::vector<Tensor>& example, bool epilogues,
-               bool one_step_a_launch) {
+               bool one_step_a_launch, std::vector<std::string> skipped = {}) {
     CompileOptions o;
     o.device = Device::cuda();
-    if (!epilogues) o.skip_passes = {"fuse_rotary_epilogues"};
+    if (!epilogues) skipped.push_back("fuse_rotary_epilogues");
+    o.skip_passes = std::move(skipped);
     program_ = compile(g, example, o);
     // A profiled context runs every step as its own launch (timed on the host).
     if (one_step_a_launch) setenv("INPLACE_PROFILE", "1", 1);
@@ -138,6 +139,24 @@ TEST(CudaHalfEpilogues, TinyBf16LlamaJoinsItsCacheWrites) {
   const ContextStats st = fused.context().stats();
   EXPECT_GE(st.counter("joined_steps"), 4);
   std::printf("[gpu suite] llama_bf16 fixture: %lld steps joined to another's launch\n",
+              (long long)st.counter("joined_steps"));
+}
+
+// Qwen3 exported in bf16 (tests/frontend/fixtures/hf/qwen3_bf16.json, 2 layers): each layer's q
+// and k heads are normalised and rotated by one step whose launch also stores the k heads into
+// the cache, the v write joins the q/k/v product (4 steps joined a call), bitwise the graph
+// without fuse_head_norm_rotary run one step a launch (the norms and rotaries apart).
+TEST(CudaHalfEpilogues, TinyBf16Qwen3NormsItsHeadsAndJoinsItsCacheWrites) {
+  IP_REQUIRE_CUDA();
+  auto g = hf_fixture("qwen3_bf16");
+  const std::vector<std::vector<Tensor>> draws = rotary_draws_across(*g, 64);
+  DeviceEngine fused(*g, draws[0], true, false),
+      steps(*g, draws[0], true, true, {"fuse_head_norm_rotary"});
+  EXPECT_EQ(count_of(fused.plan(), "= rms_norm_rotary("), 2) << fused.plan();
+  expect_bitwise_alike(fused, steps, draws);
+  const ContextStats st = fused.context().stats();
+  EXPECT_GE(st.counter("joined_steps"), 4);
+  std::printf("[gpu suite] qwen3_bf16 fixture: %lld steps joined to another's launch\n",
               (long long)st.counter("joined_steps"));
 }
 

@@ -142,4 +142,60 @@ TEST(CudaRmsNormRotary, BitwiseTheCpuKernelOverHeadsAndDtypes) {
       }
 }
 
+#ifdef INPLACE_WITH_CUDA
+// A layer's q and k heads as one step (heads from `split` on take the second weight), then the
+// k heads stored into a cache at a position from the step's own launch (the kv_cache_update after
+// it, as the engine groups them): every element and the whole cache equal the cpu's steps.
+TEST(CudaRmsNormRotary, QAndKHeadsInOneStepWithTheKCacheWrite) {
+  IP_REQUIRE_CUDA();
+  uint32_t seed = 3900;
+  for (DType dt : {DType::kBFloat16, DType::kFloat16})
+    for (int64_t d : {64, 128})
+      for (int64_t pos : {0, 5, 15}) {
+        const int64_t heads = 8, kv = 2, slots = 16;
+        const Tensor qkv = draw({1, 1, (heads + 2 * kv) * d}, dt, seed++, 6.0);
+        const Tensor x = qkv.slice(2, 0, (heads + kv) * d).view({1, 1, heads + kv, d});
+        const Tensor wq = draw({d}, dt, seed++, 2.0), wk = draw({d}, dt, seed++, 2.0);
+        const Tensor c = draw({1, 1, 1, d}, dt, seed++, 1.0),
+                     s = draw({1, 1, 1, d}, dt, seed++, 1.0);
+        const std::vector<Value> a{Value::from_tensor(x),  Value::from_tensor(wq),
+                                   Value::floating(1e-6),  Value::boolean(false),
+                                   Value::from_tensor(c),  Value::from_tensor(s),
+                                   Value::from_tensor(wk), Value::integer(heads)};
+        const Tensor want = run_op_on(DeviceType::kCpu, "rms_norm_rotary", a);
+        EXPECT_TRUE(bytes_equal(run_op_on(DeviceType::kCuda, "rms_norm_rotary", a), want))
+            << "q and k heads " << dtype_name(dt) << " d " << d;
+        // The cpu's k write.
+        const Tensor cache = draw({1, kv, slots, d}, dt, seed++, 3.0);
+        Tensor index = Tensor::zeros({1}, DType::kInt64);
+        index.data<int64_t>()[0] = pos;
+        const Tensor want_cache =
+            run_op_on(DeviceType::kCpu, "kv_cache_update",
+                      {Value::from_tensor(cache),
+                       Value::from_tensor(want.slice(2, heads, heads + kv).transpose(1, 2)),
+                       Value::none(), Value::from_tensor(index)});
+        // The step with the write from its launch.
+        ResolvedCall step = resolve_call("rms_norm_rotary", a, {}, "test");
+        const std::vector<Value> gpu_args = to_cuda_args(step.args);
+        std::vector<Tensor> out{Tensor::empty(want.shape(), dt, Device::cuda())};
+        const Tensor cache_dev = to_cuda_view(cache);
+        std::vector<Value> write_args{
+            Value::from_tensor(cache_dev),
+            Value::from_tensor(out[0].slice(2, heads, heads + kv).transpose(1, 2)), Value::none(),
+            Value::from_tensor(to_cuda_view(index))};
+        ResolvedCall write = resolve_call("kv_cache_update", write_args, {}, "test");
+        std::vector<Tensor> write_out{cache_dev};
+        const cuda::WritesKernel* k =
+            cuda::LaunchKernels::get().find_epilogue_writes(*step.op, *write.op);
+        ASSERT_NE(k, nullptr);
+        const cuda::StepCall w{&write.args, &write_out, KernelContext{}};
+        EXPECT_TRUE((*k)({&gpu_args, &out, KernelContext{}}, &w, 1));
+        EXPECT_TRUE(bytes_equal(out[0].to_device(Device::cpu()), want))
+            << "with the write " << dtype_name(dt) << " d " << d;
+        EXPECT_TRUE(bytes_equal(cache_dev.to_device(Device::cpu()), want_cache))
+            << "the k cache " << dtype_name(dt) << " d " << d << " position " << pos;
+      }
+}
+#endif
+
 }  // namespace

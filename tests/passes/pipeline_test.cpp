@@ -24,28 +24,18 @@ TEST(Pipeline, PassesRunInTheDocumentedOrder) {
 }
 
 TEST(Pipeline, EnginePassesFollowFunctionalization) {
-  EXPECT_EQ(pass_names(engine_passes()), (std::vector<std::string>{"drop_eval_dropout",
-                                                                   "lift_mutated_buffers",
-                                                                   "kv_cache_update",
-                                                                   "drop_identity_casts",
-                                                                   "recognize_attention",
-                                                                   "canonicalize_repeat_kv",
-                                                                   "attend_filled_prefix",
-                                                                   "fold_position_arithmetic",
-                                                                   "outer_product_matmul",
-                                                                   "fuse_rotary_table",
-                                                                   "prepare_in_out_weights",
-                                                                   "fuse_weight_casts",
-                                                                   "fuse_rms_norm",
-                                                                   "fuse_rotary",
-                                                                   "fuse_head_norm_rotary",
-                                                                   "fuse_linear_epilogues",
-                                                                   "fuse_addmm",
-                                                                   "merge_sibling_linears",
-                                                                   "fuse_norm_prologues",
-                                                                   "fuse_rotary_epilogues",
-                                                                   "fuse_pointwise",
-                                                                   "fuse_product_epilogues"}));
+  const std::vector<std::string> engine = {"drop_eval_dropout",      "lift_mutated_buffers",
+                                           "kv_cache_update",        "drop_identity_casts",
+                                           "recognize_attention",    "canonicalize_repeat_kv",
+                                           "attend_filled_prefix",   "fold_position_arithmetic",
+                                           "outer_product_matmul",   "fuse_rotary_table",
+                                           "prepare_in_out_weights", "fuse_weight_casts",
+                                           "fuse_rms_norm",          "fuse_rotary",
+                                           "fuse_linear_epilogues",  "fuse_addmm",
+                                           "merge_sibling_linears",  "fuse_norm_prologues",
+                                           "fuse_head_norm_rotary",  "fuse_rotary_epilogues",
+                                           "fuse_pointwise",         "fuse_product_epilogues"};
+  EXPECT_EQ(pass_names(engine_passes()), engine);
   std::vector<std::string> all = functionalization_pass_names();
   all.push_back("drop_eval_dropout");
   all.push_back("lift_mutated_buffers");
@@ -61,11 +51,11 @@ TEST(Pipeline, EnginePassesFollowFunctionalization) {
   all.push_back("fuse_weight_casts");
   all.push_back("fuse_rms_norm");
   all.push_back("fuse_rotary");
-  all.push_back("fuse_head_norm_rotary");
   all.push_back("fuse_linear_epilogues");
   all.push_back("fuse_addmm");
   all.push_back("merge_sibling_linears");
   all.push_back("fuse_norm_prologues");
+  all.push_back("fuse_head_norm_rotary");
   all.push_back("fuse_rotary_epilogues");
   all.push_back("fuse_pointwise");
   all.push_back("fuse_product_epilogues");

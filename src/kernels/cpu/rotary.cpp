@@ -81,8 +81,25 @@ void register_rotary_kernels(KernelTable& table) {
   table.add(DeviceType::kCpu, "rms_norm_rotary",
             [](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
               static const ChainOp kNorm("upcast_rms_norm");
-              const Tensor h = kNorm({a[0], a[1], a[2], a[3]});
-              rotary_embedding(h, a[4].tensor, a[5].tensor, out[0]);
+              const Tensor& x = a[0].tensor;
+              if (a.size() <= 6 || a[6].is_none()) {
+                const Tensor h = kNorm({a[0], a[1], a[2], a[3]});
+                rotary_embedding(h, a[4].tensor, a[5].tensor, out[0]);
+                return;
+              }
+              // Heads [0, split) of dim -2 with weight, the rest with weight2: each part its own
+              // pair of steps (cos and sin cut alike where they are not broadcast there).
+              const int64_t split = a[7].as_int("rms_norm_rotary"), heads = x.size(-2);
+              auto part = [&](const Tensor& t, int64_t b, int64_t e) {
+                return t.dim() >= 2 && t.size(-2) == heads ? t.slice(t.dim() - 2, b, e) : t;
+              };
+              for (int i = 0; i < 2; ++i) {
+                const int64_t b = i == 0 ? 0 : split, e = i == 0 ? split : heads;
+                const Tensor h = kNorm({Value::from_tensor(x.slice(x.dim() - 2, b, e)),
+                                        i == 0 ? a[1] : a[6], a[2], a[3]});
+                rotary_embedding(h, part(a[4].tensor, b, e), part(a[5].tensor, b, e),
+                                 out[0].slice(out[0].dim() - 2, b, e));
+              }
             });
 }
 

@@ -112,6 +112,8 @@ struct NormRotaryStep {
   RowTask task;
   RowView cos, sin;
   bool weight_in_float = false;
+  Operand weight2;  // heads (a row's index modulo `heads`) from `split` on, where data is set
+  int64_t split = 0, heads = 1;
 };
 void rms_norm_rotary(const NormRotaryStep* steps, int n, void* stream);
 
@@ -186,6 +188,10 @@ struct GemvRowWrite {
   int32_t* error = nullptr;
   int32_t error_step = -1;
 };
+// rms_norm_rotary's one step whose result (contiguous rows of d) is also stored by up to two row
+// writes (a layer's k heads into the k cache: the kv_cache_update after it, in its launch).
+void rms_norm_rotary_writes(const NormRotaryStep& step, const GemvRowWrite* writes, int n_writes,
+                            void* stream);
 
 // Input rows one pass of the GEMV serves over a weight row (gemv_device.cuh's gemv::kRows).
 inline constexpr int kGemvRows = 4;

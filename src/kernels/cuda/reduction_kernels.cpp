@@ -7,6 +7,7 @@
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/launch_groups.h"
 #include "kernels/cuda/registration.h"
+#include "kernels/cuda/row_write.h"
 #include "ops/nn_args.h"
 #include "ops/reduction_args.h"
 
@@ -137,6 +138,11 @@ NormRotaryStep norm_step(const Args& a, const Tensor& out, bool rotary) {
   if (rotary) {  // cos and sin at the result's shape, split as the rows and cols of x
     s.cos = split(a[4].tensor.expand(out.shape()), last);
     s.sin = split(a[5].tensor.expand(out.shape()), last);
+    if (a.size() > 6 && a[6].is_tensor()) {  // heads from `split` on take weight2
+      s.weight2 = split(a[6].tensor, std::vector<bool>(a[6].tensor.dim(), true)).cols;
+      s.split = a[7].as_int(op);
+      s.heads = x.size(-2);
+    }
   }
   return s;
 }
@@ -151,6 +157,19 @@ void norm_rotary_kernel(const Args& a, const std::vector<Tensor>& outs, const Ke
   if (outs[0].numel() == 0) return;
   const NormRotaryStep s = norm_step(a, outs[0], true);
   rms_norm_rotary(&s, 1, ctx.queue);
+}
+
+// The step and the kv_cache_update steps after it that store slices of its result (a layer's k
+// heads) in one launch; false (nothing launched) where a write has another form.
+bool norm_rotary_writes(const StepCall& p, const StepCall* writes, int n) {
+  const Tensor& out = (*p.outs)[0];
+  if (!out.is_contiguous() || out.numel() == 0) return false;
+  GemvRowWrite w[2];
+  for (int k = 0; k < n; ++k)
+    if (!row_write_of(writes[k], out.data_ptr(), out.numel(), out.dtype(), &w[k])) return false;
+  const NormRotaryStep s = norm_step(*p.args, out, true);
+  rms_norm_rotary_writes(s, w, n, p.ctx.queue);
+  return true;
 }
 
 // A layer's q and k steps in one launch (the engine pairs the two steps).
@@ -194,6 +213,8 @@ void register_reduction_kernels(KernelTable& t) {
   t.add(C, "upcast_rms_norm", upcast_norm_kernel);
   t.add(C, "rms_norm_rotary", norm_rotary_kernel);
   LaunchKernels::get().add_pair("rms_norm_rotary", norm_rotary_pair);
+  LaunchKernels::get().add_epilogue_writes("rms_norm_rotary", "kv_cache_update",
+                                           norm_rotary_writes);
 }
 
 }  // namespace inplace::cuda

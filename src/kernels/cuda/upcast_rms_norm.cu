@@ -12,8 +12,11 @@
 // rms_norm_rotary is the same row with rotary_embedding after it in the same warp: the normalised
 // row (rounded to dt) is kept in shared memory, and each element becomes x * cos + rotate_half(x)
 // * sin with rotary.cu's rounding points (each product and the sum rounded to dt). A decoder
-// layer's q and k steps run as one launch (a pair: kernels/cuda/launch_groups.h).
+// layer's q and k steps run as one launch (a pair: kernels/cuda/launch_groups.h), or are one step
+// (heads from `split` on take weight2) whose k rows are also stored into the cache from the
+// epilogue (the kv_cache_update after it, as a GEMV's row writes: gemv_device.cuh).
 #include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/gemv_device.cuh"
 
 namespace inplace::cuda {
 
@@ -22,6 +25,7 @@ namespace {
 constexpr int kRowWarps = 8;
 // The longest row rms_norm_rotary keeps in shared memory (a head: 64 to 256 in the models).
 constexpr int64_t kMaxRotaryD = 1024;
+constexpr int kMaxNormWrites = 2;
 
 // One step's rows, compact (a kernel parameter holds two): the leading dims of x, y, cos and sin
 // (offsets of a row), the stride of each along the row.
@@ -29,12 +33,18 @@ struct NormRows {
   Operand x, y, cos, sin;
   int64_t xs = 0, ys = 0, cs = 0, ss = 0, ws = 0;
   const char* w = nullptr;
+  const char* w2 = nullptr;  // heads (row % heads) from `split` on, where set
+  int64_t split = 0, heads = 1;
   float eps = 0;
   int64_t rows = 0, d = 0;
 };
+// One or two steps; the first step's result (contiguous rows of d) may also be stored by row
+// writes (column r * d + c of the result is element c of row r).
 struct NormLaunch {
   NormRows step[2];
   int n = 0;
+  GemvRowWrite writes[kMaxNormWrites];
+  int n_writes = 0;
 };
 
 int64_t col_stride(const Operand& cols) {
@@ -49,6 +59,9 @@ NormRows rows_of(const NormRotaryStep& s, bool rotary) {
   r.ys = col_stride(s.task.out.cols);
   r.w = s.task.weight.data;
   r.ws = col_stride(s.task.weight);
+  r.w2 = s.weight2.data;
+  r.split = s.split;
+  r.heads = s.heads;
   r.eps = static_cast<float>(s.task.eps);
   r.rows = numel(s.task.in.rows);
   r.d = numel(s.task.in.cols);
@@ -74,12 +87,18 @@ __global__ void __launch_bounds__(32 * kRowWarps) upcast_rms_norm_kernel(NormLau
   const int64_t total = l.step[0].rows + (l.n > 1 ? l.step[1].rows : 0);
   const int64_t stride = int64_t{gridDim.x} * kRowWarps;
   __shared__ float normed[kRotary ? kRowWarps : 1][kRotary ? kMaxRotaryD : 1];
+  // The row writes' places (one position for every head, as a decode step's cache position),
+  // read once a warp; refused positions flagged by one warp.
+  gemv::RowPlaces place;
+  if (l.n_writes > 0)
+    place = gemv::row_places<32>(l.writes, l.n_writes, blockIdx.x == 0 && warp == 0);
   for (int64_t g = int64_t{blockIdx.x} * kRowWarps + warp; g < total; g += stride) {
     const bool second = g >= l.step[0].rows;
     const NormRows& s = l.step[second ? 1 : 0];
     const int64_t r = second ? g - l.step[0].rows : g, d = s.d;
     const T* x = reinterpret_cast<const T*>(s.x.data) + offset_of(s.x, r);
     T* y = reinterpret_cast<T*>(s.y.data) + offset_of(s.y, r);
+    const char* wrow = s.w2 && mod_nonneg(r, s.heads) >= s.split ? s.w2 : s.w;
     double sq = 0;
     for (int64_t c = lane; c < d; c += 32) {
       const float u = to_f(x[c * s.xs]);
@@ -92,9 +111,9 @@ __global__ void __launch_bounds__(32 * kRowWarps) upcast_rms_norm_kernel(NormLau
       const float h = to_f(x[c * s.xs]) * inv;
       T v;
       if constexpr (kWeightFloat) {
-        v = from_f<T>(h * reinterpret_cast<const float*>(s.w)[c * s.ws]);
+        v = from_f<T>(h * reinterpret_cast<const float*>(wrow)[c * s.ws]);
       } else {
-        const float w = to_f(reinterpret_cast<const T*>(s.w)[c * s.ws]);
+        const float w = to_f(reinterpret_cast<const T*>(wrow)[c * s.ws]);
         v = from_f<T>(w * to_f(from_f<T>(h)));
       }
       if constexpr (kRotary)
@@ -111,7 +130,13 @@ __global__ void __launch_bounds__(32 * kRowWarps) upcast_rms_norm_kernel(NormLau
         const float other = normed[warp][c < half ? c + half : c - half];
         const float a = rounded<T>(__fmul_rn(normed[warp][c], to_f(cr[c * s.cs])));
         const float b = rounded<T>(__fmul_rn(c < half ? -other : other, to_f(sr[c * s.ss])));
-        y[c * s.ys] = from_f<T>(__fadd_rn(a, b));
+        const T v = from_f<T>(__fadd_rn(a, b));
+        y[c * s.ys] = v;
+        if (l.n_writes > 0 && !second) {
+          if (T* t = gemv::row_target<T>(l.writes[0], r * d + c, place.first)) *t = v;
+          if (l.n_writes > 1)
+            if (T* t = gemv::row_target<T>(l.writes[1], r * d + c, place.second)) *t = v;
+        }
       }
       __syncwarp();  // the row's slots are rewritten by the next row
     }
@@ -131,8 +156,10 @@ void launch(const NormLaunch& l, bool weight_in_float, cudaStream_t s) {
 
 // Steps of one dtype and weight form in one launch (n = 1 or 2).
 template <bool kRotary>
-void run(const NormRotaryStep* steps, int n, void* stream) {
+void run(const NormRotaryStep* steps, int n, const GemvRowWrite* writes, int n_writes,
+         void* stream) {
   NormLaunch l;
+  for (int i = 0; i < n_writes; ++i) l.writes[l.n_writes++] = writes[i];
   for (int i = 0; i < n; ++i) {
     if (numel(steps[i].task.in.rows) == 0 || numel(steps[i].task.in.cols) == 0) continue;
     l.step[l.n++] = rows_of(steps[i], kRotary);
@@ -156,7 +183,7 @@ void upcast_rms_norm(const RowTask& t, bool weight_in_float, void* stream) {
   NormRotaryStep s;
   s.task = t;
   s.weight_in_float = weight_in_float;
-  run<false>(&s, 1, stream);
+  run<false>(&s, 1, nullptr, 0, stream);
 }
 
 void rms_norm_rotary(const NormRotaryStep* steps, int n, void* stream) {
@@ -168,11 +195,20 @@ void rms_norm_rotary(const NormRotaryStep* steps, int n, void* stream) {
   const bool one_form = n == 1 || (steps[1].task.in.rows.dtype == steps[0].task.in.rows.dtype &&
                                    steps[1].weight_in_float == steps[0].weight_in_float);
   if (!one_form) {
-    run<true>(steps, 1, stream);
-    run<true>(steps + 1, 1, stream);
+    run<true>(steps, 1, nullptr, 0, stream);
+    run<true>(steps + 1, 1, nullptr, 0, stream);
     return;
   }
-  run<true>(steps, n, stream);
+  run<true>(steps, n, nullptr, 0, stream);
+}
+
+void rms_norm_rotary_writes(const NormRotaryStep& step, const GemvRowWrite* writes, int n_writes,
+                            void* stream) {
+  IP_ASSERT(n_writes >= 1 && n_writes <= kMaxNormWrites, "rms_norm_rotary takes two row writes");
+  IP_CHECK(numel(step.task.in.cols) <= kMaxRotaryD, kUnsupported,
+           "[cuda] rms_norm_rotary takes rows of at most ", kMaxRotaryD, " elements, got ",
+           numel(step.task.in.cols));
+  run<true>(&step, 1, writes, n_writes, stream);
 }
 
 }  // namespace inplace::cuda
