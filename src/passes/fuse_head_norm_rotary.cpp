@@ -31,17 +31,12 @@ namespace {
 
 constexpr int64_t kMaxHead = 1024;  // the CUDA kernel's row in shared memory
 
-int64_t int_at(const Node* n, size_t i) {
-  if (n->args.size() <= i || n->args[i].kind != Value::Kind::kInt) return INT64_MIN;
-  return n->args[i].i;
-}
-
 // A transpose of two dims other than the last, or an alias: the last dim stays last.
 bool keeps_last_dim(const Node* n, int64_t rank) {
   const std::string name = op_name(n);
   if (name == "alias") return n->args.size() == 1 && n->kwargs.empty();
   if (name != "transpose" || n->args.size() != 3 || !n->kwargs.empty()) return false;
-  int64_t a = int_at(n, 1), b = int_at(n, 2);
+  int64_t a = int_arg(n, 1, INT64_MIN), b = int_arg(n, 2, INT64_MIN);
   if (a == INT64_MIN || b == INT64_MIN) return false;
   a = a < 0 ? a + rank : a;
   b = b < 0 ? b + rank : b;
@@ -114,7 +109,7 @@ class FuseHeadNormRotaryPass : public Pass {
     if (op_name(t) != "transpose" || g.users(t).size() != 1 || t->args.size() != 3 ||
         !t->args[0].is_node())
       return false;
-    int64_t d0 = int_at(t, 1), d1 = int_at(t, 2);
+    int64_t d0 = int_arg(t, 1, INT64_MIN), d1 = int_arg(t, 2, INT64_MIN);
     if (!((d0 == 1 && d1 == 2) || (d0 == 2 && d1 == 1))) return false;
     Node* v = t->args[0].node;
     const std::string vn = op_name(v);
@@ -136,8 +131,9 @@ class FuseHeadNormRotaryPass : public Pass {
       return false;
     const int64_t h = vm->size(2), d = vm->size(3);
     if (cm->numel() != d || nm->numel() != d) return false;
-    int64_t dim = int_at(s, 1), a = int_at(s, 2), b = int_at(s, 3);
-    const int64_t step = s->args.size() > 4 ? int_at(s, 4) : 1;
+    int64_t dim = int_arg(s, 1, INT64_MIN), a = int_arg(s, 2, INT64_MIN),
+            b = int_arg(s, 3, INT64_MIN);
+    const int64_t step = int_arg(s, 4, 1);
     if (dim != -1 && dim != 2) return false;
     if (a == INT64_MIN || b == INT64_MIN || step != 1 || a < 0) return false;
     b = std::min(b, pm->size(2));

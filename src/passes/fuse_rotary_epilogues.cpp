@@ -41,13 +41,6 @@ struct Chain {
   int64_t begin = 0, end = 0;
 };
 
-int64_t int_arg(const Node* n, size_t i, int64_t fallback) {
-  if (n->args.size() <= i) return fallback;
-  const Value& v = n->args[i];
-  if (v.is_none()) return fallback;
-  return v.kind == Value::Kind::kInt ? v.i : INT64_MIN;
-}
-
 // A product without a rotary epilogue yet (rotary_cols absent or 0; its norm may follow).
 bool unrotated_product(const Node* p) {
   return op_name(p) == kProduct && p->kwargs.empty() &&

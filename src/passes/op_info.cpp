@@ -99,4 +99,11 @@ bool getitem_inserts_unit_dims_only(const Node* n) {
   return ellipses <= 1;
 }
 
+int64_t int_arg(const Node* n, size_t i, int64_t fallback) {
+  if (n->args.size() <= i) return fallback;
+  const Value& v = n->args[i];
+  if (v.is_none()) return fallback;
+  return v.kind == Value::Kind::kInt ? v.i : INT64_MIN;
+}
+
 }  // namespace inplace

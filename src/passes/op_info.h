@@ -24,6 +24,10 @@ std::string op_name(const Node* n);
 // `dtype`: no device, layout, memory format or copy beyond the defaults.
 bool cast_only_to_dtype(const ResolvedCall& rc, DType dtype);
 
+// Positional argument i of a call node as an int: `fallback` where it is absent or None,
+// INT64_MIN where it is something else (a node, a float).
+int64_t int_arg(const Node* n, size_t i, int64_t fallback);
+
 // Whether `v` is the number 1 (an int or a float): addmm's beta and alpha, add's alpha.
 bool is_number_one(const Value& v);
 // Whether a call node is `view(x, shape)` or `reshape(x, shape)` of a node, positional arguments
