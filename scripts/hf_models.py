@@ -1,5 +1,5 @@
 """Hugging Face decoders for the scripts that run them (scripts/test_hf.py, bench/hf_decode.py):
-configs built in code for seven families at a named shape (random weights, no downloads),
+configs built in code for eight families at a named shape (random weights, no downloads),
 transformers' exportable static-cache module, its torch.export, and inplace.compile of the
 exported program (as exported, else decomposed). torch, transformers and inplace are imported
 where they are used, so FAMILIES and SHAPES read without them.
@@ -9,7 +9,7 @@ import sys
 import time
 import traceback
 
-FAMILIES = ("llama", "mistral", "qwen2", "phi3", "gemma", "gpt2", "qwen3")
+FAMILIES = ("llama", "mistral", "qwen2", "phi3", "gemma", "gpt2", "qwen3", "gemma3")
 
 # d_model, layers, heads, kv heads (GPT-2 has none: multi-head), MLP width, vocab; tied: the LM
 # head is the embedding (None: the family's default). builtin: the `inplace bench --size` of the
@@ -65,6 +65,15 @@ def config_for(family, shape, max_positions):
         return tf.GemmaConfig(head_dim=s["d_model"] // s["heads"], pad_token_id=0, **common)
     if family == "qwen3":  # RMSNorm of each q and k head before the rotary; head_dim set (128)
         return tf.Qwen3Config(head_dim=s["d_model"] // s["heads"], **common)
+    if family == "gemma3":  # q/k norms, 4 norms a layer, sliding-window layers (5 of 6)
+        hd = s["d_model"] // s["heads"]
+        n = s["layers"]
+        types = ["full_attention" if (i + 1) % 6 == 0 or (n < 6 and i == n - 1)
+                 else "sliding_attention" for i in range(n)]
+        window = int(os.environ.get("INPLACE_HF_SLIDING_WINDOW", "512"))
+        return tf.Gemma3TextConfig(head_dim=hd, query_pre_attn_scalar=hd, layer_types=types,
+                                   sliding_window=min(window, max_positions), pad_token_id=0,
+                                   **common)
     raise ValueError("unknown family '%s' (%s)" % (family, ", ".join(FAMILIES)))
 
 

@@ -2,14 +2,18 @@
 // derived from the position, as Hugging Face writes a static-cache decoder,
 //   k = kv_cache_update(k_cache, k_new, index=p + a); (v likewise)
 //   mask = arange(s_max) + c <= p + b            (le / lt, either side, through views)
+//          [& arange(s_max) + c > p - w]         (a sliding window no shorter than the cache)
 //   o = scaled_dot_product_attention(q, k, v, mask)
 // becomes attention over the filled prefix only, as the built-in model's graph spells it:
 //   o = scaled_dot_product_attention(q, k[:, :, :p + b - c + 1], v[:, :, :p + b - c + 1])
 // The prefix end is a runtime scalar (docs/engine.md), so the step reads pos+1 keys instead of
 // s_max. Exact: keys past the end are the ones the mask sets to -inf, whose weight exp(-inf) is
 // exactly 0, and the mask is all true on the prefix. The cache write at p + a (checked in range
-// by kv_cache_update) proves the prefix is not empty: the rewrite needs b - c >= a. Anything
-// else (another mask, several positions, dropout, is_causal) keeps the masked form.
+// by kv_cache_update) proves the prefix is not empty: the rewrite needs b - c >= a. It also
+// bounds p, which proves a sliding window's lower bound true for every key when the window is
+// at least the cache's length (transformers' static sliding-window layers hold min(window,
+// s_max) slots). Anything else (another mask, a window shorter than the cache, several
+// positions, dropout, is_causal) keeps the masked form.
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
@@ -26,25 +30,83 @@ const Value& arg_of(const ResolvedCall& rc, const char* name) {
   return i < 0 || static_cast<size_t>(i) >= rc.args.size() ? kNone : rc.args[i];
 }
 
-// The bool mask's last dim is [j <= p + keep] for j along it, the same in every other position:
-// returns keep's position part (p) and constant, or nothing.
-std::optional<PositionValue> prefix_mask(const Graph& g, const MetaTable& metas, Node* m,
-                                         int64_t s) {
-  for (int depth = 0; depth < 16; ++depth) {
+// What a bool mask's last dim says of key j, the same in every other position of the mask:
+// j <= p + offset for each of `upper`, j >= p + offset for each of `lower` (a conjunction).
+struct MaskBounds {
+  std::vector<PositionValue> upper, lower;
+};
+
+// A bool tensor every element of which is true: new_ones / ones / full(.., True) of bool.
+bool all_true(const MetaTable& metas, Node* m) {
+  const Tensor* t = metas.tensor(m);
+  if (!t || t->dtype() != DType::kBool || !m->is_call()) return false;
+  ResolvedCall rc = resolve_node(*m);
+  const std::string& name = rc.op->schema.name;
+  if (name == "new_ones" || name == "ones") return true;
+  const size_t fill_at = name == "full" ? 1 : name == "new_full" ? 2 : 0;
+  if (fill_at == 0 || rc.args.size() <= fill_at) return false;
+  const Value& fill = rc.args[fill_at];
+  return (fill.kind == Value::Kind::kBool && fill.b) ||
+         (fill.is_number() && fill.as_double("attend_filled_prefix") != 0);
+}
+
+// One comparison of a key index (arange(s) + c along the last dim) with a position p + o, in
+// either order: the bound it puts on j.
+bool comparison_bound(const Graph& g, const MetaTable& metas, const ResolvedCall& rc,
+                      const std::string& name, int64_t s, MaskBounds* out) {
+  const bool le = name == "le", lt = name == "lt", ge = name == "ge", gt = name == "gt";
+  if (!(le || lt || ge || gt) || rc.args.size() < 2 || !rc.args[0].is_node() ||
+      !rc.args[1].is_node())
+    return false;
+  for (int key_side : {0, 1}) {
+    Node* key = rc.args[key_side].node;
+    std::optional<int64_t> c = trace_key_index(g, metas, key);
+    const Tensor* km = metas.tensor(key);
+    if (!c || !km || km->size(-1) != s) continue;
+    std::optional<PositionValue> p = trace_position(metas, rc.args[1 - key_side].node);
+    if (!p) return false;
+    p->offset -= *c;  // j + c (op) p  <=>  j (op) p - c
+    // With the key on the right, `p op j` reads as `j op' p` (le <-> ge, lt <-> gt).
+    const bool at_most = key_side == 0 ? (le || lt) : (ge || gt);
+    const bool strict = lt || gt;
+    if (at_most) {  // j <= p, or j < p: j <= p - 1
+      p->offset -= strict ? 1 : 0;
+      out->upper.push_back(*p);
+    } else {  // j >= p, or j > p: j >= p + 1
+      p->offset += strict ? 1 : 0;
+      out->lower.push_back(*p);
+    }
+    return true;
+  }
+  return false;
+}
+
+// The bounds of a bool mask whose last dim has s elements: comparisons of the key index with a
+// position, joined by `and`, through broadcasts and views that keep the last dim; all-true
+// factors are dropped (Hugging Face's sliding-window mask ANDs `new_ones` in). False when any
+// part is something else.
+bool mask_bounds(const Graph& g, const MetaTable& metas, Node* m, int64_t s, MaskBounds* out,
+                 int depth = 0) {
+  for (; depth < 32; ++depth) {
+    if (all_true(metas, m)) return true;
     const Tensor* t = metas.tensor(m);
     if (!t || t->dtype() != DType::kBool || t->dim() < 1 || t->size(-1) != s || !m->is_call())
-      return std::nullopt;
+      return false;
     ResolvedCall rc = resolve_node(*m);
     const std::string& name = rc.op->schema.name;
-    if (rc.args.size() < 2 || !rc.args[0].is_node()) return std::nullopt;
+    if (rc.args.empty() || !rc.args[0].is_node()) return false;
     const Tensor* in = metas.tensor(rc.args[0].node);
-    if (name == "expand" || name == "alias") {  // broadcasts, never moves the last dim
+    if (name == "expand" || name == "alias" || name == "clone") {  // never moves the last dim
       m = rc.args[0].node;
       continue;
     }
-    if (name == "unsqueeze" && rc.args[1].kind == Value::Kind::kInt && in) {
+    if ((name == "to" || name == "_to_copy") && in && in->dtype() == DType::kBool) {
+      m = rc.args[0].node;  // bool to bool: the same values
+      continue;
+    }
+    if (name == "unsqueeze" && rc.args.size() >= 2 && rc.args[1].kind == Value::Kind::kInt && in) {
       const int64_t d = rc.args[1].i < 0 ? rc.args[1].i + t->dim() : rc.args[1].i;
-      if (d == t->dim() - 1) return std::nullopt;
+      if (d == t->dim() - 1) return false;
       m = rc.args[0].node;
       continue;
     }
@@ -56,20 +118,14 @@ std::optional<PositionValue> prefix_mask(const Graph& g, const MetaTable& metas,
       m = rc.args[0].node;
       continue;
     }
-    bool lower = name == "le" || name == "lt";  // key on the left
-    bool upper = name == "ge" || name == "gt";  // key on the right
-    if (!(lower || upper) || !rc.args[1].is_node()) return std::nullopt;
-    Node* key = rc.args[lower ? 0 : 1].node;
-    Node* pos = rc.args[lower ? 1 : 0].node;
-    std::optional<int64_t> c = trace_key_index(g, metas, key);
-    std::optional<PositionValue> p = trace_position(metas, pos);
-    const Tensor* km = metas.tensor(key);
-    if (!c || !p || !km || km->size(-1) != s) return std::nullopt;
-    // j + c <= p  <=>  j <= p - c;  j + c < p  <=>  j <= p - c - 1.
-    p->offset -= *c + (name == "lt" || name == "gt" ? 1 : 0);
-    return p;
+    if (name == "__and__" || name == "bitwise_and" || name == "logical_and") {
+      if (rc.args.size() < 2 || !rc.args[1].is_node()) return false;
+      return mask_bounds(g, metas, rc.args[0].node, s, out, depth + 1) &&
+             mask_bounds(g, metas, rc.args[1].node, s, out, depth + 1);
+    }
+    return comparison_bound(g, metas, rc, name, s, out);
   }
-  return std::nullopt;
+  return false;
 }
 
 class AttendFilledPrefixPass : public Pass {
@@ -102,10 +158,20 @@ class AttendFilledPrefixPass : public Pass {
         !(k->args[2].is_none()))
       return;
     std::optional<PositionValue> written = trace_position(metas, k->args[3].node);
-    std::optional<PositionValue> keep = prefix_mask(g, metas, mask.node, s);
-    if (!written || !keep || !same_core(written->core, keep->core) ||
-        keep->offset < written->offset)
-      return;
+    MaskBounds bounds;
+    if (!written || !mask_bounds(g, metas, mask.node, s, &bounds) || bounds.upper.empty()) return;
+    // The tightest upper bound: the prefix end.
+    std::optional<PositionValue> keep;
+    for (const PositionValue& u : bounds.upper) {
+      if (!same_core(written->core, u.core)) return;
+      if (!keep || u.offset < keep->offset) keep = u;
+    }
+    if (keep->offset < written->offset) return;
+    // A lower bound j >= p + l holds for every key when p + l <= 0 on every call the engine
+    // runs: the cache write at p + a is checked in range, so p <= s - 1 - a, and l <= a + 1 - s
+    // suffices (Hugging Face's sliding-window layers: a cache of at most the window's slots).
+    for (const PositionValue& l : bounds.lower)
+      if (!same_core(written->core, l.core) || l.offset > written->offset + 1 - s) return;
     Emitter e(g, n);
     Node* end = e.call("aten.add.Tensor", {ref(keep->core), Value::integer(keep->offset + 1)}, {},
                        n->name + "_prefix_end");

@@ -39,11 +39,11 @@ std::vector<Tensor> draw(const Graph& g, uint32_t seed) {
   return inputs;
 }
 
-void expect_exact(const std::string& model) {
+void expect_exact(const std::string& model, double tol = 1e-5) {
   auto g = read_graph_json(kHf + model + ".json");
   std::vector<std::vector<Tensor>> draws;
   for (uint32_t seed = 1; seed <= 6; ++seed) draws.push_back(draw(*g, seed));
-  int accepted = expect_engine_exact_on_draws(*g, draw(*g, 99), draws, 1e-5);
+  int accepted = expect_engine_exact_on_draws(*g, draw(*g, 99), draws, tol);
   EXPECT_EQ(accepted, 6);
 }
 
@@ -72,6 +72,12 @@ TEST(HfExport, GemmaStaticCacheDecodeStep) {
 // scripts/hf_export_graphs.py --shape tiny --s-max 64 (transformers 5.17, torch 2.11).
 TEST(HfExport, Qwen3StaticCacheDecodeStep) {
   expect_exact("qwen3");
+}
+// Gemma 3 (q and k norms, a norm after attention and after the MLP, sliding-window and full
+// layers with their own rotary tables; the window as long as the cache): exported the same way.
+// Its norms after attention and the MLP magnify a float32 rounding: 1e-4 relative.
+TEST(HfExport, Gemma3StaticCacheDecodeStep) {
+  expect_exact("gemma3", 1e-4);
 }
 
 }  // namespace

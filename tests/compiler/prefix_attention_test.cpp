@@ -47,18 +47,18 @@ std::vector<std::vector<Tensor>> draws_across(const Graph& g, int64_t s_max) {
   return out;
 }
 
-void expect_fixture(const std::string& model, int layers) {
+void expect_fixture(const std::string& model, int layers, double tol = kTol) {
   auto g = read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" +
                            model + ".json");
   std::string plan =
-      expect_rewrite_exact(*g, draw(*g, 5, 99), draws_across(*g, 64), kRewrites, kTol);
+      expect_rewrite_exact(*g, draw(*g, 5, 99), draws_across(*g, 64), kRewrites, tol);
   // Each layer's key and value caches are sliced at the position's runtime extent, and no
   // attention reads a mask.
   EXPECT_EQ(count_of(plan, "[view, refresh only]"), 2 * layers) << plan;
   EXPECT_EQ(count_of(plan, "[cache_position + 1]"), 2 * layers) << plan;
   EXPECT_EQ(lines_with(plan, "= scaled_dot_product_attention(", ":bool"), 0) << plan;
   // And the compiled program still equals the eager interpreter on the unrewritten graph.
-  EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 64), kTol), 11);
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 64), tol), 11);
 }
 
 TEST(PrefixAttention, LlamaFixtureAttendsOverTheFilledPrefix) {
@@ -69,6 +69,33 @@ TEST(PrefixAttention, Qwen2FixtureAttendsOverTheFilledPrefix) {
 }
 TEST(PrefixAttention, Gpt2FixtureAttendsOverTheFilledPrefix) {
   expect_fixture("gpt2", 2);
+}
+// Gemma 3: a sliding-window layer (mask `j > p - 64 & j <= p`, the window as long as its cache
+// of 64 slots) and a full one. Its norms after attention and after the MLP scale a small
+// output up to the residual's size, so a float32 rounding of attention's sum (the prefix form
+// blocks it otherwise) reaches the logits magnified: 1e-4 relative.
+TEST(PrefixAttention, Gemma3SlidingWindowFixtureAttendsOverTheFilledPrefix) {
+  expect_fixture("gemma3", 2, 1e-4);
+}
+
+// The same graph with a window of 16 keys over the 64 slots (`j > p - 16`): keys before the
+// window are masked at positions past it, so the sliding layer keeps its mask (and still equals
+// the graph without the rewrite); the full layer is rewritten.
+TEST(PrefixAttention, Gemma3WindowShorterThanTheCacheKeepsTheMask) {
+  std::ifstream in(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/gemma3.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  const std::string window = R"("args":[{"node":"unsqueeze_21"},64])";
+  const size_t at = json.find(window);
+  ASSERT_NE(at, std::string::npos);
+  json.replace(at, window.size(), R"("args":[{"node":"unsqueeze_21"},16])");
+  auto g = read_graph_json_string(json, "gemma3_window16");
+  std::string plan =
+      expect_rewrite_exact(*g, draw(*g, 5, 99), draws_across(*g, 64), kRewrites, 1e-4);
+  EXPECT_EQ(count_of(plan, "[cache_position + 1]"), 2) << plan;
+  EXPECT_EQ(lines_with(plan, "= scaled_dot_product_attention(", ":bool"), 1) << plan;
+  EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 64), 1e-4), 11);
 }
 
 // python/bench/hf_style_cpu.py's module (2 layers, d_model 64, 4 heads, 2 kv heads, s_max 32)
@@ -199,6 +226,10 @@ enum class MaskForm {
   kGe,             // arange(s) >= pos: not a prefix (kept)
   kOtherPosition,  // arange(s) <= pos2, another input than the write position (kept)
   kHeadsDim,       // the index runs along the heads dim, not the keys (kept)
+  kWindow,         // ones & (arange(s) > pos - s) & (arange(s) <= pos): a window of s (rewritten)
+  kWideWindow,     // (pos - s - 3 < arange(s)) & (pos >= arange(s)): a longer window (rewritten)
+  kShortWindow,    // (arange(s) >= pos - 5) & (arange(s) <= pos): 6 keys (kept)
+  kWindowOther,    // (arange(s) > pos2 - s) & (arange(s) <= pos): another position (kept)
 };
 
 constexpr int64_t kS = 16;
@@ -255,6 +286,25 @@ std::unique_ptr<Graph> decode_step(MaskForm form, bool repeat_kv) {
     case MaskForm::kOtherPosition:
       mask = call("aten.le.Tensor", {keys, at(pos2)});
       break;
+    case MaskForm::kWindow:
+    case MaskForm::kWideWindow:
+    case MaskForm::kShortWindow:
+    case MaskForm::kWindowOther: {
+      Node* upper = form == MaskForm::kWideWindow ? call("aten.ge.Tensor", {at(pos), keys})
+                                                  : call("aten.le.Tensor", {keys, at(pos)});
+      Node* lower = nullptr;
+      if (form == MaskForm::kWideWindow)
+        lower = call("aten.lt.Tensor", {at(call("aten.sub.Tensor", {pos, kS + 3})), keys});
+      else if (form == MaskForm::kShortWindow)
+        lower = call("aten.ge.Tensor", {keys, at(call("aten.sub.Tensor", {pos, 5}))});
+      else
+        lower = call("aten.gt.Tensor",
+                     {keys, at(call("aten.sub.Tensor",
+                                    {form == MaskForm::kWindowOther ? pos2 : pos, kS}))});
+      Node* ones = call("aten.new_ones.default", {pos, arg::ints({})}, {{"dtype", Arg(DType::kBool)}});
+      mask = call("aten.__and__.Tensor", {call("aten.__and__.Tensor", {ones, lower}), upper});
+      break;
+    }
     case MaskForm::kHeadsDim: {
       Node* heads =
           call("aten.view.default", {call("aten.arange.default", {4}), arg::ints({1, 4, 1, 1})});
@@ -303,6 +353,16 @@ TEST(PrefixAttention, CausalPrefixFormsAreRewritten) {
     expect_step(MaskForm::kLtNext, repeat_kv, true);
     expect_step(MaskForm::kOffsetKeys, repeat_kv, true);
   }
+}
+
+TEST(PrefixAttention, SlidingWindowsNoShorterThanTheCacheAreRewritten) {
+  expect_step(MaskForm::kWindow, true, true);
+  expect_step(MaskForm::kWideWindow, false, true);
+}
+
+TEST(PrefixAttention, SlidingWindowNearMissesKeepTheMask) {
+  expect_step(MaskForm::kShortWindow, true, false);
+  expect_step(MaskForm::kWindowOther, false, false);
 }
 
 TEST(PrefixAttention, NearMissesKeepTheMask) {
