@@ -40,6 +40,29 @@ double rms_eps(const Tensor& x, const Value& eps) {
                                       : static_cast<double>(std::numeric_limits<float>::epsilon());
 }
 
+double norm_weight_offset(const Args& a, size_t offset) {
+  return a.size() > offset && !a[offset].is_none() ? a[offset].as_double("weight_offset") : 0.0;
+}
+
+void check_upcast_norm_weight(const char* op, const Tensor& x, const Args& a, size_t w,
+                              size_t in_float, size_t offset) {
+  const Tensor& weight = a[w].as_tensor(op);
+  const bool f = a.size() > in_float && a[in_float].as_bool(op);
+  const double off = norm_weight_offset(a, offset);
+  IP_CHECK(off == 0 || f, kInvalidArgument, "[", op, "] weight_offset ", off,
+           " needs weight_in_float");
+  const bool fits = off != 0 ? weight.dtype() == x.dtype() || weight.dtype() == DType::kFloat32
+                             : weight.dtype() == (f ? DType::kFloat32 : x.dtype());
+  IP_CHECK(fits, kDTypeMismatch, "[", op, "] weight is ", dtype_name(weight.dtype()),
+           " but must be ",
+           off != 0 ? "the input's dtype or float32 (weight_offset)"
+           : f      ? "float32 (weight_in_float)"
+                    : std::string(dtype_name(x.dtype())) + " (the input's dtype)");
+  IP_CHECK(x.dim() >= 1 && weight.dim() == 1 && weight.size(0) == x.size(-1), kShapeMismatch, "[",
+           op, "] weight ", shape_str(weight.shape()), " does not fit input ",
+           shape_str(x.shape()));
+}
+
 SdpaPlan plan_sdpa(const Args& a) {
   SdpaPlan p;
   p.q = a[0].as_tensor(kSdpa);

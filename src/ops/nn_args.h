@@ -18,6 +18,13 @@ Tensor opt_tensor(const Value& v, const char* op);
 // rms_norm's eps: eps=None is the epsilon of the dtype torch computes in (float for half
 // types), as ATen does.
 double rms_eps(const Tensor& x, const Value& eps);
+// The weight of upcast_rms_norm or rms_norm_rotary (argument `w`, with weight_in_float at
+// `in_float` and weight_offset at `offset`): over x's last dim, of x's dtype, or float32 with
+// weight_in_float; with a nonzero offset (which needs weight_in_float) of x's dtype or float32.
+void check_upcast_norm_weight(const char* op, const Tensor& x, const Args& a, size_t w,
+                              size_t in_float, size_t offset);
+// weight_offset of such a norm (0 where not given).
+double norm_weight_offset(const Args& a, size_t offset);
 
 constexpr const char* kSdpa = "scaled_dot_product_attention";
 

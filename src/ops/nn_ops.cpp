@@ -56,26 +56,30 @@ void register_norms(Registry& r) {
   //   h = x.to(float32) * rsqrt(x.to(float32).pow(2).mean(-1, keepdim=True) + eps)
   //   weight_in_float=False: weight * h.to(dt)               (weight of dt)
   //   weight_in_float=True:  (weight * h).to(dt)             (weight float32: Gemma's 1 + w)
+  //   weight_offset=o != 0:  (h * (weight.to(float32) + o)).to(dt)  (Gemma's 1 + w of its own
+  //                          weight, w of dt or float32: the add in float32, as the chain's)
+  //   residual=r:            r + that, as add(r, norm) at dt computes it (Gemma 3's norms after
+  //                          attention and after the MLP, then the residual add)
   // Every backend computes each element by the chain's float32 operations, rounding only where
   // the chain does (h to dt, then the product to dt; the product alone for weight_in_float).
   r.add_out(
-      "upcast_rms_norm(Tensor input, Tensor weight, float eps, bool weight_in_float=False) -> "
-      "Tensor",
+      "upcast_rms_norm(Tensor input, Tensor weight, float eps, bool weight_in_float=False, "
+      "float weight_offset=0.0, Tensor? residual=None) -> Tensor",
       [](const Args& a) {
         const char* op = "upcast_rms_norm";
         const Tensor& x = a[0].as_tensor(op);
-        const Tensor& w = a[1].as_tensor(op);
-        const bool in_float = a.size() > 3 && a[3].as_bool(op);
         IP_CHECK(x.dtype() == DType::kBFloat16 || x.dtype() == DType::kFloat16 ||
                      x.dtype() == DType::kFloat32,
                  kDTypeMismatch, "[", op, "] input must be bfloat16, float16 or float32, got ",
                  dtype_name(x.dtype()));
-        const DType want = in_float ? DType::kFloat32 : x.dtype();
-        IP_CHECK(w.dtype() == want, kDTypeMismatch, "[", op, "] weight is ", dtype_name(w.dtype()),
-                 " but must be ", dtype_name(want),
-                 in_float ? " (weight_in_float)" : " (the input's dtype)");
-        IP_CHECK(x.dim() >= 1 && w.dim() == 1 && w.size(0) == x.size(-1), kShapeMismatch, "[", op,
-                 "] weight ", shape_str(w.shape()), " does not fit input ", shape_str(x.shape()));
+        nn::check_upcast_norm_weight(op, x, a, 1, 3, 4);
+        if (a.size() > 5 && !a[5].is_none()) {
+          const Tensor& r = a[5].as_tensor(op);
+          IP_CHECK(r.shape() == x.shape() && r.dtype() == x.dtype(), kShapeMismatch, "[", op,
+                   "] residual ", dtype_name(r.dtype()), " ", shape_str(r.shape()),
+                   " must be the input's dtype and shape, ", dtype_name(x.dtype()), " ",
+                   shape_str(x.shape()));
+        }
         return std::vector<Tensor>{Tensor::meta(x.shape(), x.dtype())};
       },
       nullptr);

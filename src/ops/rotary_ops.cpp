@@ -5,6 +5,7 @@
 // whose negation is exact), then their sum in float, rounded to the dtype. At float32 the
 // roundings are identities, so one definition covers every dtype and older files.
 #include "core/error.h"
+#include "ops/nn_args.h"
 #include "ops/registry.h"
 #include "ops/rotary_args.h"
 
@@ -56,20 +57,12 @@ void register_rotary_ops(Registry& r) {
   // (a layer's q and k heads in one step, each with its own norm weight).
   r.add_out(
       "rms_norm_rotary(Tensor x, Tensor weight, float eps, bool weight_in_float, Tensor cos, "
-      "Tensor sin, Tensor? weight2=None, int split=0) -> Tensor",
+      "Tensor sin, Tensor? weight2=None, int split=0, float weight_offset=0.0) -> Tensor",
       [](const Args& a) {
         const char* op = "rms_norm_rotary";
         const Tensor& x = a[0].as_tensor(op);
-        const DType want = a[3].as_bool(op) ? DType::kFloat32 : x.dtype();
-        for (size_t i : {size_t{1}, size_t{6}}) {
-          if (i == 6 && (a.size() <= 6 || a[6].is_none())) continue;
-          const Tensor& w = a[i].as_tensor(op);
-          IP_CHECK(w.dtype() == want && w.dim() == 1 && x.dim() >= 1 && w.size(0) == x.size(-1),
-                   kShapeMismatch, "[", op, "] ", i == 1 ? "weight " : "weight2 ",
-                   dtype_name(w.dtype()), " ", shape_str(w.shape()), " does not fit x ",
-                   dtype_name(x.dtype()), " ", shape_str(x.shape()), " (a ", dtype_name(want),
-                   " weight over x's last dim)");
-        }
+        nn::check_upcast_norm_weight(op, x, a, 1, 3, 8);
+        if (a.size() > 6 && !a[6].is_none()) nn::check_upcast_norm_weight(op, x, a, 6, 3, 8);
         if (a.size() > 6 && !a[6].is_none()) {
           const int64_t split = a.size() > 7 ? a[7].as_int(op) : 0;
           IP_CHECK(x.dim() >= 2 && split > 0 && split < x.size(-2), kInvalidArgument, "[", op,

@@ -14,6 +14,8 @@
 // at least the cache's length (transformers' static sliding-window layers hold min(window,
 // s_max) slots). Anything else (another mask, a window shorter than the cache, several
 // positions, dropout, is_causal) keeps the masked form.
+#include <algorithm>
+
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
@@ -128,6 +130,22 @@ bool mask_bounds(const Graph& g, const MetaTable& metas, Node* m, int64_t s, Mas
   return false;
 }
 
+// The mask's computation once attention no longer reads it: each call node nothing reads that
+// writes nothing (not mutating), and in turn its operands, never a placeholder.
+void erase_unread(Graph& g, Node* n) {
+  std::vector<Node*> work = {n};
+  while (!work.empty()) {
+    Node* x = work.back();
+    work.pop_back();
+    if (!x->is_call() || !g.users(x).empty() || resolve_node(*x).op->kind == OpKind::kMutating)
+      continue;
+    std::vector<Node*> ins = x->inputs();
+    g.erase(x);
+    for (Node* in : ins)
+      if (std::find(work.begin(), work.end(), in) == work.end()) work.push_back(in);
+  }
+}
+
 class AttendFilledPrefixPass : public Pass {
  public:
   std::string name() const override { return "attend_filled_prefix"; }
@@ -191,6 +209,7 @@ class AttendFilledPrefixPass : public Pass {
     fused->meta = n->meta;
     g.replace_all_uses_with(n, fused);
     g.erase(n);
+    erase_unread(g, mask.node);
   }
 };
 

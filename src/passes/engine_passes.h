@@ -72,6 +72,12 @@ std::unique_ptr<Pass> make_fuse_rotary_table_pass();
 // per-head norm before the rotary (Qwen3, Gemma 3), becomes rms_norm_rotary(transposes(x), w,
 // eps, weight_in_float, cos, sin) when nothing else reads the norm.
 std::unique_ptr<Pass> make_fuse_head_norm_rotary_pass();
+// fuse_norm_weight_offsets: upcast_rms_norm / rms_norm_rotary of a float32 weight
+// add(to(w, float32), 1.0) (Gemma's 1 + w) read by it alone read w with weight_offset=1.0.
+std::unique_ptr<Pass> make_fuse_norm_weight_offsets_pass();
+// fuse_norm_residuals: add(r, upcast_rms_norm(x, ..)), the norm read by the add alone, becomes
+// upcast_rms_norm(x, .., residual=r).
+std::unique_ptr<Pass> make_fuse_norm_residuals_pass();
 
 // fuse_linear_epilogues: at decode size (PassOptions::decode_max_rows), add(r, fused_linear(x, w,
 // b)) becomes fused_linear(x, w, b, residual=r) and mul(silu(fused_linear(x, wg)),

@@ -31,6 +31,7 @@
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
+#include "passes/norm_weight.h"
 #include "passes/op_info.h"
 
 namespace inplace {
@@ -87,7 +88,8 @@ class FuseNormProloguesPass : public Pass {
       *eps = a[2];
       *form = in_float ? kNormUpcastFloatWeight : kNormUpcast;
       if (in_float) {
-        if (Node* own = one_plus_source(g, metas, a[1].node, *x, dead)) {
+        if (Node* own =
+                one_plus_weight_source(g, metas, a[1].node, x->size(-1), x->dtype(), dead)) {
           *w = Value::node_ref(own);
           *form = kNormUpcastOnePlusWeight;
         }
@@ -117,38 +119,6 @@ class FuseNormProloguesPass : public Pass {
     *eps = a[4];
     *form = fused_linear::kNormLayer;
     return true;
-  }
-
-  // w when `add` (a norm's float32 weight, read by nothing else) is Gemma's 1 + w.to(float32):
-  // torch.export's add(to(w, float32), 1.0), the cast gone where w is float32
-  // (drop_identity_casts), w an engine input or constant, the cast read only by the add. The add
-  // and the cast go to `dead`. w is [k] of x's dtype or float32 (x [.., k]). Null otherwise.
-  static Node* one_plus_source(const Graph& g, const MetaTable& metas, Node* add, const Tensor& x,
-                               std::vector<Node*>* dead) {
-    auto is_one = [](const Value& v) {
-      return v.is_number() && v.as_double("fuse_norm_prologues") == 1;
-    };
-    const auto& a = add->args;
-    if (op_name(add) != "add" || a.size() != 2 || !a[0].is_node() || !is_one(a[1]) ||
-        g.users(add).size() != 1)
-      return nullptr;
-    for (const auto& [name, v] : add->kwargs)  // alpha, bound: 1
-      if (name != "alpha" || !is_one(v)) return nullptr;
-    Node* w = a[0].node;
-    std::vector<Node*> chain{add};
-    const std::string name = op_name(w);
-    if ((name == "to" || name == "_to_copy") && !w->args.empty() && w->args[0].is_node() &&
-        cast_only_to_dtype(resolve_node(*w), DType::kFloat32) && g.users(w).size() == 1) {
-      chain.push_back(w);
-      w = w->args[0].node;
-    }
-    const Tensor* wm = metas.tensor(w);
-    if ((w->op != NodeOp::kPlaceholder && w->op != NodeOp::kGetAttr) || !wm ||
-        wm->shape() != Shape{x.size(-1)} ||
-        (wm->dtype() != DType::kFloat32 && (chain.size() == 1 || wm->dtype() != x.dtype())))
-      return nullptr;
-    dead->insert(dead->end(), chain.begin(), chain.end());
-    return w;
   }
 
   static void fuse(Graph& g, const MetaTable& metas, Node* norm, int64_t rows) {

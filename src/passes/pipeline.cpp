@@ -51,6 +51,8 @@ std::vector<std::unique_ptr<Pass>> engine_passes() {
   passes.push_back(make_fuse_norm_prologues_pass());
   passes.push_back(make_fuse_head_norm_rotary_pass());
   passes.push_back(make_fuse_rotary_epilogues_pass());
+  passes.push_back(make_fuse_norm_weight_offsets_pass());
+  passes.push_back(make_fuse_norm_residuals_pass());
   passes.push_back(make_fuse_pointwise_pass());
   passes.push_back(make_fuse_product_epilogues_pass());
   return passes;
@@ -80,6 +82,8 @@ const char* const kOptionalRewrites[] = {"drop_identity_casts",
                                          "fuse_rotary",
                                          "fuse_head_norm_rotary",
                                          "fuse_rotary_epilogues",
+                                         "fuse_norm_weight_offsets",
+                                         "fuse_norm_residuals",
                                          "fuse_pointwise",
                                          "fuse_linear_epilogues",
                                          "fuse_addmm",

@@ -92,5 +92,69 @@ TEST(HeadNormRotary, Qwen3AsTorchExportRecordsIt) {
   }
 }
 
+// Gemma 3 as torch.export records it (tests/frontend/fixtures/hf/gemma3_bf16.json, tiny, 2
+// layers): its norms after attention and after the MLP and its q and k norms weigh by
+// 1 + w.to(float32) of the model's own weight; fuse_norm_weight_offsets has each such norm read w
+// (weight_offset 1.0) instead of a pointwise step computing the weight each call: bitwise the
+// graph without the rewrite (the cpu's and the GPU's fusion choices), at bf16 and fp16.
+TEST(NormWeightOffsets, Gemma3NormsReadTheirOwnWeightBitwise) {
+  for (const char* model : {"gemma3_bf16", "gemma3_fp16"}) {
+    SCOPED_TRACE(model);
+    auto g = std::string(model) == "gemma3_bf16" ? hf_fixture(model)
+                                                 : hf_fixture_at_float16("gemma3_bf16", model);
+    const auto example = seeded_hf_inputs(*g, 5, 64);
+    std::vector<std::vector<Tensor>> draws;
+    for (uint32_t seed = 0; seed < 64; seed += 9) draws.push_back(seeded_hf_inputs(*g, seed, 64));
+    draws.push_back(seeded_hf_inputs(*g, 63, 64));
+    for (bool gpu : {false, true}) {
+      SCOPED_TRACE(gpu ? "the GPU's fusion choices" : "the cpu's");
+      CompiledOnce fused(*g, example, gpu ? gpu_like_options() : CompileOptions{}),
+          unfused(
+              *g, example, gpu ? gpu_like_options({"fuse_norm_weight_offsets"}) : [] {
+                CompileOptions o;
+                o.skip_passes = {"fuse_norm_weight_offsets"};
+                return o;
+              }());
+      // No step computes a norm's weight: every 1 + w is read by its norm.
+      EXPECT_EQ(lines_with(fused.plan(), "= fused_pointwise(", "[64]:float32"), 0) << fused.plan();
+      EXPECT_EQ(count_of(fused.plan(), "= rms_norm_rotary("), gpu ? 2 : 4) << fused.plan();
+      EXPECT_GE(lines_with(unfused.plan(), "= fused_pointwise(", "[16]:float32"), 2)
+          << unfused.plan();
+      expect_engines_equal(fused, unfused, draws, 0.0);
+    }
+    EXPECT_EQ(expect_engine_exact_on_draws(*g, example, draws, 0.0),
+              static_cast<int>(draws.size()));
+  }
+}
+
+// And its two residual adds of a normalised output a layer (after attention, after the MLP):
+// fuse_norm_residuals makes each add and its norm one upcast_rms_norm step with the residual,
+// bitwise the graph without the rewrite, with the cpu's and the GPU's fusion choices.
+TEST(NormResiduals, Gemma3NormsAndResidualAddsAreOneStepBitwise) {
+  for (const char* model : {"gemma3_bf16", "gemma3_fp16"}) {
+    SCOPED_TRACE(model);
+    auto g = std::string(model) == "gemma3_bf16" ? hf_fixture(model)
+                                                 : hf_fixture_at_float16("gemma3_bf16", model);
+    const auto example = seeded_hf_inputs(*g, 5, 64);
+    std::vector<std::vector<Tensor>> draws;
+    for (uint32_t seed = 0; seed < 64; seed += 9) draws.push_back(seeded_hf_inputs(*g, seed, 64));
+    draws.push_back(seeded_hf_inputs(*g, 63, 64));
+    for (bool gpu : {false, true}) {
+      SCOPED_TRACE(gpu ? "the GPU's fusion choices" : "the cpu's");
+      CompiledOnce fused(*g, example, gpu ? gpu_like_options() : CompileOptions{}),
+          unfused(
+              *g, example, gpu ? gpu_like_options({"fuse_norm_residuals"}) : [] {
+                CompileOptions o;
+                o.skip_passes = {"fuse_norm_residuals"};
+                return o;
+              }());
+      // (the other adds are the cumulative lengths', of int64 scalars)
+      EXPECT_EQ(lines_with(fused.plan(), "= add.Tensor(", "[1,1,64]"), 0) << fused.plan();
+      EXPECT_EQ(lines_with(unfused.plan(), "= add.Tensor(", "[1,1,64]"), 4) << unfused.plan();
+      expect_engines_equal(fused, unfused, draws, 0.0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace inplace::testing

@@ -298,10 +298,11 @@ std::unique_ptr<Graph> decode_step(MaskForm form, bool repeat_kv) {
       else if (form == MaskForm::kShortWindow)
         lower = call("aten.ge.Tensor", {keys, at(call("aten.sub.Tensor", {pos, 5}))});
       else
-        lower = call("aten.gt.Tensor",
-                     {keys, at(call("aten.sub.Tensor",
-                                    {form == MaskForm::kWindowOther ? pos2 : pos, kS}))});
-      Node* ones = call("aten.new_ones.default", {pos, arg::ints({})}, {{"dtype", Arg(DType::kBool)}});
+        lower = call(
+            "aten.gt.Tensor",
+            {keys, at(call("aten.sub.Tensor", {form == MaskForm::kWindowOther ? pos2 : pos, kS}))});
+      Node* ones =
+          call("aten.new_ones.default", {pos, arg::ints({})}, {{"dtype", Arg(DType::kBool)}});
       mask = call("aten.__and__.Tensor", {call("aten.__and__.Tensor", {ones, lower}), upper});
       break;
     }

@@ -86,7 +86,8 @@ TEST(CudaHostSteps, AnOpWithoutACudaKernelRunsOnTheHostAndEqualsTheCpu) {
 // With the GPU's own pipeline: the decoders Hugging Face exports need no step on the host.
 TEST(CudaHostSteps, HuggingFaceFixturesRunWhollyOnTheDevice) {
   IP_REQUIRE_CUDA();
-  for (const char* model : {"llama", "qwen2", "gpt2", "qwen3", "qwen3_bf16"}) {
+  for (const char* model :
+       {"llama", "qwen2", "gpt2", "qwen3", "qwen3_bf16", "gemma3", "gemma3_bf16"}) {
     SCOPED_TRACE(model);
     auto g = read_graph_json(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/" +
                              model + ".json");

@@ -142,6 +142,62 @@ TEST(CudaRmsNormRotary, BitwiseTheCpuKernelOverHeadsAndDtypes) {
       }
 }
 
+// Gemma's 1 + w from the model's own weight (weight_offset 1.0, the weight of the input's dtype
+// or float32): the norm alone (and with a residual added), the norm and rotary, and a q/k pair in
+// one launch with a weight of each form, bitwise the cpu kernels (which compute the add as the
+// chain's own kernels do).
+TEST(CudaUpcastRmsNorm, WeightOffsetBitwiseTheCpuKernel) {
+  IP_REQUIRE_CUDA();
+  uint32_t seed = 4000;
+  for (DType dt : {DType::kBFloat16, DType::kFloat16, DType::kFloat32})
+    for (DType wt : {dt, DType::kFloat32})
+      for (const Shape& s : {Shape{1, 1, 1024}, Shape{1, 1, 4, 256}, Shape{3, 1152}}) {
+        const Tensor x = draw(s, dt, seed++, 8.0, true);
+        const Tensor w = draw({s.back()}, wt, seed++, 0.5);
+        const std::vector<Value> a{Value::from_tensor(x), Value::from_tensor(w),
+                                   Value::floating(1e-6), Value::boolean(true),
+                                   Value::floating(1.0)};
+        EXPECT_TRUE(bytes_equal(run_op_on(DeviceType::kCuda, "upcast_rms_norm", a),
+                                run_op_on(DeviceType::kCpu, "upcast_rms_norm", a)))
+            << dtype_name(dt) << " weight " << dtype_name(wt) << " " << shape_str(s);
+        // With the residual add after it (Gemma 3's norms after attention and the MLP).
+        std::vector<Value> ar = a;
+        ar.push_back(Value::from_tensor(draw(s, dt, seed++, 20.0)));
+        EXPECT_TRUE(bytes_equal(run_op_on(DeviceType::kCuda, "upcast_rms_norm", ar),
+                                run_op_on(DeviceType::kCpu, "upcast_rms_norm", ar)))
+            << "residual " << dtype_name(dt) << " weight " << dtype_name(wt) << " " << shape_str(s);
+      }
+  for (DType dt : {DType::kBFloat16, DType::kFloat16})
+    for (int64_t d : {64, 256}) {
+      const Tensor qkv = draw({1, 1, 12 * d}, dt, seed++, 6.0);
+      const Tensor q = qkv.slice(2, 0, 8 * d).view({1, 1, 8, d}).transpose(1, 2);
+      const Tensor k = qkv.slice(2, 8 * d, 10 * d).view({1, 1, 2, d}).transpose(1, 2);
+      const Tensor c = draw({1, 1, 1, d}, dt, seed++, 1.0),
+                   sn = draw({1, 1, 1, d}, dt, seed++, 1.0);
+      std::vector<Value> both[2];
+      for (int i = 0; i < 2; ++i) {
+        const Tensor w = draw({d}, i == 0 ? dt : DType::kFloat32, seed++, 0.5);
+        both[i] = {Value::from_tensor(i == 0 ? q : k),
+                   Value::from_tensor(w),
+                   Value::floating(1e-6),
+                   Value::boolean(true),
+                   Value::from_tensor(c),
+                   Value::from_tensor(sn),
+                   Value::none(),
+                   Value::integer(0),
+                   Value::floating(1.0)};
+        EXPECT_TRUE(bytes_equal(run_op_on(DeviceType::kCuda, "rms_norm_rotary", both[i]),
+                                run_op_on(DeviceType::kCpu, "rms_norm_rotary", both[i])))
+            << "rms_norm_rotary " << dtype_name(dt) << " d " << d << " step " << i;
+      }
+#ifdef INPLACE_WITH_CUDA
+      const auto [got_q, got_k] = run_pair_on_cuda("rms_norm_rotary", both[0], both[1]);
+      EXPECT_TRUE(bytes_equal(got_q, run_op_on(DeviceType::kCpu, "rms_norm_rotary", both[0])));
+      EXPECT_TRUE(bytes_equal(got_k, run_op_on(DeviceType::kCpu, "rms_norm_rotary", both[1])));
+#endif
+    }
+}
+
 #ifdef INPLACE_WITH_CUDA
 // A layer's q and k heads as one step (heads from `split` on take the second weight), then the
 // k heads stored into a cache at a position from the step's own launch (the kv_cache_update after

@@ -220,8 +220,8 @@ Plan cuda_plan_of_fixture(const std::string& model, std::vector<std::string> ski
 // Which ops of the Hugging Face decoders (torch.export fixtures) cuda runs on the host, with the
 // GPU's fusion choices: none, so far. A new op there without a CUDA kernel shows up here first.
 TEST(HostSteps, HuggingFaceFixturesOnCuda) {
-  for (const char* model :
-       {"llama", "qwen2", "gpt2", "mistral", "phi3", "gemma", "qwen3", "qwen3_bf16"}) {
+  for (const char* model : {"llama", "qwen2", "gpt2", "mistral", "phi3", "gemma", "qwen3",
+                            "qwen3_bf16", "gemma3", "gemma3_bf16"}) {
     SCOPED_TRACE(model);
     Plan p = cuda_plan_of_fixture(model);
     std::string ops;

@@ -34,6 +34,7 @@ TEST(Pipeline, EnginePassesFollowFunctionalization) {
                                            "fuse_linear_epilogues",  "fuse_addmm",
                                            "merge_sibling_linears",  "fuse_norm_prologues",
                                            "fuse_head_norm_rotary",  "fuse_rotary_epilogues",
+                                           "fuse_norm_weight_offsets", "fuse_norm_residuals",
                                            "fuse_pointwise",         "fuse_product_epilogues"};
   EXPECT_EQ(pass_names(engine_passes()), engine);
   std::vector<std::string> all = functionalization_pass_names();
@@ -57,6 +58,8 @@ TEST(Pipeline, EnginePassesFollowFunctionalization) {
   all.push_back("fuse_norm_prologues");
   all.push_back("fuse_head_norm_rotary");
   all.push_back("fuse_rotary_epilogues");
+  all.push_back("fuse_norm_weight_offsets");
+  all.push_back("fuse_norm_residuals");
   all.push_back("fuse_pointwise");
   all.push_back("fuse_product_epilogues");
   EXPECT_EQ(pass_names(compile_passes()), all);

@@ -6,6 +6,7 @@
 #include "core/strided_loop.h"
 #include "kernels/cpu/chain.h"
 #include "kernels/cpu/registration.h"
+#include "ops/nn_args.h"
 #include "ops/rotary_args.h"
 
 namespace inplace::cpu {
@@ -82,8 +83,9 @@ void register_rotary_kernels(KernelTable& table) {
             [](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
               static const ChainOp kNorm("upcast_rms_norm");
               const Tensor& x = a[0].tensor;
+              const Value offset = Value::floating(nn::norm_weight_offset(a, 8));
               if (a.size() <= 6 || a[6].is_none()) {
-                const Tensor h = kNorm({a[0], a[1], a[2], a[3]});
+                const Tensor h = kNorm({a[0], a[1], a[2], a[3], offset});
                 rotary_embedding(h, a[4].tensor, a[5].tensor, out[0]);
                 return;
               }
@@ -96,7 +98,7 @@ void register_rotary_kernels(KernelTable& table) {
               for (int i = 0; i < 2; ++i) {
                 const int64_t b = i == 0 ? 0 : split, e = i == 0 ? split : heads;
                 const Tensor h = kNorm({Value::from_tensor(x.slice(x.dim() - 2, b, e)),
-                                        i == 0 ? a[1] : a[6], a[2], a[3]});
+                                        i == 0 ? a[1] : a[6], a[2], a[3], offset});
                 rotary_embedding(h, part(a[4].tensor, b, e), part(a[5].tensor, b, e),
                                  out[0].slice(out[0].dim() - 2, b, e));
               }

@@ -19,6 +19,7 @@
 #include "kernels/cpu/chain.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/registration.h"
+#include "ops/nn_args.h"
 
 namespace inplace::cpu {
 
@@ -84,9 +85,29 @@ void run_rows(const Tensor& x, const Tensor& w, const Tensor& out, float eps, bo
   }
 }
 
-void run(const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
+// weight_offset's float32 weight: weight.to(float32) + offset, each element as the chain's cast
+// and add compute it (the offset rounded to float, as add rounds a Python number).
+Tensor offset_weight(const Tensor& w, double offset) {
+  Tensor f = Tensor::empty(w.shape(), DType::kFloat32);
+  copy_cast(f, w);
+  return kAdd({Value::from_tensor(f), Value::floating(offset)});
+}
+
+void run(const Args& a, const std::vector<Tensor>& out, const KernelContext& ctx) {
   const Tensor& x = a[0].tensor;
   const bool in_float = a.size() > 3 && a[3].as_bool("upcast_rms_norm");
+  const double offset = nn::norm_weight_offset(a, 4);
+  if (a.size() > 5 && a[5].is_tensor()) {  // residual + the norm, by the chain's add kernel
+    const Tensor h = Tensor::empty(x.shape(), x.dtype());
+    run({a[0], a[1], a[2], a[3], Value::floating(offset)}, {h}, ctx);
+    kAdd.into({a[5], Value::from_tensor(h)}, out[0]);
+    return;
+  }
+  if (offset != 0) {
+    Args b = {a[0], Value::from_tensor(offset_weight(a[1].tensor, offset)), a[2],
+              Value::boolean(true)};
+    return run(b, out, ctx);
+  }
   const Value& w = a[1];
   const bool rows = x.dim() >= 1 && x.size(-1) > 0 && x.is_contiguous() && out[0].is_contiguous() &&
                     w.is_tensor() && w.tensor.is_contiguous() && !x.may_overlap(out[0]) &&

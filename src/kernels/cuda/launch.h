@@ -104,7 +104,11 @@ void row_op(const RowTask& task, void* stream);
 // upcast_rms_norm (upcast_rms_norm.cu): Hugging Face's RMSNorm at a half dtype over `in.cols` (the
 // last dim), rows x cols in and out, its weight over cols (the input's dtype, or float32 with
 // weight_in_float), eps in task.eps; bitwise the cpu kernel.
-void upcast_rms_norm(const RowTask& task, bool weight_in_float, void* stream);
+// A nonzero weight_offset o: the weight (of the input's dtype or float32) is w.to(float32) + o in
+// float32 (Gemma's 1 + w), applied as weight_in_float's. With a residual r (rows x cols as in):
+// r + that, each element float(r) + float(y) rounded to the dtype, as add at the dtype does.
+struct NormRotaryStep;
+void upcast_rms_norm(const NormRotaryStep& step, void* stream);
 // rms_norm_rotary: that row, then rotary_embedding over it (rotary.cu's rounding points); cos
 // and sin as rows x cols at the result's shape (broadcast), of the input's dtype; rows of at most
 // 1024 elements. One or two steps (a layer's q and k) in one launch.
@@ -112,6 +116,8 @@ struct NormRotaryStep {
   RowTask task;
   RowView cos, sin;
   bool weight_in_float = false;
+  float weight_offset = 0;  // with weight_in_float: w.to(float32) + weight_offset
+  RowView residual;         // upcast_rms_norm's residual, where rows.data is set
   Operand weight2;  // heads (a row's index modulo `heads`) from `split` on, where data is set
   int64_t split = 0, heads = 1;
 };

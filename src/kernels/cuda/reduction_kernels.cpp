@@ -135,6 +135,8 @@ NormRotaryStep norm_step(const Args& a, const Tensor& out, bool rotary) {
   s.task.has_weight = true;
   s.task.eps = a[2].as_double(op);
   s.weight_in_float = a.size() > 3 && a[3].as_bool(op);
+  s.weight_offset = static_cast<float>(nn::norm_weight_offset(a, rotary ? 8 : 4));
+  if (!rotary && a.size() > 5 && a[5].is_tensor()) s.residual = split(a[5].tensor, last);
   if (rotary) {  // cos and sin at the result's shape, split as the rows and cols of x
     s.cos = split(a[4].tensor.expand(out.shape()), last);
     s.sin = split(a[5].tensor.expand(out.shape()), last);
@@ -150,7 +152,7 @@ NormRotaryStep norm_step(const Args& a, const Tensor& out, bool rotary) {
 void upcast_norm_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
   if (outs[0].numel() == 0) return;
   const NormRotaryStep s = norm_step(a, outs[0], false);
-  upcast_rms_norm(s.task, s.weight_in_float, ctx.queue);
+  upcast_rms_norm(s, ctx.queue);
 }
 
 void norm_rotary_kernel(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {

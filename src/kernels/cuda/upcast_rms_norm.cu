@@ -6,11 +6,13 @@
 // the mean is the double sum over d rounded to float, + eps in float, 1 / sqrt in float (IEEE
 // division and square root: no fast-math flag), then h = x * inv in float and the weight applied
 // as the chain does: weight * h.to(dt) in float rounded to dt, or (h * weight).to(dt) with a
-// float32 weight (weight_in_float). The sum of float squares in double is exact unless the row's
-// squares span more than 29 binary orders of magnitude, so its order shows in no result the cpu
-// kernel's order (four chains) would not give; the tests compare the two bit for bit.
-// rms_norm_rotary is the same row with rotary_embedding after it in the same warp: the normalised
-// row (rounded to dt) is kept in shared memory, and each element becomes x * cos + rotate_half(x)
+// float32 weight (weight_in_float; or w.to(float32) + weight_offset, Gemma's 1 + w, from the
+// model's own weight, the add in float as the chain's). The sum of float squares in double is exact
+// unless the row's squares span more than 29 binary orders of magnitude, so its order shows in no
+// result the cpu kernel's order (four chains) would not give; the tests compare the two bit for
+// bit. rms_norm_rotary is the same row with rotary_embedding after it in the same warp: the
+// normalised row (rounded to dt) is kept in shared memory, and each element becomes x * cos +
+// rotate_half(x)
 // * sin with rotary.cu's rounding points (each product and the sum rounded to dt). A decoder
 // layer's q and k steps run as one launch (a pair: kernels/cuda/launch_groups.h), or are one step
 // (heads from `split` on take weight2) whose k rows are also stored into the cache from the
@@ -30,12 +32,14 @@ constexpr int kMaxNormWrites = 2;
 // One step's rows, compact (a kernel parameter holds two): the leading dims of x, y, cos and sin
 // (offsets of a row), the stride of each along the row.
 struct NormRows {
-  Operand x, y, cos, sin;
-  int64_t xs = 0, ys = 0, cs = 0, ss = 0, ws = 0;
+  Operand x, y, cos, sin, r;  // r: the residual's rows, where r.data is set
+  int64_t xs = 0, ys = 0, cs = 0, ss = 0, ws = 0, rs = 0;
   const char* w = nullptr;
   const char* w2 = nullptr;  // heads (row % heads) from `split` on, where set
   int64_t split = 0, heads = 1;
   float eps = 0;
+  float w_offset = 0;   // weight_in_float: w.to(float32) + w_offset
+  bool w_half = false;  // weight_in_float with a weight of the input's dtype (weight_offset)
   int64_t rows = 0, d = 0;
 };
 // One or two steps; the first step's result (contiguous rows of d) may also be stored by row
@@ -63,6 +67,10 @@ NormRows rows_of(const NormRotaryStep& s, bool rotary) {
   r.split = s.split;
   r.heads = s.heads;
   r.eps = static_cast<float>(s.task.eps);
+  r.w_offset = s.weight_offset;
+  r.r = s.residual.rows;
+  r.rs = col_stride(s.residual.cols);
+  r.w_half = s.weight_in_float && s.task.weight.dtype != DType::kFloat32;
   r.rows = numel(s.task.in.rows);
   r.d = numel(s.task.in.cols);
   if (rotary) {
@@ -111,15 +119,22 @@ __global__ void __launch_bounds__(32 * kRowWarps) upcast_rms_norm_kernel(NormLau
       const float h = to_f(x[c * s.xs]) * inv;
       T v;
       if constexpr (kWeightFloat) {
-        v = from_f<T>(h * reinterpret_cast<const float*>(wrow)[c * s.ws]);
+        float w = s.w_half ? to_f(reinterpret_cast<const T*>(wrow)[c * s.ws])
+                           : reinterpret_cast<const float*>(wrow)[c * s.ws];
+        if (s.w_offset != 0.f) w = __fadd_rn(w, s.w_offset);  // the chain's add, in float
+        v = from_f<T>(__fmul_rn(h, w));
       } else {
         const float w = to_f(reinterpret_cast<const T*>(wrow)[c * s.ws]);
         v = from_f<T>(w * to_f(from_f<T>(h)));
       }
-      if constexpr (kRotary)
+      if constexpr (kRotary) {
         normed[warp][c] = to_f(v);
-      else
+      } else {
+        if (s.r.data)  // residual + the norm, as add at T: the float sum rounded once
+          v = from_f<T>(__fadd_rn(
+              to_f(reinterpret_cast<const T*>(s.r.data)[offset_of(s.r, r) + c * s.rs]), to_f(v)));
         y[c * s.ys] = v;
+      }
     }
     if constexpr (kRotary) {
       __syncwarp();
@@ -179,10 +194,7 @@ void run(const NormRotaryStep* steps, int n, const GemvRowWrite* writes, int n_w
 
 }  // namespace
 
-void upcast_rms_norm(const RowTask& t, bool weight_in_float, void* stream) {
-  NormRotaryStep s;
-  s.task = t;
-  s.weight_in_float = weight_in_float;
+void upcast_rms_norm(const NormRotaryStep& s, void* stream) {
   run<false>(&s, 1, nullptr, 0, stream);
 }
 
@@ -194,6 +206,7 @@ void rms_norm_rotary(const NormRotaryStep* steps, int n, void* stream) {
              numel(steps[i].task.in.cols));
   const bool one_form = n == 1 || (steps[1].task.in.rows.dtype == steps[0].task.in.rows.dtype &&
                                    steps[1].weight_in_float == steps[0].weight_in_float);
+  // (each step's rows carry their own weight dtype and offset)
   if (!one_form) {
     run<true>(steps, 1, nullptr, 0, stream);
     run<true>(steps + 1, 1, nullptr, 0, stream);
