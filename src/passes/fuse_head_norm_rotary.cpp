@@ -23,6 +23,7 @@
 #include "ops/registry.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
+#include "passes/norm_weight.h"
 #include "passes/op_info.h"
 
 namespace inplace {
@@ -73,7 +74,8 @@ class FuseHeadNormRotaryPass : public Pass {
     Node* norm = n;
     const Tensor* nm = metas.tensor(norm);
     if (g.users(norm).size() != 1 || norm->args.size() < 3 || !norm->kwargs.empty() ||
-        !norm->args[0].is_node() || !nm || nm->dim() != rm->dim() || nm->dtype() != rm->dtype())
+        !upcast_norm_has_default_tail(norm) || !norm->args[0].is_node() || !nm ||
+        nm->dim() != rm->dim() || nm->dtype() != rm->dtype())
       return;
     // The views again, now over the norm's input (the same shapes: the norm keeps x's).
     Value x = norm->args[0];

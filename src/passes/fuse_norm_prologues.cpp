@@ -78,8 +78,8 @@ class FuseNormProloguesPass : public Pass {
       *form = kNormRms;
     } else {
       const bool in_float = a.size() > 3 && a[3].kind == Value::Kind::kBool && a[3].b;
-      if (a.size() < 3 || a.size() > 4 || !a[1].is_node() || !a[2].is_number() ||
-          (a.size() == 4 && a[3].kind != Value::Kind::kBool) ||
+      if (a.size() < 3 || !upcast_norm_has_default_tail(norm) || !a[1].is_node() ||
+          !a[2].is_number() || (a.size() >= 4 && a[3].kind != Value::Kind::kBool) ||
           (x->dtype() != DType::kBFloat16 && x->dtype() != DType::kFloat16))
         return false;
       if (!in_float) want = x->dtype();

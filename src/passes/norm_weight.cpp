@@ -30,4 +30,11 @@ Node* one_plus_weight_source(const Graph& g, const MetaTable& metas, Node* add, 
   return w;
 }
 
+bool upcast_norm_has_default_tail(const Node* norm) {
+  const auto& a = norm->args;
+  if (a.size() > 6) return false;
+  if (a.size() > 4 && !(a[4].is_number() && a[4].as_double("upcast_rms_norm") == 0)) return false;
+  return a.size() <= 5 || a[5].is_none();
+}
+
 }  // namespace inplace

@@ -16,4 +16,8 @@ namespace inplace {
 Node* one_plus_weight_source(const Graph& g, const MetaTable& metas, Node* add, int64_t k,
                              DType x_dtype, std::vector<Node*>* dead);
 
+// Whether an upcast_rms_norm node's arguments after weight_in_float are the defaults (no
+// weight_offset, no residual): the plain norm the prologue and head fusions take as theirs.
+bool upcast_norm_has_default_tail(const Node* norm);
+
 }  // namespace inplace

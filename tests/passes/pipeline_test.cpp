@@ -24,18 +24,30 @@ TEST(Pipeline, PassesRunInTheDocumentedOrder) {
 }
 
 TEST(Pipeline, EnginePassesFollowFunctionalization) {
-  const std::vector<std::string> engine = {"drop_eval_dropout",      "lift_mutated_buffers",
-                                           "kv_cache_update",        "drop_identity_casts",
-                                           "recognize_attention",    "canonicalize_repeat_kv",
-                                           "attend_filled_prefix",   "fold_position_arithmetic",
-                                           "outer_product_matmul",   "fuse_rotary_table",
-                                           "prepare_in_out_weights", "fuse_weight_casts",
-                                           "fuse_rms_norm",          "fuse_rotary",
-                                           "fuse_linear_epilogues",  "fuse_addmm",
-                                           "merge_sibling_linears",  "fuse_norm_prologues",
-                                           "fuse_head_norm_rotary",  "fuse_rotary_epilogues",
-                                           "fuse_norm_weight_offsets", "fuse_norm_residuals",
-                                           "fuse_pointwise",         "fuse_product_epilogues"};
+  const std::vector<std::string> engine = {"drop_eval_dropout",
+                                           "lift_mutated_buffers",
+                                           "kv_cache_update",
+                                           "drop_identity_casts",
+                                           "recognize_attention",
+                                           "canonicalize_repeat_kv",
+                                           "attend_filled_prefix",
+                                           "fold_position_arithmetic",
+                                           "outer_product_matmul",
+                                           "fuse_rotary_table",
+                                           "prepare_in_out_weights",
+                                           "fuse_weight_casts",
+                                           "fuse_rms_norm",
+                                           "fuse_rotary",
+                                           "fuse_linear_epilogues",
+                                           "fuse_addmm",
+                                           "merge_sibling_linears",
+                                           "fuse_norm_prologues",
+                                           "fuse_head_norm_rotary",
+                                           "fuse_rotary_epilogues",
+                                           "fuse_norm_weight_offsets",
+                                           "fuse_norm_residuals",
+                                           "fuse_pointwise",
+                                           "fuse_product_epilogues"};
   EXPECT_EQ(pass_names(engine_passes()), engine);
   std::vector<std::string> all = functionalization_pass_names();
   all.push_back("drop_eval_dropout");
