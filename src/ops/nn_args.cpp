@@ -63,6 +63,20 @@ void check_upcast_norm_weight(const char* op, const Tensor& x, const Args& a, si
            shape_str(x.shape()));
 }
 
+int64_t sdpa_window(const Args& a) {
+  if (a.size() <= 8 || a[8].is_none()) return 0;
+  const int64_t w = a[8].as_int(kSdpa);
+  IP_CHECK(w >= 0, kInvalidArgument, "[", kSdpa, "] window must be >= 0, got ", w);
+  IP_CHECK(w == 0 || (a[3].is_none() && !a[5].as_bool(kSdpa)), kInvalidArgument, "[", kSdpa,
+           "] window ", w, " cannot be combined with attn_mask or is_causal");
+  return w;
+}
+
+Tensor window_keys(const Tensor& k, int64_t window) {
+  const int64_t S = k.size(-2);
+  return window > 0 && S > window ? k.slice(k.dim() - 2, S - window, S) : k;
+}
+
 SdpaPlan plan_sdpa(const Args& a) {
   SdpaPlan p;
   p.q = a[0].as_tensor(kSdpa);

@@ -40,6 +40,13 @@ struct SdpaPlan {
 // enable_gqa): validates the arguments and prepares views: with enable_gqa, query's heads split
 // into (kv heads, group) so key and value broadcast over the group without a copy.
 SdpaPlan plan_sdpa(const Args& a);
+// scaled_dot_product_attention's `window` (our keyword past torch's; 0 where absent): a query
+// attends only the last `window` of the S keys it is given, [max(0, S - window), S), as a
+// sliding-window mask over the filled prefix would (attend_filled_prefix writes it). Checked:
+// not negative, no attn_mask, not causal.
+int64_t sdpa_window(const Args& a);
+// k (or v) as a windowed attention reads it: its last `window` rows along dim -2.
+Tensor window_keys(const Tensor& k, int64_t window);
 // _scaled_dot_product_flash_attention_for_cpu(query, key, value, dropout_p, is_causal,
 // attn_mask, scale): the same plan, for 4-D operands.
 SdpaPlan plan_sdpa_flash(const Args& a);

@@ -104,9 +104,10 @@ void register_attention(Registry& r) {
   r.add_out(
       "scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, "
       "Tensor? attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, "
-      "bool enable_gqa=False) -> Tensor",
+      "bool enable_gqa=False, int window=0) -> Tensor",
       [](const Args& a) {
         SdpaPlan p = plan_sdpa(a);
+        sdpa_window(a);
         return std::vector<Tensor>{Tensor::meta(p.out_shape, p.q.dtype())};
       },
       nullptr);

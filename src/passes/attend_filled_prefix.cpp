@@ -2,7 +2,7 @@
 // derived from the position, as Hugging Face writes a static-cache decoder,
 //   k = kv_cache_update(k_cache, k_new, index=p + a); (v likewise)
 //   mask = arange(s_max) + c <= p + b            (le / lt, either side, through views)
-//          [& arange(s_max) + c > p - w]         (a sliding window no shorter than the cache)
+//          [& arange(s_max) + c > p - w]         (a sliding window: Gemma 3's, Mistral's layers)
 //   o = scaled_dot_product_attention(q, k, v, mask)
 // becomes attention over the filled prefix only, as the built-in model's graph spells it:
 //   o = scaled_dot_product_attention(q, k[:, :, :p + b - c + 1], v[:, :, :p + b - c + 1])
@@ -10,10 +10,12 @@
 // s_max. Exact: keys past the end are the ones the mask sets to -inf, whose weight exp(-inf) is
 // exactly 0, and the mask is all true on the prefix. The cache write at p + a (checked in range
 // by kv_cache_update) proves the prefix is not empty: the rewrite needs b - c >= a. It also
-// bounds p, which proves a sliding window's lower bound true for every key when the window is
-// at least the cache's length (transformers' static sliding-window layers hold min(window,
-// s_max) slots). Anything else (another mask, a window shorter than the cache, several
-// positions, dropout, is_causal) keeps the masked form.
+// bounds p, which proves a window's lower bound true for every key when the window is at least
+// the cache's length. A shorter window is attention's `window` (our keyword of
+// scaled_dot_product_attention: the last `window` keys of those it is given, here
+// b + w - c of the prefix), so a sliding layer reads at most its window, whatever s_max and the
+// position. Anything else (another mask, several positions, dropout, is_causal; a window under
+// rounded_attention, which has none) keeps the masked form.
 #include <algorithm>
 
 #include "ops/registry.h"
@@ -188,8 +190,16 @@ class AttendFilledPrefixPass : public Pass {
     // A lower bound j >= p + l holds for every key when p + l <= 0 on every call the engine
     // runs: the cache write at p + a is checked in range, so p <= s - 1 - a, and l <= a + 1 - s
     // suffices (Hugging Face's sliding-window layers: a cache of at most the window's slots).
-    for (const PositionValue& l : bounds.lower)
-      if (!same_core(written->core, l.core) || l.offset > written->offset + 1 - s) return;
+    // A tighter lower bound is a sliding window over the prefix: keys [p + l, p + u], the last
+    // u + 1 - l of the prefix [0, p + u]; scaled_dot_product_attention takes them as its window.
+    int64_t window = 0;
+    for (const PositionValue& l : bounds.lower) {
+      if (!same_core(written->core, l.core)) return;
+      if (l.offset <= written->offset + 1 - s) continue;
+      const int64_t w = keep->offset + 1 - l.offset;
+      if (w < 1 || op_name(n) != "scaled_dot_product_attention") return;
+      window = window == 0 ? w : std::min(window, w);
+    }
     Emitter e(g, n);
     Node* end = e.call("aten.add.Tensor", {ref(keep->core), Value::integer(keep->offset + 1)}, {},
                        n->name + "_prefix_end");
@@ -205,7 +215,12 @@ class AttendFilledPrefixPass : public Pass {
     std::vector<Value> args = {
         ref(rc.args[0].node), ref(kp), ref(vp), Value::none(), Value::floating(0.0),
         Value::boolean(false)};
-    Node* fused = e.call(n->target, std::move(args), keyword_args(rc), n->name + "_prefix");
+    std::vector<std::pair<std::string, Value>> kwargs = keyword_args(rc);
+    if (window > 0) {
+      for (auto& [name, v] : kwargs)
+        if (name == "window") v = Value::integer(window);
+    }
+    Node* fused = e.call(n->target, std::move(args), std::move(kwargs), n->name + "_prefix");
     fused->meta = n->meta;
     g.replace_all_uses_with(n, fused);
     g.erase(n);

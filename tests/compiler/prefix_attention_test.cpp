@@ -79,9 +79,10 @@ TEST(PrefixAttention, Gemma3SlidingWindowFixtureAttendsOverTheFilledPrefix) {
 }
 
 // The same graph with a window of 16 keys over the 64 slots (`j > p - 16`): keys before the
-// window are masked at positions past it, so the sliding layer keeps its mask (and still equals
-// the graph without the rewrite); the full layer is rewritten.
-TEST(PrefixAttention, Gemma3WindowShorterThanTheCacheKeepsTheMask) {
+// window are masked at positions past it, so the sliding layer attends over the last 16 keys of
+// the prefix (attention's window), the full layer over the prefix; both without a mask, equal to
+// the graph without the rewrite at every position.
+TEST(PrefixAttention, Gemma3WindowShorterThanTheCacheAttendsOverTheWindow) {
   std::ifstream in(std::string(INPLACE_SOURCE_DIR) + "/tests/frontend/fixtures/hf/gemma3.json");
   std::stringstream text;
   text << in.rdbuf();
@@ -93,8 +94,9 @@ TEST(PrefixAttention, Gemma3WindowShorterThanTheCacheKeepsTheMask) {
   auto g = read_graph_json_string(json, "gemma3_window16");
   std::string plan =
       expect_rewrite_exact(*g, draw(*g, 5, 99), draws_across(*g, 64), kRewrites, 1e-4);
-  EXPECT_EQ(count_of(plan, "[cache_position + 1]"), 2) << plan;
-  EXPECT_EQ(lines_with(plan, "= scaled_dot_product_attention(", ":bool"), 1) << plan;
+  EXPECT_EQ(count_of(plan, "[cache_position + 1]"), 4) << plan;
+  EXPECT_EQ(lines_with(plan, "= scaled_dot_product_attention(", ":bool"), 0) << plan;
+  EXPECT_EQ(count_of(plan, "= le.Tensor("), 0) << plan;  // no mask computed
   EXPECT_EQ(expect_engine_exact_on_draws(*g, draw(*g, 5, 99), draws_across(*g, 64), 1e-4), 11);
 }
 
@@ -228,7 +230,7 @@ enum class MaskForm {
   kHeadsDim,       // the index runs along the heads dim, not the keys (kept)
   kWindow,         // ones & (arange(s) > pos - s) & (arange(s) <= pos): a window of s (rewritten)
   kWideWindow,     // (pos - s - 3 < arange(s)) & (pos >= arange(s)): a longer window (rewritten)
-  kShortWindow,    // (arange(s) >= pos - 5) & (arange(s) <= pos): 6 keys (kept)
+  kShortWindow,    // (arange(s) >= pos - 5) & (arange(s) <= pos): the last 6 keys (rewritten)
   kWindowOther,    // (arange(s) > pos2 - s) & (arange(s) <= pos): another position (kept)
 };
 
@@ -356,13 +358,14 @@ TEST(PrefixAttention, CausalPrefixFormsAreRewritten) {
   }
 }
 
-TEST(PrefixAttention, SlidingWindowsNoShorterThanTheCacheAreRewritten) {
+TEST(PrefixAttention, SlidingWindowsAreRewritten) {
   expect_step(MaskForm::kWindow, true, true);
   expect_step(MaskForm::kWideWindow, false, true);
+  expect_step(MaskForm::kShortWindow, true, true);  // attention's window of 6 keys
+  expect_step(MaskForm::kShortWindow, false, true);
 }
 
 TEST(PrefixAttention, SlidingWindowNearMissesKeepTheMask) {
-  expect_step(MaskForm::kShortWindow, true, false);
   expect_step(MaskForm::kWindowOther, false, false);
 }
 

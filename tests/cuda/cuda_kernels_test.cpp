@@ -335,6 +335,10 @@ TEST(CudaKernels, AttentionDecodeFastPathHeadDimsAndSplits) {
               {{"enable_gqa", Value::boolean(true)}}, tol);
         check("scaled_dot_product_attention", {T(q), T(k), T(v)},
               {{"enable_gqa", Value::boolean(true)}, {"scale", F(0.7)}}, tol);
+        // A sliding window over the keys: the last 1, 37 or 512 of them.
+        for (int64_t w : {1, 37, 512})
+          check("scaled_dot_product_attention", {T(q), T(k), T(v)},
+                {{"enable_gqa", Value::boolean(true)}, {"window", I(w)}}, tol);
       }
 }
 
@@ -376,6 +380,16 @@ TEST(CudaKernels, AttentionKeyCountWrittenByTheKernelBefore) {
     const Tensor want = Tensor::empty({1, 16, 1, 64}, DType::kFloat32);
     (*KernelTable::get().find(*want_call.op, DeviceType::kCpu))(want_call.args, {want}, {});
     EXPECT_TRUE(close(out.to_device(Device::cpu()), want, 1e-4));
+    // With a window of 100 keys: the last 100 of the n the count says.
+    ResolvedCall windowed = sdpa;
+    windowed.args[8] = I(100);
+    (*sdpa_kernel)(windowed.args, {out}, ctx);
+    const int64_t lo = n > 100 ? n - 100 : 0;
+    ResolvedCall want_w = resolve_call("scaled_dot_product_attention",
+                                       {T(q), T(k.slice(2, lo, n)), T(v.slice(2, lo, n))},
+                                       {{"enable_gqa", gqa}}, "test");
+    (*KernelTable::get().find(*want_w.op, DeviceType::kCpu))(want_w.args, {want}, {});
+    EXPECT_TRUE(close(out.to_device(Device::cpu()), want, 1e-4)) << "window 100";
   }
 }
 

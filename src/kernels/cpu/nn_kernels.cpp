@@ -47,8 +47,9 @@ void register_norms(KernelTable& t) {
 void register_attention(KernelTable& t) {
   t.add(kCpu, kSdpa, [](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
     SdpaPlan p = plan_sdpa(a);
-    scaled_dot_product_attention(p.q, p.k, p.v, p.mask, p.scale, p.causal,
-                                 out[0].view(p.grouped_shape));
+    const int64_t window = sdpa_window(a);  // the last `window` keys only
+    scaled_dot_product_attention(p.q, window_keys(p.k, window), window_keys(p.v, window), p.mask,
+                                 p.scale, p.causal, out[0].view(p.grouped_shape));
   });
   t.add(kCpu, "_scaled_dot_product_flash_attention_for_cpu",
         [](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {

@@ -18,6 +18,7 @@ using decode::active_splits;
 using decode::BlockPartial;
 using decode::decode_block;
 using decode::decode_group;
+using decode::first_key;
 using decode::kDecodeWarps;
 using decode::key_count;
 using decode::kMaxClusterSplits;
@@ -40,12 +41,13 @@ __global__ void attention_kernel(Attention a, Partial part, int splits) {
   pdl_begin();
   const int64_t H = a.q.size[1], L = a.q.size[2], E = a.q.size[3];
   const int64_t S = key_count(a), Ev = a.v.size[3], Hk = a.k.size[1];
+  const int64_t first = first_key(a, S);
   const int64_t row = blockIdx.x;  // (b, h, i)
   const int64_t i = row % L, h = (row / L) % H, b = row / (L * H);
   const int64_t hk = h / (H / Hk);
   const int split = blockIdx.y;
-  const int64_t per = (S + splits - 1) / splits;
-  const int64_t j0 = split * per, j1 = min(S, j0 + per);
+  const int64_t per = (S - first + splits - 1) / splits;
+  const int64_t j0 = first + split * per, j1 = min(S, j0 + per);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
   float q[kMaxPerLane], acc[kMaxPerLane];
@@ -148,15 +150,19 @@ __global__ void merge_kernel(Attention a, Partial part, int splits) {
   }
 }
 
-// Split `split` of `splits` over the S keys present: keys [j0, j1) (empty past the active ones).
+// Split `split` of `splits` over the keys attended, [first, S) of the S present: keys [j0, j1)
+// (empty past the active ones).
 struct SplitRange {
   int active;
   int64_t j0, j1;
 };
-__device__ inline SplitRange split_range(int64_t S, int min_keys, int splits, int split) {
-  const int active = active_splits(S, min_keys, splits);
-  const int64_t per = div32(S + active - 1, active);  // S < 2^31 (decode_group)
-  const int64_t j0 = split < active ? split * per : S, j1 = split < active ? min(S, j0 + per) : S;
+__device__ inline SplitRange split_range(int64_t first, int64_t S, int min_keys, int splits,
+                                         int split) {
+  const int64_t n = S - first;
+  const int active = active_splits(n, min_keys, splits);
+  const int64_t per = div32(n + active - 1, active);  // S < 2^31 (decode_group)
+  const int64_t j0 = split < active ? first + split * per : S,
+                j1 = split < active ? min(S, j0 + per) : S;
   return {active, j0, j1};
 }
 
@@ -171,7 +177,8 @@ __device__ inline void prefetch_split(const Attention& a, int64_t row, int min_k
   const int64_t h = mod32(div32(row, L), H), b = div32(row, L * H);
   if (threadIdx.x != 0 || mod32(row, L) != 0 || mod32(h, div32(H, Hk)) != 0) return;
   if (a.k.stride[2] != E || a.v.stride[2] != E) return;
-  const SplitRange r = split_range(key_count(a), min_keys, splits, split);
+  const int64_t S = key_count(a);
+  const SplitRange r = split_range(first_key(a, S), S, min_keys, splits, split);
   if (r.j1 <= r.j0) return;
   const int64_t hk = div32(h, div32(H, Hk)), bytes = (r.j1 - r.j0) * E * int64_t(sizeof(T));
   prefetch_l2(reinterpret_cast<const T*>(a.k.data) + off4(a.k, b, hk, r.j0, 0), bytes);
@@ -205,7 +212,7 @@ __global__ void __launch_bounds__(32 * W) decode_attention_kernel(Attention a, i
   prefetch_split<T>(a, blockIdx.x, min_keys, splits, split);
   pdl_wait();
   const int64_t S = key_count(a);
-  const auto [active, j0, j1] = split_range(S, min_keys, splits, split);
+  const auto [active, j0, j1] = split_range(first_key(a, S), S, min_keys, splits, split);
   const BlockPartial p = decode_block<G, W, T>(a, blockIdx.x, j0, j1);
   if (splits == 1) {
     if (threadIdx.x < G) store_row<T>(a, blockIdx.x, p.o, p.l);

@@ -21,6 +21,11 @@ __device__ inline int64_t key_count(const Attention& a) {
   return e < 0 ? 0 : (e > S ? S : e);
 }
 
+// The first key attended: S - window past a window's start, else 0.
+__device__ inline int64_t first_key(const Attention& a, int64_t S) {
+  return a.window > 0 && S > a.window ? S - a.window : 0;
+}
+
 // The decode fast path (q, k, v and out of one dtype T, float32, bfloat16 or float16, with
 // unit-stride head dims, E == Ev, no mask, not causal; a half T is widened to float as it is
 // loaded, every sum is float32 and the output is rounded to T once, as the general path does):

@@ -39,6 +39,7 @@ void sdpa(const Args& a, const std::vector<Tensor>& outs, const KernelContext& c
   t.causal = a[5].as_bool("scaled_dot_product_attention");
   t.scale = nn::sdpa_scale(a[6], q.size(3));
   t.kv_len = key_count(ctx);  // the key count of this call, when it is read on the device
+  t.window = nn::sdpa_window(a);
   // The general path's split partials: the context's own scratch.
   if (const size_t bytes = attention_workspace_bytes(t); bytes > 0 && workspace(ctx))
     t.scratch = static_cast<float*>(workspace(ctx)->get(kWorkspaceAttention, bytes));

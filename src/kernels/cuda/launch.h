@@ -271,6 +271,9 @@ struct Attention {
   // When set: the key count, read on the device (a slice end with Python semantics, clamped to
   // k's dim 2, which is then the bound the keys were planned at).
   const int64_t* kv_len = nullptr;
+  // When > 0: only the last `window` of the keys present are attended, [max(0, S - window), S)
+  // (scaled_dot_product_attention's window: a sliding window over the filled prefix).
+  int64_t window = 0;
   // The general path's split partials: attention_workspace_bytes(a) of device memory that no
   // kernel running at the same time uses (a context's workspace); null: a scratch of the
   // calling host thread, for kernels called outside a context.

@@ -88,6 +88,62 @@ __device__ inline float rounded(float v) {
   return to_f(from_f<T>(v));
 }
 
+// Element c of a row, normalised (h = x * inv in float), weighted as the chain does.
+template <typename T, bool kWeightFloat>
+__device__ inline T weighted(const NormRows& s, const char* wrow, int64_t c, float h) {
+  if constexpr (kWeightFloat) {
+    float w = s.w_half ? to_f(reinterpret_cast<const T*>(wrow)[c * s.ws])
+                       : reinterpret_cast<const float*>(wrow)[c * s.ws];
+    if (s.w_offset != 0.f) w = __fadd_rn(w, s.w_offset);  // the chain's add, in float
+    return from_f<T>(__fmul_rn(h, w));
+  } else {
+    const float w = to_f(reinterpret_cast<const T*>(wrow)[c * s.ws]);
+    return from_f<T>(w * to_f(from_f<T>(h)));
+  }
+}
+
+// residual + the norm, as add at T: the float sum rounded once.
+template <typename T>
+__device__ inline T plus_residual(const T* rrow, int64_t c, int64_t rs, T v) {
+  return rrow ? from_f<T>(__fadd_rn(to_f(rrow[c * rs]), to_f(v))) : v;
+}
+
+template <typename T>
+__device__ inline const T* residual_row(const NormRows& s, int64_t r) {
+  return s.r.data ? reinterpret_cast<const T*>(s.r.data) + offset_of(s.r, r) : nullptr;
+}
+
+// A few long rows (a decode step's hidden row, one row of 1024 to 4096): a block a row, its 8
+// warps a strided share of the row each; the warps' double sums meet in shared memory in warp
+// order (a fixed order: every call the same bits; the sum of float squares in double is exact
+// unless the squares span more than 29 binary orders of magnitude, as for the warp form).
+template <typename T, bool kWeightFloat>
+__global__ void __launch_bounds__(32 * kRowWarps) upcast_rms_norm_block_kernel(NormLaunch l) {
+  pdl_begin();
+  const NormRows& s = l.step[0];
+  const int64_t r = blockIdx.x, d = s.d;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const T* x = reinterpret_cast<const T*>(s.x.data) + offset_of(s.x, r);
+  T* y = reinterpret_cast<T*>(s.y.data) + offset_of(s.y, r);
+  const T* rrow = residual_row<T>(s, r);
+  double sq = 0;
+  for (int64_t c = threadIdx.x; c < d; c += 32 * kRowWarps) {
+    const float u = to_f(x[c * s.xs]);
+    sq += static_cast<double>(u * u);
+  }
+  for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+  __shared__ double part[kRowWarps];
+  if (lane == 0) part[warp] = sq;
+  __syncthreads();
+  double total = 0;
+  for (int w = 0; w < kRowWarps; ++w) total += part[w];
+  const float var = static_cast<float>(total / static_cast<double>(d));
+  const float inv = 1.0f / sqrtf(var + s.eps);
+  for (int64_t c = threadIdx.x; c < d; c += 32 * kRowWarps)
+    y[c * s.ys] =
+        plus_residual(rrow, c, s.rs, weighted<T, kWeightFloat>(s, s.w, c, to_f(x[c * s.xs]) * inv));
+}
+
 template <typename T, bool kWeightFloat, bool kRotary>
 __global__ void __launch_bounds__(32 * kRowWarps) upcast_rms_norm_kernel(NormLaunch l) {
   pdl_begin();
@@ -115,26 +171,13 @@ __global__ void __launch_bounds__(32 * kRowWarps) upcast_rms_norm_kernel(NormLau
     for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
     const float var = static_cast<float>(sq / static_cast<double>(d));
     const float inv = 1.0f / sqrtf(var + s.eps);  // rsqrt as the cpu's kernel: 1 / sqrt
+    const T* rrow = kRotary ? nullptr : residual_row<T>(s, r);
     for (int64_t c = lane; c < d; c += 32) {
-      const float h = to_f(x[c * s.xs]) * inv;
-      T v;
-      if constexpr (kWeightFloat) {
-        float w = s.w_half ? to_f(reinterpret_cast<const T*>(wrow)[c * s.ws])
-                           : reinterpret_cast<const float*>(wrow)[c * s.ws];
-        if (s.w_offset != 0.f) w = __fadd_rn(w, s.w_offset);  // the chain's add, in float
-        v = from_f<T>(__fmul_rn(h, w));
-      } else {
-        const float w = to_f(reinterpret_cast<const T*>(wrow)[c * s.ws]);
-        v = from_f<T>(w * to_f(from_f<T>(h)));
-      }
-      if constexpr (kRotary) {
+      const T v = weighted<T, kWeightFloat>(s, wrow, c, to_f(x[c * s.xs]) * inv);
+      if constexpr (kRotary)
         normed[warp][c] = to_f(v);
-      } else {
-        if (s.r.data)  // residual + the norm, as add at T: the float sum rounded once
-          v = from_f<T>(__fadd_rn(
-              to_f(reinterpret_cast<const T*>(s.r.data)[offset_of(s.r, r) + c * s.rs]), to_f(v)));
-        y[c * s.ys] = v;
-      }
+      else
+        y[c * s.ys] = plus_residual(rrow, c, s.rs, v);
     }
     if constexpr (kRotary) {
       __syncwarp();
@@ -158,9 +201,21 @@ __global__ void __launch_bounds__(32 * kRowWarps) upcast_rms_norm_kernel(NormLau
   }
 }
 
+// Rows at most this many, each at least kBlockRowD long, take a block a row (the warp form
+// leaves most of the GPU idle and walks a row of 1024 in 32 dependent rounds).
+constexpr int64_t kBlockRows = 64, kBlockRowD = 512;
+
 template <typename T, bool kRotary>
 void launch(const NormLaunch& l, bool weight_in_float, cudaStream_t s) {
   const int64_t total = l.step[0].rows + (l.n > 1 ? l.step[1].rows : 0);
+  if (!kRotary && l.n == 1 && l.n_writes == 0 && total <= kBlockRows && l.step[0].d >= kBlockRowD) {
+    const unsigned rows = static_cast<unsigned>(total);
+    if (weight_in_float)
+      launch_pdl(upcast_rms_norm_block_kernel<T, true>, rows, 32 * kRowWarps, s, l);
+    else
+      launch_pdl(upcast_rms_norm_block_kernel<T, false>, rows, 32 * kRowWarps, s, l);
+    return;
+  }
   const int64_t blocks = (total + kRowWarps - 1) / kRowWarps;
   const unsigned grid = static_cast<unsigned>(blocks < 65535 * 4 ? blocks : 65535 * 4);
   if (weight_in_float)
