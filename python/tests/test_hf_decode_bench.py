@@ -70,7 +70,7 @@ FAKE_INPLACE = textwrap.dedent("""\
 class Arguments(unittest.TestCase):
     def test_defaults_are_the_whole_benchmark(self):
         a = hf_decode.parse_args([])
-        self.assertEqual(a.models, ["llama", "mistral", "qwen2", "phi3", "gemma", "gpt2", "qwen3"])
+        self.assertEqual(a.models, ["llama", "mistral", "qwen2", "phi3", "gemma", "gpt2", "qwen3", "gemma3"])
         self.assertEqual(a.shapes, ["medium", "llama1b"])
         self.assertEqual(a.s_max, [4096, 16384])
         self.assertEqual((a.position, a.steps, a.warmup, a.reps, a.token_steps), (200, 64, 5, 3, 64))
