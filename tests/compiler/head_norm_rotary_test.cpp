@@ -59,32 +59,27 @@ TEST(HeadNormRotary, WithTheGpusFusionChoices) {
   expect_engines_equal(fused, unfused, draws(*g), 0.0);
 }
 
-// Qwen3 as torch.export records it (tests/frontend/fixtures/hf/qwen3_bf16.json, tiny, 2 layers,
-// a cache of 64): every layer's q and k become rms_norm_rotary steps (one a layer with the GPU's
-// fusion choices, where they read one product), bitwise the graph without the rewrite at
-// positions across the cache.
-TEST(HeadNormRotary, Qwen3AsTorchExportRecordsIt) {
-  for (const char* model : {"qwen3_bf16", "qwen3_fp16"}) {
-    SCOPED_TRACE(model);
-    auto g = std::string(model) == "qwen3_bf16" ? hf_fixture(model)
-                                                : hf_fixture_at_float16("qwen3_bf16", model);
+// The bf16 fixture `model` (tests/frontend/fixtures/hf, tiny, 2 layers, a cache of 64) at bf16
+// and fp16, compiled once with and once without `pass` (the cpu's and the GPU's fusion choices):
+// `check(fused plan, unfused plan, gpu)`, then the two engines bitwise equal on fresh tokens,
+// weights and positions across the cache, and the fused one the eager interpreter's.
+template <typename Check>
+void expect_rewrite_bitwise(const std::string& model, const std::string& pass, Check check) {
+  for (const std::string& name : {model + "_bf16", model + "_fp16"}) {
+    SCOPED_TRACE(name);
+    auto g =
+        name == model + "_bf16" ? hf_fixture(name) : hf_fixture_at_float16(model + "_bf16", name);
     const auto example = seeded_hf_inputs(*g, 5, 64);
     std::vector<std::vector<Tensor>> draws;
     for (uint32_t seed = 0; seed < 64; seed += 9) draws.push_back(seeded_hf_inputs(*g, seed, 64));
     draws.push_back(seeded_hf_inputs(*g, 63, 64));
     for (bool gpu : {false, true}) {
       SCOPED_TRACE(gpu ? "the GPU's fusion choices" : "the cpu's");
+      CompileOptions without = gpu ? gpu_like_options({pass}) : CompileOptions{};
+      if (!gpu) without.skip_passes = {pass};
       CompiledOnce fused(*g, example, gpu ? gpu_like_options() : CompileOptions{}),
-          unfused(
-              *g, example, gpu ? gpu_like_options({"fuse_head_norm_rotary"}) : [] {
-                CompileOptions o;
-                o.skip_passes = {"fuse_head_norm_rotary"};
-                return o;
-              }());
-      // With the GPU's choices q, k and v are one product, so a layer's q and k heads are
-      // adjacent columns of it: one step (the cpu keeps three products: two steps a layer).
-      EXPECT_EQ(count_of(fused.plan(), "= rms_norm_rotary("), gpu ? 2 : 4) << fused.plan();
-      EXPECT_EQ(count_of(fused.plan(), "= rotary_embedding("), 0) << fused.plan();
+          unfused(*g, example, without);
+      check(fused.plan(), unfused.plan(), gpu);
       expect_engines_equal(fused, unfused, draws, 0.0);
     }
     EXPECT_EQ(expect_engine_exact_on_draws(*g, example, draws, 0.0),
@@ -92,68 +87,44 @@ TEST(HeadNormRotary, Qwen3AsTorchExportRecordsIt) {
   }
 }
 
-// Gemma 3 as torch.export records it (tests/frontend/fixtures/hf/gemma3_bf16.json, tiny, 2
-// layers): its norms after attention and after the MLP and its q and k norms weigh by
+// Qwen3 as torch.export records it: every layer's q and k become rms_norm_rotary steps (one a
+// layer with the GPU's fusion choices, where they read one product).
+TEST(HeadNormRotary, Qwen3AsTorchExportRecordsIt) {
+  expect_rewrite_bitwise("qwen3", "fuse_head_norm_rotary",
+                         [](const std::string& plan, const std::string&, bool gpu) {
+                           // With the GPU's choices q, k and v are one product, so a layer's q
+                           // and k heads are adjacent columns of it: one step (the cpu keeps
+                           // three products: two steps a layer).
+                           EXPECT_EQ(count_of(plan, "= rms_norm_rotary("), gpu ? 2 : 4) << plan;
+                           EXPECT_EQ(count_of(plan, "= rotary_embedding("), 0) << plan;
+                         });
+}
+
+// Gemma 3: its norms after attention and after the MLP and its q and k norms weigh by
 // 1 + w.to(float32) of the model's own weight; fuse_norm_weight_offsets has each such norm read w
-// (weight_offset 1.0) instead of a pointwise step computing the weight each call: bitwise the
-// graph without the rewrite (the cpu's and the GPU's fusion choices), at bf16 and fp16.
+// (weight_offset 1.0) instead of a pointwise step computing the weight each call.
 TEST(NormWeightOffsets, Gemma3NormsReadTheirOwnWeightBitwise) {
-  for (const char* model : {"gemma3_bf16", "gemma3_fp16"}) {
-    SCOPED_TRACE(model);
-    auto g = std::string(model) == "gemma3_bf16" ? hf_fixture(model)
-                                                 : hf_fixture_at_float16("gemma3_bf16", model);
-    const auto example = seeded_hf_inputs(*g, 5, 64);
-    std::vector<std::vector<Tensor>> draws;
-    for (uint32_t seed = 0; seed < 64; seed += 9) draws.push_back(seeded_hf_inputs(*g, seed, 64));
-    draws.push_back(seeded_hf_inputs(*g, 63, 64));
-    for (bool gpu : {false, true}) {
-      SCOPED_TRACE(gpu ? "the GPU's fusion choices" : "the cpu's");
-      CompiledOnce fused(*g, example, gpu ? gpu_like_options() : CompileOptions{}),
-          unfused(
-              *g, example, gpu ? gpu_like_options({"fuse_norm_weight_offsets"}) : [] {
-                CompileOptions o;
-                o.skip_passes = {"fuse_norm_weight_offsets"};
-                return o;
-              }());
-      // No step computes a norm's weight: every 1 + w is read by its norm.
-      EXPECT_EQ(lines_with(fused.plan(), "= fused_pointwise(", "[64]:float32"), 0) << fused.plan();
-      EXPECT_EQ(count_of(fused.plan(), "= rms_norm_rotary("), gpu ? 2 : 4) << fused.plan();
-      EXPECT_GE(lines_with(unfused.plan(), "= fused_pointwise(", "[16]:float32"), 2)
-          << unfused.plan();
-      expect_engines_equal(fused, unfused, draws, 0.0);
-    }
-    EXPECT_EQ(expect_engine_exact_on_draws(*g, example, draws, 0.0),
-              static_cast<int>(draws.size()));
-  }
+  expect_rewrite_bitwise("gemma3", "fuse_norm_weight_offsets",
+                         [](const std::string& plan, const std::string& unfused, bool gpu) {
+                           // No step computes a norm's weight: every 1 + w is read by its norm.
+                           // (a float32 [64] or [16] value is such a weight; fused_pointwise's step
+                           // or the add's)
+                           EXPECT_EQ(count_of(plan, "[64]:float32"), 0) << plan;
+                           EXPECT_EQ(count_of(plan, "= rms_norm_rotary("), gpu ? 2 : 4) << plan;
+                           EXPECT_GE(count_of(unfused, "[16]:float32"), 2) << unfused;
+                         });
 }
 
 // And its two residual adds of a normalised output a layer (after attention, after the MLP):
-// fuse_norm_residuals makes each add and its norm one upcast_rms_norm step with the residual,
-// bitwise the graph without the rewrite, with the cpu's and the GPU's fusion choices.
+// fuse_norm_residuals makes each add and its norm one upcast_rms_norm step with the residual.
 TEST(NormResiduals, Gemma3NormsAndResidualAddsAreOneStepBitwise) {
-  for (const char* model : {"gemma3_bf16", "gemma3_fp16"}) {
-    SCOPED_TRACE(model);
-    auto g = std::string(model) == "gemma3_bf16" ? hf_fixture(model)
-                                                 : hf_fixture_at_float16("gemma3_bf16", model);
-    const auto example = seeded_hf_inputs(*g, 5, 64);
-    std::vector<std::vector<Tensor>> draws;
-    for (uint32_t seed = 0; seed < 64; seed += 9) draws.push_back(seeded_hf_inputs(*g, seed, 64));
-    draws.push_back(seeded_hf_inputs(*g, 63, 64));
-    for (bool gpu : {false, true}) {
-      SCOPED_TRACE(gpu ? "the GPU's fusion choices" : "the cpu's");
-      CompiledOnce fused(*g, example, gpu ? gpu_like_options() : CompileOptions{}),
-          unfused(
-              *g, example, gpu ? gpu_like_options({"fuse_norm_residuals"}) : [] {
-                CompileOptions o;
-                o.skip_passes = {"fuse_norm_residuals"};
-                return o;
-              }());
-      // (the other adds are the cumulative lengths', of int64 scalars)
-      EXPECT_EQ(lines_with(fused.plan(), "= add.Tensor(", "[1,1,64]"), 0) << fused.plan();
-      EXPECT_EQ(lines_with(unfused.plan(), "= add.Tensor(", "[1,1,64]"), 4) << unfused.plan();
-      expect_engines_equal(fused, unfused, draws, 0.0);
-    }
-  }
+  expect_rewrite_bitwise("gemma3", "fuse_norm_residuals",
+                         [](const std::string& plan, const std::string& unfused, bool) {
+                           // (the other adds are the cumulative lengths', of int64 scalars)
+                           EXPECT_EQ(lines_with(plan, "= add.Tensor(", "[1,1,64]"), 0) << plan;
+                           EXPECT_EQ(lines_with(unfused, "= add.Tensor(", "[1,1,64]"), 4)
+                               << unfused;
+                         });
 }
 
 }  // namespace
