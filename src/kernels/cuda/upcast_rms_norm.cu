@@ -7,16 +7,16 @@
 // division and square root: no fast-math flag), then h = x * inv in float and the weight applied
 // as the chain does: weight * h.to(dt) in float rounded to dt, or (h * weight).to(dt) with a
 // float32 weight (weight_in_float; or w.to(float32) + weight_offset, Gemma's 1 + w, from the
-// model's own weight, the add in float as the chain's). The sum of float squares in double is exact
-// unless the row's squares span more than 29 binary orders of magnitude, so its order shows in no
-// result the cpu kernel's order (four chains) would not give; the tests compare the two bit for
-// bit. rms_norm_rotary is the same row with rotary_embedding after it in the same warp: the
-// normalised row (rounded to dt) is kept in shared memory, and each element becomes x * cos +
-// rotate_half(x)
-// * sin with rotary.cu's rounding points (each product and the sum rounded to dt). A decoder
-// layer's q and k steps run as one launch (a pair: kernels/cuda/launch_groups.h), or are one step
-// (heads from `split` on take weight2) whose k rows are also stored into the cache from the
-// epilogue (the kv_cache_update after it, as a GEMV's row writes: gemv_device.cuh).
+// model's own weight, the add in float as the chain's). The sum of float squares in double is
+// exact unless the row's squares span more than 29 binary orders of magnitude, so its order shows
+// in no result the cpu kernel's order (four chains) would not give; the tests compare the two bit
+// for bit. rms_norm_rotary is the same row with rotary_embedding after it in the same warp: the
+// normalised row (rounded to dt) is kept in shared memory, and each element becomes
+// x * cos + rotate_half(x) * sin with rotary.cu's rounding points (each product and the sum
+// rounded to dt). A decoder layer's q and k steps run as one launch (a pair:
+// kernels/cuda/launch_groups.h), or are one step (heads from `split` on take weight2) whose k rows
+// are also stored into the cache from the epilogue (the kv_cache_update after it, as a GEMV's row
+// writes: gemv_device.cuh).
 #include "kernels/cuda/device_common.cuh"
 #include "kernels/cuda/gemv_device.cuh"
 
