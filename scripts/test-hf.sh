@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Hugging Face Llama, Qwen2, GPT-2, Mistral, Phi-3 and Gemma (random weights, StaticCache) exported by torch.export,
+# Hugging Face Llama, Qwen2, GPT-2, Mistral, Phi-3, Gemma, Qwen3 and Gemma 3 (random weights,
+# StaticCache; scripts/hf_models.py FAMILIES) exported by torch.export,
 # compiled in process by inplace.compile and decoded for 16 steps; tokens must equal the
 # model's own. Then, where torch has a GPU, the in-process CUDA tests
 # (python/tests/test_compile_cuda.py: compiled on CUDA tensors, against eager torch on the GPU;
