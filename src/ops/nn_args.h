@@ -2,6 +2,7 @@
 // scaled_dot_product_attention and its flash form, the dropouts), read by their declarations
 // (shape/dtype rules) and by every backend's kernels.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "core/tensor.h"
@@ -23,6 +24,8 @@ double rms_eps(const Tensor& x, const Value& eps);
 // weight_in_float; with a nonzero offset (which needs weight_in_float) of x's dtype or float32.
 void check_upcast_norm_weight(const char* op, const Tensor& x, const Args& a, size_t w,
                               size_t in_float, size_t offset);
+// Where upcast_rms_norm and rms_norm_rotary hold weight_offset (and upcast_rms_norm its residual).
+constexpr size_t kUpcastNormOffsetArg = 4, kUpcastNormResidualArg = 5, kNormRotaryOffsetArg = 8;
 // weight_offset of such a norm (0 where not given).
 double norm_weight_offset(const Args& a, size_t offset);
 

@@ -72,9 +72,9 @@ void register_norms(Registry& r) {
                      x.dtype() == DType::kFloat32,
                  kDTypeMismatch, "[", op, "] input must be bfloat16, float16 or float32, got ",
                  dtype_name(x.dtype()));
-        nn::check_upcast_norm_weight(op, x, a, 1, 3, 4);
-        if (a.size() > 5 && !a[5].is_none()) {
-          const Tensor& r = a[5].as_tensor(op);
+        nn::check_upcast_norm_weight(op, x, a, 1, 3, nn::kUpcastNormOffsetArg);
+        if (a.size() > nn::kUpcastNormResidualArg && !a[nn::kUpcastNormResidualArg].is_none()) {
+          const Tensor& r = a[nn::kUpcastNormResidualArg].as_tensor(op);
           IP_CHECK(r.shape() == x.shape() && r.dtype() == x.dtype(), kShapeMismatch, "[", op,
                    "] residual ", dtype_name(r.dtype()), " ", shape_str(r.shape()),
                    " must be the input's dtype and shape, ", dtype_name(x.dtype()), " ",

@@ -61,8 +61,9 @@ void register_rotary_ops(Registry& r) {
       [](const Args& a) {
         const char* op = "rms_norm_rotary";
         const Tensor& x = a[0].as_tensor(op);
-        nn::check_upcast_norm_weight(op, x, a, 1, 3, 8);
-        if (a.size() > 6 && !a[6].is_none()) nn::check_upcast_norm_weight(op, x, a, 6, 3, 8);
+        nn::check_upcast_norm_weight(op, x, a, 1, 3, nn::kNormRotaryOffsetArg);
+        if (a.size() > 6 && !a[6].is_none())
+          nn::check_upcast_norm_weight(op, x, a, 6, 3, nn::kNormRotaryOffsetArg);
         if (a.size() > 6 && !a[6].is_none()) {
           const int64_t split = a.size() > 7 ? a[7].as_int(op) : 0;
           IP_CHECK(x.dim() >= 2 && split > 0 && split < x.size(-2), kInvalidArgument, "[", op,

@@ -6,6 +6,7 @@
 // attention and of the MLP before adding it to the residual stream, two such steps a layer. Every
 // backend computes the sum as add at the dtype does (the float sum of the two rounded once), so
 // the fused step is bitwise the two; on a GPU one launch instead of two.
+#include "ops/nn_args.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
 #include "passes/op_info.h"
@@ -61,12 +62,13 @@ class FuseNormResidualsPass : public Pass {
       Node* r = add->args[1 - side].node;
       if (!norm_operand(g, add->args[side]) || !norm->kwargs.empty() || norm == r) continue;
       ResolvedCall rc = resolve_node(*norm);
-      if (rc.args.size() < 6 || !rc.args[5].is_none()) continue;
+      const size_t residual_at = nn::kUpcastNormResidualArg;
+      if (rc.args.size() <= residual_at || !rc.args[residual_at].is_none()) continue;
       if (!shape_of(metas, norm, &ns, &nt) || !shape_of(metas, r, &rs, &rt) || rs != ns ||
           rt != nt || ys != ns || yt != nt)
         continue;
       std::vector<Value> args = rc.args;
-      args[5] = ref(r);
+      args[residual_at] = ref(r);
       Emitter e(g, add);
       Node* fused = e.call("inplace.upcast_rms_norm", std::move(args), {}, add->name + "_norm");
       fused->meta = add->meta;

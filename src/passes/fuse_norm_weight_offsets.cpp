@@ -8,6 +8,7 @@
 // (its norms before a product already fold into the product's prologue, fuse_norm_prologues).
 // Each weight's add and cast must be read by that norm only; every weight of a step takes the
 // same form (one dtype), or the step is left as it is.
+#include "ops/nn_args.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
 #include "passes/norm_weight.h"
@@ -34,7 +35,7 @@ class FuseNormWeightOffsetsPass : public Pass {
   static void fold(Graph& g, const MetaTable& metas, Node* n) {
     const bool rotary = op_name(n) == "rms_norm_rotary";
     ResolvedCall rc = resolve_node(*n);
-    const size_t offset_at = rotary ? 8 : 4;
+    const size_t offset_at = rotary ? nn::kNormRotaryOffsetArg : nn::kUpcastNormOffsetArg;
     const auto& a = rc.args;
     if (!n->kwargs.empty() || a.size() <= offset_at || !a[0].is_node() ||
         a[3].kind != Value::Kind::kBool || !a[3].b || !a[offset_at].is_number() ||

@@ -83,7 +83,8 @@ void register_rotary_kernels(KernelTable& table) {
             [](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
               static const ChainOp kNorm("upcast_rms_norm");
               const Tensor& x = a[0].tensor;
-              const Value offset = Value::floating(nn::norm_weight_offset(a, 8));
+              const Value offset =
+                  Value::floating(nn::norm_weight_offset(a, nn::kNormRotaryOffsetArg));
               if (a.size() <= 6 || a[6].is_none()) {
                 const Tensor h = kNorm({a[0], a[1], a[2], a[3], offset});
                 rotary_embedding(h, a[4].tensor, a[5].tensor, out[0]);

@@ -96,11 +96,13 @@ Tensor offset_weight(const Tensor& w, double offset) {
 void run(const Args& a, const std::vector<Tensor>& out, const KernelContext& ctx) {
   const Tensor& x = a[0].tensor;
   const bool in_float = a.size() > 3 && a[3].as_bool("upcast_rms_norm");
-  const double offset = nn::norm_weight_offset(a, 4);
-  if (a.size() > 5 && a[5].is_tensor()) {  // residual + the norm, by the chain's add kernel
+  const double offset = nn::norm_weight_offset(a, nn::kUpcastNormOffsetArg);
+  if (a.size() > nn::kUpcastNormResidualArg &&
+      a[nn::kUpcastNormResidualArg]
+          .is_tensor()) {  // residual + the norm, by the chain's add kernel
     const Tensor h = Tensor::empty(x.shape(), x.dtype());
     run({a[0], a[1], a[2], a[3], Value::floating(offset)}, {h}, ctx);
-    kAdd.into({a[5], Value::from_tensor(h)}, out[0]);
+    kAdd.into({a[nn::kUpcastNormResidualArg], Value::from_tensor(h)}, out[0]);
     return;
   }
   if (offset != 0) {

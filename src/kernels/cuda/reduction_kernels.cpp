@@ -135,8 +135,10 @@ NormRotaryStep norm_step(const Args& a, const Tensor& out, bool rotary) {
   s.task.has_weight = true;
   s.task.eps = a[2].as_double(op);
   s.weight_in_float = a.size() > 3 && a[3].as_bool(op);
-  s.weight_offset = static_cast<float>(nn::norm_weight_offset(a, rotary ? 8 : 4));
-  if (!rotary && a.size() > 5 && a[5].is_tensor()) s.residual = split(a[5].tensor, last);
+  s.weight_offset = static_cast<float>(
+      nn::norm_weight_offset(a, rotary ? nn::kNormRotaryOffsetArg : nn::kUpcastNormOffsetArg));
+  const size_t r = nn::kUpcastNormResidualArg;
+  if (!rotary && a.size() > r && a[r].is_tensor()) s.residual = split(a[r].tensor, last);
   if (rotary) {  // cos and sin at the result's shape, split as the rows and cols of x
     s.cos = split(a[4].tensor.expand(out.shape()), last);
     s.sin = split(a[5].tensor.expand(out.shape()), last);
