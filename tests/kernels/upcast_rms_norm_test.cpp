@@ -91,5 +91,51 @@ TEST(UpcastRmsNorm, KernelIsTheChainBitForBit) {
   }
 }
 
+// Gemma's forms: weight_offset (the float32 weight 1 + w, as `add(to(w, float32), 1.0)` computes
+// it) and a residual added after the norm (add.Tensor at the dtype), alone and together, against
+// the chain with those two ops; the residual also the result itself (an in-place add).
+TEST(UpcastRmsNorm, OffsetAndResidualAreTheChainBitForBit) {
+  std::mt19937 rng(29);
+  for (int trial = 0; trial < 96; ++trial) {
+    const DType dt = trial % 2 ? DType::kBFloat16 : DType::kFloat16;
+    const double offset = trial % 3 == 0 ? 0.0 : trial % 3 == 1 ? 1.0 : 0.3;
+    const bool residual = trial % 4 >= 2, in_place = trial % 8 == 7;
+    const int64_t d = trial % 10 == 9 ? 2048 : 1 + static_cast<int64_t>(rng() % 300);
+    const int64_t rows = 1 + trial % 3;
+    const float scale = std::array<float, 5>{1e-3f, 1.0f, 0.0f, 30.0f, 3e3f}[trial % 5];
+    const bool specials = trial % 7 == 3;
+    const double eps = 1e-6;
+    SCOPED_TRACE(::testing::Message() << dtype_name(dt) << " d " << d << " rows " << rows
+                                      << " offset " << offset << " residual " << residual);
+    const Tensor x = draw({1, rows, d}, dt, scale, specials, rng);
+    Tensor w = draw({d}, dt, 2.0f, false, rng);
+    if (trial % 5 == 1) {  // a weight of -0 (bf16 and fp16 alike: the sign bit): -0 + 0 is +0
+      const uint16_t negative_zero = 0x8000;
+      std::memcpy(w.data_ptr(), &negative_zero, 2);
+    }
+    const Tensor r = draw({1, rows, d}, dt, 4.0f, specials, rng);
+    Tensor want;
+    if (offset != 0) {
+      Tensor f = Tensor::empty(w.shape(), DType::kFloat32);
+      copy_cast(f, w);
+      want = chain(x, kAdd({Value::from_tensor(f), Value::floating(offset)}), eps, true);
+    } else {
+      want = chain(x, w, eps, false);
+    }
+    if (residual) want = kAdd({Value::from_tensor(r), Value::from_tensor(want)});
+    Args args = {Value::from_tensor(x), Value::from_tensor(w), Value::floating(eps),
+                 Value::boolean(offset != 0), Value::floating(offset),
+                 residual ? Value::from_tensor(r.clone()) : Value::none()};
+    Tensor got;
+    if (in_place && residual) {
+      got = args[5].tensor;
+      kNorm.into(args, got);
+    } else {
+      got = kNorm(args);
+    }
+    EXPECT_TRUE(bytes_equal(got, want));
+  }
+}
+
 }  // namespace
 }  // namespace inplace::cpu

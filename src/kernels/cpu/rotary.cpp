@@ -6,6 +6,7 @@
 #include "core/strided_loop.h"
 #include "kernels/cpu/chain.h"
 #include "kernels/cpu/registration.h"
+#include "kernels/cpu/upcast_rms_norm.h"
 #include "ops/nn_args.h"
 #include "ops/rotary_args.h"
 
@@ -83,11 +84,17 @@ void register_rotary_kernels(KernelTable& table) {
             [](const Args& a, const std::vector<Tensor>& out, const KernelContext&) {
               static const ChainOp kNorm("upcast_rms_norm");
               const Tensor& x = a[0].tensor;
-              const Value offset =
-                  Value::floating(nn::norm_weight_offset(a, nn::kNormRotaryOffsetArg));
+              const double offset = nn::norm_weight_offset(a, nn::kNormRotaryOffsetArg);
+              const NormRows rows{static_cast<float>(a[2].as_double("rms_norm_rotary")),
+                                  a[3].as_bool("rms_norm_rotary"), static_cast<float>(offset)};
+              // The norm of heads xs: the row kernel where it applies, else its own op.
+              auto norm = [&](const Tensor& xs, const Value& w) {
+                Tensor h = Tensor::empty(xs.shape(), xs.dtype());
+                if (w.is_tensor() && upcast_rms_norm_rows(xs, w.tensor, nullptr, h, rows)) return h;
+                return kNorm({Value::from_tensor(xs), w, a[2], a[3], Value::floating(offset)});
+              };
               if (a.size() <= 6 || a[6].is_none()) {
-                const Tensor h = kNorm({a[0], a[1], a[2], a[3], offset});
-                rotary_embedding(h, a[4].tensor, a[5].tensor, out[0]);
+                rotary_embedding(norm(x, a[1]), a[4].tensor, a[5].tensor, out[0]);
                 return;
               }
               // Heads [0, split) of dim -2 with weight, the rest with weight2: each part its own
@@ -98,8 +105,7 @@ void register_rotary_kernels(KernelTable& table) {
               };
               for (int i = 0; i < 2; ++i) {
                 const int64_t b = i == 0 ? 0 : split, e = i == 0 ? split : heads;
-                const Tensor h = kNorm({Value::from_tensor(x.slice(x.dim() - 2, b, e)),
-                                        i == 0 ? a[1] : a[6], a[2], a[3], offset});
+                const Tensor h = norm(x.slice(x.dim() - 2, b, e), i == 0 ? a[1] : a[6]);
                 rotary_embedding(h, part(a[4].tensor, b, e), part(a[5].tensor, b, e),
                                  out[0].slice(out[0].dim() - 2, b, e));
               }

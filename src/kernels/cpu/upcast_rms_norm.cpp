@@ -13,6 +13,8 @@
 // (kernels/cpu/chain.h). tests/kernels/upcast_rms_norm_test.cpp holds the two to each other (the
 // sum of squares in double rarely rounds at all: its order shows in no float result the test
 // could draw, so the order is kept by construction).
+#include "kernels/cpu/upcast_rms_norm.h"
+
 #include <cmath>
 
 #include "core/half.h"
@@ -47,9 +49,13 @@ void run_chain(const Args& a, const Tensor& out, bool in_float) {
   kMul.into({w, Value::from_tensor(rounded)}, out);
 }
 
-// One row of d elements: the chain's operations, element by element.
+// One row of d elements: the chain's operations, element by element. The weight as the chain
+// reads it: the dtype's weight times the rounded h; a float32 weight (`in_float`) times h in
+// float, rounded once; a weight with an offset: float(w) + offset (the offset rounded to float,
+// as add rounds a Python number), in float as the float weight. A residual is added as add.Tensor
+// adds at the dtype: float(r) + float(y), rounded.
 template <typename T, typename W>
-void row(const T* x, const W* w, T* y, int64_t d, float eps) {
+void row(const T* x, const W* w, const T* r, T* y, int64_t d, const NormRows& n) {
   double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
   int64_t i = 0;
   auto sq = [&](int64_t j) {
@@ -64,24 +70,32 @@ void row(const T* x, const W* w, T* y, int64_t d, float eps) {
   }
   for (; i < d; ++i) a0 += sq(i);
   const float var = static_cast<float>(((a0 + a1) + (a2 + a3)) / static_cast<double>(d));
-  const float inv = 1.0f / std::sqrt(var + eps);
+  const float inv = 1.0f / std::sqrt(var + n.eps);
+  const bool offset = n.offset != 0.0f;
   for (int64_t j = 0; j < d; ++j) {
     const float h = static_cast<float>(x[j]) * inv;
-    if constexpr (std::is_same_v<W, float>)
-      y[j] = T(h * w[j]);
-    else
-      y[j] = T(static_cast<float>(w[j]) * static_cast<float>(T(h)));
+    T o;
+    if (n.in_float || offset) {
+      const float wf = offset ? static_cast<float>(w[j]) + n.offset : static_cast<float>(w[j]);
+      o = T(h * wf);
+    } else {
+      o = T(static_cast<float>(w[j]) * static_cast<float>(T(h)));
+    }
+    y[j] = r ? T(static_cast<float>(r[j]) + static_cast<float>(o)) : o;
   }
 }
 
 template <typename T>
-void run_rows(const Tensor& x, const Tensor& w, const Tensor& out, float eps, bool in_float) {
+void run_rows(const Tensor& x, const Tensor& w, const Tensor* residual, const Tensor& out,
+              const NormRows& n) {
   const int64_t d = x.size(-1), rows = d == 0 ? 0 : x.numel() / d;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (in_float)
-      row<T, float>(x.data<T>() + r * d, w.data<float>(), out.data<T>() + r * d, d, eps);
+  const T* r = residual ? residual->data<T>() : nullptr;
+  for (int64_t i = 0; i < rows; ++i) {
+    const T* ri = r ? r + i * d : nullptr;
+    if (w.dtype() == DType::kFloat32)
+      row<T, float>(x.data<T>() + i * d, w.data<float>(), ri, out.data<T>() + i * d, d, n);
     else
-      row<T, T>(x.data<T>() + r * d, w.data<T>(), out.data<T>() + r * d, d, eps);
+      row<T, T>(x.data<T>() + i * d, w.data<T>(), ri, out.data<T>() + i * d, d, n);
   }
 }
 
@@ -93,13 +107,37 @@ Tensor offset_weight(const Tensor& w, double offset) {
   return kAdd({Value::from_tensor(f), Value::floating(offset)});
 }
 
+// The operands run_rows reads: contiguous rows of a half dtype, a contiguous weight of the
+// dtype or float32 (float32 only with in_float or an offset), a residual of x's shape and dtype
+// (contiguous), none overlapping the result but a residual that is the result itself.
+bool rows_apply(const Tensor& x, const Tensor& w, const Tensor* residual, const Tensor& out,
+                const NormRows& n) {
+  const bool half = x.dtype() == DType::kBFloat16 || x.dtype() == DType::kFloat16;
+  const bool weight_ok = w.dtype() == x.dtype() ||
+                         (w.dtype() == DType::kFloat32 && (n.in_float || n.offset != 0.0f));
+  const bool residual_ok =
+      !residual || (residual->dtype() == x.dtype() && residual->shape() == x.shape() &&
+                    residual->is_contiguous() &&
+                    (residual->same_view(out) || !residual->may_overlap(out)));
+  return half && weight_ok && residual_ok && x.dim() >= 1 && x.size(-1) > 0 &&
+         w.dim() == 1 && w.size(0) == x.size(-1) && x.is_contiguous() && out.is_contiguous() &&
+         w.is_contiguous() && !x.may_overlap(out) && !w.may_overlap(out);
+}
+
 void run(const Args& a, const std::vector<Tensor>& out, const KernelContext& ctx) {
   const Tensor& x = a[0].tensor;
   const bool in_float = a.size() > 3 && a[3].as_bool("upcast_rms_norm");
   const double offset = nn::norm_weight_offset(a, nn::kUpcastNormOffsetArg);
-  if (a.size() > nn::kUpcastNormResidualArg &&
-      a[nn::kUpcastNormResidualArg]
-          .is_tensor()) {  // residual + the norm, by the chain's add kernel
+  const Tensor* residual = a.size() > nn::kUpcastNormResidualArg &&
+                                   a[nn::kUpcastNormResidualArg].is_tensor()
+                               ? &a[nn::kUpcastNormResidualArg].tensor
+                               : nullptr;
+  if (a[1].is_tensor() &&
+      upcast_rms_norm_rows(x, a[1].tensor, residual, out[0],
+                           {static_cast<float>(a[2].as_double("upcast_rms_norm")), in_float,
+                            static_cast<float>(offset)}))
+    return;
+  if (residual) {  // residual + the norm, by the chain's add kernel
     const Tensor h = Tensor::empty(x.shape(), x.dtype());
     run({a[0], a[1], a[2], a[3], Value::floating(offset)}, {h}, ctx);
     kAdd.into({a[nn::kUpcastNormResidualArg], Value::from_tensor(h)}, out[0]);
@@ -110,20 +148,20 @@ void run(const Args& a, const std::vector<Tensor>& out, const KernelContext& ctx
               Value::boolean(true)};
     return run(b, out, ctx);
   }
-  const Value& w = a[1];
-  const bool rows = x.dim() >= 1 && x.size(-1) > 0 && x.is_contiguous() && out[0].is_contiguous() &&
-                    w.is_tensor() && w.tensor.is_contiguous() && !x.may_overlap(out[0]) &&
-                    !w.tensor.may_overlap(out[0]) &&
-                    (x.dtype() == DType::kBFloat16 || x.dtype() == DType::kFloat16);
-  if (!rows) return run_chain(a, out[0], in_float);
-  const float eps = static_cast<float>(a[2].as_double("upcast_rms_norm"));
-  if (x.dtype() == DType::kBFloat16)
-    run_rows<BFloat16>(x, w.tensor, out[0], eps, in_float);
-  else
-    run_rows<Half>(x, w.tensor, out[0], eps, in_float);
+  run_chain(a, out[0], in_float);
 }
 
 }  // namespace
+
+bool upcast_rms_norm_rows(const Tensor& x, const Tensor& w, const Tensor* residual,
+                          const Tensor& out, const NormRows& n) {
+  if (!rows_apply(x, w, residual, out, n)) return false;
+  if (x.dtype() == DType::kBFloat16)
+    run_rows<BFloat16>(x, w, residual, out, n);
+  else
+    run_rows<Half>(x, w, residual, out, n);
+  return true;
+}
 
 void register_upcast_rms_norm_kernels(KernelTable& table) {
   table.add(DeviceType::kCpu, "upcast_rms_norm", run);
