@@ -123,9 +123,9 @@ TEST(UpcastRmsNorm, OffsetAndResidualAreTheChainBitForBit) {
       want = chain(x, w, eps, false);
     }
     if (residual) want = kAdd({Value::from_tensor(r), Value::from_tensor(want)});
-    Args args = {Value::from_tensor(x), Value::from_tensor(w), Value::floating(eps),
-                 Value::boolean(offset != 0), Value::floating(offset),
-                 residual ? Value::from_tensor(r.clone()) : Value::none()};
+    Args args = {Value::from_tensor(x),   Value::from_tensor(w),
+                 Value::floating(eps),    Value::boolean(offset != 0),
+                 Value::floating(offset), residual ? Value::from_tensor(r.clone()) : Value::none()};
     Tensor got;
     if (in_place && residual) {
       got = args[5].tensor;

@@ -113,25 +113,25 @@ Tensor offset_weight(const Tensor& w, double offset) {
 bool rows_apply(const Tensor& x, const Tensor& w, const Tensor* residual, const Tensor& out,
                 const NormRows& n) {
   const bool half = x.dtype() == DType::kBFloat16 || x.dtype() == DType::kFloat16;
-  const bool weight_ok = w.dtype() == x.dtype() ||
-                         (w.dtype() == DType::kFloat32 && (n.in_float || n.offset != 0.0f));
+  const bool weight_ok =
+      w.dtype() == x.dtype() || (w.dtype() == DType::kFloat32 && (n.in_float || n.offset != 0.0f));
   const bool residual_ok =
-      !residual || (residual->dtype() == x.dtype() && residual->shape() == x.shape() &&
-                    residual->is_contiguous() &&
-                    (residual->same_view(out) || !residual->may_overlap(out)));
-  return half && weight_ok && residual_ok && x.dim() >= 1 && x.size(-1) > 0 &&
-         w.dim() == 1 && w.size(0) == x.size(-1) && x.is_contiguous() && out.is_contiguous() &&
-         w.is_contiguous() && !x.may_overlap(out) && !w.may_overlap(out);
+      !residual ||
+      (residual->dtype() == x.dtype() && residual->shape() == x.shape() &&
+       residual->is_contiguous() && (residual->same_view(out) || !residual->may_overlap(out)));
+  return half && weight_ok && residual_ok && x.dim() >= 1 && x.size(-1) > 0 && w.dim() == 1 &&
+         w.size(0) == x.size(-1) && x.is_contiguous() && out.is_contiguous() && w.is_contiguous() &&
+         !x.may_overlap(out) && !w.may_overlap(out);
 }
 
 void run(const Args& a, const std::vector<Tensor>& out, const KernelContext& ctx) {
   const Tensor& x = a[0].tensor;
   const bool in_float = a.size() > 3 && a[3].as_bool("upcast_rms_norm");
   const double offset = nn::norm_weight_offset(a, nn::kUpcastNormOffsetArg);
-  const Tensor* residual = a.size() > nn::kUpcastNormResidualArg &&
-                                   a[nn::kUpcastNormResidualArg].is_tensor()
-                               ? &a[nn::kUpcastNormResidualArg].tensor
-                               : nullptr;
+  const Tensor* residual =
+      a.size() > nn::kUpcastNormResidualArg && a[nn::kUpcastNormResidualArg].is_tensor()
+          ? &a[nn::kUpcastNormResidualArg].tensor
+          : nullptr;
   if (a[1].is_tensor() &&
       upcast_rms_norm_rows(x, a[1].tensor, residual, out[0],
                            {static_cast<float>(a[2].as_double("upcast_rms_norm")), in_float,
