@@ -34,6 +34,21 @@ void finalize_buffers(BuildState& st) {
         last_read[s.ref.buffer.index] =
             std::max(last_read[s.ref.buffer.index], static_cast<int>(q));
 
+  // A step that may join the launch of the step after it (kJoinsNext), when that step reads its
+  // result: its operands live through that step.
+  for (size_t q = 0; q + 1 < plan.steps.size(); ++q) {
+    const Step& s = plan.steps[q];
+    if (!s.op || !s.op->has_tag(kJoinsNext) || s.outs.size() != 1) continue;
+    bool read_next = false;
+    for (const TensorSlot& t : plan.steps[q + 1].tensors)
+      read_next = read_next || t.ref.buffer == s.outs[0].buffer;
+    if (!read_next) continue;
+    for (const TensorSlot& t : s.tensors)
+      if (t.ref.buffer.kind == BufferKind::kArena)
+        last_read[t.ref.buffer.index] =
+            std::max(last_read[t.ref.buffer.index], static_cast<int>(q + 1));
+  }
+
   // In-place reuse: out := a dead operand's buffer (same bytes, same layout).
   std::vector<int> parent(nv);
   std::iota(parent.begin(), parent.end(), 0);

@@ -83,6 +83,7 @@ void register_norms(Registry& r) {
         return std::vector<Tensor>{Tensor::meta(x.shape(), x.dtype())};
       },
       nullptr);
+  r.tag({"upcast_rms_norm"}, kJoinsNext);
   // The fused form also returns rstd, kept-dim shaped, in the compute dtype.
   r.add_out(
       "_fused_rms_norm(Tensor input, int[] normalized_shape, Tensor? weight, float? eps) -> "

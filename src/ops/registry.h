@@ -43,6 +43,11 @@ enum OpTag : uint32_t {
   // Writes new rows of a [batch, heads, s_max, head_dim] cache at a runtime position
   // (kv_cache_update): the engine reports such an aliased output as kind kv_cache_update.
   kCacheUpdate = 1u << 2,
+  // A row norm that a backend may compute inside the launch of the step right after it, when
+  // that step reads its result (kernels/cuda/launch_groups.h's prologues: Gemma's norms before
+  // the next product): the memory plan keeps its operands live through that step, so that the
+  // joined launch's results cannot land on them.
+  kJoinsNext = 1u << 3,
 };
 
 struct OpDef {

@@ -160,6 +160,24 @@ TEST(CudaHalfEpilogues, TinyBf16Qwen3NormsItsHeadsAndJoinsItsCacheWrites) {
               (long long)st.counter("joined_steps"));
 }
 
+// Gemma 3 exported in bf16 (tests/frontend/fixtures/hf/gemma3_bf16.json, 2 layers): the norm
+// after attention (with its residual add and `1 + w` weight) runs in the launch of the MLP's
+// product, which normalises its result again, and the norm after the MLP in the launch of the
+// next q/k/v product (or the LM head's), which also takes its v cache write: bitwise the same
+// steps run one a launch (each norm by its own kernel), at every position of the cache.
+TEST(CudaHalfEpilogues, TinyBf16Gemma3JoinsItsNormsToTheNextProduct) {
+  IP_REQUIRE_CUDA();
+  auto g = hf_fixture("gemma3_bf16");
+  const std::vector<std::vector<Tensor>> draws = rotary_draws_across(*g, 64);
+  DeviceEngine fused(*g, draws[0], true, false), steps(*g, draws[0], true, true);
+  expect_bitwise_alike(fused, steps, draws);
+  const ContextStats st = fused.context().stats();
+  // 4 norms joined, 2 k writes with their head norms, 2 v writes with their products.
+  EXPECT_GE(st.counter("joined_steps"), 8);
+  std::printf("[gpu suite] gemma3_bf16 fixture: %lld steps joined to another's launch\n",
+              (long long)st.counter("joined_steps"));
+}
+
 // A position one past the cache: the row write from the product's epilogue skips it and raises
 // the error of the standalone kv_cache_update, naming a cache write (the same one where one write
 // runs a launch).

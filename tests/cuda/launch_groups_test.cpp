@@ -332,6 +332,38 @@ TEST(LaunchGroups, Qwen3QkHeadsAreOneStepWithTheKWrite) {
   EXPECT_EQ(product_writes, 2) << e->describe();  // the v write of each layer
 }
 
+// Gemma 3 as torch.export records it (bf16): the norm after attention (its residual add folded)
+// joins the launch of the MLP's normed product right after it, the norm after the MLP that of
+// the next layer's q/k/v product (with that product's v cache write) or of the LM head; no norm
+// of them pairs or batches.
+TEST(LaunchGroups, Gemma3NormsJoinTheProductAfterThem) {
+  auto e = gpu_plan_engine(*testing::hf_fixture("gemma3_bf16"));
+  const Plan& plan = e->plan();
+  const cuda::LaunchGroups g = cuda::plan_launch_groups(plan);
+  std::string joined;
+  int with_writes = 0;
+  for (size_t q = 0; q < plan.steps.size(); ++q) {
+    if (!g.prologue[q]) continue;
+    EXPECT_EQ(op_of(plan.steps[q]), "upcast_rms_norm") << plan.steps[q].node;
+    EXPECT_EQ(g.pair[q], nullptr);
+    EXPECT_EQ(g.batch[q], nullptr);
+    joined += " " + op_of(plan.steps[q + 1]);
+    with_writes += g.write_count[q + 1];
+  }
+  EXPECT_EQ(joined, " rms_norm_gated_mlp rms_norm_linear rms_norm_gated_mlp rms_norm_linear")
+      << e->describe();
+  EXPECT_EQ(with_writes, 1) << e->describe();  // the second layer's q/k/v takes its v write
+}
+
+// A norm whose result a later step also reads still joins (its result is stored for them); a
+// norm before a product that reads something else, or before a step of another op, does not.
+TEST(LaunchGroups, LlamaNormsJoinNothing) {
+  auto e = gpu_plan_engine(*testing::hf_fixture("llama_bf16"));
+  const cuda::LaunchGroups g = cuda::plan_launch_groups(e->plan());
+  for (size_t q = 0; q < e->plan().steps.size(); ++q)
+    EXPECT_EQ(g.prologue[q], nullptr) << e->plan().steps[q].node;
+}
+
 }  // namespace
 }  // namespace inplace
 

@@ -167,6 +167,25 @@ bool CudaExecutable::run_with_writes(size_t q, void* stream, CallObserver& obser
   }
 }
 
+bool CudaExecutable::run_with_prologue(size_t q, void* stream, CallObserver& observer) {
+  const std::vector<std::vector<Value>>& args = *steps_.args;
+  const std::vector<std::vector<Tensor>>& outs = *steps_.outs;
+  const size_t p = q + 1;
+  const std::vector<size_t>& steps = launches_.write_steps[p];
+  std::array<StepCall, kMaxEpilogueWrites> writes;
+  for (size_t k = 0; k < steps.size(); ++k)
+    writes[k] = {&args[steps[k]], &outs[steps[k]], step_context(steps[k], stream)};
+  try {
+    return (*launches_.prologue[q])({&args[q], &outs[q], step_context(q, stream)},
+                                    {&args[p], &outs[p], step_context(p, stream)}, writes.data(),
+                                    static_cast<int>(steps.size()));
+  } catch (const Error& e) {
+    // Nothing launched when a form is refused; a launch error leaves every step in doubt.
+    observer.failed(q, steps.empty() ? p : steps.back(), e);
+    return true;  // the group's steps are accounted for: none runs again on its own
+  }
+}
+
 void CudaExecutable::run_steps(void* stream, CallObserver& observer) {
   const size_t n = plan().steps.size();
   const bool profiling = observer.profiling();  // steps one by one, each timed on the host
@@ -174,6 +193,13 @@ void CudaExecutable::run_steps(void* stream, CallObserver& observer) {
   done_in_group_.assign(n, 0);
   for (size_t q = 0; q < n; ++q) {
     if (done_in_group_[q]) continue;
+    // q, the product after it and the product's writes in one launch.
+    if (!profiling && launches_.prologue[q] && run_with_prologue(q, stream, observer)) {
+      done_in_group_[q + 1] = 1;
+      for (size_t r : launches_.write_steps[q + 1]) done_in_group_[r] = 1;
+      joined_steps_ += 1 + launches_.write_count[q + 1];
+      continue;
+    }
     if (!profiling && launches_.writes[q] && run_with_writes(q, stream, observer)) {
       joined_steps_ += launches_.write_count[q];
       for (size_t r : launches_.write_steps[q]) done_in_group_[r] = 1;

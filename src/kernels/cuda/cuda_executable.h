@@ -44,6 +44,8 @@ class CudaExecutable final : public Executable {
   // Step q's batch (launch groups): q and its later members in one launch.
   void run_batch(size_t q, void* stream, CallObserver& observer);
   bool run_with_writes(size_t q, void* stream, CallObserver& observer);
+  // Step q joined to the launch of the product q + 1 and its writes (launch_groups.h).
+  bool run_with_prologue(size_t q, void* stream, CallObserver& observer);
   KernelContext step_context(size_t q, void* stream) const;
   std::vector<int64_t> graph_key(const RunCall& call) const;
   // Whether graph_key(call) would equal `key` (nothing allocated).

@@ -14,6 +14,7 @@
 #include "ops/fused_linear_args.h"
 #include "ops/fused_pointwise_args.h"
 #include "ops/kv_cache_args.h"
+#include "ops/nn_args.h"
 #include "ops/pointwise_forms.h"
 
 namespace inplace::cuda {
@@ -439,12 +440,25 @@ void run_norm_linear(const Args& a, const std::vector<Tensor>& outs, const Kerne
   gemv_bf16(norm_linear(a, outs), ctx.queue);
 }
 
-void run_norm_gated_mlp(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+// rms_norm_gated_mlp at a half dtype.
+GemvHalf half_norm_gated_mlp(const Args& a, const std::vector<Tensor>& outs) {
+  GemvHalf g = half_gated_mlp(product_args(kNormGatedMlp, a), outs, kNormGatedMlp);
+  add_half_norm(kNormGatedMlp, a, &g);
+  return g;
+}
+
+std::string supports_norm_gated_mlp(const Args& a) {
   if (half_input(a)) {
-    GemvHalf g = half_gated_mlp(product_args(kNormGatedMlp, a), outs, kNormGatedMlp);
-    add_half_norm(kNormGatedMlp, a, &g);
-    return gemv_half(g, ctx.queue);
+    const std::string why = supports_half_norm(kNormGatedMlp, a);
+    return why.empty() ? supports_half_gated_mlp(product_args(kNormGatedMlp, a)) : why;
   }
+  if (norm_of(kNormGatedMlp, a) != kNormRms) return std::string("an upcast norm at float32");
+  const std::string why = supports_norm(a);
+  return why.empty() ? supports_gated_mlp(product_args(kNormGatedMlp, a)) : why;
+}
+
+void run_norm_gated_mlp(const Args& a, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+  if (half_input(a)) return gemv_half(half_norm_gated_mlp(a, outs), ctx.queue);
   GemvBf16 g = gated_mlp(product_args(kNormGatedMlp, a), outs, kNormGatedMlp);
   add_norm(a, &g);
   gemv_bf16(g, ctx.queue);
@@ -522,26 +536,74 @@ WritesKernel with_row_writes(GemvBf16 (*product)(const Args&, const std::vector<
   };
 }
 
+// upcast_rms_norm(x, weight, eps, weight_in_float, weight_offset, residual) joined before a half
+// product whose input row is its result (launch_groups.h's prologues): g.pre from the norm's
+// operands, when they are dense rows of g's dtype and length (the weight of the dtype, or
+// float32 applied in float).
+bool pre_norm_of(const StepCall& norm, GemvHalf* g) {
+  const Args& a = *norm.args;
+  if (a.size() < 3 || !a[0].is_tensor() || !a[1].is_tensor() || norm.outs->size() != 1)
+    return false;
+  auto row = [&](const Tensor& t) {
+    return t.dtype() == g->dtype && t.numel() == g->k && t.is_contiguous();
+  };
+  const Tensor &x = a[0].tensor, &w = a[1].tensor, &out = (*norm.outs)[0];
+  if (g->rows != 1 || !row(x) || !row(out) || out.data_ptr() != g->x) return false;
+  const bool in_float = a.size() > 3 && a[3].as_bool("upcast_rms_norm");
+  const double offset = nn::norm_weight_offset(a, nn::kUpcastNormOffsetArg);
+  const Value* r =
+      a.size() > nn::kUpcastNormResidualArg && a[nn::kUpcastNormResidualArg].is_tensor()
+          ? &a[nn::kUpcastNormResidualArg]
+          : nullptr;
+  const bool w_float = w.dtype() == DType::kFloat32;
+  if ((r && !row(r->tensor)) || w.dim() != 1 || w.numel() != g->k || !w.is_contiguous() ||
+      (!w_float && w.dtype() != g->dtype) || (w_float && !in_float))
+    return false;
+  g->pre.x = x.data_ptr();
+  g->pre.w = w.data_ptr();
+  g->pre.residual = r ? r->tensor.data_ptr() : nullptr;
+  g->pre.w_float = w_float;
+  g->pre.in_float = in_float || offset != 0;
+  g->pre.offset = static_cast<float>(offset);
+  g->pre.eps = static_cast<float>(a[2].as_double("upcast_rms_norm"));
+  return true;
+}
+
+// A norm step, then a half product with an upcast norm of its own whose input row is the norm's
+// result, and the product's cache writes: one gemv_half launch.
+PrologueKernel with_pre_norm(GemvHalf (*half)(const Args&, const std::vector<Tensor>&),
+                             Supports supports) {
+  return [=](const StepCall& norm, const StepCall& p, const StepCall* writes, int n) {
+    if (n > kMaxEpilogueWrites || !half_input(*p.args) || !supports(*p.args).empty()) return false;
+    GemvHalf g = half(*p.args, *p.outs);
+    for (int k = 0; k < n; ++k)
+      if (g.epilogue != GemvEpilogue::kNone ||
+          !row_write_of(writes[k], g.y, g.n, g.dtype, &g.writes[g.n_writes++]))
+        return false;
+    if ((n > 0 && !gemv_half_runs_writes(g)) || !pre_norm_of(norm, &g) ||
+        !gemv_half_runs_pre_norm(g))
+      return false;
+    gemv_half(g, p.ctx.queue);
+    return true;
+  };
+}
+
 }  // namespace
 
 void register_fused_linear_kernels(KernelTable& table) {
   table.add(DeviceType::kCuda, kLinear, run, supports);
   table.add(DeviceType::kCuda, kGatedMlp, run_gated_mlp, supports_gated_mlp);
   table.add(DeviceType::kCuda, kNormLinear, run_norm_linear, supports_norm_linear);
-  table.add(DeviceType::kCuda, kNormGatedMlp, run_norm_gated_mlp, [](const Args& a) {
-    if (half_input(a)) {
-      const std::string why = supports_half_norm(kNormGatedMlp, a);
-      return why.empty() ? supports_half_gated_mlp(product_args(kNormGatedMlp, a)) : why;
-    }
-    if (norm_of(kNormGatedMlp, a) != kNormRms) return std::string("an upcast norm at float32");
-    const std::string why = supports_norm(a);
-    return why.empty() ? supports_gated_mlp(product_args(kNormGatedMlp, a)) : why;
-  });
+  table.add(DeviceType::kCuda, kNormGatedMlp, run_norm_gated_mlp, supports_norm_gated_mlp);
   LaunchKernels::get().add_epilogue_writes(kLinear, "kv_cache_update",
                                            with_row_writes(linear, half_linear, supports_linear));
   LaunchKernels::get().add_epilogue_writes(
       kNormLinear, "kv_cache_update",
       with_row_writes(norm_linear, half_norm_linear, supports_norm_linear));
+  LaunchKernels::get().add_prologue("upcast_rms_norm", kNormLinear,
+                                    with_pre_norm(half_norm_linear, supports_norm_linear));
+  LaunchKernels::get().add_prologue("upcast_rms_norm", kNormGatedMlp,
+                                    with_pre_norm(half_norm_gated_mlp, supports_norm_gated_mlp));
 }
 
 }  // namespace inplace::cuda

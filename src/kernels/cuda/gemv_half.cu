@@ -40,6 +40,20 @@ bool gemv_half_runs_writes(const GemvHalf& g) {
   return g.epilogue == GemvEpilogue::kNone && g.rows == 1 && g.n > 0;
 }
 
+bool gemv_half_runs_pre_norm(const GemvHalf& g) {
+  const GemvPreNorm& p = g.pre;
+  auto overlaps_x = [&](const void* q, int64_t bytes) {
+    const char *a = static_cast<const char*>(q), *x = static_cast<const char*>(g.x);
+    return q && a < x + g.k * 2 && x < a + bytes;  // T: 2 bytes
+  };
+  const int64_t row = g.k * 2;
+  return p.x && p.w && g.norm_w && !g.norm_layer && g.rows == 1 && g.n > 0 && stages_row_once(g) &&
+         aligned16(p.x) && (!p.residual || aligned16(p.residual)) && (p.in_float || !p.w_float) &&
+         !overlaps_x(p.x, row) && !overlaps_x(p.residual, row) &&
+         !overlaps_x(p.w, g.k * (p.w_float ? 4 : 2)) && !overlaps_x(g.residual, row) &&
+         !overlaps_x(g.bias, 2 * g.n) && !overlaps_x(g.y, 2 * g.n);
+}
+
 void gemv_half(const GemvHalf& g, void* stream) {
   if (g.rows == 0 || g.n == 0) return;
   IP_CHECK(g.more.count == 0 || g.epilogue != GemvEpilogue::kSwiGLU, kInternal,
@@ -50,6 +64,8 @@ void gemv_half(const GemvHalf& g, void* stream) {
            "[cuda] fused_linear: a norm over more than ", kGemvHalfMaxNormK, " elements");
   IP_CHECK(g.n_writes == 0 || gemv_half_runs_writes(g), kInternal,
            "[cuda] fused_linear: row writes from a product that cannot run them");
+  IP_CHECK(!g.pre.x || gemv_half_runs_pre_norm(g), kInternal,
+           "[cuda] fused_linear: a joined norm before a product that cannot run it");
   IP_CHECK(g.rot_cols == 0 || (g.epilogue == GemvEpilogue::kNone && g.rot_d > 0 &&
                                g.rot_d % 8 == 0 && g.rot_cols % g.rot_d == 0 && g.rot_cols <= g.n),
            kInternal,

@@ -26,6 +26,11 @@
 //   kNone, one row, with writes (the engine's epilogue writes: a q/k/v product's k and v
 //   kv_cache_update): each finished T value of a written column also goes where GemvRowWrite
 //   places it (dst of T), with the cache write's position checks and error flag.
+//   with pre.x (a norm step joined before the product: launch_groups.h's prologues), the input
+//   row is first residual + upcast_rms_norm(pre.x) as upcast_rms_norm.cu computes it, which
+//   every block computes into its staged row and block 0 also stores into x (the norm step's
+//   result, for the steps after): only the kernels that stage the row once a block
+//   (gemv_half_runs_pre_norm).
 // The sum's order is the GPU's (lanes, then a warp reduction): results match the cpu's up to
 // the rounding of the float32 sum, which may move a T result by one unit in the last place.
 #pragma once
@@ -39,6 +44,19 @@ namespace inplace::cuda {
 
 // Rows of x a norm form normalises into shared memory: k at most this.
 inline constexpr int64_t kGemvHalfMaxNormK = 16384;
+
+// The norm step joined before a product (Gemma's norm after attention or after the MLP, whose
+// result is the next product's input row): residual + upcast_rms_norm(x, w, eps, in_float,
+// offset) at the product's dtype T.
+struct GemvPreNorm {
+  const void* x = nullptr;         // T [k]; null: no joined norm
+  const void* w = nullptr;         // T [k], or float32 [k] (w_float)
+  const void* residual = nullptr;  // T [k], or null
+  bool w_float = false;
+  bool in_float = false;  // the weight applied in float: weight_in_float (or an offset)
+  float offset = 0.f;     // weight_offset: the weight is float(w) + offset
+  float eps = 0.f;
+};
 
 struct GemvHalf {
   DType dtype = DType::kBFloat16;  // T: kBFloat16 or kFloat16
@@ -76,6 +94,7 @@ struct GemvHalf {
   const void* norm_b = nullptr;
   double layer_eps = 0;
   pointwise::GeluNew gelu;  // kGeluNew's numbers
+  GemvPreNorm pre;          // a joined norm step before the product
 };
 
 void gemv_half(const GemvHalf& g, void* stream);
@@ -86,5 +105,9 @@ void gemv_half_layer(const GemvHalf& g, void* stream);
 // Whether gemv_half does g's row writes (kNone, one row); the engine runs them as their own steps
 // otherwise.
 bool gemv_half_runs_writes(const GemvHalf& g);
+// Whether gemv_half runs g's joined norm step (g.pre): one row of an upcast-norm product whose
+// kernel stages the row once a block, the norm's operands 16-byte aligned, no epilogue operand
+// in x (which block 0 writes while the others compute).
+bool gemv_half_runs_pre_norm(const GemvHalf& g);
 
 }  // namespace inplace::cuda

@@ -108,6 +108,61 @@ __device__ inline void prefetch_norm(const GemvHalf& g) {
   }
 }
 
+// The joined norm step's row (GemvPreNorm): residual + upcast_rms_norm(pre.x) as the
+// upcast_rms_norm kernel computes it (upcast_rms_norm.cu: the squares in float summed in double,
+// the mean rounded to float, 1 / sqrt(mean + eps) in float, h = x * inv, the weight as the chain
+// applies it, the residual added at T), into xs[0, k) by the block, each thread its chunks first,
+// first + step, ...; block 0 also stores it into x (the norm step's result, read by later steps).
+// Ends with a block barrier. (The sum of float squares in double is exact unless the squares span
+// more than 29 binary orders of magnitude: its order shows in no result.)
+template <typename T>
+__device__ inline void pre_norm_row(const GemvHalf& g, T* xs) {
+  const GemvPreNorm& p = g.pre;
+  const T* o = static_cast<const T*>(p.x);
+  const T* r = static_cast<const T*>(p.residual);
+  const int64_t first = int64_t{threadIdx.x} * 8, step = int64_t{blockDim.x} * 8;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __shared__ double part[kWarps];
+  double sq = 0;
+  for (int64_t k = first; k < g.k; k += step) {
+    float v[8];
+    load8(o + k, v);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) sq += static_cast<double>(v[i] * v[i]);
+  }
+  for (int off = 16; off > 0; off >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, off);
+  if (lane == 0) part[warp] = sq;
+  __syncthreads();
+  double total = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) total += part[w];
+  const float inv = 1.0f / sqrtf(static_cast<float>(total / static_cast<double>(g.k)) + p.eps);
+  T* out = blockIdx.x == 0 ? static_cast<T*>(const_cast<void*>(g.x)) : nullptr;
+  for (int64_t k = first; k < g.k; k += step) {
+    float v[8], rv[8];
+    load8(o + k, v);
+    if (r) load8(r + k, rv);
+    alignas(16) T y[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const float h = v[i] * inv;
+      T t;
+      if (p.in_float) {
+        float w = p.w_float ? static_cast<const float*>(p.w)[k + i]
+                            : to_f(static_cast<const T*>(p.w)[k + i]);
+        if (p.offset != 0.f) w = __fadd_rn(w, p.offset);  // the chain's add, in float
+        t = from_f<T>(__fmul_rn(h, w));
+      } else {
+        t = from_f<T>(to_f(static_cast<const T*>(p.w)[k + i]) * to_f(from_f<T>(h)));
+      }
+      y[i] = r ? from_f<T>(__fadd_rn(rv[i], to_f(t))) : t;
+    }
+    *reinterpret_cast<uint4*>(xs + k) = *reinterpret_cast<const uint4*>(y);
+    if (out) *reinterpret_cast<uint4*>(out + k) = *reinterpret_cast<const uint4*>(y);
+  }
+  __syncthreads();
+}
+
 // The input row as the product reads it, into xs[0, k) as T, by the whole block (every thread
 // calls it; it ends with a block barrier): each thread takes the 16-byte chunks first, first +
 // step, ... (first = 8 * thread), so that the row's statistics are summed in one order in every
@@ -122,6 +177,12 @@ __device__ inline void prefetch_norm(const GemvHalf& g) {
 template <typename T, bool kNorm, bool kLayer = false>
 __device__ inline void stage_row(const GemvHalf& g, T* xs) {
   const T* x = static_cast<const T*>(g.x);
+  if constexpr (kNorm && !kLayer) {
+    if (g.pre.x) {  // the row is the joined norm step's, normalised again below from xs
+      pre_norm_row<T>(g, xs);
+      x = xs;
+    }
+  }
   const int64_t first = int64_t{threadIdx.x} * 8, step = int64_t{blockDim.x} * 8;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if constexpr (kLayer) {

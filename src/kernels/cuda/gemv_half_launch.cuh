@@ -209,14 +209,41 @@ constexpr int64_t kStreamBytes = 10'000'000;
 // 8192) keep the streams, whose down (k 8192) took 12.0 us against 13.8 on columns.
 constexpr int64_t kStreamMinK = 2048;
 
+// One row on the 16-byte path: the column or the stream kernel (launch_one_row).
+inline bool one_row_path(const GemvHalf& g) {
+  const bool weights16 =
+      g.k % 8 == 0 && weights_aligned16(g.w, g.more) && (!g.w2 || aligned16(g.w2));
+  return weights16 && g.rows == 1 && aligned16(g.x) &&
+         (!g.norm_w || g.norm_w_float || aligned16(g.norm_w)) && (!g.norm_b || aligned16(g.norm_b));
+}
+
+// The one-row product takes the task streams (else the column blocks). The stream kernel stages
+// the input row in shared memory: k at most kGemvHalfMaxNormK.
+inline bool takes_streams(const GemvHalf& g) {
+  const int64_t bytes =
+      g.n * g.k * int64_t{2} * (g.epilogue == GemvEpilogue::kSwiGLU ? 2 : 1);  // T: 2 bytes
+  const GemvPath path = gemv_half_path();
+  return (path == GemvPath::kStream ||
+          (path == GemvPath::kAuto && bytes >= kStreamBytes && g.k >= kStreamMinK)) &&
+         g.k <= kGemvHalfMaxNormK;
+}
+
+// A row of the column blocks is fetched whole by a block's lanes (split warps a column).
+inline bool row_fetched_whole(const GemvHalf& g, int32_t split) {
+  return g.k <= int64_t{256} * split * kUnroll;
+}
+
+// The one-row product's kernel normalises the row once a block into shared memory (stage_row):
+// the stream kernel with a norm, or the column blocks over a row fetched whole of at most
+// kBlockNormK.
+inline bool stages_row_once(const GemvHalf& g) {
+  if (!one_row_path(g) || !(g.norm_w || g.norm_layer)) return false;
+  return takes_streams(g) || (row_fetched_whole(g, column_split(g)) && g.k <= kBlockNormK);
+}
+
 template <typename T, GemvEpilogue kE, bool kLayer = false>
 void launch_one_row(GemvHalf g, cudaStream_t s) {
-  const int64_t bytes = g.n * g.k * int64_t{sizeof(T)} * (kE == GemvEpilogue::kSwiGLU ? 2 : 1);
-  const GemvPath path = gemv_half_path();
-  // The stream kernel stages the input row in shared memory: k at most kGemvHalfMaxNormK.
-  const bool stream = path == GemvPath::kStream ||
-                      (path == GemvPath::kAuto && bytes >= kStreamBytes && g.k >= kStreamMinK);
-  if (stream && g.k <= kGemvHalfMaxNormK) {
+  if (takes_streams(g)) {
     if (kLayer || g.norm_w)
       return launch_stream<gemv_half_stream_kernel<T, kE, true, kLayer>>(g, s);
     if constexpr (!kLayer) return launch_stream<gemv_half_stream_kernel<T, kE, false>>(g, s);
@@ -224,7 +251,7 @@ void launch_one_row(GemvHalf g, cudaStream_t s) {
   g.split = column_split(g);
   const int64_t columns = kWarps / g.split;  // a block
   const int64_t blocks = (g.n + columns - 1) / columns;
-  const bool whole = g.k <= int64_t{256} * g.split * kUnroll;  // a row fetched whole
+  const bool whole = row_fetched_whole(g, g.split);
   // A row fetched whole of one weight: two columns ahead.
   constexpr bool kAhead2 = kE != GemvEpilogue::kSwiGLU;
   if (kLayer || g.norm_w) {
@@ -252,9 +279,7 @@ void launch(const GemvHalf& g, cudaStream_t s) {
   using Kernel = void (*)(GemvHalf);
   const bool weights16 =
       g.k % 8 == 0 && weights_aligned16(g.w, g.more) && (!g.w2 || aligned16(g.w2));
-  if (weights16 && g.rows == 1 && aligned16(g.x) &&
-      (!g.norm_w || g.norm_w_float || aligned16(g.norm_w)) && (!g.norm_b || aligned16(g.norm_b)))
-    return launch_one_row<T, kE, kLayer>(g, s);
+  if (one_row_path(g)) return launch_one_row<T, kE, kLayer>(g, s);
   // x rows are read from shared memory with the norm (aligned there).
   const bool vector = weights16 && (g.norm_w || (g.x_stride % 8 == 0 && aligned16(g.x)));
   const unsigned blocks = static_cast<unsigned>((g.n + kWarps - 1) / kWarps);

@@ -29,6 +29,10 @@ bool pdl_enabled();
 enum class GemvPath { kAuto, kStream, kColumns };
 GemvPath gemv_half_path();
 
+// Whether a norm step joins the launch of the product after it (launch_groups.h's prologues):
+// INPLACE_CUDA_PROLOGUES=0 turns them off (each norm its own launch), read once per process.
+bool prologues_enabled();
+
 // A tensor viewed at a (broadcast) shape, or a Python number. Strides are in elements.
 struct Operand {
   char* data = nullptr;

@@ -1,6 +1,8 @@
 // Which steps of a plan share a launch on a GPU (docs/cuda.md, "Execution on a stream").
 #include "kernels/cuda/launch_groups.h"
 
+#include "kernels/cuda/launch.h"
+
 #include <algorithm>
 
 #include "core/error.h"
@@ -82,6 +84,28 @@ std::vector<size_t> epilogue_writes(const Plan& plan, size_t q, const std::vecto
   return steps;
 }
 
+// The prologue kernel that runs step q (a norm) in the launch of step q + 1 (a product reading
+// q's one result, a temporary), or null: neither q + 1 nor its epilogue writes (write_steps)
+// write what q reads.
+const PrologueKernel* prologue_of(const Plan& plan, size_t q,
+                                  const std::vector<std::vector<size_t>>& write_steps,
+                                  const std::vector<char>& taken) {
+  if (q + 1 >= plan.steps.size() || taken[q] || !prologues_enabled()) return nullptr;
+  const Step &a = plan.steps[q], &b = plan.steps[q + 1];
+  auto device_step = [](const Step& s) { return s.kind == StepKind::kOut && !s.on_host && s.op; };
+  if (!device_step(a) || !device_step(b) || a.outs.size() != 1 ||
+      a.outs[0].buffer.kind != BufferKind::kArena)
+    return nullptr;
+  const PrologueKernel* k = LaunchKernels::get().find_prologue(*a.op, *b.op);
+  if (!k || !uses(plan, b, a.outs[0].buffer)) return nullptr;
+  for (const TensorRef& o : b.outs)
+    if (uses(plan, a, o.buffer)) return nullptr;
+  for (size_t r : write_steps[q + 1])
+    for (const TensorRef& o : plan.steps[r].outs)
+      if (uses(plan, a, o.buffer)) return nullptr;
+  return k;
+}
+
 // Steps after q that run in q's batch: of q's op and result dtype, one result each, writing
 // bindings or temporaries, in no other group, each independent of every step from q up to it.
 // Looks at most kBatchWindow steps ahead.
@@ -155,6 +179,21 @@ const WritesKernel* LaunchKernels::find_epilogue_writes(const OpDef& product,
   return it == epilogue_writes_.end() ? nullptr : &it->second;
 }
 
+void LaunchKernels::add_prologue(const std::string& norm, const std::string& product,
+                                 PrologueKernel kernel) {
+  const Registry& registry = Registry::get();
+  const std::vector<const OpDef*>&norms = registry.overloads(norm),
+                          &products = registry.overloads(product);
+  IP_ASSERT(!norms.empty() && !products.empty(), "prologues are registered for registered ops");
+  for (const OpDef* a : norms)
+    for (const OpDef* b : products) prologues_[{a, b}] = kernel;
+}
+
+const PrologueKernel* LaunchKernels::find_prologue(const OpDef& norm, const OpDef& product) const {
+  auto it = prologues_.find({&norm, &product});
+  return it == prologues_.end() ? nullptr : &it->second;
+}
+
 LaunchGroups plan_launch_groups(const Plan& plan) {
   KernelTable::get();  // registers the joined-launch kernels with the others
   const size_t n = plan.steps.size();
@@ -169,10 +208,18 @@ LaunchGroups plan_launch_groups(const Plan& plan) {
     g.write_count[q] = static_cast<int>(g.write_steps[q].size());
     for (size_t r : g.write_steps[q]) taken[r] = 1;
   }
+  // A norm joined to the product after it is in no pair or batch (the product, with its
+  // writes, is a group already, or joins none).
+  g.prologue.assign(n, nullptr);
+  std::vector<char> joined(n, 0);
+  for (size_t q = 0; q + 1 < n; ++q) {
+    g.prologue[q] = prologue_of(plan, q, g.write_steps, taken);
+    if (g.prologue[q]) joined[q] = joined[q + 1] = 1;
+  }
   g.pair.assign(n, nullptr);
   for (size_t q = 0; q + 1 < n; ++q) {
     const Step& a = plan.steps[q];
-    if (!a.op || !pairable(plan, a, plan.steps[q + 1])) continue;
+    if (!a.op || joined[q] || joined[q + 1] || !pairable(plan, a, plan.steps[q + 1])) continue;
     if (const PairKernel* k = LaunchKernels::get().find_pair(*a.op)) {
       g.pair[q] = k;
       ++q;  // q + 1 is taken
@@ -180,7 +227,7 @@ LaunchGroups plan_launch_groups(const Plan& plan) {
   }
   // Steps already in a group of writes or a pair stay there.
   for (size_t q = 0; q < n; ++q) {
-    if (g.writes[q]) taken[q] = 1;
+    if (g.writes[q] || joined[q]) taken[q] = 1;
     if (g.pair[q]) taken[q] = taken[q + 1] = 1;
   }
   g.batch.assign(n, nullptr);

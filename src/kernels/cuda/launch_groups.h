@@ -15,6 +15,13 @@
 //   where the first of them is: each later one is independent of every step from the first up
 //   to it, so running it early changes nothing (a Hugging Face decoder's per-layer position
 //   state, `cumulative_length = cache_position[0] + 1`: one int64 add a layer, one launch).
+// - prologues: a norm step and the product right after it that takes the norm's result as its
+//   input row (Gemma's norm after attention with its residual add, then the MLP's product with its
+//   own norm; the same after the MLP, then the next layer's q/k/v product), when the kernel table
+//   has a prologue kernel for the two ops (LaunchKernels::add_prologue): the product's blocks
+//   compute the norm's row themselves and one of them stores it (the norm step's result, for the
+//   steps after). The product's own epilogue writes go with it. The kernel may refuse a form at
+//   run time: the steps then run as planned without it.
 // A run takes a group of epilogue writes first; a pair inside it runs when the kernel refuses.
 #pragma once
 #include <functional>
@@ -49,6 +56,13 @@ struct StepCall {
 constexpr int kMaxEpilogueWrites = 2;
 using WritesKernel = std::function<bool(const StepCall& product, const StepCall* writes, int n)>;
 
+// A norm step, the product step after it that reads the norm's result as its input row, and
+// the product's epilogue writes (n of them; a q/k/v product's cache writes) in one launch,
+// exactly as the steps in order would compute them. Returns false, having launched nothing,
+// when the operands are not a form it joins.
+using PrologueKernel = std::function<bool(const StepCall& norm, const StepCall& product,
+                                          const StepCall* writes, int n)>;
+
 // Up to kMaxBatch independent steps of one op in one launch (calls in step order), each
 // computed exactly as the op's kernel computes it alone.
 constexpr int kMaxBatch = 16;
@@ -65,14 +79,18 @@ class LaunchKernels {
                            WritesKernel kernel);
   // A batch kernel for every overload of `name`.
   void add_batch(const std::string& name, BatchKernel kernel);
+  // A kernel for a step of `norm` followed by a step of `product` (every overload of each).
+  void add_prologue(const std::string& norm, const std::string& product, PrologueKernel kernel);
   const PairKernel* find_pair(const OpDef& op) const;
   const BatchKernel* find_batch(const OpDef& op) const;
   const WritesKernel* find_epilogue_writes(const OpDef& product, const OpDef& write) const;
+  const PrologueKernel* find_prologue(const OpDef& norm, const OpDef& product) const;
 
  private:
   std::unordered_map<const OpDef*, PairKernel> pairs_;
   std::unordered_map<const OpDef*, BatchKernel> batches_;
   std::map<std::pair<const OpDef*, const OpDef*>, WritesKernel> epilogue_writes_;
+  std::map<std::pair<const OpDef*, const OpDef*>, PrologueKernel> prologues_;
 };
 
 struct LaunchGroups {
@@ -81,6 +99,9 @@ struct LaunchGroups {
   std::vector<const WritesKernel*> writes;
   std::vector<std::vector<size_t>> write_steps;
   std::vector<int> write_count;
+  // prologue[q]: step q joins the launch of step q + 1 (and of q + 1's writes) through this
+  // kernel (null: no).
+  std::vector<const PrologueKernel*> prologue;
   // pair[q]: steps q and q + 1 run as one launch through this kernel (null: not paired).
   std::vector<const PairKernel*> pair;
   // batch[q]: step q and the steps batch_members[q] (later ones) run as one launch at q through

@@ -24,4 +24,12 @@ GemvPath gemv_half_path() {
   return path;
 }
 
+bool prologues_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("INPLACE_CUDA_PROLOGUES");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return enabled;
+}
+
 }  // namespace inplace::cuda
