@@ -108,6 +108,33 @@ __device__ inline void prefetch_norm(const GemvHalf& g) {
   }
 }
 
+// 1 / sqrt(mean(x^2) + eps) of the row x[0, k) by the whole block, as upcast_rms_norm computes
+// it: each thread squares its 16-byte chunks (first = 8 * thread, step 8 * blockDim) in float and
+// sums them in double in order, then the warp's butterfly, then the warps in order from shared
+// memory (the same bits in every block); the mean rounded to float, + eps and 1 / sqrt in float
+// (rsqrt as the cpu's kernel). Every thread calls it; a block barrier inside.
+template <typename T>
+__device__ inline float block_inv_rms(const T* x, int64_t k_total, float eps) {
+  const int64_t first = int64_t{threadIdx.x} * 8, step = int64_t{blockDim.x} * 8;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __shared__ double part[kWarps];
+  double sq = 0;
+  for (int64_t k = first; k < k_total; k += step) {
+    float v[8];
+    load8(x + k, v);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) sq += static_cast<double>(v[i] * v[i]);
+  }
+  for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
+  if (lane == 0) part[warp] = sq;
+  __syncthreads();
+  double total = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) total += part[w];
+  const float mean = static_cast<float>(total / static_cast<double>(k_total));
+  return 1.0f / sqrtf(mean + eps);
+}
+
 // The joined norm step's row (GemvPreNorm): residual + upcast_rms_norm(pre.x) as the
 // upcast_rms_norm kernel computes it (upcast_rms_norm.cu: the squares in float summed in double,
 // the mean rounded to float, 1 / sqrt(mean + eps) in float, h = x * inv, the weight as the chain
@@ -121,22 +148,7 @@ __device__ inline void pre_norm_row(const GemvHalf& g, T* xs) {
   const T* o = static_cast<const T*>(p.x);
   const T* r = static_cast<const T*>(p.residual);
   const int64_t first = int64_t{threadIdx.x} * 8, step = int64_t{blockDim.x} * 8;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __shared__ double part[kWarps];
-  double sq = 0;
-  for (int64_t k = first; k < g.k; k += step) {
-    float v[8];
-    load8(o + k, v);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) sq += static_cast<double>(v[i] * v[i]);
-  }
-  for (int off = 16; off > 0; off >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, off);
-  if (lane == 0) part[warp] = sq;
-  __syncthreads();
-  double total = 0;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) total += part[w];
-  const float inv = 1.0f / sqrtf(static_cast<float>(total / static_cast<double>(g.k)) + p.eps);
+  const float inv = block_inv_rms(o, g.k, p.eps);
   T* out = blockIdx.x == 0 ? static_cast<T*>(const_cast<void*>(g.x)) : nullptr;
   for (int64_t k = first; k < g.k; k += step) {
     float v[8], rv[8];
@@ -221,24 +233,7 @@ __device__ inline void stage_row(const GemvHalf& g, T* xs) {
     return;
   }
   float inv = 1.f;
-  if constexpr (kNorm) {
-    __shared__ double part[kWarps];
-    double sq = 0;
-    for (int64_t k = first; k < g.k; k += step) {
-      float v[8];
-      load8(x + k, v);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) sq += static_cast<double>(v[i] * v[i]);
-    }
-    for (int o = 16; o > 0; o >>= 1) sq += __shfl_xor_sync(0xffffffffu, sq, o);
-    if (lane == 0) part[warp] = sq;
-    __syncthreads();
-    double total = 0;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) total += part[w];
-    const float mean = static_cast<float>(total / static_cast<double>(g.k));
-    inv = 1.0f / sqrtf(mean + g.eps);  // rsqrt as the cpu's kernel: 1 / sqrt
-  }
+  if constexpr (kNorm) inv = block_inv_rms(x, g.k, g.eps);
   for (int64_t k = first; k < g.k; k += step) {
     if constexpr (kNorm) {
       float v[8];
