@@ -34,7 +34,7 @@ void finalize_buffers(BuildState& st) {
         last_read[s.ref.buffer.index] =
             std::max(last_read[s.ref.buffer.index], static_cast<int>(q));
 
-  // A step that may join the launch of the step after it (kJoinsNext), when that step reads its
+  // A step a backend may run inside the step after it (kJoinsNext), when that step reads its
   // result: its operands live through that step.
   for (size_t q = 0; q + 1 < plan.steps.size(); ++q) {
     const Step& s = plan.steps[q];
