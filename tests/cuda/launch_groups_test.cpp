@@ -355,8 +355,22 @@ TEST(LaunchGroups, Gemma3NormsJoinTheProductAfterThem) {
   EXPECT_EQ(with_writes, 1) << e->describe();  // the second layer's q/k/v takes its v write
 }
 
-// A norm whose result a later step also reads still joins (its result is stored for them); a
-// norm before a product that reads something else, or before a step of another op, does not.
+// A plan whose product result lands on the norm's input (an engine file planned before the memory
+// plan kept a joining norm's operands live): the blocks would overwrite what others still read,
+// so the norm keeps its own launch.
+TEST(LaunchGroups, ANormDoesNotJoinAProductWritingItsOperands) {
+  auto e = gpu_plan_engine(*testing::hf_fixture("gemma3_bf16"));
+  Plan plan = e->plan();
+  const cuda::LaunchGroups before = cuda::plan_launch_groups(plan);
+  size_t q = 0;
+  while (q < plan.steps.size() && !before.prologue[q]) ++q;
+  ASSERT_LT(q, plan.steps.size()) << e->describe();
+  plan.steps[q + 1].outs[0] = plan.steps[q].tensors[0].ref;  // the norm's input
+  EXPECT_EQ(cuda::plan_launch_groups(plan).prologue[q], nullptr);
+}
+
+// Llama's norms are its products' prologues already (no norm step before a product): no step
+// joins the next one's launch.
 TEST(LaunchGroups, LlamaNormsJoinNothing) {
   auto e = gpu_plan_engine(*testing::hf_fixture("llama_bf16"));
   const cuda::LaunchGroups g = cuda::plan_launch_groups(e->plan());
