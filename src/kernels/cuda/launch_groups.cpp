@@ -163,35 +163,45 @@ const PairKernel* LaunchKernels::find_pair(const OpDef& op) const {
   return it == pairs_.end() ? nullptr : &it->second;
 }
 
+namespace {
+
+// Registers `kernel` for every overload pair of the ops `first` and `second`.
+template <typename Kernel>
+void add_joined(std::map<std::pair<const OpDef*, const OpDef*>, Kernel>& kernels,
+                const std::string& first, const std::string& second, const Kernel& kernel) {
+  const Registry& registry = Registry::get();
+  const std::vector<const OpDef*>&a = registry.overloads(first), &b = registry.overloads(second);
+  IP_ASSERT(!a.empty() && !b.empty(), "joined launches are registered for registered ops");
+  for (const OpDef* x : a)
+    for (const OpDef* y : b) kernels[{x, y}] = kernel;
+}
+
+template <typename Kernel>
+const Kernel* find_joined(const std::map<std::pair<const OpDef*, const OpDef*>, Kernel>& kernels,
+                          const OpDef& first, const OpDef& second) {
+  auto it = kernels.find({&first, &second});
+  return it == kernels.end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
 void LaunchKernels::add_epilogue_writes(const std::string& product, const std::string& write,
                                         WritesKernel kernel) {
-  const Registry& registry = Registry::get();
-  const std::vector<const OpDef*>&products = registry.overloads(product),
-                          &writes = registry.overloads(write);
-  IP_ASSERT(!products.empty() && !writes.empty(), "fused writes are registered for registered ops");
-  for (const OpDef* p : products)
-    for (const OpDef* w : writes) epilogue_writes_[{p, w}] = kernel;
+  add_joined(epilogue_writes_, product, write, kernel);
 }
 
 const WritesKernel* LaunchKernels::find_epilogue_writes(const OpDef& product,
                                                         const OpDef& write) const {
-  auto it = epilogue_writes_.find({&product, &write});
-  return it == epilogue_writes_.end() ? nullptr : &it->second;
+  return find_joined(epilogue_writes_, product, write);
 }
 
 void LaunchKernels::add_prologue(const std::string& norm, const std::string& product,
                                  PrologueKernel kernel) {
-  const Registry& registry = Registry::get();
-  const std::vector<const OpDef*>&norms = registry.overloads(norm),
-                          &products = registry.overloads(product);
-  IP_ASSERT(!norms.empty() && !products.empty(), "prologues are registered for registered ops");
-  for (const OpDef* a : norms)
-    for (const OpDef* b : products) prologues_[{a, b}] = kernel;
+  add_joined(prologues_, norm, product, kernel);
 }
 
 const PrologueKernel* LaunchKernels::find_prologue(const OpDef& norm, const OpDef& product) const {
-  auto it = prologues_.find({&norm, &product});
-  return it == prologues_.end() ? nullptr : &it->second;
+  return find_joined(prologues_, norm, product);
 }
 
 LaunchGroups plan_launch_groups(const Plan& plan) {
