@@ -132,15 +132,10 @@ void CudaExecutable::run_pair(size_t q, void* stream, CallObserver& observer) {
 }
 
 void CudaExecutable::run_batch(size_t q, void* stream, CallObserver& observer) {
-  const std::vector<std::vector<Value>>& args = *steps_.args;
-  const std::vector<std::vector<Tensor>>& outs = *steps_.outs;
   const std::vector<size_t>& members = launches_.batch_members[q];
   std::array<StepCall, kMaxBatch> calls;
-  calls[0] = {&args[q], &outs[q], step_context(q, stream)};
-  for (size_t k = 0; k < members.size(); ++k) {
-    const size_t r = members[k];
-    calls[k + 1] = {&args[r], &outs[r], step_context(r, stream)};
-  }
+  calls[0] = step_call(q, stream);
+  for (size_t k = 0; k < members.size(); ++k) calls[k + 1] = step_call(members[k], stream);
   try {
     (*launches_.batch[q])(calls.data(), static_cast<int>(members.size() + 1));
   } catch (const Error& e) {
@@ -149,17 +144,23 @@ void CudaExecutable::run_batch(size_t q, void* stream, CallObserver& observer) {
   }
 }
 
-bool CudaExecutable::run_with_writes(size_t q, void* stream, CallObserver& observer) {
-  const std::vector<std::vector<Value>>& args = *steps_.args;
-  const std::vector<std::vector<Tensor>>& outs = *steps_.outs;
-  const std::vector<size_t>& steps = launches_.write_steps[q];
-  const size_t n = steps.size();
+std::array<StepCall, kMaxEpilogueWrites> CudaExecutable::write_calls(size_t q, void* stream) const {
   std::array<StepCall, kMaxEpilogueWrites> writes;
-  for (size_t k = 0; k < n; ++k)
-    writes[k] = {&args[steps[k]], &outs[steps[k]], step_context(steps[k], stream)};
+  const std::vector<size_t>& steps = launches_.write_steps[q];
+  for (size_t k = 0; k < steps.size(); ++k) writes[k] = step_call(steps[k], stream);
+  return writes;
+}
+
+StepCall CudaExecutable::step_call(size_t q, void* stream) const {
+  return {&(*steps_.args)[q], &(*steps_.outs)[q], step_context(q, stream)};
+}
+
+bool CudaExecutable::run_with_writes(size_t q, void* stream, CallObserver& observer) {
+  const std::vector<size_t>& steps = launches_.write_steps[q];
+  const std::array<StepCall, kMaxEpilogueWrites> writes = write_calls(q, stream);
   try {
-    return (*launches_.writes[q])({&args[q], &outs[q], step_context(q, stream)}, writes.data(),
-                                  static_cast<int>(n));
+    return (*launches_.writes[q])(step_call(q, stream), writes.data(),
+                                  static_cast<int>(steps.size()));
   } catch (const Error& e) {
     // Nothing launched when a form is refused; a launch error leaves every step in doubt.
     observer.failed(q, steps.back(), e);
@@ -168,16 +169,11 @@ bool CudaExecutable::run_with_writes(size_t q, void* stream, CallObserver& obser
 }
 
 bool CudaExecutable::run_with_prologue(size_t q, void* stream, CallObserver& observer) {
-  const std::vector<std::vector<Value>>& args = *steps_.args;
-  const std::vector<std::vector<Tensor>>& outs = *steps_.outs;
   const size_t p = q + 1;
   const std::vector<size_t>& steps = launches_.write_steps[p];
-  std::array<StepCall, kMaxEpilogueWrites> writes;
-  for (size_t k = 0; k < steps.size(); ++k)
-    writes[k] = {&args[steps[k]], &outs[steps[k]], step_context(steps[k], stream)};
+  const std::array<StepCall, kMaxEpilogueWrites> writes = write_calls(p, stream);
   try {
-    return (*launches_.prologue[q])({&args[q], &outs[q], step_context(q, stream)},
-                                    {&args[p], &outs[p], step_context(p, stream)}, writes.data(),
+    return (*launches_.prologue[q])(step_call(q, stream), step_call(p, stream), writes.data(),
                                     static_cast<int>(steps.size()));
   } catch (const Error& e) {
     // Nothing launched when a form is refused; a launch error leaves every step in doubt.

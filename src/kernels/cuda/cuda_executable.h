@@ -4,6 +4,7 @@
 // steps that share a launch, the context's scratch, and the device error flag with its pinned
 // host copy. Released with the context.
 #pragma once
+#include <array>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,6 +48,9 @@ class CudaExecutable final : public Executable {
   // Step q joined to the launch of the product q + 1 and its writes (launch_groups.h).
   bool run_with_prologue(size_t q, void* stream, CallObserver& observer);
   KernelContext step_context(size_t q, void* stream) const;
+  // Step q's operands, results and context; the calls of step q's epilogue writes (launch groups).
+  StepCall step_call(size_t q, void* stream) const;
+  std::array<StepCall, kMaxEpilogueWrites> write_calls(size_t q, void* stream) const;
   std::vector<int64_t> graph_key(const RunCall& call) const;
   // Whether graph_key(call) would equal `key` (nothing allocated).
   bool same_key(const RunCall& call, const std::vector<int64_t>& key) const;

@@ -510,6 +510,16 @@ GemvHalf half_linear(const Args& a, const std::vector<Tensor>& outs) {
   return half_product(a, outs, kLinear);
 }
 
+// The cache writes of a half product's slices (the engine's epilogue writes) into g, where its
+// kernel runs them (none: g as it is).
+bool add_half_row_writes(const StepCall* writes, int n, GemvHalf* g) {
+  if (n == 0) return true;
+  if (g->epilogue != GemvEpilogue::kNone) return false;
+  for (int k = 0; k < n; ++k)
+    if (!row_write_of(writes[k], g->y, g->n, g->dtype, &g->writes[g->n_writes++])) return false;
+  return gemv_half_runs_writes(*g);
+}
+
 // A q/k/v product and the k and v cache writes of its slices (the engine's epilogue writes): the
 // float32 GEMV's (`product`) or gemv_half's (`half`), by the input's dtype.
 WritesKernel with_row_writes(GemvBf16 (*product)(const Args&, const std::vector<Tensor>&),
@@ -519,10 +529,7 @@ WritesKernel with_row_writes(GemvBf16 (*product)(const Args&, const std::vector<
     if (n > kMaxEpilogueWrites || !supports(*p.args).empty()) return false;
     if (half_input(*p.args)) {
       GemvHalf g = half(*p.args, *p.outs);
-      if (g.epilogue != GemvEpilogue::kNone) return false;
-      for (int k = 0; k < n; ++k)
-        if (!row_write_of(writes[k], g.y, g.n, g.dtype, &g.writes[g.n_writes++])) return false;
-      if (!gemv_half_runs_writes(g)) return false;
+      if (!add_half_row_writes(writes, n, &g)) return false;
       gemv_half(g, p.ctx.queue);
       return true;
     }
@@ -576,11 +583,7 @@ PrologueKernel with_pre_norm(GemvHalf (*half)(const Args&, const std::vector<Ten
   return [=](const StepCall& norm, const StepCall& p, const StepCall* writes, int n) {
     if (n > kMaxEpilogueWrites || !half_input(*p.args) || !supports(*p.args).empty()) return false;
     GemvHalf g = half(*p.args, *p.outs);
-    for (int k = 0; k < n; ++k)
-      if (g.epilogue != GemvEpilogue::kNone ||
-          !row_write_of(writes[k], g.y, g.n, g.dtype, &g.writes[g.n_writes++]))
-        return false;
-    if ((n > 0 && !gemv_half_runs_writes(g)) || !pre_norm_of(norm, &g) ||
+    if (!add_half_row_writes(writes, n, &g) || !pre_norm_of(norm, &g) ||
         !gemv_half_runs_pre_norm(g))
       return false;
     gemv_half(g, p.ctx.queue);

@@ -46,12 +46,12 @@ bool gemv_half_runs_pre_norm(const GemvHalf& g) {
     const char *a = static_cast<const char*>(q), *x = static_cast<const char*>(g.x);
     return q && a < x + g.k * 2 && x < a + bytes;  // T: 2 bytes
   };
-  const int64_t row = g.k * 2;
-  return p.x && p.w && g.norm_w && !g.norm_layer && g.rows == 1 && g.n > 0 && stages_row_once(g) &&
+  const int64_t row = g.k * 2, result = g.n * 2;  // bytes of x, and of y, bias and residual
+  return p.x && p.w && g.norm_w && !g.norm_layer && g.n > 0 && stages_row_once(g) &&
          aligned16(p.x) && (!p.residual || aligned16(p.residual)) && (p.in_float || !p.w_float) &&
          !overlaps_x(p.x, row) && !overlaps_x(p.residual, row) &&
-         !overlaps_x(p.w, g.k * (p.w_float ? 4 : 2)) && !overlaps_x(g.residual, row) &&
-         !overlaps_x(g.bias, 2 * g.n) && !overlaps_x(g.y, 2 * g.n);
+         !overlaps_x(p.w, g.k * (p.w_float ? 4 : 2)) && !overlaps_x(g.residual, result) &&
+         !overlaps_x(g.bias, result) && !overlaps_x(g.y, result);
 }
 
 void gemv_half(const GemvHalf& g, void* stream) {

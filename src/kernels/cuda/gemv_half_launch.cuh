@@ -210,10 +210,13 @@ constexpr int64_t kStreamBytes = 10'000'000;
 constexpr int64_t kStreamMinK = 2048;
 
 // One row on the 16-byte path: the column or the stream kernel (launch_one_row).
+// The weights are read in 16-byte chunks.
+inline bool weights16(const GemvHalf& g) {
+  return g.k % 8 == 0 && weights_aligned16(g.w, g.more) && (!g.w2 || aligned16(g.w2));
+}
+
 inline bool one_row_path(const GemvHalf& g) {
-  const bool weights16 =
-      g.k % 8 == 0 && weights_aligned16(g.w, g.more) && (!g.w2 || aligned16(g.w2));
-  return weights16 && g.rows == 1 && aligned16(g.x) &&
+  return weights16(g) && g.rows == 1 && aligned16(g.x) &&
          (!g.norm_w || g.norm_w_float || aligned16(g.norm_w)) && (!g.norm_b || aligned16(g.norm_b));
 }
 
@@ -277,11 +280,9 @@ void launch_one_row(GemvHalf g, cudaStream_t s) {
 template <typename T, GemvEpilogue kE, bool kLayer = false>
 void launch(const GemvHalf& g, cudaStream_t s) {
   using Kernel = void (*)(GemvHalf);
-  const bool weights16 =
-      g.k % 8 == 0 && weights_aligned16(g.w, g.more) && (!g.w2 || aligned16(g.w2));
   if (one_row_path(g)) return launch_one_row<T, kE, kLayer>(g, s);
   // x rows are read from shared memory with the norm (aligned there).
-  const bool vector = weights16 && (g.norm_w || (g.x_stride % 8 == 0 && aligned16(g.x)));
+  const bool vector = weights16(g) && (g.norm_w || (g.x_stride % 8 == 0 && aligned16(g.x)));
   const unsigned blocks = static_cast<unsigned>((g.n + kWarps - 1) / kWarps);
   if constexpr (kLayer) {
     constexpr Kernel kNormed[2] = {gemv_half_kernel<T, kE, false, true, true>,
