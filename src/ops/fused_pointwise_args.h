@@ -1,8 +1,10 @@
 // fused_pointwise(Tensor[] inputs, int[] program) -> Tensor: a chain of elementwise ops in one
-// step (the fuse_pointwise pass writes it). Its program (ops/pointwise_program.h) is decoded and
-// checked here, once for the shape rule and once per kernel call, so no backend ever runs an
-// instruction that reads a register not yet written, an input that is not there, or an op on a
-// dtype its kernel lacks: a malformed program is an error naming the instruction.
+// step (the fuse_pointwise pass writes it). fused_rows(Tensor[] inputs, int[] program) -> Tensor:
+// the same with row reductions (kReduce over the last dim) among them. Its program
+// (ops/pointwise_program.h) is decoded and checked here, once for the shape rule and once per
+// kernel call, so no backend ever runs an instruction that reads a register not yet written, an
+// input that is not there, or an op on a dtype its kernel lacks: a malformed program is an error
+// naming the instruction.
 #pragma once
 #include <vector>
 
@@ -17,10 +19,13 @@ struct Program {
   std::vector<Instr> code;
   std::vector<DType> reg;  // the dtype of each instruction's register
   DType out = DType::kFloat32;
+  int reductions = 0;  // kReduce instructions (fused_rows only)
 };
 
-// Decodes `ints` for inputs of `inputs` dtypes; throws kInvalidArgument naming the instruction.
-Program decode(const std::vector<int64_t>& ints, const std::vector<DType>& inputs);
+// Decodes `ints` for inputs of `inputs` dtypes; throws kInvalidArgument naming the instruction
+// (and the op: `rows` for fused_rows, whose programs may hold kReduce).
+Program decode(const std::vector<int64_t>& ints, const std::vector<DType>& inputs,
+               bool rows = false);
 std::vector<int64_t> encode(const std::vector<Instr>& code);
 
 // The number a kConst or kPowScalar encodes (kind without kConstInOpmath, two halves).

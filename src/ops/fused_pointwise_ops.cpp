@@ -1,5 +1,5 @@
-// fused_pointwise: its program's decoder and checks (ops/fused_pointwise_args.h) and its shape
-// rule, the broadcast of its inputs with the program's result dtype.
+// fused_pointwise and fused_rows: their programs' decoder and checks (ops/fused_pointwise_args.h)
+// and their shape rule, the broadcast of the inputs with the program's result dtype.
 #include <bit>
 #include <string>
 
@@ -14,6 +14,7 @@ namespace pointwise {
 namespace {
 
 constexpr const char* kOp = "fused_pointwise";
+constexpr const char* kRowsOp = "fused_rows";
 
 }  // namespace
 
@@ -86,7 +87,8 @@ void split_number(Scalar s, int32_t* kind, int32_t* lo, int32_t* hi) {
   *hi = static_cast<int32_t>(bits >> 32);
 }
 
-Program decode(const std::vector<int64_t>& ints, const std::vector<DType>& inputs) {
+Program decode(const std::vector<int64_t>& ints, const std::vector<DType>& inputs, bool rows) {
+  const char* kOp = rows ? kRowsOp : pointwise::kOp;
   const int64_t n = static_cast<int64_t>(ints.size()) / kWidth;
   IP_CHECK(ints.size() % kWidth == 0 && n >= 1 && n <= kMaxInstructions, kInvalidArgument, "[", kOp,
            "] a program is 1 to ", kMaxInstructions, " instructions of ", kWidth, " ints, got ",
@@ -173,6 +175,13 @@ Program decode(const std::vector<int64_t>& ints, const std::vector<DType>& input
         operand(f[2], &t);
         p.out = t;
         break;
+      case Opcode::kReduce:
+        if (!rows) fail("a row reduction is a fused_rows instruction");
+        operand(f[2], &t);
+        if (!is_floating(t)) fail(str_cat("a row reduction of ", dtype_name(t)));
+        if (f[3] >= kNumReduceOps) fail(str_cat("unknown reduction ", f[3]));
+        ++p.reductions;
+        break;
     }
     p.code.push_back(in);
     p.reg.push_back(reg);
@@ -191,23 +200,36 @@ std::vector<int64_t> encode(const std::vector<Instr>& code) {
 
 }  // namespace pointwise
 
+namespace {
+
+// The shape rule of both ops: the inputs' broadcast, the program's result dtype; fused_rows
+// reduces over the last dim, so its result has one.
+InferFn program_shape(bool rows) {
+  return [rows](const Args& a) {
+    const char* op = rows ? pointwise::kRowsOp : pointwise::kOp;
+    std::vector<DType> dtypes;
+    Shape shape;
+    IP_CHECK(a[0].is_sequence(), kInvalidArgument, "[", op, "] inputs must be a tensor list");
+    for (const Value& v : a[0].items) {
+      const Tensor& t = v.as_tensor(op);
+      dtypes.push_back(t.dtype());
+      shape = broadcast_shapes(shape, t.shape(), op);
+    }
+    const pointwise::Program p = pointwise::decode(a[1].as_int_list(op), dtypes, rows);
+    IP_CHECK(!rows || !shape.empty(), kInvalidArgument, "[", op,
+             "] reduces rows over the last dim, but its inputs broadcast to a 0-dim result");
+    return std::vector<Tensor>{Tensor::meta(shape, p.out)};
+  };
+}
+
+}  // namespace
+
 void register_fused_pointwise_ops(Registry& r) {
-  r.add_out(
-      "fused_pointwise(Tensor[] inputs, int[] program) -> Tensor",
-      [](const Args& a) {
-        const char* op = pointwise::kOp;
-        std::vector<DType> dtypes;
-        Shape shape;
-        IP_CHECK(a[0].is_sequence(), kInvalidArgument, "[", op, "] inputs must be a tensor list");
-        for (const Value& v : a[0].items) {
-          const Tensor& t = v.as_tensor(op);
-          dtypes.push_back(t.dtype());
-          shape = broadcast_shapes(shape, t.shape(), op);
-        }
-        const pointwise::Program p = pointwise::decode(a[1].as_int_list(op), dtypes);
-        return std::vector<Tensor>{Tensor::meta(shape, p.out)};
-      },
-      nullptr);
+  r.add_out("fused_pointwise(Tensor[] inputs, int[] program) -> Tensor", program_shape(false),
+            nullptr);
+  // Every element reads its whole row of the inputs: no kPointwise tag (the result never takes
+  // an input's place).
+  r.add_out("fused_rows(Tensor[] inputs, int[] program) -> Tensor", program_shape(true), nullptr);
   // Each element reads only its own inputs' elements: the engine may place the result on an
   // input of identical layout (a state updated by a chain); both kernels read an element's
   // inputs before writing it.

@@ -16,6 +16,9 @@
 //   kCompare C    reg     reg        CompareOp -        both C; the register is bool
 //   kWhere T      cond    reg        reg      -         cond bool, both T
 //   kStore T      reg     -          -        -         the last instruction; the result's dtype
+//   kReduce T     reg     ReduceOp   -        -         fused_rows only: reg (dtype T, floating)
+//                                                       reduced over its row (the last dim), the
+//                                                       row's value in every element of the row
 #pragma once
 #include <cstdint>
 
@@ -30,9 +33,15 @@ enum class Opcode : uint8_t {
   kPowScalar,
   kCompare,
   kWhere,
-  kStore
+  kStore,
+  kReduce
 };
-inline constexpr int kNumOpcodes = 9;
+inline constexpr int kNumOpcodes = 10;
+
+// kReduce's reductions, each as the unfused op computes it over the last dim with keepdim
+// (sum.dim_IntList, mean.dim, amax, amin) on that backend.
+enum class ReduceOp : uint8_t { kSum, kMean, kMax, kMin };
+inline constexpr int kNumReduceOps = 4;
 
 // A number's kind (as Scalar's) in kConst and kPowScalar; its 64 bits are split in two halves.
 enum class ScalarKind : uint8_t { kBool, kInt, kFloat };

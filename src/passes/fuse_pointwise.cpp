@@ -4,6 +4,9 @@
 // conversions: each operand converted to the op's compute dtype as its kernel would, a Python
 // number kept in opmath where the kernel keeps it (mul, div), every result rounded to its dtype.
 // So the fused step is bitwise the unfused chain on the cpu, for every dtype the kernels take.
+// A chain that also reduces rows (sum, mean, amax or amin of a floating tensor over its last dim
+// with keepdim, whose operand has the chain's result shape: an RMSNorm, LayerNorm or softmax
+// written out by hand) becomes one fused_rows step the same way.
 //
 // A group grows from a root (a fusable node, latest first) through operands that are fusable
 // and read by one node only, within kMaxInstructions and kMaxInputs; a node that several read
@@ -43,7 +46,7 @@ struct Input {
 // What a fusable node computes, in the terms of the program.
 struct Member {
   Opcode op = Opcode::kCast;
-  int code = 0;                     // UnaryOp, BinaryOp or CompareOp
+  int code = 0;                     // UnaryOp, BinaryOp, CompareOp or ReduceOp
   DType out = DType::kFloat32;      // the node's dtype
   DType compute = DType::kFloat32;  // the dtype its operands are converted to
   bool number_in_opmath = false;    // mul and div keep a number's precision
@@ -83,8 +86,47 @@ const BinaryDecl* binary_decl(const OpDef& op) {
   return nullptr;
 }
 
-// The member a call node makes, or nullopt when it is not an elementwise op the program runs
-// exactly as its kernel does.
+// A row reduction the program runs as its kernel does: sum, mean, amax or amin of a floating
+// tensor over its last dim only, with keepdim, the result of the input's dtype.
+std::optional<Member> describe_reduction(const ResolvedCall& rc, const Tensor& out,
+                                         const MetaTable& metas) {
+  static const std::pair<const char*, pointwise::ReduceOp> kReductions[] = {
+      {"sum.dim_IntList", pointwise::ReduceOp::kSum},
+      {"mean.dim", pointwise::ReduceOp::kMean},
+      {"amax", pointwise::ReduceOp::kMax},
+      {"amin", pointwise::ReduceOp::kMin}};
+  const std::string full = rc.op->schema.full_name();
+  const Args& a = rc.args;
+  for (const auto& [name, op] : kReductions) {
+    if (full != name) continue;
+    if (a.size() < 3 || !a[0].is_node() || (a.size() > 3 && !a[3].is_none())) return std::nullopt;
+    const Tensor* x = metas.tensor(a[0].node);
+    if (!x || x->dim() == 0 || !is_floating(x->dtype()) || out.dtype() != x->dtype())
+      return std::nullopt;
+    if (a[2].kind != Value::Kind::kBool || !a[2].as_bool("fuse_pointwise")) return std::nullopt;
+    const Value& dim = a[1];
+    int64_t d = 0;
+    if (dim.kind == Value::Kind::kInt) {
+      d = dim.i;
+    } else if (dim.is_sequence() && dim.items.size() == 1 &&
+               dim.items[0].kind == Value::Kind::kInt) {
+      d = dim.items[0].i;
+    } else {
+      return std::nullopt;
+    }
+    if (d != -1 && d != x->dim() - 1) return std::nullopt;
+    Member m;
+    m.op = Opcode::kReduce;
+    m.code = static_cast<int>(op);
+    m.out = m.compute = out.dtype();
+    m.inputs.push_back(Input{a[0].node, Scalar()});
+    return m;
+  }
+  return std::nullopt;
+}
+
+// The member a call node makes, or nullopt when it is not an elementwise op (or a row reduction)
+// the program runs exactly as its kernel does.
 std::optional<Member> describe(Node* n, const MetaTable& metas) {
   if (!n->is_call()) return std::nullopt;
   const Tensor* meta = metas.tensor(n);
@@ -98,6 +140,7 @@ std::optional<Member> describe(Node* n, const MetaTable& metas) {
     return std::nullopt;
   }
   const Args& args = rc.args;
+  if (std::optional<Member> r = describe_reduction(rc, *meta, metas)) return r;
   Member m;
   m.out = m.compute = meta->dtype();
   auto take = [&](const Value& v) {
@@ -210,6 +253,10 @@ class ProgramBuilder {
           r = emit(Opcode::kWhere, m.out, reg(m.inputs[0], DType::kBool, false),
                    reg(m.inputs[1], m.out, false), reg(m.inputs[2], m.out, false));
           break;
+        case Opcode::kReduce:
+          r = emit(Opcode::kReduce, m.out, reg(m.inputs[0], m.out, false), m.code);
+          reduces_ = true;
+          break;
         default:  // kCast
           r = reg(m.inputs[0], m.out, false);
           break;
@@ -222,6 +269,8 @@ class ProgramBuilder {
   }
   const std::vector<Instr>& code() const { return code_; }
   const std::vector<Node*>& inputs() const { return inputs_; }
+  // Whether the program reduces rows: a fused_rows step, not fused_pointwise.
+  bool reduces() const { return reduces_; }
 
  private:
   int emit(Opcode op, DType t, int32_t a = 0, int32_t b = 0, int32_t c = 0, int32_t d = 0) {
@@ -267,6 +316,7 @@ class ProgramBuilder {
   std::vector<Node*> inputs_;
   std::unordered_map<Node*, int> node_reg_;
   std::map<std::pair<Node*, DType>, int> cast_;
+  bool reduces_ = false;
 };
 
 // Why the engine's backend does not run the fused step of `b`'s program ("" when it does).
@@ -310,11 +360,15 @@ class FusePointwisePass : public Pass {
 
     std::unordered_set<Node*> taken;
     std::vector<Node*> dead;
-    const OpDef* fused_op = Registry::get().find("fused_pointwise");
+    const OpDef* pointwise_op = Registry::get().find("fused_pointwise");
+    const OpDef* rows_op = Registry::get().find("fused_rows");
     for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
       Node* root = *it;
-      if (!members.count(root) || taken.count(root)) continue;
+      // A reduction's result is a row's value: it joins a group whose result is its rows.
+      if (!members.count(root) || taken.count(root) || members.at(root).op == Opcode::kReduce)
+        continue;
       taken.insert(root);
+      const Shape& root_shape = metas.tensor(root)->shape();
       std::vector<Node*> group{root};
       for (size_t k = 0; k < group.size(); ++k)
         for (const Input& in : members.at(group[k]).inputs) {
@@ -323,6 +377,9 @@ class FusePointwisePass : public Pass {
           if (!x || !members.count(x) || taken.count(x)) continue;
           const std::vector<Node*>& u = users[x];
           if (u.size() != 1 || u[0] != group[k]) continue;
+          const Member& mx = members.at(x);
+          if (mx.op == Opcode::kReduce && metas.tensor(mx.inputs[0].node)->shape() != root_shape)
+            continue;  // its rows are not the result's
           taken.insert(x);
           group.push_back(x);
         }
@@ -332,6 +389,7 @@ class FusePointwisePass : public Pass {
       std::optional<ProgramBuilder> built;
       Shape shape;
       bool fuse = false;
+      const OpDef* fused_op = pointwise_op;
       while (grown.size() >= 2) {
         group = grown;
         std::sort(group.begin(), group.end(),
@@ -345,7 +403,8 @@ class FusePointwisePass : public Pass {
         if (fuse) {
           for (Node* x : built->inputs())
             shape = broadcast_shapes(shape, metas.tensor(x)->shape(), "");
-          fuse = shape == metas.tensor(root)->shape();
+          fuse = shape == root_shape && (!built->reduces() || !shape.empty());
+          fused_op = built->reduces() ? rows_op : pointwise_op;
         }
         if (!fuse || refused_by_backend(*built, *fused_op, metas, ctx.options).empty()) break;
         // The backend's kernel does not run this program: a smaller group may be one it runs.

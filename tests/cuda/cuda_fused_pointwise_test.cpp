@@ -13,6 +13,8 @@
 //    wherever eager runs it: every opcode of the program at least once.
 //  - HfChains: the chains fuse_pointwise takes from Hugging Face decoders (the rotary cos/sin
 //    preamble in bf16, GELU-tanh, GeGLU, a scaled embedding, a causal mask).
+//  - RandomRowChains: the same chains with row reductions (sum, mean, amax, amin over the last
+//    dim, rows of 1 to 600) at float32, bfloat16, float16 and float64: fused_rows steps.
 // Skipped, saying so, without a GPU.
 #include <gtest/gtest.h>
 
@@ -63,7 +65,7 @@ Compared compare_fused_unfused(const Graph& g, const std::vector<Tensor>& inputs
   const CudaRun fused = run_on_cuda(g, inputs, true), unfused = run_on_cuda(g, inputs, false);
   const EagerRun ref = run_reference(g, inputs);
   Compared c;
-  c.fused = count_of(fused.plan, "= fused_pointwise(") > 0;
+  c.fused = count_of(fused.plan, "= fused_pointwise(") + count_of(fused.plan, "= fused_rows(") > 0;
   EXPECT_EQ(fused.outputs.size(), unfused.outputs.size());
   for (size_t j = 0; j < std::min(fused.outputs.size(), unfused.outputs.size()); ++j) {
     EXPECT_TRUE(bitwise_equal(fused.outputs[j], unfused.outputs[j]))
@@ -120,6 +122,39 @@ TEST(CudaFusedPointwise, RandomChainsEqualTheUnfusedKernelsBitwise) {
       drawn, fused, close_to_cpu);
   EXPECT_GT(fused, drawn / 2) << fused << " of " << drawn << " chains fused";
   EXPECT_GE(close_to_cpu, drawn * 9 / 10) << far;
+}
+
+TEST(CudaFusedPointwise, RandomRowChainsEqualTheUnfusedKernelsBitwise) {
+  IP_REQUIRE_CUDA();
+  int fused = 0, drawn = 0, close_to_cpu = 0;
+  std::string far;
+  for (uint32_t seed = 1; seed <= 200; ++seed) {
+    SCOPED_TRACE(str_cat("seed ", seed));
+    std::vector<Tensor> inputs;
+    ChainWriter w(seed, {.strided_inputs = seed % 3 == 0, .row_reductions = true});
+    std::unique_ptr<Graph> g = w.write(&inputs);
+    set_cast_dtypes(*g, seed);
+    try {
+      run_reference(*g, inputs);
+    } catch (const Error&) {
+      continue;
+    }
+    ++drawn;
+    const CudaRun rows = run_on_cuda(*g, inputs, true);
+    if (count_of(rows.plan, "= fused_rows(") == 0) continue;
+    ++fused;
+    const Compared c = compare_fused_unfused(*g, inputs, 0.05);
+    if (c.cpu_close)
+      ++close_to_cpu;
+    else
+      far += str_cat("seed ", seed, ": ", c.cpu_report);
+  }
+  std::printf(
+      "[gpu suite] fused_rows, random chains: %d drawn, %d with row reductions fused, %d "
+      "of those close to the cpu\n",
+      drawn, fused, close_to_cpu);
+  EXPECT_GT(fused, drawn / 4) << fused << " of " << drawn << " chains fused rows";
+  EXPECT_GE(close_to_cpu, fused * 9 / 10) << far;
 }
 
 using Call = std::function<Node*(const char*, std::vector<Arg>, KwArgs)>;

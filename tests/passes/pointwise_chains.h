@@ -1,7 +1,8 @@
 // Random chains of 2-12 elementwise ops for the fuse_pointwise tests (the cpu's in
 // tests/passes, the GPU suite's in tests/cuda): unary math, arithmetic with tensors and Python
 // numbers, pow by a number, casts, comparisons, where / masked_fill, over random broadcast
-// shapes and dtypes (float32, bfloat16, float16, int32, int64, bool).
+// shapes and dtypes (float32, bfloat16, float16, int32, int64, bool); with row reductions (sum,
+// mean, amax, amin over the last dim, broadcast back over the rows) for fused_rows.
 #pragma once
 #include <cstring>
 #include <memory>
@@ -37,6 +38,9 @@ struct ChainOptions {
   // An input may reach the chain as a view: the transpose of its placeholder, or every second
   // element of a placeholder twice as long in the last dim.
   bool strided_inputs = false;
+  // Steps may reduce a row (sum, mean, amax or amin over the last dim, keepdim) and combine the
+  // row's value with the first input; rows are then 1 to 600 long, float64 joins the dtypes.
+  bool row_reductions = false;
 };
 
 class ChainWriter {
@@ -45,7 +49,10 @@ class ChainWriter {
       : rng_(seed), b_("chain"), options_(options) {}
 
   std::unique_ptr<Graph> write(std::vector<Tensor>* inputs) {
-    const Shape full = {2, pick(1, 3), pick(3, 9)};
+    static const int64_t kRowLengths[] = {1, 2, 3, 5, 8, 64, 257, 600};
+    const Shape full = {2, pick(1, 3),
+                        options_.row_reductions ? kRowLengths[pick(0, 7)] : int64_t{pick(3, 9)}};
+    full_ = full;
     const int n_inputs = pick(1, 3);
     std::vector<Val> ins;
     for (int i = 0; i < n_inputs; ++i) {
@@ -54,7 +61,8 @@ class ChainWriter {
         if (pick(0, 3) == 0) d = 1;
       if (i == 0) s = full;
       if (i > 0 && options_.zero_dim_inputs && pick(0, 2) == 0) s = {};
-      const DType t = kDTypes[pick(0, i == 0 ? 4 : 5)];
+      DType t = kDTypes[pick(0, i == 0 ? 4 : 5)];
+      if (options_.row_reductions && i == 0 && pick(0, 4) == 0) t = DType::kFloat64;
       const int layout = options_.strided_inputs && !s.empty() ? pick(0, 2) : 0;
       Shape stored = s;
       if (layout == 1) std::swap(stored[stored.size() - 1], stored[stored.size() - 2]);
@@ -66,6 +74,7 @@ class ChainWriter {
       inputs->push_back(random_tensor(stored, t));
     }
     Val cur = ins[0];
+    first_ = ins[0];
     const int n_ops = pick(2, 12);
     for (int k = 0; k < n_ops; ++k) cur = step(cur, ins[pick(0, n_inputs - 1)]);
     b_.output(arg::tuple({cur.node}));
@@ -90,7 +99,25 @@ class ChainWriter {
   Val step(const Val& x, const Val& other) {
     const Shape shape = broadcast_shapes(x.shape, other.shape, "test");
     const bool fl = is_floating(x.dtype);
-    switch (pick(0, 8)) {
+    switch (pick(0, options_.row_reductions ? 10 : 8)) {
+      case 9:
+      case 10: {  // a row reduction, its value combined with the first input's rows
+        if (!fl || x.shape != full_) break;
+        static const char* kOps[] = {"aten.sum.dim_IntList", "aten.mean.dim", "aten.amax.default",
+                                     "aten.amin.default"};
+        const int64_t dim = pick(0, 1) ? -1 : static_cast<int64_t>(full_.size()) - 1;
+        Node* r = call(kOps[pick(0, 3)], {x.node, arg::ints({dim}), true});
+        Shape rs = full_;
+        rs.back() = 1;
+        const Val red{r, rs, x.dtype};
+        static const char* kCombine[] = {"aten.sub.Tensor", "aten.mul.Tensor", "aten.div.Tensor",
+                                         "aten.add.Tensor"};
+        const int o = pick(0, 3);
+        if (first_.dtype == DType::kBool && o == 0) break;
+        DType t = promote(first_, &red, std::nullopt);
+        if (o == 2 && !is_floating(t)) t = DType::kFloat32;
+        return {call(kCombine[o], {first_.node, r}), full_, t};
+      }
       case 0: {  // float math
         if (x.dtype == DType::kBool) break;
         static const char* kOps[] = {"aten.exp.default",     "aten.tanh.default",
@@ -159,6 +186,8 @@ class ChainWriter {
   std::mt19937 rng_;
   GraphBuilder b_;
   ChainOptions options_;
+  Shape full_;  // the chain's result shape (the first input's)
+  Val first_{};
 };
 
 // _to_copy takes its dtype as a keyword: the writer's casts get it here.

@@ -34,6 +34,7 @@ void register_cpu_backend(KernelTable& table) {
   cpu::register_upcast_rms_norm_kernels(table);
   cpu::register_rounded_attention_kernels(table);
   cpu::register_fused_pointwise_kernels(table);
+  cpu::register_fused_rows_kernels(table);
   // dst <- src, broadcast and cast: the engine's copy-back step.
   table.add_copy(DeviceType::kCpu, [](const Args& args, const std::vector<Tensor>& outs,
                                       const KernelContext&) { outs[0].copy_from(args[0].tensor); });

@@ -1,201 +1,19 @@
-// fused_pointwise on the cpu: the program (ops/pointwise_program.h) runs over blocks of kBlock
-// output elements, one instruction at a time, each a plain loop over the block (vectorizable)
-// into its register, so an intermediate never leaves the cache. Every op is the unfused
-// kernels' functor (elementwise_math.h) and every register holds its dtype's opmath values
-// rounded to the dtype, so the result is bitwise what the unfused chain computes.
+// fused_pointwise on the cpu: its program (ops/pointwise_program.h) run over blocks of the output
+// by the interpreter of pointwise_exec.h, bitwise the unfused chain.
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
-#include "core/strided_loop.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/elementwise_math.h"
+#include "kernels/cpu/pointwise_exec.h"
 #include "kernels/cpu/registration.h"
-#include "ops/fused_pointwise_args.h"
 
 namespace inplace::cpu {
 
 namespace {
 
-using pointwise::Instr;
-using pointwise::Opcode;
 using pointwise::Program;
+using namespace pointwise_exec;
 
 constexpr const char* kOp = "fused_pointwise";
-constexpr int64_t kBlock = 256;
-
-// One register: kBlock values of at most 8 bytes.
-struct alignas(64) Reg {
-  unsigned char bytes[kBlock * 8];
-};
-template <typename M>
-M* as(Reg& r) {
-  return reinterpret_cast<M*>(r.bytes);
-}
-
-// A tensor (input or output) seen at the output's shape.
-struct View {
-  char* data = nullptr;
-  Shape strides;      // broadcast to the output's shape, in elements
-  bool flat = false;  // contiguous in the output's element order
-  bool one = false;   // one element broadcast everywhere
-};
-
-View view_of(const Tensor& t, const Shape& shape) {
-  View v;
-  v.data = static_cast<char*>(t.data_ptr());
-  v.one = t.numel() == 1;
-  v.flat = !v.one && t.is_contiguous() && t.shape() == shape;
-  v.strides = broadcast_strides(t, shape, kOp);
-  return v;
-}
-
-// The element offsets of output elements start .. start + n of `shape` in a tensor of `strides`.
-void offsets(const Shape& shape, const Shape& strides, int64_t start, int64_t n, int64_t* out) {
-  const int nd = static_cast<int>(shape.size());
-  int64_t idx[64];
-  int64_t off = 0, rem = start;
-  for (int d = nd - 1; d >= 0; --d) {
-    idx[d] = rem % shape[d];
-    rem /= shape[d];
-    off += idx[d] * strides[d];
-  }
-  for (int64_t k = 0; k < n; ++k) {
-    out[k] = off;
-    for (int d = nd - 1; d >= 0; --d) {
-      off += strides[d];
-      if (++idx[d] < shape[d]) break;
-      off -= strides[d] * shape[d];
-      idx[d] = 0;
-    }
-  }
-}
-
-struct Block {
-  const Program* p;
-  std::vector<Reg>* regs;
-  const std::vector<View>* inputs;
-  const View* out;
-  const Shape* shape;
-  int64_t start, n;
-  int64_t* offs;  // kBlock scratch
-};
-
-template <typename T>
-void load(const Block& b, const View& v, opmath_t<T>* r) {
-  using M = opmath_t<T>;
-  const T* src = reinterpret_cast<const T*>(v.data);
-  if (v.flat) {
-    for (int64_t k = 0; k < b.n; ++k) r[k] = M(src[b.start + k]);
-  } else if (v.one) {
-    std::fill(r, r + b.n, M(src[0]));
-  } else {
-    offsets(*b.shape, v.strides, b.start, b.n, b.offs);
-    for (int64_t k = 0; k < b.n; ++k) r[k] = M(src[b.offs[k]]);
-  }
-}
-
-template <typename T>
-void store(const Block& b, const opmath_t<T>* x) {
-  T* dst = reinterpret_cast<T*>(b.out->data);
-  if (b.out->flat) {
-    for (int64_t k = 0; k < b.n; ++k) dst[b.start + k] = T(x[k]);
-  } else {
-    offsets(*b.shape, b.out->strides, b.start, b.n, b.offs);
-    for (int64_t k = 0; k < b.n; ++k) dst[b.offs[k]] = T(x[k]);
-  }
-}
-
-template <typename T>
-void compare(CompareOp op, const opmath_t<T>* x, const opmath_t<T>* y, bool* r, int64_t n) {
-  auto run = [&](auto f) {
-    for (int64_t k = 0; k < n; ++k) r[k] = f(x[k], y[k]);
-  };
-  using M = opmath_t<T>;
-  switch (op) {
-    case CompareOp::kEq:
-      return run([](M p, M q) { return p == q; });
-    case CompareOp::kNe:
-      return run([](M p, M q) { return p != q; });
-    case CompareOp::kLt:
-      return run([](M p, M q) { return p < q; });
-    case CompareOp::kLe:
-      return run([](M p, M q) { return p <= q; });
-    case CompareOp::kGt:
-      return run([](M p, M q) { return q < p; });
-    case CompareOp::kGe:
-      return run([](M p, M q) { return q <= p; });
-    case CompareOp::kAnd:
-      return run([](M p, M q) { return bool(p) && bool(q); });
-    case CompareOp::kOr:
-      return run([](M p, M q) { return bool(p) || bool(q); });
-    case CompareOp::kXor:
-      return run([](M p, M q) { return bool(p) != bool(q); });
-  }
-}
-
-// Instruction i over the block into register i (decode checked every operand and dtype).
-template <typename T>
-void exec(const Block& b, size_t i) {
-  using M = opmath_t<T>;
-  const Instr& in = b.p->code[i];
-  std::vector<Reg>& regs = *b.regs;
-  M* r = as<M>(regs[i]);
-  const int64_t n = b.n;
-  // T(f(...)): each result rounds to its dtype as the unfused kernel's store does.
-  auto map1 = [&](const M* x) {
-    return [&, x](auto f) {
-      for (int64_t k = 0; k < n; ++k) r[k] = M(T(f(x[k])));
-    };
-  };
-  switch (in.op) {
-    case Opcode::kLoad:
-      return load<T>(b, (*b.inputs)[in.a], r);
-    case Opcode::kConst: {
-      const Scalar s = pointwise::number_of(in.a & 3, in.b, in.c);
-      const M v = (in.a & pointwise::kConstInOpmath) ? s.to<M>() : M(s.to<T>());
-      return std::fill(r, r + n, v);
-    }
-    case Opcode::kCast:
-      return visit_dtype(b.p->reg[in.a], [&]<typename S>() {
-        using MS = opmath_t<S>;
-        const MS* x = as<MS>(regs[in.a]);
-        for (int64_t k = 0; k < n; ++k) r[k] = M(convert<T>(S(x[k])));
-      });
-    case Opcode::kUnary: {
-      const M* x = as<M>(regs[in.a]);
-      const auto op = static_cast<UnaryOp>(in.b);
-      if constexpr (std::is_same_v<T, float>) {
-        if (op == UnaryOp::kSilu) return silu_f32(x, r, n);  // as the unfused contiguous path
-      }
-      math::unary_functor<T>(op, map1(x));
-      return;
-    }
-    case Opcode::kBinary: {
-      const M* x = as<M>(regs[in.a]);
-      const M* y = as<M>(regs[in.b]);
-      math::binary_functor<T>(static_cast<BinaryOp>(in.c), Scalar(1), [&](auto f) {
-        for (int64_t k = 0; k < n; ++k) r[k] = M(T(f(x[k], y[k])));
-      });
-      return;
-    }
-    case Opcode::kPowScalar:
-      math::pow_scalar_functor<T>(pointwise::number_of(in.b, in.c, in.d), map1(as<M>(regs[in.a])));
-      return;
-    case Opcode::kCompare:
-      return compare<T>(static_cast<CompareOp>(in.c), as<M>(regs[in.a]), as<M>(regs[in.b]),
-                        as<bool>(regs[i]), n);
-    case Opcode::kWhere: {
-      const bool* c = as<bool>(regs[in.a]);
-      const M* x = as<M>(regs[in.b]);
-      const M* y = as<M>(regs[in.c]);
-      for (int64_t k = 0; k < n; ++k) r[k] = c[k] ? x[k] : y[k];
-      return;
-    }
-    case Opcode::kStore:
-      return store<T>(b, as<M>(regs[in.a]));
-  }
-}
 
 void run_program(const Program& p, const std::vector<Tensor>& inputs, const Tensor& out) {
   const Shape& shape = out.shape();
@@ -203,16 +21,15 @@ void run_program(const Program& p, const std::vector<Tensor>& inputs, const Tens
   if (numel == 0) return;
   IP_CHECK(shape.size() <= 64, kInvalidArgument, "[", kOp, "] more than 64 dims");
   std::vector<View> views;
-  for (const Tensor& t : inputs) views.push_back(view_of(t, shape));
-  const View o = view_of(out, shape);
+  for (const Tensor& t : inputs) views.push_back(view_of(t, shape, kOp));
+  const View o = view_of(out, shape, kOp);
   thread_local std::vector<Reg> regs;
   thread_local std::vector<int64_t> offs(kBlock);
   if (regs.size() < p.code.size()) regs.resize(p.code.size());
   Block b{&p, &regs, &views, &o, &shape, 0, 0, offs.data()};
   for (b.start = 0; b.start < numel; b.start += kBlock) {
     b.n = std::min(kBlock, numel - b.start);
-    for (size_t i = 0; i < p.code.size(); ++i)
-      visit_dtype(static_cast<DType>(p.code[i].dtype), [&]<typename T>() { exec<T>(b, i); });
+    for (size_t i = 0; i < p.code.size(); ++i) exec(b, i);
   }
 }
 

@@ -3,18 +3,11 @@
 #include <cmath>
 
 #include "kernels/cpu/reduction_loop.h"
+#include "kernels/cpu/reduction_run.h"
 
 namespace inplace::cpu {
 
 namespace {
-
-template <bool kMax, typename C>
-inline bool better(C v, C best) {
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(v)) return !std::isnan(best);
-  }
-  return kMax ? v > best : v < best;
-}
 
 template <typename T, bool kMax>
 void extreme_impl(const ReduceLoop& p, const Tensor& in, const Tensor& values,

@@ -1,24 +1,23 @@
 // sum, mean and var. Floating inputs accumulate in double (float32 sums then stay well within
-// 1e-6 of a float64 reference); integers accumulate in uint64 so overflow wraps like torch's int64.
+// 1e-6 of a float64 reference); integers accumulate in uint64 so overflow wraps like torch's int64
+// (reduction_run.h).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
 
 #include "kernels/cpu/reduction_loop.h"
+#include "kernels/cpu/reduction_run.h"
 
 namespace inplace::cpu {
 
 namespace {
 
 template <typename T>
-using AccT = std::conditional_t<kIsFloat<T>, double, uint64_t>;
+using AccT = SumAcc<T>;
 
 template <typename A, typename T>
 inline A load(T v) {
-  if constexpr (kIsFloat<T>)
-    return static_cast<A>(static_cast<opmath_t<T>>(v));
-  else
-    return static_cast<A>(v);
+  return sum_load<A>(v);
 }
 
 template <typename O, typename A>
@@ -27,24 +26,6 @@ inline O store(A acc) {
     return convert<O>(acc);
   else
     return convert<O>(static_cast<int64_t>(acc));
-}
-
-// Four independent chains for unit stride: shorter dependency chains, same accuracy in double.
-template <typename T>
-AccT<T> sum_run(const T* p, int64_t n, int64_t s) {
-  using A = AccT<T>;
-  A a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-  int64_t i = 0;
-  if (s == 1) {
-    for (; i + 4 <= n; i += 4) {
-      a0 += load<A>(p[i]);
-      a1 += load<A>(p[i + 1]);
-      a2 += load<A>(p[i + 2]);
-      a3 += load<A>(p[i + 3]);
-    }
-  }
-  for (; i < n; ++i) a0 += load<A>(p[i * s]);
-  return (a0 + a1) + (a2 + a3);
 }
 
 template <typename T>

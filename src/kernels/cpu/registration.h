@@ -41,5 +41,6 @@ void register_nn_kernels(KernelTable& table);                 // nn_kernels.cpp
 void register_upcast_rms_norm_kernels(KernelTable& table);    // upcast_rms_norm.cpp
 void register_rounded_attention_kernels(KernelTable& table);  // rounded_attention.cpp
 void register_fused_pointwise_kernels(KernelTable& table);    // fused_pointwise.cpp
+void register_fused_rows_kernels(KernelTable& table);         // fused_rows.cpp
 
 }  // namespace inplace::cpu

@@ -24,6 +24,11 @@ void fused_pointwise(const FusedPointwise& p, void* stream);
 // fused_pointwise computes it (a launch group's pair: two programs over the same inputs).
 void fused_pointwise_pair(const FusedPointwise& a, const FusedPointwise& b, void* stream);
 
+// fused_rows: p's program (with kReduce instructions) over the rows of out's last dim, `cols`
+// long: a block a row, each reduction summed as the unfused reduction kernel sums a row
+// (fused_pointwise.cu).
+void fused_rows(const FusedPointwise& p, int64_t cols, void* stream);
+
 // "" when the kernel computes `program` over inputs of these shapes and dtypes bit for bit as
 // the unfused CUDA kernels compute its chain; else why not (fused_pointwise_kernels.cpp).
 std::string fused_pointwise_refusal(const pointwise::Program& program,

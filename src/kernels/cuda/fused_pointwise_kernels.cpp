@@ -1,6 +1,6 @@
-// The CUDA kernel of fused_pointwise: the program decoded and checked on the host (as the cpu
-// kernel does, ops/fused_pointwise_args.h), then one launch (fused_pointwise.cu). Its supports
-// refuses the programs whose result could differ from the unfused CUDA kernels' (so the
+// The CUDA kernels of fused_pointwise and fused_rows: the program decoded and checked on the host
+// (as the cpu kernels do, ops/fused_pointwise_args.h), then one launch (fused_pointwise.cu). Its
+// supports refuses the programs whose result could differ from the unfused CUDA kernels' (so the
 // fuse_pointwise pass leaves those chains unfused for cuda, and no fused step reaches the host).
 #include <cmath>
 
@@ -91,6 +91,7 @@ std::string fused_pointwise_refusal(const pointwise::Program& p,
       case Opcode::kUnary:
       case Opcode::kPowScalar:
       case Opcode::kStore:
+      case Opcode::kReduce:
         if (number[in.a]) return why("a number where the kernel takes a tensor");
         operand(in.a);
         break;
@@ -112,21 +113,26 @@ std::string fused_pointwise_refusal(const pointwise::Program& p,
 
 namespace {
 
-pointwise::Program program_of(const Args& args, std::vector<Tensor>* inputs) {
+constexpr const char* kRowsOp = "fused_rows";
+
+// `rows`: a fused_rows program (with row reductions).
+pointwise::Program program_of(const Args& args, std::vector<Tensor>* inputs, bool rows = false) {
+  const char* op = rows ? kRowsOp : kOp;
   std::vector<DType> dtypes;
   for (const Value& v : args[0].items) {
-    inputs->push_back(v.as_tensor(kOp));
+    inputs->push_back(v.as_tensor(op));
     dtypes.push_back(inputs->back().dtype());
   }
-  return pointwise::decode(args[1].as_int_list(kOp), dtypes);
+  return pointwise::decode(args[1].as_int_list(op), dtypes, rows);
 }
 
 // The kernel's arguments for one step: its program decoded and checked on the host.
-FusedPointwise fused_of(const Args& args, const std::vector<Tensor>& outs) {
+FusedPointwise fused_of(const Args& args, const std::vector<Tensor>& outs, bool rows = false) {
   std::vector<Tensor> inputs;
-  const pointwise::Program prog = program_of(args, &inputs);
+  const pointwise::Program prog = program_of(args, &inputs, rows);
   const std::string why = fused_pointwise_refusal(prog, inputs);
-  IP_CHECK(why.empty(), kUnsupported, "[", kOp, "] the cuda kernel does not run ", why);
+  IP_CHECK(why.empty(), kUnsupported, "[", rows ? kRowsOp : kOp, "] the cuda kernel does not run ",
+           why);
   FusedPointwise p;
   p.n_code = static_cast<int>(prog.code.size());
   for (int k = 0; k < p.n_code; ++k) {
@@ -141,20 +147,30 @@ FusedPointwise fused_of(const Args& args, const std::vector<Tensor>& outs) {
 }  // namespace
 
 void register_fused_pointwise_kernels(KernelTable& table) {
-  const Supports supports = [](const Args& args) {
-    std::vector<Tensor> inputs;
-    try {
-      return fused_pointwise_refusal(program_of(args, &inputs), inputs);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
+  auto supports = [](bool rows) -> Supports {
+    return [rows](const Args& args) {
+      std::vector<Tensor> inputs;
+      try {
+        return fused_pointwise_refusal(program_of(args, &inputs, rows), inputs);
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+    };
   };
   table.add(
       DeviceType::kCuda, kOp,
       [](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
         fused_pointwise(fused_of(args, outs), ctx.queue);
       },
-      supports);
+      supports(false));
+  table.add(
+      DeviceType::kCuda, kRowsOp,
+      [](const Args& args, const std::vector<Tensor>& outs, const KernelContext& ctx) {
+        const Tensor& out = outs[0];
+        if (out.numel() == 0) return;
+        fused_rows(fused_of(args, outs, true), out.shape().back(), ctx.queue);
+      },
+      supports(true));
   // Two adjacent independent steps (launch groups' pairs) in one launch: both are decoded and
   // checked before anything is launched.
   LaunchKernels::get().add_pair(

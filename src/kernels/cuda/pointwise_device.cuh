@@ -148,13 +148,26 @@ __device__ inline Reg op(const Instr& in, const Reg* regs, DType t) {
 
 // Runs the program code[0, n_code) (register dtypes `reg`) on one element: kLoad of input i
 // takes load(i, dtype) (a Reg); returns the register kStore stores, its dtype in *out.
-template <typename Load>
+// kRows (fused_rows): kReduce instruction k takes reduced[k] (its row's value), and where `stop`
+// is an instruction the run ends there, returning that instruction's operand register (a
+// reduction's operand), its dtype in *out.
+template <bool kRows = false, typename Load>
 __device__ inline Reg run(const Instr* code, const uint8_t* reg, int n_code, Load&& load,
-                          DType* out) {
+                          DType* out, const Reg* reduced = nullptr, int stop = -1) {
   Reg regs[pointwise::kMaxInstructions];
   for (int k = 0; k < n_code; ++k) {
     const Instr& in = code[k];
     const DType t = static_cast<DType>(in.dtype);
+    if constexpr (kRows) {
+      if (k == stop) {
+        *out = static_cast<DType>(reg[in.a]);
+        return regs[in.a];
+      }
+      if (in.op == Opcode::kReduce) {
+        regs[k] = reduced[k];
+        continue;
+      }
+    }
     switch (in.op) {
       case Opcode::kLoad:
         regs[k] = load(in.a, t);

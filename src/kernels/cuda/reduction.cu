@@ -3,38 +3,15 @@
 // integer sums), NaN-propagating max/min, as the cpu reduction kernels.
 #include <type_traits>
 
-#include "kernels/cuda/device_common.cuh"
+#include "kernels/cuda/row_reduce_device.cuh"
 
 namespace inplace::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-
-template <typename T>
-__device__ T combine(RowOp op, T a, T b) {
-  if (op == RowOp::kMax || op == RowOp::kMin) {
-    if constexpr (!std::is_integral_v<T>)
-      if (a != a || b != b) return a != a ? a : b;
-    return (op == RowOp::kMax) == (a > b) ? a : b;
-  }
-  return a + b;
-}
-
-// Reduces `v` over the block; every thread gets the result.
-template <typename T>
-__device__ T block_reduce(RowOp op, T v, T* shared) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s)
-      shared[threadIdx.x] = combine(op, shared[threadIdx.x], shared[threadIdx.x + s]);
-    __syncthreads();
-  }
-  T r = shared[0];
-  __syncthreads();
-  return r;
-}
+constexpr int kThreads = row_reduce::kThreads;
+using row_reduce::block_reduce;
+using row_reduce::combine;
 
 template <typename T>
 __device__ T t_exp(T x) {

@@ -1,0 +1,112 @@
+// fused_rows on the cpu: a pointwise program with row reductions (kReduce over the last dim),
+// run by the interpreter of pointwise_exec.h one row at a time. A row is walked once for each
+// reduction, in program order: the instructions before it run over the row's blocks and its
+// operand is gathered into a row buffer, reduced by the loops the unfused sum, mean, amax and
+// amin kernels run (reduction_run.h) on that intermediate as they would find it (contiguous, in
+// its dtype), and the value kept for the row; then once more for the whole program, every
+// reduction reading its row's value. Recomputing an earlier instruction is bitwise the same, so
+// the result is bitwise the unfused chain.
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/pointwise_exec.h"
+#include "kernels/cpu/reduction_run.h"
+#include "kernels/cpu/registration.h"
+
+namespace inplace::cpu {
+
+namespace {
+
+using pointwise::Opcode;
+using pointwise::Program;
+using pointwise::ReduceOp;
+using namespace pointwise_exec;
+
+constexpr const char* kOp = "fused_rows";
+
+// The value of a row's reduction of `row` (n values of T's opmath type, each a T value), as the
+// unfused kernel stores it and the next op loads it: a double holding opmath(T(result)). `unit`:
+// the unfused kernel reads the operand at unit stride (an intermediate always; an input where
+// its last dim has stride 1), which sets its order of summation.
+template <typename T>
+double reduce_row(ReduceOp op, const opmath_t<T>* row, int64_t n, bool unit) {
+  using M = opmath_t<T>;
+  if (op == ReduceOp::kSum || op == ReduceOp::kMean) {
+    double acc = 0;  // the unfused kernel adds each run's sum to a zero (so -0 sums to +0)
+    acc += sum_packed(row, n, unit);
+    const T v = op == ReduceOp::kSum ? convert<T>(acc) : convert<T>(acc / static_cast<double>(n));
+    return static_cast<double>(static_cast<M>(v));
+  }
+  M best = row[0];
+  for (int64_t i = 0; i < n; ++i)
+    if (op == ReduceOp::kMax ? better<true>(row[i], best) : better<false>(row[i], best))
+      best = row[i];
+  return static_cast<double>(static_cast<M>(static_cast<T>(best)));
+}
+
+void run_rows(const Program& p, const std::vector<Tensor>& inputs, const Tensor& out) {
+  const Shape& shape = out.shape();
+  const int64_t numel = out.numel();
+  if (numel == 0) return;
+  IP_CHECK(!shape.empty() && shape.size() <= 64, kInvalidArgument, "[", kOp,
+           "] takes 1 to 64 dims, got ", shape.size());
+  const int64_t cols = shape.back(), rows = numel / cols;
+  std::vector<View> views;
+  for (const Tensor& t : inputs) views.push_back(view_of(t, shape, kOp));
+  const View o = view_of(out, shape, kOp);
+  thread_local std::vector<Reg> regs;
+  thread_local std::vector<int64_t> offs(kBlock);
+  if (regs.size() < p.code.size()) regs.resize(p.code.size());
+  std::vector<double> reduced(p.code.size(), 0.0);
+  std::vector<double> row(static_cast<size_t>(cols));  // an operand's row (opmath values)
+  std::vector<size_t> reductions;
+  for (size_t i = 0; i < p.code.size(); ++i)
+    if (p.code[i].op == Opcode::kReduce) reductions.push_back(i);
+  Block b{&p, &regs, &views, &o, &shape, 0, 0, offs.data(), reduced.data()};
+  // Instructions [0, end) over every block of row r; then gather(c0) after each block.
+  auto walk = [&](int64_t r, size_t end, auto&& gather) {
+    for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+      b.start = r * cols + c0;
+      b.n = std::min(kBlock, cols - c0);
+      for (size_t i = 0; i < end; ++i) exec(b, i);
+      gather(c0);
+    }
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    for (size_t q : reductions) {
+      const pointwise::Instr& in = p.code[q];
+      visit_dtype(static_cast<DType>(in.dtype), [&]<typename T>() {
+        if constexpr (kIsFloat<T>) {
+          using M = opmath_t<T>;
+          M* buf = reinterpret_cast<M*>(row.data());  // a double holds one M at least
+          walk(r, q, [&](int64_t c0) {
+            const M* x = as<M>(regs[in.a]);
+            std::copy(x, x + b.n, buf + c0);
+          });
+          const pointwise::Instr& x = p.code[in.a];
+          const bool unit = x.op != Opcode::kLoad || views[x.a].strides.back() == 1;
+          reduced[q] = reduce_row<T>(static_cast<ReduceOp>(in.b), buf, cols, unit);
+        }
+      });
+    }
+    walk(r, p.code.size(), [](int64_t) {});
+  }
+}
+
+}  // namespace
+
+void register_fused_rows_kernels(KernelTable& table) {
+  table.add(DeviceType::kCpu, kOp,
+            [](const Args& args, const std::vector<Tensor>& outs, const KernelContext&) {
+              std::vector<Tensor> inputs;
+              std::vector<DType> dtypes;
+              for (const Value& v : args[0].items) {
+                inputs.push_back(v.as_tensor(kOp));
+                dtypes.push_back(inputs.back().dtype());
+              }
+              const Program p = pointwise::decode(args[1].as_int_list(kOp), dtypes, true);
+              run_rows(p, inputs, outs[0]);
+            });
+}
+
+}  // namespace inplace::cpu
