@@ -1,7 +1,8 @@
 """Ordinary models compiled in process, equal to eager: a GRU cell carrying its state, a
 MultiheadAttention block (general path and eval fast path), a conv1d streaming front end with a
 ring buffer; tuple unpacking of split/chunk; conv1d's forms; the in-place ops addcmul_,
-addcdiv_, lerp_, hardtanh_, leaky_relu_ and unsafe_split.
+addcdiv_, lerp_, hardtanh_, leaky_relu_ and unsafe_split; a norm and a softmax written out by
+hand (row reductions fused with the ops around them: fused_rows steps).
 """
 import unittest
 
@@ -127,6 +128,25 @@ class Ops(CompileCase):
             return parts[0] * 2 + parts[1]
 
         self.check(f, (torch.randn(4, 3),), [(torch.randn(4, 3),)])
+
+    def test_hand_written_norm_and_softmax_fuse_their_rows(self):
+        # No named rewrite knows these spellings: each reduction joins the ops around it.
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.rand(24) + 0.5)
+
+            def forward(self, x):
+                h = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-5) * self.w
+                e = torch.exp(h - h.amax(-1, keepdim=True))
+                return e / e.sum(-1, keepdim=True)
+
+        compiled = self.check(Block(), (torch.randn(3, 5, 24),),
+                              [(torch.randn(3, 5, 24) * 4,) for _ in range(3)])
+        plan = compiled.plan
+        self.assertEqual(plan.count("= fused_rows("), 3, plan)
+        self.assertNotIn("= mean", plan)
+        self.assertNotIn("= sum", plan)
 
 
 if __name__ == "__main__":
