@@ -17,36 +17,15 @@
 #include "ops/fused_pointwise_args.h"
 #include "ops/registry.h"
 #include "passes/pointwise_chains.h"
+#include "passes/random_chain_check.h"
 
 namespace inplace::testing {
 namespace {
 
 TEST(FusePointwise, RandomChainsAreBitwiseTheUnfusedChain) {
-  int fused_graphs = 0;
-  for (uint32_t seed = 1; seed <= 150; ++seed) {
-    SCOPED_TRACE(str_cat("seed ", seed));
-    std::vector<Tensor> inputs;
-    ChainWriter w(seed);
-    std::unique_ptr<Graph> g = w.write(&inputs);
-    set_cast_dtypes(*g, seed);
-    CompileOptions without;
-    without.skip_passes = {"fuse_pointwise"};
-    std::unique_ptr<CompiledOnce> with_pass, without_pass;
-    try {
-      without_pass = std::make_unique<CompiledOnce>(*g, inputs, without);
-    } catch (const Error& e) {
-      continue;  // a draw eager refuses too (a dtype an op lacks)
-    }
-    with_pass = std::make_unique<CompiledOnce>(*g, inputs, CompileOptions{});
-    EngineCall a = with_pass->call(inputs), b = without_pass->call(inputs);
-    ASSERT_EQ(a.outputs.size(), b.outputs.size());
-    for (size_t j = 0; j < a.outputs.size(); ++j)
-      EXPECT_TRUE(bitwise_equal(a.outputs[j], b.outputs[j])) << "output " << j << "\n"
-                                                             << with_pass->plan() << "\n"
-                                                             << without_pass->plan();
-    fused_graphs += count_of(with_pass->plan(), "fused_pointwise") > 0;
-  }
-  EXPECT_GT(fused_graphs, 80);
+  EXPECT_GT(fused_random_chains(
+                150, [](uint32_t) { return ChainOptions{}; }, "fused_pointwise"),
+            80);
 }
 
 TEST(FusePointwise, Bf16NormTailIsOneStepAndExact) {

@@ -99,12 +99,7 @@ void register_fused_rows_kernels(KernelTable& table) {
   table.add(DeviceType::kCpu, kOp,
             [](const Args& args, const std::vector<Tensor>& outs, const KernelContext&) {
               std::vector<Tensor> inputs;
-              std::vector<DType> dtypes;
-              for (const Value& v : args[0].items) {
-                inputs.push_back(v.as_tensor(kOp));
-                dtypes.push_back(inputs.back().dtype());
-              }
-              const Program p = pointwise::decode(args[1].as_int_list(kOp), dtypes, true);
+              const Program p = step_program(args, kOp, true, &inputs);
               run_rows(p, inputs, outs[0]);
             });
 }

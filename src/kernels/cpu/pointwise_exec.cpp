@@ -164,6 +164,16 @@ View view_of(const Tensor& t, const Shape& shape, const char* op) {
   return v;
 }
 
+pointwise::Program step_program(const Args& args, const char* op, bool rows,
+                                std::vector<Tensor>* inputs) {
+  std::vector<DType> dtypes;
+  for (const Value& v : args[0].items) {
+    inputs->push_back(v.as_tensor(op));
+    dtypes.push_back(inputs->back().dtype());
+  }
+  return pointwise::decode(args[1].as_int_list(op), dtypes, rows);
+}
+
 void exec(const Block& b, size_t i) {
   visit_dtype(static_cast<DType>(b.p->code[i].dtype), [&]<typename T>() { exec_as<T>(b, i); });
 }

@@ -10,6 +10,7 @@
 
 #include "core/tensor.h"
 #include "ops/fused_pointwise_args.h"
+#include "ops/registry.h"
 
 namespace inplace::cpu::pointwise_exec {
 
@@ -46,6 +47,11 @@ struct Block {
   int64_t* offs;                    // kBlock scratch
   const double* reduced = nullptr;  // fused_rows: each kReduce instruction's value for the row
 };
+
+// A fused_pointwise or fused_rows (`rows`) step's input tensors (into *inputs) and its program,
+// decoded and checked for their dtypes; errors name `op`.
+pointwise::Program step_program(const Args& args, const char* op, bool rows,
+                                std::vector<Tensor>* inputs);
 
 // Instruction i of b's program over the block into register i (the program was decoded, so
 // every operand and dtype is checked).
