@@ -9,8 +9,8 @@
 // written out by hand) becomes one fused_rows step the same way.
 //
 // A group grows from a root (a fusable node, latest first) through operands that are fusable
-// and read by one node only, within kMaxInstructions and kMaxInputs; a node that several read
-// roots its own group. A group never spans a mutating node (its inputs are read at the root).
+// and read only by its members (an intermediate several members read is one register), within
+// kMaxInstructions and kMaxInputs; a node read outside the group roots its own. A group never spans a mutating node (its inputs are read at the root).
 // A program the engine's backend does not run (PassOptions::kernel_supports: cuda's kernel
 // refuses what it cannot compute bitwise as its unfused kernels) drops members until it runs.
 #include <algorithm>
@@ -369,20 +369,30 @@ class FusePointwisePass : public Pass {
         continue;
       taken.insert(root);
       const Shape& root_shape = metas.tensor(root)->shape();
+      // An operand joins once every node that reads it is in the group (its register then
+      // serves them all), so passes repeat until none joins.
       std::vector<Node*> group{root};
-      for (size_t k = 0; k < group.size(); ++k)
-        for (const Input& in : members.at(group[k]).inputs) {
-          Node* x = in.node;
-          if (group.size() >= kMaxMembers) break;
-          if (!x || !members.count(x) || taken.count(x)) continue;
-          const std::vector<Node*>& u = users[x];
-          if (u.size() != 1 || u[0] != group[k]) continue;
-          const Member& mx = members.at(x);
-          if (mx.op == Opcode::kReduce && metas.tensor(mx.inputs[0].node)->shape() != root_shape)
-            continue;  // its rows are not the result's
-          taken.insert(x);
-          group.push_back(x);
-        }
+      std::unordered_set<Node*> in_group{root};
+      for (bool grew = true; grew;) {
+        grew = false;
+        for (size_t k = 0; k < group.size(); ++k)
+          for (const Input& in : members.at(group[k]).inputs) {
+            Node* x = in.node;
+            if (group.size() >= kMaxMembers) break;
+            if (!x || !members.count(x) || taken.count(x)) continue;
+            const std::vector<Node*>& u = users[x];
+            if (!std::all_of(u.begin(), u.end(), [&](Node* m) { return in_group.count(m); }))
+              continue;
+            const Member& mx = members.at(x);
+            if (mx.op == Opcode::kReduce &&
+                metas.tensor(mx.inputs[0].node)->shape() != root_shape)
+              continue;  // its rows are not the result's
+            taken.insert(x);
+            in_group.insert(x);
+            group.push_back(x);
+            grew = true;
+          }
+      }
       // The group in the order it grew: its last member is a leaf (none joined through it), so
       // dropping members from the back keeps it connected.
       std::vector<Node*> grown = group;

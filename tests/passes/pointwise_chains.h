@@ -1,7 +1,8 @@
 // Random chains of 2-12 elementwise ops for the fuse_pointwise tests (the cpu's in
 // tests/passes, the GPU suite's in tests/cuda): unary math, arithmetic with tensors and Python
 // numbers, pow by a number, casts, comparisons, where / masked_fill, over random broadcast
-// shapes and dtypes (float32, bfloat16, float16, int32, int64, bool); with row reductions (sum,
+// shapes and dtypes (float32, bfloat16, float16, int32, int64, bool), an intermediate now and
+// then read again by a later op; with row reductions (sum,
 // mean, amax, amin over the last dim, broadcast back over the rows) for fused_rows.
 #pragma once
 #include <cstring>
@@ -76,7 +77,16 @@ class ChainWriter {
     Val cur = ins[0];
     first_ = ins[0];
     const int n_ops = pick(2, 12);
-    for (int k = 0; k < n_ops; ++k) cur = step(cur, ins[pick(0, n_inputs - 1)]);
+    // An op's other operand is an input, or now and then an earlier intermediate (read twice:
+    // within one fused step, or by two).
+    std::vector<Val> made;
+    for (int k = 0; k < n_ops; ++k) {
+      const bool earlier = made.size() > 1 && pick(0, 3) == 0;
+      const Val other =
+          earlier ? made[pick(0, static_cast<int>(made.size()) - 2)] : ins[pick(0, n_inputs - 1)];
+      cur = step(cur, other);
+      made.push_back(cur);
+    }
     b_.output(arg::tuple({cur.node}));
     return b_.build();
   }
