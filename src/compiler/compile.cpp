@@ -59,7 +59,8 @@ std::vector<DeclaredMutation> resolve_mutated_inputs(const Graph& graph,
 // A switch `name`=0 or =1 in the environment, read at each compile, that turns a rewrite off or
 // on whatever the backend prefers where the caller's options leave it open (A/B profiles of a
 // model's step): INPLACE_FUSE_NORM_PROLOGUES (the norms inside the products they feed, RMSNorm
-// and LayerNorm prologues), INPLACE_PREPARE_WEIGHTS (prepare_in_out_weights).
+// and LayerNorm prologues), INPLACE_PREPARE_WEIGHTS (prepare_in_out_weights),
+// INPLACE_FUSE_POINTWISE (fuse_pointwise: chains of elementwise ops and row reductions).
 std::optional<bool> switch_from_env(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return std::nullopt;
@@ -88,7 +89,9 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
   po.prepare_weights = options.prepare_weights.value_or(
       switch_from_env("INPLACE_PREPARE_WEIGHTS").value_or(fusion.prepare_weights));
   po.skip_passes = options.skip_passes;
-  if (!fusion.fuse_pointwise) po.skip_passes.push_back("fuse_pointwise");
+  // INPLACE_FUSE_POINTWISE=0 or =1 (read at each compile) for A/B profiles of the generic fusion.
+  if (!switch_from_env("INPLACE_FUSE_POINTWISE").value_or(fusion.fuse_pointwise))
+    po.skip_passes.push_back("fuse_pointwise");
   po.kernel_supports = [fusion_device](const OpDef& op, const std::vector<Value>& args) {
     const KernelTable& table = KernelTable::get();
     if (!table.find(op, fusion_device)) return std::string("no kernel");

@@ -1,11 +1,11 @@
 // fused_rows on the cpu: a pointwise program with row reductions (kReduce over the last dim),
 // run by the interpreter of pointwise_exec.h one row at a time. A row is walked once for each
-// reduction, in program order: the instructions before it run over the row's blocks and its
-// operand is gathered into a row buffer, reduced by the loops the unfused sum, mean, amax and
-// amin kernels run (reduction_run.h) on that intermediate as they would find it (contiguous, in
-// its dtype), and the value kept for the row; then once more for the whole program, every
-// reduction reading its row's value. Recomputing an earlier instruction is bitwise the same, so
-// the result is bitwise the unfused chain.
+// reduction, in program order: the instructions since the previous one run over the row's
+// blocks (each block keeping its registers for the next pass) and the reduction's operand is
+// gathered into a row buffer, reduced by the loops the unfused sum, mean, amax and amin kernels
+// run (reduction_run.h) on that intermediate as they would find it, and the value kept for the
+// row; then the rest of the program, every reduction reading its row's value. So the result is
+// bitwise the unfused chain.
 #include <algorithm>
 #include <vector>
 
@@ -23,6 +23,8 @@ using pointwise::ReduceOp;
 using namespace pointwise_exec;
 
 constexpr const char* kOp = "fused_rows";
+// Registers a call keeps at most (2 KB each) so that a row's blocks hold theirs across passes.
+constexpr int64_t kKeptRegs = 2048;
 
 // The value of a row's reduction of `row` (n values of T's opmath type, each a T value), as the
 // unfused kernel stores it and the next op loads it: a double holding opmath(T(result)). `unit`:
@@ -54,33 +56,45 @@ void run_rows(const Program& p, const std::vector<Tensor>& inputs, const Tensor&
   std::vector<View> views;
   for (const Tensor& t : inputs) views.push_back(view_of(t, shape, kOp));
   const View o = view_of(out, shape, kOp);
+  const size_t ncode = p.code.size();
+  const int64_t chunks = (cols + kBlock - 1) / kBlock;
+  // Each block of a row keeps its registers from one reduction's pass to the next, so every
+  // instruction runs once an element, where they fit in kKeptRegs; longer rows run the
+  // instructions before each reduction again in its pass (the same values, bitwise).
+  const bool keep = chunks * static_cast<int64_t>(ncode) <= kKeptRegs;
   thread_local std::vector<Reg> regs;
   thread_local std::vector<int64_t> offs(kBlock);
-  if (regs.size() < p.code.size()) regs.resize(p.code.size());
-  std::vector<double> reduced(p.code.size(), 0.0);
-  std::vector<double> row(static_cast<size_t>(cols));  // an operand's row (opmath values)
+  const size_t need = keep ? static_cast<size_t>(chunks) * ncode : ncode;
+  if (regs.size() < need) regs.resize(need);
+  std::vector<double> reduced(ncode, 0.0);
+  std::vector<double> row(static_cast<size_t>(cols));      // an operand's row (opmath values)
+  const std::vector<bool> uniform = uniform_registers(p);  // the row's values: once a block
   std::vector<size_t> reductions;
-  for (size_t i = 0; i < p.code.size(); ++i)
+  for (size_t i = 0; i < ncode; ++i)
     if (p.code[i].op == Opcode::kReduce) reductions.push_back(i);
-  Block b{&p, &regs, &views, &o, &shape, 0, 0, offs.data(), reduced.data()};
-  // Instructions [0, end) over every block of row r; then gather(c0) after each block.
-  auto walk = [&](int64_t r, size_t end, auto&& gather) {
-    for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+  Block b{&p, regs.data(), &views, &o, &shape, 0, 0, offs.data(), reduced.data()};
+  // Instructions [from, end) (kept registers; else [0, end)) over every block of row r, then
+  // gather(c0) after each block.
+  auto walk = [&](int64_t r, size_t from, size_t end, auto&& gather) {
+    for (int64_t k = 0; k < chunks; ++k) {
+      const int64_t c0 = k * kBlock;
+      b.regs = regs.data() + (keep ? static_cast<size_t>(k) * ncode : 0);
       b.start = r * cols + c0;
       b.n = std::min(kBlock, cols - c0);
-      for (size_t i = 0; i < end; ++i) exec(b, i);
+      for (size_t i = keep ? from : 0; i < end; ++i) uniform[i] ? exec_uniform(b, i) : exec(b, i);
       gather(c0);
     }
   };
   for (int64_t r = 0; r < rows; ++r) {
+    size_t from = 0;
     for (size_t q : reductions) {
       const pointwise::Instr& in = p.code[q];
       visit_dtype(static_cast<DType>(in.dtype), [&]<typename T>() {
         if constexpr (kIsFloat<T>) {
           using M = opmath_t<T>;
           M* buf = reinterpret_cast<M*>(row.data());  // a double holds one M at least
-          walk(r, q, [&](int64_t c0) {
-            const M* x = as<M>(regs[in.a]);
+          walk(r, from, q, [&](int64_t c0) {
+            const M* x = as<M>(b.regs[in.a]);
             std::copy(x, x + b.n, buf + c0);
           });
           const pointwise::Instr& x = p.code[in.a];
@@ -88,8 +102,9 @@ void run_rows(const Program& p, const std::vector<Tensor>& inputs, const Tensor&
           reduced[q] = reduce_row<T>(static_cast<ReduceOp>(in.b), buf, cols, unit);
         }
       });
+      from = q;  // the next pass starts with this reduction's register
     }
-    walk(r, p.code.size(), [](int64_t) {});
+    walk(r, from, ncode, [](int64_t) {});
   }
 }
 

@@ -93,7 +93,7 @@ template <typename T>
 void exec_as(const Block& b, size_t i) {
   using M = opmath_t<T>;
   const Instr& in = b.p->code[i];
-  std::vector<Reg>& regs = *b.regs;
+  Reg* regs = b.regs;
   M* r = as<M>(regs[i]);
   const int64_t n = b.n;
   // T(f(...)): each result rounds to its dtype as the unfused kernel's store does.
@@ -176,6 +176,43 @@ pointwise::Program step_program(const Args& args, const char* op, bool rows,
 
 void exec(const Block& b, size_t i) {
   visit_dtype(static_cast<DType>(b.p->code[i].dtype), [&]<typename T>() { exec_as<T>(b, i); });
+}
+
+void exec_uniform(const Block& b, size_t i) {
+  Block one = b;
+  one.n = 1;
+  exec(one, i);
+  visit_dtype(b.p->reg[i], [&]<typename T>() {
+    using M = opmath_t<T>;
+    M* r = as<M>(b.regs[i]);
+    std::fill(r + 1, r + b.n, r[0]);
+  });
+}
+
+std::vector<bool> uniform_registers(const pointwise::Program& p) {
+  std::vector<bool> u(p.code.size(), false);
+  for (size_t i = 0; i < p.code.size(); ++i) {
+    const Instr& in = p.code[i];
+    switch (in.op) {
+      case Opcode::kConst:
+      case Opcode::kReduce:
+        u[i] = true;
+        break;
+      case Opcode::kLoad:
+      case Opcode::kStore:
+        break;
+      case Opcode::kBinary:
+      case Opcode::kCompare:
+        u[i] = u[in.a] && u[in.b];
+        break;
+      case Opcode::kWhere:
+        u[i] = u[in.a] && u[in.b] && u[in.c];
+        break;
+      default:  // kCast, kUnary, kPowScalar
+        u[i] = u[in.a];
+    }
+  }
+  return u;
 }
 
 }  // namespace inplace::cpu::pointwise_exec

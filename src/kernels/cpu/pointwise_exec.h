@@ -39,7 +39,7 @@ View view_of(const Tensor& t, const Shape& shape, const char* op);
 // Output elements start .. start + n of `shape`: where the program reads and writes them.
 struct Block {
   const pointwise::Program* p;
-  std::vector<Reg>* regs;
+  Reg* regs;  // the block's registers, one an instruction
   const std::vector<View>* inputs;
   const View* out;
   const Shape* shape;
@@ -56,5 +56,13 @@ pointwise::Program step_program(const Args& args, const char* op, bool rows,
 // Instruction i of b's program over the block into register i (the program was decoded, so
 // every operand and dtype is checked).
 void exec(const Block& b, size_t i);
+
+// The same where register i holds one value in every element of the block (its operands do:
+// numbers and row values, `uniform`): computed for the first element and copied to the others.
+void exec_uniform(const Block& b, size_t i);
+
+// Which registers of `p` hold one value across a row: numbers, reductions, and what is computed
+// from those only.
+std::vector<bool> uniform_registers(const pointwise::Program& p);
 
 }  // namespace inplace::cpu::pointwise_exec
