@@ -10,9 +10,10 @@
 //
 // A group grows from a root (a fusable node, latest first) through operands that are fusable
 // and read only by its members (an intermediate several members read is one register), within
-// kMaxInstructions and kMaxInputs; a node read outside the group roots its own. A group never spans a mutating node (its inputs are read at the root).
-// A program the engine's backend does not run (PassOptions::kernel_supports: cuda's kernel
-// refuses what it cannot compute bitwise as its unfused kernels) drops members until it runs.
+// kMaxInstructions and kMaxInputs; a node read outside the group roots its own. A group never spans
+// a mutating node (its inputs are read at the root). A program the engine's backend does not run
+// (PassOptions::kernel_supports: cuda's kernel refuses what it cannot compute bitwise as its
+// unfused kernels) drops members until it runs.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -384,8 +385,7 @@ class FusePointwisePass : public Pass {
             if (!std::all_of(u.begin(), u.end(), [&](Node* m) { return in_group.count(m); }))
               continue;
             const Member& mx = members.at(x);
-            if (mx.op == Opcode::kReduce &&
-                metas.tensor(mx.inputs[0].node)->shape() != root_shape)
+            if (mx.op == Opcode::kReduce && metas.tensor(mx.inputs[0].node)->shape() != root_shape)
               continue;  // its rows are not the result's
             taken.insert(x);
             in_group.insert(x);
