@@ -1,8 +1,10 @@
 """A block no named rewrite knows: an RMSNorm spelled with sqrt and div, then a softmax written
-out (amax, exp, sum, div), as a user's model may write them. Compiled by inplace.compile with the
-generic fusion (one fused_rows step for the block) and without it (INPLACE_FUSE_POINTWISE=0: one
-step an op), next to PyTorch eager, in one run; on the cpu (one thread) and on cuda where torch
-has it. Prints steps a call, time a call, and the largest difference from eager.
+out (amax, exp, sum, div), as a user's model may write them. Compiled by inplace.compile three
+ways: without the generic fusion (INPLACE_FUSE_POINTWISE=0: one step an op), with it but its row
+reductions left out (INPLACE_FUSE_ROWS=0: the elementwise runs between reductions fused), and
+with them (INPLACE_FUSE_ROWS=1: one fused_rows step), next to PyTorch eager, in one run; on the
+cpu (one thread) and on cuda where torch has it. Prints steps a call, time a call, and the
+largest difference from eager.
 
   INPLACE_BUILD_DIR=build /usr/bin/python3 python/bench/hand_written_rows.py [--rows 4]
       [--cols 2048] [--calls 200] [--dtype bfloat16]
@@ -41,12 +43,18 @@ def per_call_us(f, x, calls, sync):
     return (time.perf_counter() - t0) / calls * 1e6, y
 
 
-def compiled_with(block, x, fuse):
-    os.environ["INPLACE_FUSE_POINTWISE"] = "1" if fuse else "0"
+FORMS = (("INPLACE_FUSE_POINTWISE=0", {"INPLACE_FUSE_POINTWISE": "0"}),
+         ("INPLACE_FUSE_ROWS=0", {"INPLACE_FUSE_ROWS": "0"}),
+         ("INPLACE_FUSE_ROWS=1", {"INPLACE_FUSE_ROWS": "1"}))
+
+
+def compiled_with(block, x, env):
+    os.environ.update(env)
     try:
         return inplace.compile(block, (x,))
     finally:
-        del os.environ["INPLACE_FUSE_POINTWISE"]
+        for k in env:
+            del os.environ[k]
 
 
 def main():
@@ -69,13 +77,12 @@ def main():
         with torch.no_grad():
             eager_us, want = per_call_us(block, x, a.calls, sync)
         print("| %s | PyTorch eager | 7 ops | %.1f | - |" % (dev, eager_us))
-        for fuse in (False, True):
-            c = compiled_with(block, x, fuse)
+        for label, env in FORMS:
+            c = compiled_with(block, x, env)
             us, got = per_call_us(c, x, a.calls, sync)
             steps = sum(1 for line in str(c.plan).splitlines() if " = " in line and ": " in line)
             diff = (got.float() - want.float()).abs().max().item()
-            print("| %s | inplace.compile, %s | %d | %.1f | %.3g |" % (
-                dev, "fused_rows" if fuse else "INPLACE_FUSE_POINTWISE=0", steps, us, diff))
+            print("| %s | inplace.compile, %s | %d | %.1f | %.3g |" % (dev, label, steps, us, diff))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,9 @@ struct FusionPreferences {
   // Chains of elementwise ops as one fused_pointwise step (fuse_pointwise): where the backend
   // has a kernel for it.
   bool fuse_pointwise = false;
+  // Row reductions (sum, mean, amax, amin over the last dim) inside those chains, one fused_rows
+  // step (a row's value computed once, not once an element of the broadcast).
+  bool fuse_rows = false;
   // A decode product over a read-only weight stored [in, out] (GPT-2's Conv1D) reads a copy of
   // the weight in [out, in] rows, made once when the weight is bound (prepare_in_out_weights):
   // pays where the [out, in] GEMV streams faster than the [in, out] product, at the cost of the

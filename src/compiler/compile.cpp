@@ -60,7 +60,8 @@ std::vector<DeclaredMutation> resolve_mutated_inputs(const Graph& graph,
 // on whatever the backend prefers where the caller's options leave it open (A/B profiles of a
 // model's step): INPLACE_FUSE_NORM_PROLOGUES (the norms inside the products they feed, RMSNorm
 // and LayerNorm prologues), INPLACE_PREPARE_WEIGHTS (prepare_in_out_weights),
-// INPLACE_FUSE_POINTWISE (fuse_pointwise: chains of elementwise ops and row reductions).
+// INPLACE_FUSE_POINTWISE (fuse_pointwise: chains of elementwise ops), INPLACE_FUSE_ROWS (row
+// reductions in those chains).
 std::optional<bool> switch_from_env(const char* name) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return std::nullopt;
@@ -88,6 +89,8 @@ CompiledProgram compile(const Graph& graph, const std::vector<Tensor>& example_i
       switch_from_env("INPLACE_FUSE_NORM_PROLOGUES").value_or(fusion.fuse_norm_prologues));
   po.prepare_weights = options.prepare_weights.value_or(
       switch_from_env("INPLACE_PREPARE_WEIGHTS").value_or(fusion.prepare_weights));
+  po.fuse_rows =
+      options.fuse_rows.value_or(switch_from_env("INPLACE_FUSE_ROWS").value_or(fusion.fuse_rows));
   po.skip_passes = options.skip_passes;
   // INPLACE_FUSE_POINTWISE=0 or =1 (read at each compile) for A/B profiles of the generic fusion.
   if (!switch_from_env("INPLACE_FUSE_POINTWISE").value_or(fusion.fuse_pointwise))

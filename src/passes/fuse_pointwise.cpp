@@ -128,7 +128,7 @@ std::optional<Member> describe_reduction(const ResolvedCall& rc, const Tensor& o
 
 // The member a call node makes, or nullopt when it is not an elementwise op (or a row reduction)
 // the program runs exactly as its kernel does.
-std::optional<Member> describe(Node* n, const MetaTable& metas) {
+std::optional<Member> describe(Node* n, const MetaTable& metas, bool rows) {
   if (!n->is_call()) return std::nullopt;
   const Tensor* meta = metas.tensor(n);
   if (!meta) return std::nullopt;
@@ -141,7 +141,8 @@ std::optional<Member> describe(Node* n, const MetaTable& metas) {
     return std::nullopt;
   }
   const Args& args = rc.args;
-  if (std::optional<Member> r = describe_reduction(rc, *meta, metas)) return r;
+  if (rows)
+    if (std::optional<Member> r = describe_reduction(rc, *meta, metas)) return r;
   Member m;
   m.out = m.compute = meta->dtype();
   auto take = [&](const Value& v) {
@@ -357,7 +358,8 @@ class FusePointwisePass : public Pass {
     }
     std::unordered_map<Node*, Member> members;
     for (Node* n : nodes)
-      if (std::optional<Member> m = describe(n, metas)) members.emplace(n, std::move(*m));
+      if (std::optional<Member> m = describe(n, metas, ctx.options.fuse_rows))
+        members.emplace(n, std::move(*m));
 
     std::unordered_set<Node*> taken;
     std::vector<Node*> dead;

@@ -34,6 +34,8 @@ struct PassOptions {
   // prepare_in_out_weights runs: a decode product over a read-only weight stored [in, out] reads
   // the weight's [out, in] copy, made once (a constant at compile, a bound weight when bound).
   bool prepare_weights = false;
+  // fuse_pointwise takes row reductions into its chains (fused_rows steps).
+  bool fuse_rows = false;
   // Whether the engine's backend runs a step a fusing pass would write (fuse_pointwise asks
   // before it fuses a chain): "" when its kernel runs op(args) (tensors are metas), else why
   // not. compile() fills it from the device's kernel table; null: every form runs.

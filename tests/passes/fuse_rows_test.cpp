@@ -21,13 +21,29 @@
 namespace inplace::testing {
 namespace {
 
+// Row reductions fused (the cpu's and cuda's default; said here so the tests keep their subject).
+CompileOptions with_rows() {
+  CompileOptions o;
+  o.fuse_rows = true;
+  return o;
+}
+
+// `g` with fused rows and without fuse_pointwise, on every draw: bitwise equal. The fused plan.
+std::string expect_rows_exact(const Graph& g, const std::vector<std::vector<Tensor>>& draws) {
+  CompileOptions without;
+  without.skip_passes = {"fuse_pointwise"};
+  CompiledOnce fused(g, draws[0], with_rows()), unfused(g, draws[0], without);
+  expect_engines_equal(fused, unfused, draws, 0);
+  return fused.plan();
+}
+
 TEST(FuseRows, RandomChainsWithRowReductionsAreBitwiseTheUnfusedChain) {
   // Inputs as views (a transpose, every second element) reduced directly: the unfused sum's
   // order follows the input's stride, and the fused one must follow it too.
   auto options = [](uint32_t seed) {
     return ChainOptions{.strided_inputs = seed % 3 == 0, .row_reductions = true};
   };
-  EXPECT_GT(fused_random_chains(300, options, "= fused_rows("), 80);
+  EXPECT_GT(fused_random_chains(300, options, "= fused_rows(", with_rows()), 80);
 }
 
 Node* call(GraphBuilder& b, const char* target, std::vector<Arg> args) {
@@ -69,7 +85,7 @@ TEST(FuseRows, AHandWrittenNormIsOneStepExactOnEveryDraw) {
       b.output(arg::tuple({y}));
       auto g = b.build();
       auto draws = draws_of(shape, t, 4, 11);
-      std::string plan = expect_rewrite_exact(*g, draws[0], draws, {"fuse_pointwise"}, 0);
+      std::string plan = expect_rows_exact(*g, draws);
       EXPECT_EQ(count_of(plan, "= fused_rows("), 1) << plan;
       EXPECT_EQ(count_of(plan, "= mean"), 0) << plan;
       EXPECT_EQ(count_of(plan, "= fused_pointwise("), 0) << plan;
@@ -92,7 +108,7 @@ TEST(FuseRows, AHandWrittenSoftmaxIsOneStep) {
     b.output(arg::tuple({call(b, "aten.div.Tensor", {e, s})}));
     auto g = b.build();
     auto draws = draws_of(shape, t, 4, 23);
-    std::string plan = expect_rewrite_exact(*g, draws[0], draws, {"fuse_pointwise"}, 0);
+    std::string plan = expect_rows_exact(*g, draws);
     EXPECT_EQ(count_of(plan, "= fused_rows("), 1) << plan;
     EXPECT_EQ(count_of(plan, "= amax("), 0) << plan;
     EXPECT_EQ(count_of(plan, "= sum"), 0) << plan;
@@ -117,7 +133,7 @@ TEST(FuseRows, AHandWrittenLayerNormIsOneStep) {
   b.output(arg::tuple({y}));
   auto g = b.build();
   auto draws = draws_of(shape, DType::kBFloat16, 4, 31);
-  std::string plan = expect_rewrite_exact(*g, draws[0], draws, {"fuse_pointwise"}, 0);
+  std::string plan = expect_rows_exact(*g, draws);
   EXPECT_EQ(count_of(plan, "= fused_rows("), 1) << plan;
   EXPECT_EQ(count_of(plan, "= mean"), 0) << plan;
 }
@@ -136,7 +152,7 @@ TEST(FuseRows, AnIntermediateReadOnlyInsideTheChainJoinsIt) {
     auto g = b.build();
     std::vector<Tensor> in = {seeded_uniform({4, 8}, 1).to(DType::kBFloat16),
                               seeded_uniform({8}, 2).to(DType::kBFloat16)};
-    std::string plan = expect_rewrite_exact(*g, in, {in}, {"fuse_pointwise"}, 0);
+    std::string plan = expect_rows_exact(*g, {in});
     EXPECT_EQ(count_of(plan, "= fused_pointwise("), 1) << plan;
     EXPECT_EQ(count_of(plan, "= mul.Tensor("), escapes ? 1 : 0) << plan;
   }
@@ -172,10 +188,33 @@ TEST(FuseRows, ReductionsOfStridedViewsSumInTheUnfusedOrder) {
       };
       std::vector<std::vector<Tensor>> draws;
       for (int d = 0; d < 3; ++d) draws.push_back({full(stored), full({4, cols})});
-      std::string plan = expect_rewrite_exact(*g, draws[0], draws, {"fuse_pointwise"}, 0);
+      std::string plan = expect_rows_exact(*g, draws);
       EXPECT_EQ(count_of(plan, "= fused_rows("), 1) << plan;
     }
   }
+}
+
+// Whether rows fuse is the backend's preference (the cpu's and cuda's: yes) unless the caller
+// says (CompileOptions::fuse_rows, INPLACE_FUSE_ROWS).
+TEST(FuseRows, TheBackendsPreferenceDecides) {
+  GraphBuilder b("norm");
+  Node* x = b.set_meta(b.placeholder("x"), {2, 64}, DType::kFloat32);
+  Node* ms = call(b, "aten.mean.dim", {call(b, "aten.mul.Tensor", {x, x}), arg::ints({-1}), true});
+  b.output(arg::tuple({call(b, "aten.div.Tensor", {x, call(b, "aten.sqrt.default", {ms})})}));
+  auto g = b.build();
+  std::vector<Tensor> in = {seeded_uniform({2, 64}, 3)};
+  EXPECT_EQ(count_of(CompiledOnce(*g, in, {}).plan(), "= fused_rows("), 1);
+  CompileOptions no_rows;
+  no_rows.fuse_rows = false;
+  const std::string cpu = CompiledOnce(*g, in, no_rows).plan();
+  EXPECT_EQ(count_of(cpu, "= fused_rows("), 0) << cpu;
+  EXPECT_EQ(count_of(cpu, "= mean"), 1) << cpu;
+#ifdef INPLACE_WITH_CUDA
+  CompileOptions cuda;
+  cuda.fusion_device = DeviceType::kCuda;
+  const std::string for_cuda = CompiledOnce(*g, in, cuda).plan();
+  EXPECT_EQ(count_of(for_cuda, "= fused_rows("), 1) << for_cuda;
+#endif
 }
 
 // A reduction whose rows are not the chain's result's (its operand broadcasts into a larger
@@ -189,7 +228,7 @@ TEST(FuseRows, AReductionOverOtherRowsStaysUnfused) {
   b.output(arg::tuple({call(b, "aten.mul.Tensor", {y, s})}));
   auto g = b.build();
   std::vector<Tensor> in = {seeded_uniform({1, 16}, 5), seeded_uniform({5, 16}, 6)};
-  std::string plan = expect_rewrite_exact(*g, in, {in}, {"fuse_pointwise"}, 0);
+  std::string plan = expect_rows_exact(*g, {in});
   EXPECT_EQ(count_of(plan, "= fused_rows("), 0) << plan;
   EXPECT_EQ(count_of(plan, "= sum"), 1) << plan;
 }

@@ -11,10 +11,11 @@
 
 namespace inplace::testing {
 
-// Seeds 1..seeds, each chain written with options_of(seed); returns how many fused plans hold
-// `step` ("= fused_rows(", ...).
+// Seeds 1..seeds, each chain written with options_of(seed), the fused engine compiled with
+// `with`; returns how many fused plans hold `step` ("= fused_rows(", ...).
 template <typename OptionsOf>
-int fused_random_chains(uint32_t seeds, OptionsOf&& options_of, const std::string& step) {
+int fused_random_chains(uint32_t seeds, OptionsOf&& options_of, const std::string& step,
+                        const CompileOptions& with = {}) {
   int fused_graphs = 0;
   for (uint32_t seed = 1; seed <= seeds; ++seed) {
     SCOPED_TRACE(str_cat("seed ", seed));
@@ -30,7 +31,7 @@ int fused_random_chains(uint32_t seeds, OptionsOf&& options_of, const std::strin
     } catch (const Error& e) {
       continue;  // a draw eager refuses too (a dtype an op lacks)
     }
-    CompiledOnce with_pass(*g, inputs, CompileOptions{});
+    CompiledOnce with_pass(*g, inputs, with);
     EngineCall a = with_pass.call(inputs), b = without_pass->call(inputs);
     EXPECT_EQ(a.outputs.size(), b.outputs.size());
     for (size_t j = 0; j < std::min(a.outputs.size(), b.outputs.size()); ++j)
