@@ -34,7 +34,7 @@ struct CompileOptions {
   // says. The copy costs the weight's bytes once more.
   std::optional<bool> prepare_weights;
   // fuse_pointwise's row reductions (fused_rows steps): by default as INPLACE_FUSE_ROWS (0 or 1)
-  // in the environment says, else as the device's backend prefers (on for the cpu and cuda).
+  // in the environment says, else as the device's backend prefers (on for the cpu).
   std::optional<bool> fuse_rows;
   // The device whose backend's fusion preferences and kernel checks the passes follow; by
   // default `device`'s (a test sees on the cpu, without a GPU, the graph a cuda engine runs).

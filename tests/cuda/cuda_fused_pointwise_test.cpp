@@ -41,6 +41,7 @@ CudaRun run_on_cuda(const Graph& g, const std::vector<Tensor>& inputs, bool fuse
   o.device = Device::cuda();
   o.strict_device = true;
   if (!fuse) o.skip_passes = {"fuse_pointwise"};
+  o.fuse_rows = true;  // row reductions fused where the chains have them
   CompiledProgram cp = compile(g, clones(inputs), o);
   std::vector<Tensor> dev;
   for (const Tensor& t : inputs) dev.push_back(t.to_device(Device::cuda()));
