@@ -262,39 +262,7 @@ TEST(FuseRows, ARowReductionIsAFusedRowsInstructionOnly) {
 }
 
 TEST(FuseRows, MalformedProgramsAreRefusedNeverRun) {
-  const OpDef* op = Registry::get().find("fused_rows");
-  ASSERT_NE(op, nullptr);
-  std::mt19937 rng(11);
-  int accepted = 0;
-  for (int trial = 0; trial < 4000; ++trial) {
-    const int n = static_cast<int>(rng() % 5 + 2);
-    std::vector<int64_t> program;
-    for (int i = 0; i < n; ++i) {
-      int64_t opcode = i == n - 1 ? 8 : static_cast<int64_t>(rng() % 10);
-      const int64_t fields[pointwise::kWidth] = {opcode,
-                                                 rng() % 2 ? 0 : static_cast<int64_t>(rng() % 11),
-                                                 static_cast<int64_t>(rng() % (i + 2)),
-                                                 static_cast<int64_t>(rng() % (i + 2)),
-                                                 static_cast<int64_t>(rng() % (i + 2)),
-                                                 static_cast<int64_t>(rng() % 3)};
-      for (int64_t f : fields) program.push_back(rng() % 50 == 0 ? int64_t(rng()) - (1 << 30) : f);
-    }
-    const Shape shape = trial % 7 == 0 ? Shape{} : Shape{4, 3};
-    Args args = {Value::list({Value::from_tensor(Tensor::meta(shape, DType::kFloat32)),
-                              Value::from_tensor(Tensor::meta({3}, DType::kInt64))}),
-                 Value::int_list(program)};
-    try {
-      std::vector<Tensor> metas = op->infer(args);
-      ++accepted;
-      Tensor a = seeded_uniform(shape, trial), bi = Tensor::zeros({3}, DType::kInt64);
-      Value r = eager_call(*op, {Value::list({Value::from_tensor(a), Value::from_tensor(bi)}),
-                                 Value::int_list(program)});
-      EXPECT_EQ(r.tensor.shape(), metas[0].shape());
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("fused_rows"), std::string::npos) << e.what();
-    }
-  }
-  EXPECT_GT(accepted, 0);
+  EXPECT_GT(random_programs_refused_or_run("fused_rows", 11, 10), 0);
 }
 
 }  // namespace
