@@ -23,6 +23,7 @@
 
 #include "ops/elementwise_args.h"
 #include "ops/fused_pointwise_args.h"
+#include "ops/reduction_args.h"
 #include "passes/engine_passes.h"
 #include "passes/meta_inference.h"
 #include "passes/op_info.h"
@@ -105,17 +106,14 @@ std::optional<Member> describe_reduction(const ResolvedCall& rc, const Tensor& o
     if (!x || x->dim() == 0 || !is_floating(x->dtype()) || out.dtype() != x->dtype())
       return std::nullopt;
     if (a[2].kind != Value::Kind::kBool || !a[2].as_bool("fuse_pointwise")) return std::nullopt;
-    const Value& dim = a[1];
-    int64_t d = 0;
-    if (dim.kind == Value::Kind::kInt) {
-      d = dim.i;
-    } else if (dim.is_sequence() && dim.items.size() == 1 &&
-               dim.items[0].kind == Value::Kind::kInt) {
-      d = dim.items[0].i;
-    } else {
+    // The dims it folds, decoded as the op's declaration decodes them: the last one only.
+    reduction::DimMask mask;
+    try {
+      mask = reduction::plan_reduction(*x, a[1], true, name).mask;
+    } catch (const Error&) {
       return std::nullopt;
     }
-    if (d != -1 && d != x->dim() - 1) return std::nullopt;
+    if (std::count(mask.begin(), mask.end(), true) != 1 || !mask.back()) return std::nullopt;
     Member m;
     m.op = Opcode::kReduce;
     m.code = static_cast<int>(op);

@@ -40,6 +40,17 @@ __device__ inline RowOp row_op_of(int32_t op) {
   }
 }
 
+// fused_rows' program at output element e, its reductions reading the row's values: to
+// instruction `stop` (its operand register; -1: the stored result), that register's dtype in *t.
+__device__ inline Reg run_row_element(const FusedPointwise& p, int64_t e, const Reg* reduced,
+                                      int stop, DType* t) {
+  auto load = [&](int32_t i, DType d) {
+    const Operand& o = p.inputs[i];
+    return pointwise_device::load_reg(o.data, d, offset_of(o, e));
+  };
+  return pointwise_device::run<true>(p.code, p.reg, p.n_code, load, t, reduced, stop);
+}
+
 // Row r's reduction q (an instruction of compute type C, float or double) into reduced[q], as
 // row_kernel<C> computes the unfused reduction of the operand: each thread's columns in order
 // (an extreme starting from column 0), the block's tree, a mean divided in C, the value stored
@@ -49,14 +60,8 @@ __device__ void reduce_row(const FusedPointwise& p, int64_t r, int64_t cols, int
                            C* shared) {
   const RowOp op = row_op_of(p.code[q].b);
   auto x = [&](int64_t c) {
-    const int64_t e = r * cols + c;
-    auto load = [&](int32_t i, DType t) {
-      const Operand& o = p.inputs[i];
-      return pointwise_device::load_reg(o.data, t, offset_of(o, e));
-    };
     DType t = DType::kFloat32;
-    return pointwise_device::get<C>(
-        pointwise_device::run<true>(p.code, p.reg, p.n_code, load, &t, reduced, q));
+    return pointwise_device::get<C>(run_row_element(p, r * cols + c, reduced, q, &t));
   };
   const bool extreme = op == RowOp::kMax || op == RowOp::kMin;
   C acc = extreme ? x(0) : C(0);
@@ -84,12 +89,8 @@ __global__ void __launch_bounds__(row_reduce::kThreads)
     }
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       const int64_t e = r * cols + c;
-      auto load = [&](int32_t i, DType t) {
-        const Operand& o = p.inputs[i];
-        return pointwise_device::load_reg(o.data, t, offset_of(o, e));
-      };
       DType t = DType::kFloat32;
-      const Reg v = pointwise_device::run<true>(p.code, p.reg, p.n_code, load, &t, reduced);
+      const Reg v = run_row_element(p, e, reduced, -1, &t);
       pointwise_device::store_reg(p.out.data, t, offset_of(p.out, e), v);
     }
     __syncthreads();  // the next row's values replace this row's
