@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -177,6 +178,65 @@ TEST(ReductionExtreme, NaNWinsAtFirstOccurrence) {
   Tensor inf = ft({-INFINITY, 2.f, INFINITY}, {3});
   EXPECT_TRUE(tensor_near(call_t("argmax", {T(inf)}), {}, {2}, 0));
   EXPECT_TRUE(tensor_near(call_t("argmin", {T(inf)}), {}, {0}, 0));
+}
+
+// Long rows take the vector path (lanes, then the first occurrence's bits where they are
+// unique): bitwise the element loop on rows of every length around the lanes' width, with a
+// zero of either sign as the best, NaNs of different payloads, infinities and ties.
+TEST(ReductionExtreme, LongRowsBitwiseTheElementLoop) {
+  std::mt19937 g(21);
+  std::normal_distribution<float> nd;
+  auto nan_with = [](uint32_t payload) {
+    uint32_t bits = 0x7fc00000u | payload;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
+  auto bits_of = [](float f) {
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+  };
+  for (int64_t n : {1, 15, 31, 32, 33, 47, 48, 63, 64, 65, 200, 1000}) {
+    for (int pattern = 0; pattern < 7; ++pattern) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& f : v) f = nd(g);
+      std::uniform_int_distribution<int64_t> at(0, n - 1);
+      switch (pattern) {
+        case 1:  // zeros of both signs and negatives: the best is the first zero's sign
+          for (float& f : v) f = g() % 3 == 0 ? (g() % 2 ? -0.0f : 0.0f) : -std::abs(f) - 1;
+          v[static_cast<size_t>(at(g))] = g() % 2 ? -0.0f : 0.0f;
+          break;
+        case 2:  // two NaNs of different payloads
+          v[static_cast<size_t>(at(g))] = nan_with(5);
+          v[static_cast<size_t>(at(g))] = nan_with(9);
+          break;
+        case 3:
+          v[static_cast<size_t>(at(g))] = INFINITY;
+          v[static_cast<size_t>(at(g))] = -INFINITY;
+          break;
+        case 4:  // every element -inf (a masked row)
+          for (float& f : v) f = -INFINITY;
+          break;
+        case 5:  // ties
+          for (float& f : v) f = static_cast<float>(g() % 4) - 1.5f;
+          break;
+        case 6:  // positive zeros only, then one negative zero first
+          for (float& f : v) f = 0.0f;
+          v[0] = -0.0f;
+          break;
+      }
+      Tensor x = ft(v, {1, n});
+      for (bool is_max : {true, false}) {
+        float best = v[0];
+        for (float f : v)
+          if (!std::isnan(best) && (std::isnan(f) || (is_max ? f > best : f < best))) best = f;
+        const float got = call_t(is_max ? "amax" : "amin", {T(x), I(-1)}).data<float>()[0];
+        EXPECT_EQ(bits_of(got), bits_of(best))
+            << "n " << n << " pattern " << pattern << (is_max ? " amax " : " amin ") << got;
+      }
+    }
+  }
 }
 
 TEST(ReductionExtreme, EmptyReductionsError) {

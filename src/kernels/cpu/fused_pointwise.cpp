@@ -24,9 +24,8 @@ void run_program(const Program& p, const std::vector<Tensor>& inputs, const Tens
   for (const Tensor& t : inputs) views.push_back(view_of(t, shape, kOp));
   const View o = view_of(out, shape, kOp);
   thread_local std::vector<Reg> regs;
-  thread_local std::vector<int64_t> offs(kBlock);
   if (regs.size() < p.code.size()) regs.resize(p.code.size());
-  Block b{&p, regs.data(), &views, &o, &shape, 0, 0, offs.data()};
+  Block b{&p, regs.data(), &views, &o, &shape, 0, 0};
   for (b.start = 0; b.start < numel; b.start += kBlock) {
     b.n = std::min(kBlock, numel - b.start);
     for (size_t i = 0; i < p.code.size(); ++i) exec(b, i);

@@ -23,8 +23,9 @@ using pointwise::ReduceOp;
 using namespace pointwise_exec;
 
 constexpr const char* kOp = "fused_rows";
-// Registers a call keeps at most (2 KB each) so that a row's blocks hold theirs across passes.
-constexpr int64_t kKeptRegs = 2048;
+// Registers a call keeps at most (4 MiB of them) so that a row's blocks hold theirs across
+// passes.
+constexpr int64_t kKeptRegs = (int64_t{4} << 20) / static_cast<int64_t>(sizeof(Reg));
 
 // The value of a row's reduction of `row` (n values of T's opmath type, each a T value), as the
 // unfused kernel stores it and the next op loads it: a double holding opmath(T(result)). `unit`:
@@ -39,10 +40,7 @@ double reduce_row(ReduceOp op, const opmath_t<T>* row, int64_t n, bool unit) {
     const T v = op == ReduceOp::kSum ? convert<T>(acc) : convert<T>(acc / static_cast<double>(n));
     return static_cast<double>(static_cast<M>(v));
   }
-  M best = row[0];
-  for (int64_t i = 0; i < n; ++i)
-    if (op == ReduceOp::kMax ? better<true>(row[i], best) : better<false>(row[i], best))
-      best = row[i];
+  const M best = op == ReduceOp::kMax ? extreme_run<true>(row, n) : extreme_run<false>(row, n);
   return static_cast<double>(static_cast<M>(static_cast<T>(best)));
 }
 
@@ -63,7 +61,6 @@ void run_rows(const Program& p, const std::vector<Tensor>& inputs, const Tensor&
   // instructions before each reduction again in its pass (the same values, bitwise).
   const bool keep = chunks * static_cast<int64_t>(ncode) <= kKeptRegs;
   thread_local std::vector<Reg> regs;
-  thread_local std::vector<int64_t> offs(kBlock);
   const size_t need = keep ? static_cast<size_t>(chunks) * ncode : ncode;
   if (regs.size() < need) regs.resize(need);
   std::vector<double> reduced(ncode, 0.0);
@@ -72,7 +69,7 @@ void run_rows(const Program& p, const std::vector<Tensor>& inputs, const Tensor&
   std::vector<size_t> reductions;
   for (size_t i = 0; i < ncode; ++i)
     if (p.code[i].op == Opcode::kReduce) reductions.push_back(i);
-  Block b{&p, regs.data(), &views, &o, &shape, 0, 0, offs.data(), reduced.data()};
+  Block b{&p, regs.data(), &views, &o, &shape, 0, 0, reduced.data()};
   // Instructions [from, end) (kept registers; else [0, end)) over every block of row r, then
   // gather(c0) after each block.
   auto walk = [&](int64_t r, size_t from, size_t end, auto&& gather) {

@@ -14,9 +14,14 @@ namespace {
 using pointwise::Instr;
 using pointwise::Opcode;
 
-// The element offsets of output elements start .. start + n of `shape` in a tensor of `strides`.
-void offsets(const Shape& shape, const Shape& strides, int64_t start, int64_t n, int64_t* out) {
+// Output elements start .. start + n of `shape` as runs along the last dim: run(k, off, s, len)
+// for block elements k .. k + len, at element offsets off, off + s, ... of a tensor of
+// `strides` (s its last stride). The multi-index is worked out once a block and carried once a
+// run, so a load or store is a plain loop (a copy, a fill or a gather) over each run.
+template <typename Run>
+void for_each_run(const Shape& shape, const Shape& strides, int64_t start, int64_t n, Run&& run) {
   const int nd = static_cast<int>(shape.size());
+  if (nd == 0) return run(int64_t{0}, int64_t{0}, int64_t{0}, n);
   int64_t idx[64];
   int64_t off = 0, rem = start;
   for (int d = nd - 1; d >= 0; --d) {
@@ -24,9 +29,14 @@ void offsets(const Shape& shape, const Shape& strides, int64_t start, int64_t n,
     rem /= shape[d];
     off += idx[d] * strides[d];
   }
-  for (int64_t k = 0; k < n; ++k) {
-    out[k] = off;
-    for (int d = nd - 1; d >= 0; --d) {
+  const int64_t cols = shape[nd - 1], s = strides[nd - 1];
+  for (int64_t k = 0; k < n;) {
+    const int64_t len = std::min(n - k, cols - idx[nd - 1]);
+    run(k, off, s, len);
+    k += len;
+    off -= idx[nd - 1] * s;  // back to the row's first element, then on to the next row
+    idx[nd - 1] = 0;
+    for (int d = nd - 2; d >= 0; --d) {
       off += strides[d];
       if (++idx[d] < shape[d]) break;
       off -= strides[d] * shape[d];
@@ -40,12 +50,23 @@ void load(const Block& b, const View& v, opmath_t<T>* r) {
   using M = opmath_t<T>;
   const T* src = reinterpret_cast<const T*>(v.data);
   if (v.flat) {
-    for (int64_t k = 0; k < b.n; ++k) r[k] = M(src[b.start + k]);
+    src += b.start;
+    for (int64_t k = 0; k < b.n; ++k) r[k] = M(src[k]);
   } else if (v.one) {
     std::fill(r, r + b.n, M(src[0]));
   } else {
-    offsets(*b.shape, v.strides, b.start, b.n, b.offs);
-    for (int64_t k = 0; k < b.n; ++k) r[k] = M(src[b.offs[k]]);
+    for_each_run(*b.shape, v.strides, b.start, b.n,
+                 [&](int64_t k, int64_t off, int64_t s, int64_t len) {
+                   M* d = r + k;
+                   const T* p = src + off;
+                   if (s == 1) {
+                     for (int64_t j = 0; j < len; ++j) d[j] = M(p[j]);
+                   } else if (s == 0) {
+                     std::fill(d, d + len, M(p[0]));
+                   } else {
+                     for (int64_t j = 0; j < len; ++j) d[j] = M(p[j * s]);
+                   }
+                 });
   }
 }
 
@@ -53,10 +74,19 @@ template <typename T>
 void store(const Block& b, const opmath_t<T>* x) {
   T* dst = reinterpret_cast<T*>(b.out->data);
   if (b.out->flat) {
-    for (int64_t k = 0; k < b.n; ++k) dst[b.start + k] = T(x[k]);
+    dst += b.start;
+    for (int64_t k = 0; k < b.n; ++k) dst[k] = T(x[k]);
   } else {
-    offsets(*b.shape, b.out->strides, b.start, b.n, b.offs);
-    for (int64_t k = 0; k < b.n; ++k) dst[b.offs[k]] = T(x[k]);
+    for_each_run(*b.shape, b.out->strides, b.start, b.n,
+                 [&](int64_t k, int64_t off, int64_t s, int64_t len) {
+                   const opmath_t<T>* v = x + k;
+                   T* p = dst + off;
+                   if (s == 1) {
+                     for (int64_t j = 0; j < len; ++j) p[j] = T(v[j]);
+                   } else {
+                     for (int64_t j = 0; j < len; ++j) p[j * s] = T(v[j]);
+                   }
+                 });
   }
 }
 

@@ -14,7 +14,7 @@
 
 namespace inplace::cpu::pointwise_exec {
 
-constexpr int64_t kBlock = 256;
+constexpr int64_t kBlock = 1024;
 
 // One register: kBlock values of at most 8 bytes.
 struct alignas(64) Reg {
@@ -44,7 +44,6 @@ struct Block {
   const View* out;
   const Shape* shape;
   int64_t start, n;
-  int64_t* offs;                    // kBlock scratch
   const double* reduced = nullptr;  // fused_rows: each kReduce instruction's value for the row
 };
 

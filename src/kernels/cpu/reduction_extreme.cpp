@@ -46,6 +46,11 @@ void extreme_impl(const ReduceLoop& p, const Tensor& in, const Tensor& values,
     int64_t best_pos = 0;
     for_each_run(p, io, [&](int64_t off, int64_t n, int64_t s, int64_t pos) {
       const T* q = ip + off;
+      if (!xp && s == 1 && n > 0) {  // values only: the run's best, then against the others'
+        const C v = extreme_run<kMax>(q, n);
+        if (better<kMax>(v, best)) best = v;
+        return;
+      }
       for (int64_t i = 0; i < n; ++i) {
         const C v = static_cast<C>(q[i * s]);
         if (better<kMax>(v, best)) {
