@@ -66,10 +66,11 @@ void run_rows(const Program& p, const std::vector<Tensor>& inputs, const Tensor&
   std::vector<double> reduced(ncode, 0.0);
   std::vector<double> row(static_cast<size_t>(cols));      // an operand's row (opmath values)
   const std::vector<bool> uniform = uniform_registers(p);  // the row's values: once a block
+  const std::vector<bool> scalar = scalar_registers(p, uniform);
   std::vector<size_t> reductions;
   for (size_t i = 0; i < ncode; ++i)
     if (p.code[i].op == Opcode::kReduce) reductions.push_back(i);
-  Block b{&p, regs.data(), &views, &o, &shape, 0, 0, reduced.data()};
+  Block b{&p, regs.data(), &views, &o, &shape, 0, 0, reduced.data(), &scalar};
   // Instructions [from, end) (kept registers; else [0, end)) over every block of row r, then
   // gather(c0) after each block.
   auto walk = [&](int64_t r, size_t from, size_t end, auto&& gather) {

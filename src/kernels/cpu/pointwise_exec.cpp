@@ -158,8 +158,18 @@ void exec_as(const Block& b, size_t i) {
     case Opcode::kBinary: {
       const M* x = as<M>(regs[in.a]);
       const M* y = as<M>(regs[in.b]);
+      // A row value (only its first element computed: `scalar`) is read as one number.
+      const bool sx = b.scalar && (*b.scalar)[in.a], sy = b.scalar && (*b.scalar)[in.b];
       math::binary_functor<T>(static_cast<BinaryOp>(in.c), Scalar(1), [&](auto f) {
-        for (int64_t k = 0; k < n; ++k) r[k] = M(T(f(x[k], y[k])));
+        if (sy && !sx) {
+          const M v = y[0];
+          for (int64_t k = 0; k < n; ++k) r[k] = M(T(f(x[k], v)));
+        } else if (sx && !sy) {
+          const M v = x[0];
+          for (int64_t k = 0; k < n; ++k) r[k] = M(T(f(v, y[k])));
+        } else {
+          for (int64_t k = 0; k < n; ++k) r[k] = M(T(f(x[k], y[k])));
+        }
       });
       return;
     }
@@ -212,11 +222,44 @@ void exec_uniform(const Block& b, size_t i) {
   Block one = b;
   one.n = 1;
   exec(one, i);
+  if (b.scalar && (*b.scalar)[i]) return;  // its readers read element 0
   visit_dtype(b.p->reg[i], [&]<typename T>() {
     using M = opmath_t<T>;
     M* r = as<M>(b.regs[i]);
     std::fill(r + 1, r + b.n, r[0]);
   });
+}
+
+std::vector<bool> scalar_registers(const pointwise::Program& p, const std::vector<bool>& uniform) {
+  std::vector<bool> s = uniform;
+  for (size_t i = 0; i < p.code.size(); ++i) {
+    const Instr& in = p.code[i];
+    if (in.op == Opcode::kReduce) {  // reduces its operand's whole register
+      s[in.a] = false;
+      continue;
+    }
+    if (uniform[i]) continue;  // a uniform reader computes its element 0 from element 0
+    switch (in.op) {  // a binary reads a scalar operand as one number; others, the register
+      case Opcode::kWhere:
+        s[in.c] = false;
+        [[fallthrough]];
+      case Opcode::kCompare:
+        s[in.b] = false;
+        [[fallthrough]];
+      case Opcode::kCast:
+      case Opcode::kUnary:
+      case Opcode::kPowScalar:
+      case Opcode::kStore:
+        s[in.a] = false;
+        break;
+      case Opcode::kLoad:
+      case Opcode::kConst:
+      case Opcode::kBinary:
+      case Opcode::kReduce:
+        break;
+    }
+  }
+  return s;
 }
 
 std::vector<bool> uniform_registers(const pointwise::Program& p) {

@@ -45,6 +45,9 @@ struct Block {
   const Shape* shape;
   int64_t start, n;
   const double* reduced = nullptr;  // fused_rows: each kReduce instruction's value for the row
+  // fused_rows: registers that hold one value over the block in element 0 alone
+  // (scalar_registers), which binary instructions read as a number.
+  const std::vector<bool>* scalar = nullptr;
 };
 
 // A fused_pointwise or fused_rows (`rows`) step's input tensors (into *inputs) and its program,
@@ -63,5 +66,10 @@ void exec_uniform(const Block& b, size_t i);
 // Which registers of `p` hold one value across a row: numbers, reductions, and what is computed
 // from those only.
 std::vector<bool> uniform_registers(const pointwise::Program& p);
+
+// Which of those registers exec_uniform may leave as element 0 alone: every reader of theirs is
+// a binary instruction or another uniform register (a reduction's operand, a load or a store
+// needs the whole register).
+std::vector<bool> scalar_registers(const pointwise::Program& p, const std::vector<bool>& uniform);
 
 }  // namespace inplace::cpu::pointwise_exec
