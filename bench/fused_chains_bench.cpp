@@ -32,7 +32,8 @@ Node* norm_softmax(GraphBuilder& b, Node* x, Node* w) {
   Node* h = call(b, "aten.mul.Tensor", {call(b, "aten.div.Tensor", {x, d}), w});
   Node* m = call(b, "aten.amax.default", {h, arg::ints({-1}), true});
   Node* e = call(b, "aten.exp.default", {call(b, "aten.sub.Tensor", {h, m})});
-  return call(b, "aten.div.Tensor", {e, call(b, "aten.sum.dim_IntList", {e, arg::ints({-1}), true})});
+  return call(b, "aten.div.Tensor",
+              {e, call(b, "aten.sum.dim_IntList", {e, arg::ints({-1}), true})});
 }
 
 // GELU-tanh written out, of x + bias (a broadcast [cols] operand).
@@ -89,11 +90,21 @@ void args(benchmark::internal::Benchmark* b) {
     for (int64_t form : {0, 1, 2}) b->Args({shape.first, shape.second, form});
 }
 
-void norm_softmax_f32(benchmark::State& s) { run(s, norm_softmax, DType::kFloat32); }
-void norm_softmax_bf16(benchmark::State& s) { run(s, norm_softmax, DType::kBFloat16); }
-void bias_gelu_tanh_f32(benchmark::State& s) { run(s, bias_gelu_tanh, DType::kFloat32); }
-void bias_gelu_tanh_bf16(benchmark::State& s) { run(s, bias_gelu_tanh, DType::kBFloat16); }
-void row_scale_f32(benchmark::State& s) { run(s, row_scale, DType::kFloat32); }
+void norm_softmax_f32(benchmark::State& s) {
+  run(s, norm_softmax, DType::kFloat32);
+}
+void norm_softmax_bf16(benchmark::State& s) {
+  run(s, norm_softmax, DType::kBFloat16);
+}
+void bias_gelu_tanh_f32(benchmark::State& s) {
+  run(s, bias_gelu_tanh, DType::kFloat32);
+}
+void bias_gelu_tanh_bf16(benchmark::State& s) {
+  run(s, bias_gelu_tanh, DType::kBFloat16);
+}
+void row_scale_f32(benchmark::State& s) {
+  run(s, row_scale, DType::kFloat32);
+}
 
 }  // namespace
 
