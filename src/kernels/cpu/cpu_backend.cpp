@@ -48,9 +48,10 @@ FusionPreferences cpu_fusion_preferences() {
   FusionPreferences p;
   p.decode_max_rows = cpu::kGemvMaxRows;
   p.fuse_pointwise = true;
-  // A hand-written norm and softmax, [4, 2048], one thread (python/bench/hand_written_rows.py):
-  // one fused_rows step 109 us (bf16) and 76 us (float32) a call, against 162 and 113 with the
-  // rows left out (the elementwise steps between the reductions fused) and 103 and 56 unfused.
+  // A hand-written norm and softmax, [4, 2048], one thread (bench/fused_chains_bench.cpp,
+  // docs/performance.md): one fused_rows step 95.8 us (bf16) and 55.4 us (float32) a call,
+  // against 126 and 67 with the rows left out (the elementwise steps between the reductions
+  // fused) and 106 and 54 unfused.
   p.fuse_rows = true;
   p.prepare_weights = true;
   return p;
